@@ -1,0 +1,51 @@
+"""Exceptions raised by dpframe.
+
+Every error a user can trigger is a subclass of :class:`DPFrameError`, and every error caused by
+a bad argument is also a :class:`ValueError`, so ``except ValueError`` keeps working. Messages
+say what to change. A query that raises any of these spends no privacy budget.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BoundsError",
+    "BudgetExceededError",
+    "DPFrameError",
+    "LedgerError",
+    "NoLedgerError",
+    "ParameterError",
+    "PrivateSizeError",
+    "UnsupportedInputError",
+]
+
+
+class DPFrameError(Exception):
+    """Base class of every dpframe error."""
+
+
+class ParameterError(DPFrameError, ValueError):
+    """A parameter (epsilon, delta, sensitivity, domain, mechanism name, ...) is invalid."""
+
+
+class BoundsError(ParameterError):
+    """Declared bounds are missing, reversed, non-finite, or a value lies outside them."""
+
+
+class UnsupportedInputError(ParameterError):
+    """The data cannot be aggregated as asked (wrong dtype, NaN/null/inf, unknown column, ...)."""
+
+
+class PrivateSizeError(ParameterError):
+    """A query needs the row count as public, but the frame's size is private."""
+
+
+class BudgetExceededError(DPFrameError):
+    """The query would spend more epsilon or delta than the ledger has left."""
+
+
+class LedgerError(DPFrameError):
+    """The accounting ledger is unusable (corrupt file, closed session, ...)."""
+
+
+class NoLedgerError(LedgerError):
+    """The frame has no budget attached: protect it, or name / enter a ``dpf.Session``."""
