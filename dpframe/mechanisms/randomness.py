@@ -1,0 +1,87 @@
+"""Random bits and full-precision uniforms.
+
+The secure source reads the operating system's CSPRNG (:func:`os.urandom`); a seeded source
+(an ``int`` or a :class:`numpy.random.Generator`) exists for tests and simulations only, and
+every release records which one it used.
+
+**Full-precision uniforms** (Gazeau et al. §5.3; Mironov 2012). ``U`` is the real uniform on
+(0, 1) rounded *down* to a double, so every double ``d`` in (0, 1) comes out with probability
+equal to the length of the reals that round down to it. We draw it as Gazeau §5.3 suggests: an
+exponent ``k ≥ 1`` with ``P(k) = 2^-k`` (count the leading zero bits of a random stream) and an
+independent uniform 52-bit mantissa ``m``, so ``U = (1 + m 2^-52) 2^-k``. ``log U`` is computed
+from ``(k, m)`` as ``log1p(m 2^-52) - k ln 2``, which stays exact even where ``U`` itself would
+be subnormal. The bit stream is capped at 2048 bits, an event of probability ``2^-2048``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Union
+
+import numpy as np
+
+__all__ = ["RandomSource", "RandomState"]
+
+RandomState = Union[int, np.random.Generator, None]  # noqa: UP007 - runtime alias
+
+_LN2 = float(np.log(2.0))
+_MAX_WORDS = 32  # 32 * 64 = 2048 bits of leading zeros at most
+
+
+def _bit_length32(x: np.ndarray) -> np.ndarray:
+    """Bit length of values < 2**32 (exact: such values are exact doubles)."""
+    return np.frexp(x.astype(np.float64))[1].astype(np.int64)
+
+
+def _leading_zeros64(w: np.ndarray) -> np.ndarray:
+    hi = w >> np.uint64(32)
+    lo = w & np.uint64(0xFFFFFFFF)
+    return np.where(hi > 0, 32 - _bit_length32(hi), 64 - _bit_length32(lo))
+
+
+class RandomSource:
+    """A stream of random 64-bit words, secure unless seeded."""
+
+    def __init__(self, random_state: RandomState = None) -> None:
+        if random_state is None:
+            self._rng: np.random.Generator | None = None
+        elif isinstance(random_state, np.random.Generator):
+            self._rng = random_state
+        elif isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+            self._rng = np.random.default_rng(int(random_state))
+        else:
+            from dpframe.errors import ParameterError
+
+            raise ParameterError(
+                "random_state must be None (secure), an int seed or a numpy Generator;"
+                f" got {type(random_state).__name__}"
+            )
+
+    @property
+    def kind(self) -> str:
+        """``"secure"`` (OS CSPRNG) or ``"seeded"`` (reproducible; tests and simulations)."""
+        return "secure" if self._rng is None else "seeded"
+
+    def words(self, n: int) -> np.ndarray:
+        """``n`` independent uniform 64-bit words."""
+        if self._rng is None:
+            return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
+        return self._rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+
+    def uniform(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` full-precision uniforms on (0, 1): returns ``(U, log U)``."""
+        first = self.words(2 * n)
+        lead, mant_words = first[:n], first[n:]
+        k = _leading_zeros64(lead) + 1  # position of the first one bit
+        zero = lead == 0
+        extra = 0
+        while zero.any() and extra < _MAX_WORDS:  # P(all 64 bits zero) = 2^-64 per word
+            idx = np.flatnonzero(zero)
+            more = self.words(idx.size)
+            k[idx] = 64 * (extra + 1) + _leading_zeros64(more) + 1
+            zero[idx] = more == 0
+            extra += 1
+        mant = (mant_words >> np.uint64(12)).astype(np.float64) * 2.0**-52  # exact, in [0, 1)
+        log_u = np.log1p(mant) - k.astype(np.float64) * _LN2
+        u = np.ldexp(1.0 + mant, -k)
+        return u, log_u
