@@ -1,0 +1,205 @@
+"""The privacy-budget ledger: sequential composition, atomic spending, the accounting log.
+
+One :class:`Ledger` exists per protected dataset. Every frame derived from that dataset draws
+from it. Spending follows a three-step protocol so that a query which fails, or which would
+exceed the budget, spends nothing:
+
+1. :meth:`Ledger.reserve` checks ``spent + pending + ε ≤ budget`` (and the same for δ) under a
+   lock and, if it fits, holds the amount as *pending*;
+2. the caller computes the aggregate and samples the noise, outside the lock;
+3. :meth:`Ledger.commit` turns the pending amount into spent ε/δ and appends the log entries
+   atomically; :meth:`Ledger.cancel` (on any exception) drops the reservation.
+
+Composition is sequential (basic composition, Dwork & Roth 2014, Thm 3.14): ε and δ of
+successive releases add. Parallel composition over the disjoint groups of a group-by is
+accounted by the query layer, which charges the group-by once (see :mod:`dpframe.queries`).
+
+**Float tolerance.** Shares are accumulated exactly (as the rational values of the given
+floats, :class:`fractions.Fraction`), so the order of spending never matters. Decimal shares
+such as 0.1 + 0.2 + 0.2 + 0.2 + 0.3 are, as binary floats, 2.8e-17 *above* 1.0, so an exact
+comparison would refuse the last share of a budget the user split exactly. The ledger therefore
+accepts a total up to ``budget · (1 + 1e-9)``: the cumulative privacy loss is at most
+ε(1 + 1e-9), a difference no attacker can measure, while any share that exceeds the budget by
+more than one part in a billion (e.g. 1.0 + 1e-6 against 1.0) is refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import threading
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
+
+__all__ = ["LOG_VERSION", "RELATIVE_TOLERANCE", "Budget", "Ledger", "Reservation"]
+
+LOG_VERSION = 1
+RELATIVE_TOLERANCE = 1e-9
+
+_ids = itertools.count(1)
+
+
+def _check_budget_value(name: str, value: float, *, allow_zero: bool) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number, got {value!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ParameterError(f"{name} must be finite, got {value!r}; pass a finite number")
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = "≥ 0" if allow_zero else "> 0"
+        raise ParameterError(f"{name} must be {bound}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A snapshot of a ledger: total, spent and remaining ε and δ."""
+
+    epsilon: float
+    delta: float
+    epsilon_spent: float
+    delta_spent: float
+
+    @property
+    def epsilon_remaining(self) -> float:
+        return max(0.0, self.epsilon - self.epsilon_spent)
+
+    @property
+    def delta_remaining(self) -> float:
+        return max(0.0, self.delta - self.delta_spent)
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "epsilon_spent": self.epsilon_spent,
+            "delta_spent": self.delta_spent,
+            "epsilon_remaining": self.epsilon_remaining,
+            "delta_remaining": self.delta_remaining,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Budget(epsilon: spent {self.epsilon_spent:.6g} of {self.epsilon:.6g}, "
+            f"remaining {self.epsilon_remaining:.6g}; delta: spent {self.delta_spent:.3g} of "
+            f"{self.delta:.3g}, remaining {self.delta_remaining:.3g})"
+        )
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Pending ε/δ held by :meth:`Ledger.reserve` until commit or cancel."""
+
+    ledger_id: int
+    token: int
+    epsilon: Fraction
+    delta: Fraction
+
+
+class Ledger:
+    """Budget and log of one protected dataset; thread-safe.
+
+    ``document`` is the live, JSON-serialisable log: ``{"version", "ledger_id", "budget",
+    "entries"}``. It is what pandas writes to Parquet (through ``attrs``) and what
+    :func:`dpframe.read_log` returns.
+    """
+
+    def __init__(self, epsilon: float, delta: float = 0.0) -> None:
+        eps = _check_budget_value("epsilon", epsilon, allow_zero=False)
+        dlt = _check_budget_value("delta", delta, allow_zero=True)
+        if dlt >= 1:
+            raise ParameterError(f"delta must be < 1, got {dlt!r}; typical values are ≤ 1e-6")
+        self.id = next(_ids)
+        self._lock = threading.Lock()
+        self._eps_total = Fraction(eps)
+        self._delta_total = Fraction(dlt)
+        self._eps_spent = Fraction(0)
+        self._delta_spent = Fraction(0)
+        self._pending: dict[int, Reservation] = {}
+        self._tokens = itertools.count(1)
+        self._releases = itertools.count(1)
+        self.entries: list[dict[str, Any]] = []
+        self.budget_doc: dict[str, float] = {}
+        self.document: dict[str, Any] = {
+            "version": LOG_VERSION,
+            "ledger_id": self.id,
+            "budget": self.budget_doc,
+            "entries": self.entries,
+        }
+        self._refresh_budget_doc()
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def budget(self) -> Budget:
+        with self._lock:
+            return self._snapshot()
+
+    def _snapshot(self) -> Budget:
+        return Budget(
+            float(self._eps_total),
+            float(self._delta_total),
+            float(self._eps_spent),
+            float(self._delta_spent),
+        )
+
+    def _refresh_budget_doc(self) -> None:
+        self.budget_doc.clear()
+        self.budget_doc.update(self._snapshot().as_dict())
+
+    def _fits(self, spent: Fraction, pending: Fraction, extra: Fraction, total: Fraction) -> bool:
+        limit = total * (1 + Fraction(RELATIVE_TOLERANCE))
+        return spent + pending + extra <= limit
+
+    # -- protocol ------------------------------------------------------------------------
+    def reserve(self, epsilon: float, delta: float = 0.0) -> Reservation:
+        """Hold ε and δ for one release, or raise :class:`BudgetExceededError`."""
+        eps = Fraction(_check_budget_value("epsilon", epsilon, allow_zero=False))
+        dlt = Fraction(_check_budget_value("delta", delta, allow_zero=True))
+        with self._lock:
+            pend_eps = sum((r.epsilon for r in self._pending.values()), Fraction(0))
+            pend_dlt = sum((r.delta for r in self._pending.values()), Fraction(0))
+            if not self._fits(self._eps_spent, pend_eps, eps, self._eps_total):
+                left = max(Fraction(0), self._eps_total - self._eps_spent - pend_eps)
+                raise BudgetExceededError(
+                    f"this query needs epsilon={float(eps):.6g} but only {float(left):.6g} of "
+                    f"{float(self._eps_total):.6g} is left; ask for a smaller epsilon or "
+                    "protect the data with a larger budget. Nothing was spent."
+                )
+            if dlt > 0 and not self._fits(self._delta_spent, pend_dlt, dlt, self._delta_total):
+                left = max(Fraction(0), self._delta_total - self._delta_spent - pend_dlt)
+                raise BudgetExceededError(
+                    f"this query needs delta={float(dlt):.3g} but only {float(left):.3g} of "
+                    f"{float(self._delta_total):.3g} is left; pass a smaller delta (or "
+                    "delta=0 with mechanism='truncated'). Nothing was spent."
+                )
+            res = Reservation(self.id, next(self._tokens), eps, dlt)
+            self._pending[res.token] = res
+            return res
+
+    def cancel(self, reservation: Reservation) -> None:
+        """Drop a reservation: nothing is spent."""
+        with self._lock:
+            self._pending.pop(reservation.token, None)
+
+    def commit(self, reservation: Reservation, entries: list[dict[str, Any]]) -> None:
+        """Spend a reservation and append its log entries, atomically."""
+        with self._lock:
+            if self._pending.pop(reservation.token, None) is None:
+                raise LedgerError("reservation was already committed or cancelled")
+            self._eps_spent += reservation.epsilon
+            self._delta_spent += reservation.delta
+            self.entries.extend(entries)
+            self._refresh_budget_doc()
+
+    def next_release_id(self) -> int:
+        with self._lock:
+            return next(self._releases)
+
+    def snapshot_document(self) -> dict[str, Any]:
+        """A deep copy of the log document (safe to store, serialise or mutate)."""
+        with self._lock:
+            return copy.deepcopy(self.document)

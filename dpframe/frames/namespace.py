@@ -1,0 +1,191 @@
+"""The ``.dp`` namespace shared by pandas and Polars: a thin layer over
+:func:`dpframe.frames.release.run_queries`.
+
+New statistics (issue 7: proportions, cov/corr, describe) add a :class:`~dpframe.queries.Query`
+subclass in :mod:`dpframe.queries` and a short method here; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dpframe import queries as q_
+from dpframe.accounting import Budget
+from dpframe.frames import results
+from dpframe.frames.context import Session, backend_of, resolve
+from dpframe.frames.release import Outcome, run_queries
+
+__all__ = ["DPGroupBy", "DPNamespace"]
+
+
+class DPNamespace:
+    """``frame.dp``: differentially private queries on a protected frame and its derivatives.
+
+    Every query takes ``epsilon=``, ``delta=0.0``, ``mechanism="bounded"`` (or
+    ``"truncated"``, ``"laplace"``), ``nulls="raise"`` (or ``"drop"``), ``random_state=None``
+    (secure randomness; an int or ``numpy.random.Generator`` for tests and simulations only)
+    and ``session=None`` (a :class:`dpframe.Session` or its name; needed for derived Polars
+    frames outside a ``with session:`` block).
+    """
+
+    def __init__(self, frame: Any) -> None:
+        self._frame = frame
+
+    # -- single statistics -> float -------------------------------------------------------
+    def _scalar(self, query: q_.Query, name: str, **kw: Any) -> float:
+        out = run_queries(self._frame, {name: query}, **kw)
+        return float(out.values[name][0])
+
+    def count(self, *, epsilon: float, **kw: Any) -> float:
+        """Noisy number of rows (Δ = 1)."""
+        return self._scalar(q_.count(), "count", epsilon=epsilon, **kw)
+
+    def sum(self, column: str, *, epsilon: float, **kw: Any) -> float:
+        """Noisy sum of a bounded column."""
+        return self._scalar(q_.sum(column), "sum", epsilon=epsilon, **kw)
+
+    def mean(self, column: str, *, epsilon: float, **kw: Any) -> float:
+        """Noisy mean of a bounded column, in ``[lower, upper]``."""
+        return self._scalar(q_.mean(column), "mean", epsilon=epsilon, **kw)
+
+    def variance(self, column: str, *, epsilon: float, **kw: Any) -> float:
+        """Noisy sample variance (ddof=1) of a bounded column."""
+        return self._scalar(q_.variance(column), "variance", epsilon=epsilon, **kw)
+
+    var = variance
+
+    def std(self, column: str, *, epsilon: float, **kw: Any) -> float:
+        """Noisy sample standard deviation (ddof=1): sqrt of the noisy variance."""
+        return self._scalar(q_.std(column), "std", epsilon=epsilon, **kw)
+
+    # -- batch ---------------------------------------------------------------------------
+    def release(
+        self, queries: Mapping[str, q_.Query], *, epsilon: float, weights: Any = None, **kw: Any
+    ) -> Any:
+        """Several statistics in one release; ε (and δ) split evenly or by ``weights``.
+
+        Returns a one-row frame of the caller's library whose log travels with it (pandas:
+        ``attrs``, written by ``to_parquet``; Polars: ``table.dp.write_parquet(path)``).
+        """
+        out = run_queries(self._frame, queries, epsilon=epsilon, weights=weights, **kw)
+        return self._table(out)
+
+    def groupby(self, column: str, *, keys: Sequence[Any] | None = None) -> DPGroupBy:
+        """Group by a column with public ``keys`` (or the keys declared at protect time)."""
+        return DPGroupBy(self, column, keys)
+
+    group_by = groupby
+
+    # -- budget and log ------------------------------------------------------------------
+    @property
+    def session(self) -> Session:
+        return resolve(self._frame)[0].session
+
+    def _dataset(self, session: Session | str | None = None) -> Any:
+        return resolve(self._frame, session)[0]
+
+    @property
+    def budget(self) -> Budget:
+        """Spent and remaining ε and δ of the dataset this frame draws from."""
+        return self._dataset().ledger.budget
+
+    def budget_in(self, session: Session | str) -> Budget:
+        return self._dataset(session).ledger.budget
+
+    @property
+    def log(self) -> Any:
+        """The accounting log, one row per noisy measurement, as a frame of this library."""
+        return self.log_in(None)
+
+    def log_in(self, session: Session | str | None) -> Any:
+        frame_log = _release_log(self._frame)
+        doc = frame_log if frame_log is not None else self._dataset(session).ledger.document
+        return results.log_frame(doc, backend_of(self._frame))
+
+    @property
+    def is_size_public(self) -> bool:
+        """True only for the frame returned by :func:`dpframe.protect` itself."""
+        return resolve(self._frame)[1]
+
+    def write_parquet(self, path: Any, *, session: Session | str | None = None) -> None:
+        """Write the frame to Parquet with the accounting log in the key-value metadata."""
+        from dpframe import io
+
+        doc = _release_log(self._frame)
+        if doc is None:
+            doc = self._dataset(session).ledger.snapshot_document()
+        io.write_parquet(self._frame, path, doc)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _table(self, out: Outcome) -> Any:
+        table = results.to_frame(out, backend_of(self._frame))
+        _remember_release_log(table, out.document)
+        return table
+
+
+class DPGroupBy:
+    """``frame.dp.groupby(col, keys=[...])``: one row per declared key (empty groups too);
+    undeclared keys never appear. One group-by costs ε once (parallel composition)."""
+
+    def __init__(self, ns: DPNamespace, column: str, keys: Sequence[Any] | None) -> None:
+        self._ns = ns
+        self._column = column
+        self._keys = keys
+
+    def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, weights: Any = None,
+                **kw: Any) -> Any:
+        out = run_queries(self._ns._frame, queries, epsilon=epsilon, weights=weights,
+                          group_by=self._column, keys=self._keys, **kw)
+        return self._ns._table(out)
+
+    def _one(self, query: q_.Query, name: str, epsilon: float, **kw: Any) -> Any:
+        return self.release({name: query}, epsilon=epsilon, **kw)
+
+    def count(self, *, epsilon: float, **kw: Any) -> Any:
+        return self._one(q_.count(), "count", epsilon, **kw)
+
+    def sum(self, column: str, *, epsilon: float, **kw: Any) -> Any:
+        return self._one(q_.sum(column), "sum", epsilon, **kw)
+
+    def mean(self, column: str, *, epsilon: float, **kw: Any) -> Any:
+        return self._one(q_.mean(column), "mean", epsilon, **kw)
+
+    def variance(self, column: str, *, epsilon: float, **kw: Any) -> Any:
+        return self._one(q_.variance(column), "variance", epsilon, **kw)
+
+    var = variance
+
+    def std(self, column: str, *, epsilon: float, **kw: Any) -> Any:
+        return self._one(q_.std(column), "std", epsilon, **kw)
+
+
+# Release tables: pandas keeps the log in attrs; Polars tables are remembered by identity.
+_release_logs: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+
+def _remember_release_log(table: Any, document: dict[str, Any]) -> None:
+    from dpframe.frames.context import RELEASE_ATTRS_KEY
+
+    if backend_of(table) == "pandas":
+        table.attrs = {RELEASE_ATTRS_KEY: document}
+        return
+    key = id(table)
+
+    def _forget(_: Any, key: int = key) -> None:
+        _release_logs.pop(key, None)
+
+    _release_logs[key] = (weakref.ref(table, _forget), document)
+
+
+def _release_log(frame: Any) -> dict[str, Any] | None:
+    from dpframe.frames.context import RELEASE_ATTRS_KEY
+
+    if backend_of(frame) == "pandas":
+        doc = frame.attrs.get(RELEASE_ATTRS_KEY)
+        return doc if isinstance(doc, dict) else None
+    found = _release_logs.get(id(frame))
+    if found is not None and found[0]() is frame:
+        return found[1]
+    return None
