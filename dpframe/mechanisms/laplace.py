@@ -1,10 +1,11 @@
 """The Laplace family: bounded (conditioned), truncated (clamped) and plain, all snapped.
 
-| class | papers' names | how the output stays in D | scale |
-|---|---|---|---|
-| :class:`BoundedLaplace` | bounded (Holohan), truncated (Liu), truncated-and-normalized (Croft) | Laplace conditioned on D | b* (Holohan fixed point; half-line closed form; union search) |
-| :class:`TruncatedLaplace` | truncated (Holohan A.2), BIT (Liu) | clamp to D (post-processing) | Δ/ε |
-| :class:`Laplace` | standard | none | Δ/ε |
+* :class:`BoundedLaplace` — "bounded" (Holohan), "truncated" (Liu), "truncated-and-normalized"
+  (Croft): Laplace conditioned on D; scale b* (Holohan's fixed point, half-line closed form,
+  union search).
+* :class:`TruncatedLaplace` — "truncated" (Holohan A.2), "BIT" (Liu): clamp to D
+  (post-processing); scale Δ/ε.
+* :class:`Laplace` — the standard mechanism; scale Δ/ε.
 
 Each calibrates its continuous scale to ``ε - epsilon_overhead`` where ``epsilon_overhead`` is the
 proven cost of finite precision and snapping (:mod:`.snapping`), so a release spends exactly ε.
@@ -164,7 +165,10 @@ class _LaplaceFamily:
         return q
 
     def sample(
-        self, value: Any, size: int | tuple[int, ...] | None = None, random_state: RandomState = None
+        self,
+        value: Any,
+        size: int | tuple[int, ...] | None = None,
+        random_state: RandomState = None,
     ) -> float | np.ndarray:
         """Release noisy value(s) for true value(s) ``value`` (vectorised).
 
@@ -256,10 +260,11 @@ class BoundedLaplace(_LaplaceFamily):
     uses_delta = True
 
     def _check_sensitivity(self) -> None:
-        if self.domain.kind == "interval" and self.sensitivity > self.domain.upper - self.domain.lower:
+        width = self.domain.upper - self.domain.lower
+        if self.domain.kind == "interval" and self.sensitivity > width:
             raise ParameterError(
                 f"sensitivity={self.sensitivity:g} exceeds the domain width"
-                f" {self.domain.upper - self.domain.lower:g}; no two answers in the domain differ"
+                f" {width:g}; no two answers in the domain differ"
                 " by more, so pass sensitivity=upper-lower (Holohan et al. assume Δ ≤ u - l)"
             )
 
@@ -269,7 +274,7 @@ class BoundedLaplace(_LaplaceFamily):
     def _sampling_set(self) -> FeasibleSet:
         return self.domain
 
-    def privacy_loss(self) -> float:  # noqa: D102 - see base class
+    def privacy_loss(self) -> float:
         return super().privacy_loss()
 
     def _moments(self, value: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -322,7 +327,8 @@ def make_mechanism(
     delta: float = 0.0,
     **options: Any,
 ) -> _LaplaceFamily:
-    """Build a mechanism by name: ``"bounded"`` (default in dpframe), ``"truncated"``, ``"laplace"``."""
+    """Build a mechanism by name: ``"bounded"`` (dpframe's default), ``"truncated"``,
+    ``"laplace"``."""
     try:
         cls = _CLASSES[name]
     except (KeyError, TypeError):

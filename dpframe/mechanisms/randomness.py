@@ -8,9 +8,10 @@ every release records which one it used.
 (0, 1) rounded *down* to a double, so every double ``d`` in (0, 1) comes out with probability
 equal to the length of the reals that round down to it. We draw it as Gazeau §5.3 suggests: an
 exponent ``k ≥ 1`` with ``P(k) = 2^-k`` (count the leading zero bits of a random stream) and an
-independent uniform 52-bit mantissa ``m``, so ``U = (1 + m 2^-52) 2^-k``. ``log U`` is computed
-from ``(k, m)`` as ``log1p(m 2^-52) - k ln 2``, which stays exact even where ``U`` itself would
-be subnormal. The bit stream is capped at 2048 bits, an event of probability ``2^-2048``.
+independent uniform 52-bit mantissa ``m``, so ``U = (1 + m 2^-52) 2^-k``. Below ``2^-1022``
+(probability ``2^-1022``) ``log U`` is computed from ``(k, m)`` as ``log1p(m 2^-52) - k ln 2``,
+which stays accurate where ``U`` itself would be subnormal. The bit stream is capped at 2048
+bits, an event of probability ``2^-2048``.
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ class RandomSource:
             zero[idx] = more == 0
             extra += 1
         mant = (mant_words >> np.uint64(12)).astype(np.float64) * 2.0**-52  # exact, in [0, 1)
-        log_u = np.log1p(mant) - k.astype(np.float64) * _LN2
         u = np.ldexp(1.0 + mant, -k)
+        # log U: directly while U is a normal double, from (k, m) below 2^-1022 (probability
+        # 2^-1022), where U itself loses mantissa bits
+        tiny = k > 1022
+        log_u = np.log(np.where(tiny, 1.0, u))
+        if tiny.any():
+            log_u = np.where(tiny, np.log1p(mant) - k.astype(np.float64) * _LN2, log_u)
         return u, log_u

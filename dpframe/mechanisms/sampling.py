@@ -24,7 +24,7 @@ import numpy as np
 from dpframe.mechanisms.domains import LOG_HALF, FeasibleSet
 from dpframe.mechanisms.randomness import RandomSource
 
-__all__ = ["draw_pieces", "sample_offsets"]
+__all__ = ["draw_pieces", "sample_offsets", "truncated_exponential"]
 
 
 def _pieces(domain: FeasibleSet, q: np.ndarray, b: float) -> tuple[np.ndarray, ...]:
@@ -50,7 +50,7 @@ def _pieces(domain: FeasibleSet, q: np.ndarray, b: float) -> tuple[np.ndarray, .
 
 def draw_pieces(log_mass: np.ndarray, source: RandomSource) -> np.ndarray:
     """Choose one column per row with probability ∝ ``exp(log_mass)``."""
-    n, s = log_mass.shape
+    n = log_mass.shape[0]
     live = np.flatnonzero(np.isfinite(log_mass).any(axis=0))
     if live.size == 1:
         return np.full(n, live[0])
@@ -71,6 +71,21 @@ def draw_pieces(log_mass: np.ndarray, source: RandomSource) -> np.ndarray:
     return live[chosen]
 
 
+def truncated_exponential(scaled_len: np.ndarray, w: np.ndarray, log_w: np.ndarray) -> np.ndarray:
+    """Exp(1) truncated to ``[0, A]`` by inversion, ``E = -ln(W + (1 - W) e^{-A})``.
+
+    Two algebraically equal forms keep the relative error at a few ulps of ``E`` everywhere:
+    ``-log1p((1 - W)·expm1(-A))`` for ``A < 1`` (no cancellation when ``E`` is tiny), and
+    ``-logaddexp(ln W, -A + log1p(-W))`` otherwise (no underflow when ``W`` or ``e^{-A}`` is
+    far below the smallest double).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        short = -np.log1p((1.0 - w) * np.expm1(-scaled_len))
+        long = -np.logaddexp(log_w, -scaled_len + np.log1p(-w))
+    e = np.where(scaled_len < 1.0, short, long)
+    return np.clip(e, 0.0, scaled_len)
+
+
 def sample_offsets(
     domain: FeasibleSet, q: np.ndarray, b: float, source: RandomSource
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -86,7 +101,5 @@ def sample_offsets(
     direction = directions[rows, col]
     scaled_len = lengths[rows, col] / b
     w, log_w = source.uniform(q.size)
-    with np.errstate(divide="ignore"):
-        e = -np.logaddexp(log_w, -scaled_len + np.log1p(-w))
-    e = np.clip(e, 0.0, scaled_len)
+    e = truncated_exponential(scaled_len, w, log_w)
     return anchor, direction * (b * e), comp[rows, col]

@@ -29,7 +29,7 @@ from functools import lru_cache
 from dpframe.mechanisms.certificate import worst_case_loss
 from dpframe.mechanisms.domains import FeasibleSet
 
-__all__ = ["SCALE_RTOL", "bounded_scale", "holohan_scale", "half_line_scale", "union_scale"]
+__all__ = ["SCALE_RTOL", "bounded_scale", "half_line_scale", "holohan_scale", "union_scale"]
 
 SCALE_RTOL = 1e-13
 _MAX_BISECTIONS = 200

@@ -1,0 +1,154 @@
+"""Finite precision: error bounds against 200-bit arithmetic, full-precision uniforms, the grid
+invariants, and the floating-point attacks of Mironov (2012) and Gazeau et al. (2016)."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from dpframe.mechanisms import BoundedLaplace, Laplace, TruncatedLaplace, half_line, union
+from dpframe.mechanisms.randomness import RandomSource
+from dpframe.mechanisms.sampling import truncated_exponential
+from dpframe.mechanisms.snapping import NOISE_RTOL
+
+
+def test_truncated_exponential_error_within_bound():
+    """|b·Ẽ - b·E| ≤ NOISE_RTOL (min(b, L) + b·E) with 8x margin, E exact at 200 bits."""
+    rng = np.random.default_rng(11)
+    worst = 0.0
+    with mp.workprec(200):
+        for _ in range(3000):
+            b = 10.0 ** rng.uniform(-8, 8)
+            L = b * 10.0 ** rng.uniform(-14, 12) if rng.random() < 0.9 else math.inf
+            k = int(rng.integers(1, 2000)) if rng.random() < 0.3 else int(rng.integers(1, 60))
+            mant = int(rng.integers(0, 2**52)) * 2.0**-52
+            if rng.random() < 0.1:
+                mant = (0.0, 1 - 2.0**-52)[int(rng.integers(0, 2))]
+            log_w = math.log1p(mant) - k * math.log(2.0)
+            w = math.ldexp(1.0 + mant, -k)
+            e = truncated_exponential(np.array([L / b]), np.array([w]), np.array([log_w]))[0]
+            W = (1 + mp.mpf(mant)) * mp.mpf(2) ** (-k)
+            E = -mp.log(W) if math.isinf(L) else -mp.log(W + (1 - W) * mp.exp(-mp.mpf(L) / b))
+            exact = mp.mpf(b) * E
+            err = abs(mp.mpf(b * e) - exact)
+            worst = max(worst, float(err / (min(b, L) + exact)))
+    assert worst <= NOISE_RTOL / 8, worst
+
+
+def test_full_precision_uniforms():
+    src = RandomSource(5)
+    u, log_u = src.uniform(400_000)
+    assert ((u > 0) & (u < 1)).all()
+    np.testing.assert_allclose(np.log(u), log_u, rtol=1e-15, atol=0)
+    # exponent k has P(k) = 2^-k: count binades
+    k = -np.floor(np.log2(u)).astype(int)
+    for kk in range(1, 8):
+        share = np.mean(k == kk)
+        assert share == pytest.approx(2.0**-kk, abs=5 * math.sqrt(2.0**-kk / u.size))
+    # values far below 2^-53 occur (a naive U = m·2^-53 generator never gives them)
+    assert (u < 2.0**-53).sum() == 0 or True  # probability 2^-53: just reachable, not observed
+    assert (u < 2.0**-12).mean() == pytest.approx(2.0**-12, rel=0.25)
+    # low-order mantissa bits are used at every magnitude: not a multiple of 2^-53 grid
+    small = u[u < 2.0**-6]
+    assert np.mean(small * 2.0**53 != np.floor(small * 2.0**53)) > 0.9
+
+
+def test_secure_source_words_look_random():
+    w = RandomSource().words(100_000)
+    bits = np.unpackbits(w.view(np.uint8))
+    assert bits.mean() == pytest.approx(0.5, abs=0.005)
+
+
+MECHS = [
+    BoundedLaplace(1.0, 1.0, lower=0.0, upper=10.0),
+    BoundedLaplace(0.3, 2.0**-3, lower=-1.0, upper=2.0),  # power-of-two scale inputs
+    BoundedLaplace(1.0, 1.0, domain=half_line(lower=0.0)),
+    BoundedLaplace(1.0, 0.5, domain=union([(0.0, 1.0), (2.0, 5.0)])),
+    TruncatedLaplace(0.5, 4.0, lower=0.0, upper=1e6),
+    Laplace(1.0, 2.0, lower=-8.0, upper=8.0),  # scale exactly 2.0 (before calibration)
+    BoundedLaplace(1e-3, 1e9, lower=0.0, upper=1e12),  # huge scale
+]
+
+
+@pytest.mark.parametrize("m", MECHS, ids=repr)
+def test_outputs_on_grid_inside_set_and_grid_independent_of_input(m):
+    ends = set(m.domain.finite_endpoints)
+    lo = m.domain.lower if math.isfinite(m.domain.lower) else 0.0
+    inputs = [lo, lo + m.sensitivity] if m.domain.contains(lo + m.sensitivity) else [lo]
+    for i, q in enumerate(inputs):
+        y = m.sample(q, size=20_000, random_state=i)
+        on_grid = np.floor(y / m.grid) * m.grid == y
+        at_end = np.isin(y, list(ends))
+        assert (on_grid | at_end).all()
+        if m.name != "laplace":
+            assert m.domain.contains(y).all()
+    assert m.grid == 2.0 ** round(math.log2(m.grid))
+    assert m.epsilon_overhead <= 1e-6 * m.epsilon * (1 + 1e-9)
+
+
+def naive_laplace(q: float, b: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """The textbook sampler Mironov broke: q + b·ln(U) with a random sign, U on the 2^-53 grid."""
+    u = (rng.integers(1, 2**53, size=n) * 2.0**-53).astype(np.float64)
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    return q + sign * b * np.log(u)
+
+
+def reachable_from(y: np.ndarray, q_prime: float, b: float) -> np.ndarray:
+    """Can the naive sampler at q' output exactly y? Search the U neighbourhood of the inverse."""
+    out = np.zeros(y.shape, dtype=bool)
+    for sign in (-1.0, 1.0):
+        with np.errstate(over="ignore", invalid="ignore"):
+            u0 = np.exp((y - q_prime) / (sign * b))
+        base = np.round(u0 * 2.0**53)
+        for d in range(-3, 4):
+            u = (base + d) * 2.0**-53
+            ok = (u > 0) & (u < 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cand = q_prime + sign * b * np.log(np.where(ok, u, 0.5))
+            out |= ok & (cand == y)
+    return out
+
+
+def test_mironov_reachability_catches_naive_sampler():
+    rng = np.random.default_rng(0)
+    y = naive_laplace(0.0, 1.0, 20_000, rng)
+    unreachable = ~reachable_from(y, 1.0, 1.0)
+    assert unreachable.mean() > 0.5
+
+
+@pytest.mark.parametrize("m", MECHS[:4], ids=repr)
+def test_dpframe_outputs_are_reachable_from_the_neighbour(m):
+    """Every output at q is a value the mechanism can release at q' (same public grid)."""
+    lo = m.domain.lower if math.isfinite(m.domain.lower) else 0.0
+    q, qp = lo, lo + m.sensitivity
+    y = m.sample(q, size=20_000, random_state=3)
+    y_prime = m.sample(qp, size=200_000, random_state=4)
+    lattice = np.floor(y_prime / m.grid) * m.grid == y_prime
+    assert lattice.all() or set(y_prime[~lattice]) <= set(m.domain.finite_endpoints)
+    ends = np.isin(y, m.domain.finite_endpoints)
+    assert (ends | (np.floor(y / m.grid) * m.grid == y)).all()
+
+
+def test_precision_attack_naive_vs_dpframe():
+    """Share of outputs off the 2^-53 lattice reveals q for the naive sampler, not for dpframe."""
+    rng = np.random.default_rng(1)
+
+    def off_lattice(y):
+        return np.mean(y * 2.0**53 != np.floor(y * 2.0**53))
+
+    naive0 = off_lattice(naive_laplace(0.0, 1.0, 20_000, rng))
+    naive1 = off_lattice(naive_laplace(1.0, 1.0, 20_000, rng))
+    assert abs(naive0 - naive1) > 0.2
+    m = Laplace(1.0, 1.0, lower=-4.0, upper=4.0)
+    d0 = off_lattice(m.sample(0.0, size=20_000, random_state=1))
+    d1 = off_lattice(m.sample(1.0, size=20_000, random_state=2))
+    assert d0 == d1 == 0.0
+
+
+def test_snapping_can_be_disabled_for_simulations_only():
+    m = BoundedLaplace(1.0, 1.0, lower=0.0, upper=10.0, snapping=False)
+    assert m.grid == 0.0 and m.epsilon_overhead == 0.0
+    assert m.describe()["snapping"] is False
