@@ -20,31 +20,34 @@ def _census(n: int = 2000) -> pd.DataFrame:
     })
 
 
+SNIPPET = """\
+import pandas as pd
+import dpframe as dpf            # importing registers the .dp accessor / namespaces
+
+df = pd.read_parquet("census.parquet")
+pf = dpf.protect(df, epsilon=1.0, delta=1e-6,
+                 bounds={"age": (0, 120), "income": (0, 250_000)})
+
+pf.dp.count(epsilon=0.1)                         # -> float
+pf.dp.mean("age", epsilon=0.2)                   # bounded Laplace by default
+pf.dp.variance("income", epsilon=0.2, mechanism="truncated")
+pf[pf.age >= 18].dp.mean("income", epsilon=0.2)  # same budget: derived frames share it
+pf.dp.budget                                     # spent / remaining epsilon and delta
+pf.dp.log                                        # a DataFrame, one row per release
+
+table = pf.dp.release(                           # one call, epsilon split across queries
+    {"n": dpf.count(), "mean_age": dpf.mean("age"), "var_income": dpf.variance("income")},
+    epsilon=0.3)                                 # -> one-row frame; its log travels with it
+table.to_parquet("release.parquet")             # log stored in the file's metadata
+"""  # DESIGN.md §1, character for character
+
+
 def test_design_snippet_verbatim_pandas(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _census().to_parquet("census.parquet")
-    # ---- DESIGN §1, verbatim ----
-    import pandas as pd
-
-    import dpframe as dpf            # importing registers the .dp accessor / namespaces
-
-    df = pd.read_parquet("census.parquet")
-    pf = dpf.protect(df, epsilon=1.0, delta=1e-6,
-                     bounds={"age": (0, 120), "income": (0, 250_000)})
-
-    pf.dp.count(epsilon=0.1)                         # -> float
-    pf.dp.mean("age", epsilon=0.2)                   # bounded Laplace by default
-    pf.dp.variance("income", epsilon=0.2, mechanism="truncated")
-    pf[pf.age >= 18].dp.mean("income", epsilon=0.2)  # same budget: derived frames share it
-    pf.dp.budget                                     # spent / remaining epsilon and delta
-    pf.dp.log                                        # a DataFrame, one row per release
-
-    table = pf.dp.release(                           # one call, epsilon split across queries
-        {"n": dpf.count(), "mean_age": dpf.mean("age"), "var_income": dpf.variance("income")},
-        epsilon=0.3)                                 # -> one-row frame; its log travels with it
-    table.to_parquet("release.parquet")             # log stored in the file's metadata
-    # ---- end of snippet ----
-    assert isinstance(pf.dp.count, object)
+    ns: dict = {}
+    exec(compile(SNIPPET, "DESIGN.md §1", "exec"), ns)
+    pf, table = ns["pf"], ns["table"]
     assert isinstance(table, pd.DataFrame) and table.shape == (1, 3)
     # 0.1 + 0.2 + 0.2 + 0.2 + 0.3 == 1.0000000000000002 in floats, and it fitted:
     assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)
