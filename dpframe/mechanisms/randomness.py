@@ -8,7 +8,8 @@ every release records which one it used.
 (0, 1) rounded *down* to a double, so every double ``d`` in (0, 1) comes out with probability
 equal to the length of the reals that round down to it. We draw it as Gazeau §5.3 suggests: an
 exponent ``k ≥ 1`` with ``P(k) = 2^-k`` (count the leading zero bits of a random stream) and an
-independent uniform 52-bit mantissa ``m``, so ``U = (1 + m 2^-52) 2^-k``. Below ``2^-1022``
+independent uniform 52-bit mantissa ``m`` (the bits that follow the first one bit, which are
+independent of its position), so ``U = (1 + m 2^-52) 2^-k``. Below ``2^-1022``
 (probability ``2^-1022``) ``log U`` is computed from ``(k, m)`` as ``log1p(m 2^-52) - k ln 2``,
 which stays accurate where ``U`` itself would be subnormal. The bit stream is capped at 2048
 bits, an event of probability ``2^-2048``.
@@ -71,9 +72,15 @@ class RandomSource:
 
     def uniform(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``n`` full-precision uniforms on (0, 1): returns ``(U, log U)``."""
-        first = self.words(2 * n)
-        lead, mant_words = first[:n], first[n:]
+        lead = self.words(n)
         k = _leading_zeros64(lead) + 1  # position of the first one bit
+        # the bits after the first one bit are independent and uniform: when at least 52 remain
+        # (k <= 12) they are the mantissa; otherwise (probability 2^-12) draw a fresh word
+        shift = np.minimum(k, 12).astype(np.uint64)
+        mant_words = (lead << shift) >> np.uint64(12)
+        short = k > 12
+        if short.any():
+            mant_words[short] = self.words(int(short.sum())) >> np.uint64(12)
         zero = lead == 0
         extra = 0
         while zero.any() and extra < _MAX_WORDS:  # P(all 64 bits zero) = 2^-64 per word
@@ -82,7 +89,7 @@ class RandomSource:
             k[idx] = 64 * (extra + 1) + _leading_zeros64(more) + 1
             zero[idx] = more == 0
             extra += 1
-        mant = (mant_words >> np.uint64(12)).astype(np.float64) * 2.0**-52  # exact, in [0, 1)
+        mant = mant_words.astype(np.float64) * 2.0**-52  # 52 bits: exact, in [0, 1)
         u = np.ldexp(1.0 + mant, -k)
         # log U: directly while U is a normal double, from (k, m) below 2^-1022 (probability
         # 2^-1022), where U itself loses mantissa bits

@@ -28,24 +28,25 @@ __all__ = ["draw_pieces", "sample_offsets", "truncated_exponential"]
 
 
 def _pieces(domain: FeasibleSet, q: np.ndarray, b: float) -> tuple[np.ndarray, ...]:
-    """Per row of ``q``: anchors, directions, lengths and log-masses of the 2K pieces."""
-    lo = np.array([c[0] for c in domain.components])[None, :]
-    hi = np.array([c[1] for c in domain.components])[None, :]
+    """Per row of ``q``: anchors, lengths and log-masses of the 2K pieces.
+
+    Column ``j < K`` is the part of component ``j`` below ``q`` (anchored at ``min(u_j, q)``,
+    going down); column ``K + j`` the part above ``q`` (anchored at ``max(l_j, q)``, going up).
+    """
+    lo = np.array([c[0] for c in domain.components])
+    hi = np.array([c[1] for c in domain.components])
     qc = q[:, None]
-    down_anchor = np.minimum(hi, qc)  # piece of the component below q, going down
-    up_anchor = np.maximum(lo, qc)  # piece of the component above q, going up
+    anchors = np.concatenate([np.minimum(hi, qc), np.maximum(lo, qc)], axis=1)
     with np.errstate(invalid="ignore"):
-        down_len = down_anchor - lo
-        up_len = hi - up_anchor
-    anchors = np.concatenate([down_anchor, up_anchor], axis=1)
-    lengths = np.concatenate([down_len, up_len], axis=1)
-    dists = np.concatenate([qc - down_anchor, up_anchor - qc], axis=1)
-    directions = np.concatenate([-np.ones_like(down_len), np.ones_like(up_len)], axis=1)
-    comp = np.concatenate([np.arange(lo.shape[1])] * 2)[None, :].repeat(q.size, axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tail = np.where(np.isinf(lengths), 0.0, np.log(-np.expm1(-lengths / b)))
-        log_mass = np.where(lengths > 0, LOG_HALF - dists / b + tail, -np.inf)
-    return anchors, directions, lengths, log_mass, comp
+        lengths = np.concatenate([anchors[:, : lo.size] - lo, hi - anchors[:, lo.size :]], axis=1)
+        dists = np.abs(anchors - qc)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_mass = np.log(-np.expm1(-lengths / b))  # 0 for infinite length, -inf for empty
+        log_mass += LOG_HALF
+        if domain.finite_endpoints and len(domain.components) > 1:
+            log_mass -= dists / b
+        log_mass[~(lengths > 0)] = -np.inf
+    return anchors, lengths, log_mass
 
 
 def draw_pieces(log_mass: np.ndarray, source: RandomSource) -> np.ndarray:
@@ -56,7 +57,10 @@ def draw_pieces(log_mass: np.ndarray, source: RandomSource) -> np.ndarray:
         return np.full(n, live[0])
     lm = log_mass[:, live]
     # log of suffix sums: suffix[:, j] = log Σ_{k ≥ j} exp(lm[:, k])
-    suffix = np.logaddexp.accumulate(lm[:, ::-1], axis=1)[:, ::-1]
+    if live.size == 2:
+        suffix = np.stack([np.logaddexp(lm[:, 0], lm[:, 1]), lm[:, 1]], axis=1)
+    else:
+        suffix = np.logaddexp.accumulate(lm[:, ::-1], axis=1)[:, ::-1]
     chosen = np.full(n, live.size - 1)
     undecided = np.ones(n, dtype=bool)
     for j in range(live.size - 1):
@@ -94,12 +98,13 @@ def sample_offsets(
     Returns ``(anchor, offset, component_index)``; ``anchor`` is an exact double (``q`` or an
     endpoint), so the caller can add the two on a grid without floating-point error.
     """
-    anchors, directions, lengths, log_mass, comp = _pieces(domain, q, b)
+    anchors, lengths, log_mass = _pieces(domain, q, b)
     col = draw_pieces(log_mass, source)
     rows = np.arange(q.size)
     anchor = anchors[rows, col]
-    direction = directions[rows, col]
+    n_comp = len(domain.components)
+    direction = np.where(col < n_comp, -1.0, 1.0)
     scaled_len = lengths[rows, col] / b
     w, log_w = source.uniform(q.size)
     e = truncated_exponential(scaled_len, w, log_w)
-    return anchor, direction * (b * e), comp[rows, col]
+    return anchor, direction * (b * e), col % n_comp
