@@ -25,7 +25,6 @@ more than one part in a billion (e.g. 1.0 + 1e-6 against 1.0) is refused.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import threading
 from dataclasses import dataclass
@@ -155,6 +154,11 @@ class Ledger:
         return spent + pending + extra <= limit
 
     # -- protocol ------------------------------------------------------------------------
+    def check(self, epsilon: float, delta: float = 0.0) -> None:
+        """Raise :class:`BudgetExceededError` now if ε/δ cannot fit (a cheap early refusal;
+        only :meth:`reserve` is binding)."""
+        self.cancel(self.reserve(epsilon, delta))
+
     def reserve(self, epsilon: float, delta: float = 0.0) -> Reservation:
         """Hold ε and δ for one release, or raise :class:`BudgetExceededError`."""
         eps = Fraction(_check_budget_value("epsilon", epsilon, allow_zero=False))
@@ -200,6 +204,12 @@ class Ledger:
             return next(self._releases)
 
     def snapshot_document(self) -> dict[str, Any]:
-        """A deep copy of the log document (safe to store, serialise or mutate)."""
+        """A copy of the log document as it is now (entries are never mutated after commit,
+        so copying the list is enough)."""
         with self._lock:
-            return copy.deepcopy(self.document)
+            return {
+                "version": LOG_VERSION,
+                "ledger_id": self.id,
+                "budget": dict(self.budget_doc),
+                "entries": list(self.entries),
+            }

@@ -36,7 +36,12 @@ class Outcome:
     keys: list[Any] | None
     group_by: str | None
     entries: list[dict[str, Any]]
-    document: dict[str, Any]
+    ledger: Any
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The ledger's log as of now (includes this release)."""
+        return self.ledger.snapshot_document()
 
 
 def _check_epsilon(epsilon: Any) -> float:
@@ -154,6 +159,8 @@ def run_queries(
     if grouped:
         engine.validate_column(frame, group_by, numeric=False)
 
+    dataset.ledger.check(eps, dlt)  # early refusal; reserve() below is the binding step
+
     plans: list[tuple[str, Query, Plan, float]] = []
     for (name, q), share in zip(queries.items(), shares, strict=True):
         bounds = None
@@ -229,7 +236,7 @@ def run_queries(
         ledger.cancel(reservation)
         raise
     ledger.commit(reservation, entries)
-    return Outcome(values, key_list, group_by, entries, ledger.snapshot_document())
+    return Outcome(values, key_list, group_by, entries, ledger)
 
 
 def _check_not_mutated(frame: Any, dataset: Dataset, backend: str) -> None:
