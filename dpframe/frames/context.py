@@ -338,7 +338,10 @@ _NO_LEDGER_POLARS = (
 )
 _NO_LEDGER_PANDAS = (
     "this pandas frame has no privacy budget: call dpf.protect(frame, epsilon=..., "
-    "bounds=...) first (a frame read back from Parquet carries its log but not a live budget)"
+    "bounds=...) first; if it was derived from a protected frame by an operation that drops "
+    "attrs (e.g. a merge with an unprotected frame), name its session: "
+    "frame.dp.mean(..., session=protected.dp.session). (A frame read back from Parquet "
+    "carries its log but not a live budget.)"
 )
 
 
@@ -348,16 +351,16 @@ def resolve(frame: Any, session: Session | str | None = None) -> tuple[Dataset, 
     named = lookup_session(session)
     if backend == "pandas":
         handle = frame.attrs.get(ATTRS_KEY)
-        if not isinstance(handle, _Handle):
-            if named is not None and named.dataset is not None:
-                raise LedgerError(
-                    "this pandas frame was not derived from the session's protected frame "
-                    "(its attrs carry no dpframe budget); query a frame derived from it"
-                )
-            raise NoLedgerError(_NO_LEDGER_PANDAS)
-        sess = handle.session
-        if named is not None and named is not sess:
-            raise LedgerError("session= names a different session than the frame's own")
+        if isinstance(handle, _Handle):
+            sess = handle.session
+            if named is not None and named is not sess:
+                raise LedgerError("session= names a different session than the frame's own")
+        else:
+            # pandas drops attrs in some derivations (e.g. a merge with an unprotected
+            # frame): the caller may name the session, as for Polars.
+            sess = named or current_session()
+            if sess is None:
+                raise NoLedgerError(_NO_LEDGER_PANDAS)
     else:
         own = _root_session(frame)
         if own is not None and named is not None and named is not own:
