@@ -1,0 +1,38 @@
+"""Smoke test: the benchmark entry point runs end to end at tiny sizes (no timing asserts)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_benchmark_entry_point_quick(tmp_path: Path) -> None:
+    out = tmp_path / "RESULTS.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--rows", "2000",
+         "--output", str(out), "--data-dir", str(tmp_path / "data")],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    text = out.read_text()
+    for heading in ("## Machine", "## Frames", "## Mechanisms", "## Targets"):
+        assert heading in text
+    for scenario in ("DP mean", "DP variance", "DP count", "batch release", "group-by mean"):
+        assert scenario in text
+    raw = json.loads((tmp_path / "results.json").read_text())
+    statuses = {r["status"] for r in raw["results"]}
+    assert statuses <= {"ok", "unavailable"}, statuses
+    assert any(r["status"] == "ok" for r in raw["results"])
+
+
+def test_rows_must_be_positive() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--rows", "0", "--quick"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert proc.returncode != 0
+    assert "positive" in proc.stderr
