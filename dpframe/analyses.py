@@ -244,7 +244,7 @@ def nearest_psd(
     diagonal: Sequence[float] | np.ndarray | None = None,
     *,
     tol: float = 1e-12,
-    max_iter: int = 10_000,
+    max_iter: int = 2_000,
 ) -> np.ndarray:
     r"""Nearest PSD matrix to ``A`` (Frobenius norm), optionally with a prescribed diagonal.
 
@@ -262,7 +262,8 @@ def nearest_psd(
 
       The last iterate ``X_k`` is PSD but its diagonal is only within ``tol`` of ``d``; we return
       the congruence ``D X_k D`` with ``D = diag(√(d_i / X_k,ii))`` — PSD exactly (congruence
-      preserves the inertia) with diagonal exactly ``d`` (``D_i = 0`` where ``d_i = 0``).
+      preserves the inertia) with diagonal exactly ``d``. Where ``d_i = 0`` the whole row and
+      column must vanish in a PSD matrix, so those are set to 0 and the rest solved on its own.
 
     A PSD input with diagonal ``d`` is returned unchanged (idempotence), up to rounding.
     """
@@ -276,6 +277,16 @@ def nearest_psd(
     if not (np.isfinite(d).all() and (d >= 0).all()):
         raise ParameterError("the prescribed diagonal must be finite and ≥ 0")
     sym = 0.5 * (m + m.T)
+    zero = d == 0
+    if zero.any():
+        # A PSD matrix with X_ii = 0 has row and column i equal to 0; the remaining block is
+        # an independent problem (the Frobenius distance splits), with a positive diagonal.
+        out = np.zeros_like(sym)
+        keep = ~zero
+        if keep.any():
+            out[np.ix_(keep, keep)] = nearest_psd(sym[np.ix_(keep, keep)], d[keep], tol=tol,
+                                                  max_iter=max_iter)
+        return out
     y = sym.copy()
     np.fill_diagonal(y, d)
     if np.linalg.eigvalsh(y).min() >= -tol * max(1.0, float(np.abs(d).max(initial=0.0))):

@@ -1,0 +1,281 @@
+"""Tests of dpframe.analyses: proportions, covariance/correlation, PSD projection, describe."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dpframe.analyses import (
+    correlation_from_covariance,
+    covariance_sensitivity,
+    nearest_psd,
+    project_psd,
+    proportion_epsilon_share,
+    release_covariance,
+    release_describe,
+    release_proportions,
+    variance_domain_upper,
+    variance_sensitivity,
+)
+from dpframe.errors import ParameterError
+
+MECHS = ("bounded", "truncated")
+
+
+def _random_symmetric(rng: np.random.Generator, p: int) -> np.ndarray:
+    a = rng.normal(size=(p, p))
+    return a + a.T
+
+
+def _eig_clip(a: np.ndarray) -> np.ndarray:
+    vals, vecs = np.linalg.eigh(0.5 * (a + a.T))
+    return vecs @ np.diag(np.maximum(vals, 0.0)) @ vecs.T
+
+
+# -- proportions ----------------------------------------------------------------------------
+@pytest.mark.parametrize("mechanism", MECHS)
+@pytest.mark.parametrize("method", ["rescale", "all_but_one"])
+@pytest.mark.parametrize("epsilon", [0.01, 0.5, 5.0])
+def test_proportions_sum_to_one_and_in_unit_interval(mechanism, method, epsilon):
+    rng = np.random.default_rng(1)
+    counts = rng.multinomial(60, [0.05, 0.15, 0.3, 0.5], size=200)
+    rel = release_proportions(counts, 60, epsilon, mechanism=mechanism, method=method,
+                              random_state=rng)
+    assert rel.values.shape == (200, 4)
+    assert np.allclose(rel.values.sum(axis=1), 1.0, atol=1e-12)
+    assert (rel.values >= 0).all() and (rel.values <= 1).all()
+
+
+def test_proportions_single_release_and_series():
+    rel = release_proportions([10, 20, 30, 40], 100, 1.0, keys=["a", "b", "c", "d"],
+                              column="cat", random_state=3)
+    s = rel.to_series()
+    assert list(s.index) == ["a", "b", "c", "d"]
+    assert math.isclose(s.sum(), 1.0)
+    assert len(rel.records) == 4
+    assert all(r.epsilon == 0.5 and r.sensitivity >= 1 / 100 for r in rel.records)
+    assert rel.records[0].columns == ("cat",)
+
+
+def test_proportions_budget_share():
+    assert proportion_epsilon_share(1) == 1.0
+    assert proportion_epsilon_share(2) == 0.5
+    assert proportion_epsilon_share(10) == 0.5
+    rel = release_proportions([3, 7], 10, 1.0, method="all_but_one", random_state=0)
+    assert len(rel.records) == 1 and rel.records[0].epsilon == 1.0
+    rel = release_proportions([3, 7, 5], 15, 1.0, method="all_but_one", remainder=0,
+                              random_state=0)
+    assert len(rel.records) == 2 and all(r.epsilon == 0.5 for r in rel.records)
+    assert np.isnan(rel.raw[0]) and not np.isnan(rel.raw[1:]).any()
+
+
+def test_proportion_sensitivity_brute_force():
+    """Replacement neighbours: each proportion moves by ≤ 1/n and at most two move."""
+    n, k = 4, 3
+    rows = list(itertools.product(range(k), repeat=n))
+    worst, most_changed = 0.0, 0
+    for data in rows:
+        c = np.bincount(data, minlength=k) / n
+        for i in range(n):
+            for v in range(k):
+                other = list(data)
+                other[i] = v
+                d = np.abs(np.bincount(other, minlength=k) / n - c)
+                worst = max(worst, float(d.max()))
+                most_changed = max(most_changed, int((d > 0).sum()))
+    assert math.isclose(worst, 1 / n)
+    assert most_changed == 2
+
+
+def test_proportions_deterministic_with_seed():
+    a = release_proportions([5, 5, 10], 20, 1.0, random_state=11).values
+    b = release_proportions([5, 5, 10], 20, 1.0, random_state=11).values
+    assert np.array_equal(a, b)
+
+
+def test_proportions_errors():
+    with pytest.raises(ParameterError):
+        release_proportions([1, 2], 2, 1.0)  # counts exceed n
+    with pytest.raises(ParameterError):
+        release_proportions([1, 2], 3, 1.0, mechanism="laplace")
+    with pytest.raises(ParameterError):
+        release_proportions([1, 2], 3, 0.0)
+    with pytest.raises(ParameterError):
+        release_proportions([1, 2], 3, 1.0, method="tree")
+    with pytest.raises(ParameterError):
+        release_proportions([3], 3, 1.0)
+
+
+# -- sensitivities (brute force on small n) -------------------------------------------------
+def test_variance_and_covariance_sensitivity_brute_force():
+    n = 3
+    lx, ux, ly, uy = 0.0, 1.0, -1.0, 2.0
+    gx = np.linspace(lx, ux, 3)  # the extremes of both bounds are attained on these grids
+    gy = np.linspace(ly, uy, 3)
+    pts = list(itertools.product(gx, gy))
+    worst_v, worst_c, biggest_v = 0.0, 0.0, 0.0
+    for data in itertools.product(pts, repeat=n):
+        arr = np.array(data)
+        cov = np.cov(arr.T, ddof=1)
+        biggest_v = max(biggest_v, cov[0, 0])
+        for new in pts:
+            other = arr.copy()
+            other[0] = new
+            cov2 = np.cov(other.T, ddof=1)
+            worst_v = max(worst_v, abs(cov2[0, 0] - cov[0, 0]))
+            worst_c = max(worst_c, abs(cov2[0, 1] - cov[0, 1]))
+    assert worst_v <= variance_sensitivity(n, ux - lx) + 1e-12
+    assert worst_c <= covariance_sensitivity(n, ux - lx, uy - ly) + 1e-12
+    assert math.isclose(worst_v, variance_sensitivity(n, ux - lx), rel_tol=1e-9)
+    assert math.isclose(worst_c, covariance_sensitivity(n, ux - lx, uy - ly), rel_tol=1e-9)
+    assert biggest_v <= variance_domain_upper(n, ux - lx) + 1e-12
+
+
+# -- PSD projection -------------------------------------------------------------------------
+@pytest.mark.parametrize("p", [2, 3, 5, 8])
+def test_project_psd_matches_eigen_clipping(p):
+    rng = np.random.default_rng(p)
+    for _ in range(20):
+        a = _random_symmetric(rng, p)
+        assert np.allclose(project_psd(a), _eig_clip(a), atol=1e-10)
+        assert np.allclose(nearest_psd(a), _eig_clip(a), atol=1e-10)
+
+
+def test_project_psd_symmetrises_nonsymmetric_input():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(4, 4))
+    x = project_psd(a)
+    assert np.allclose(x, x.T)
+    assert np.allclose(x, _eig_clip(0.5 * (a + a.T)), atol=1e-10)
+
+
+@pytest.mark.parametrize("p", [2, 4, 6])
+def test_nearest_psd_idempotent_on_psd_input(p):
+    rng = np.random.default_rng(10 + p)
+    for _ in range(10):
+        g = rng.normal(size=(p, p))
+        s = g @ g.T
+        assert np.allclose(nearest_psd(s), s, atol=1e-10)
+        assert np.allclose(nearest_psd(s, diagonal=np.diag(s)), s, atol=1e-10)
+        once = nearest_psd(_random_symmetric(rng, p), diagonal=np.ones(p))
+        assert np.allclose(nearest_psd(once, diagonal=np.ones(p)), once, atol=1e-9)
+
+
+def test_nearest_correlation_higham_example():
+    """Higham (2002, §4): nearest correlation matrix of [[1,1,0],[1,1,1],[0,1,1]]."""
+    a = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, 1.0]])
+    x = nearest_psd(a, diagonal=np.ones(3))
+    assert np.allclose(x[0, 1], 0.7607, atol=1e-4)
+    assert np.allclose(x[0, 2], 0.1573, atol=1e-4)
+    assert np.allclose(x[1, 2], 0.7607, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_nearest_psd_with_diagonal_is_optimal(seed):
+    """First-order optimality for the projection onto the convex set S ∩ U_d:
+    ⟨A − X, Y − X⟩ ≤ 0 for every Y in the set."""
+    rng = np.random.default_rng(seed)
+    p = 5
+    a = _random_symmetric(rng, p)
+    d = rng.uniform(0.5, 2.0, size=p)
+    x = nearest_psd(a, diagonal=d)
+    assert np.linalg.eigvalsh(x).min() >= -1e-10
+    assert np.allclose(np.diag(x), d)
+    assert np.allclose(x, x.T)
+    for _ in range(200):
+        g = rng.normal(size=(p, p + 1))
+        y = g @ g.T
+        s = np.sqrt(d / np.diag(y))
+        y = y * np.outer(s, s)
+        assert np.sum((a - x) * (y - x)) <= 1e-6 * (1 + np.linalg.norm(a))
+    assert np.linalg.norm(a - x) <= np.linalg.norm(a - np.diag(d)) + 1e-9
+
+
+def test_nearest_psd_zero_diagonal_entry():
+    a = np.array([[1.0, 0.9, 0.5], [0.9, 0.0, 0.3], [0.5, 0.3, 1.0]])
+    x = nearest_psd(a, diagonal=[1.0, 0.0, 1.0])
+    assert np.linalg.eigvalsh(x).min() >= -1e-10
+    assert np.allclose(x[1], 0.0) and np.allclose(x[:, 1], 0.0)
+
+
+# -- covariance -----------------------------------------------------------------------------
+@pytest.mark.parametrize("mechanism", MECHS)
+@pytest.mark.parametrize("p", [2, 3, 5])
+def test_covariance_psd_symmetric_and_correlations_bounded(mechanism, p):
+    rng = np.random.default_rng(p)
+    n = 40
+    bounds = [(0.0, 1.0)] * p
+    for trial in range(15):
+        x = rng.uniform(0, 1, size=(n, p))
+        s = np.cov(x.T, ddof=1)
+        rel = release_covariance(s, n, bounds, 0.5 + trial, mechanism=mechanism,
+                                 random_state=rng)
+        assert np.allclose(rel.cov, rel.cov.T)
+        assert np.linalg.eigvalsh(rel.cov).min() >= -1e-10
+        assert np.allclose(np.diag(rel.cov), np.diag(rel.raw))
+        assert (np.abs(rel.corr) <= 1.0).all()
+        assert np.allclose(np.diag(rel.corr), 1.0)
+        assert np.linalg.eigvalsh(rel.corr).min() >= -1e-10
+        ub = variance_domain_upper(n, 1.0)
+        assert ((np.diag(rel.raw) >= 0) & (np.diag(rel.raw) <= ub)).all()
+        off = np.abs(rel.raw) <= np.sqrt(np.outer(np.diag(rel.raw), np.diag(rel.raw))) + 1e-12
+        assert off.all()
+
+
+def test_covariance_records_and_budget_split():
+    s = np.array([[1.0, 0.5], [0.5, 2.0]])
+    rel = release_covariance(s, 200, [(-3, 3), (-4.5, 4.5)], 1.0, columns=["a", "b"],
+                             random_state=0)
+    assert [r.statistic for r in rel.records] == ["variance", "variance", "covariance"]
+    assert all(math.isclose(r.epsilon, 1 / 3) for r in rel.records)
+    assert math.isclose(rel.records[0].sensitivity, 36 / 200, rel_tol=1e-9)
+    assert math.isclose(rel.records[2].sensitivity, 54 / 200, rel_tol=1e-9)
+    assert rel.records[0].domain == (0.0, variance_domain_upper(200, 6.0))
+    frame = rel.cov_frame()
+    assert list(frame.columns) == ["a", "b"] and list(frame.index) == ["a", "b"]
+    assert list(rel.corr_frame().columns) == ["a", "b"]
+    # 2×2 with |S12*| ≤ √(S11* S22*) is already PSD: the projection does not move it
+    assert np.allclose(rel.cov, rel.raw)
+
+
+def test_covariance_large_epsilon_is_accurate():
+    s = np.array([[0.08, 0.02], [0.02, 0.05]])
+    rel = release_covariance(s, 10_000, [(0, 1), (0, 1)], 1000.0, random_state=1)
+    assert np.allclose(rel.cov, s, atol=1e-3)
+
+
+def test_correlation_from_covariance_zero_variance():
+    r = correlation_from_covariance(np.array([[1.0, 0.0], [0.0, 0.0]]))
+    assert np.array_equal(r, np.eye(2))
+
+
+def test_covariance_errors():
+    with pytest.raises(ParameterError):
+        release_covariance(np.eye(2), 10, [(0, 1)], 1.0)
+    with pytest.raises(ParameterError):
+        release_covariance(np.eye(2), 1, [(0, 1), (0, 1)], 1.0)
+    with pytest.raises(ParameterError):
+        release_covariance(np.eye(2), 10, [(1, 0), (0, 1)], 1.0)
+    with pytest.raises(ParameterError):
+        release_covariance(np.eye(2), 10, [(0, 1), (0, 1)], 1.0, mechanism="truncated",
+                           delta=1e-6)
+
+
+# -- describe -------------------------------------------------------------------------------
+def test_describe_table_and_records():
+    stats = {"age": (40.0, 100.0), "income": (5e4, 1e8)}
+    bounds = {"age": (0.0, 120.0), "income": (0.0, 2.5e5)}
+    rel = release_describe(stats, 1000, bounds, 1.0, random_state=2)
+    t = rel.table
+    assert list(t.index) == ["count", "mean", "std", "lower", "upper"]
+    assert list(t.columns) == ["age", "income"]
+    assert (t.loc["count"] == 1000).all()
+    for col, (lo, hi) in bounds.items():
+        assert lo <= t.loc["mean", col] <= hi
+        assert t.loc["std", col] >= 0
+        assert (t.loc["lower", col], t.loc["upper", col]) == (lo, hi)
+    assert len(rel.records) == 4
+    assert all(math.isclose(r.epsilon, 0.25) for r in rel.records)
