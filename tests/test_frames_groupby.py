@@ -1,0 +1,109 @@
+"""Group-by with public keys: parallel composition, empty groups, undeclared keys hidden."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+import dpframe as dpf
+
+KEYS = ["north", "south", "west"]  # "west" is empty, "east" exists but is undeclared
+
+
+def _data(n=600):
+    rng = np.random.default_rng(4)
+    return pd.DataFrame({
+        "region": rng.choice(["north", "south", "east"], n),
+        "age": rng.uniform(0, 100, n),
+    })
+
+
+def _frames():
+    pdf = _data()
+    cat = pdf.assign(region=pdf.region.astype("category"))
+    pl_df = pl.from_pandas(pdf)
+    enum = pl_df.with_columns(pl.col("region").cast(pl.Enum(["north", "south", "east", "west"])))
+    return {
+        "pandas": pdf,
+        "pandas-categorical": cat,
+        "polars": pl_df,
+        "polars-categorical": pl_df.with_columns(pl.col("region").cast(pl.Categorical)),
+        "polars-enum": enum,
+        "polars-lazy": pl_df.lazy(),
+    }
+
+
+def _col(table, name):
+    return list(table[name]) if isinstance(table, pd.DataFrame) else table[name].to_list()
+
+
+@pytest.mark.parametrize("kind", list(_frames()))
+def test_groupby_all_queries_declared_keys_only(kind):
+    frame = _frames()[kind]
+    s = dpf.Session()
+    pf = dpf.protect(frame, epsilon=4.0, bounds={"age": (0, 100)}, session=s)
+    g = pf.dp.groupby("region", keys=KEYS)
+    out = {
+        "count": g.count(epsilon=1.0, random_state=1),
+        "sum": g.sum("age", epsilon=1.0, random_state=2),
+        "mean": g.mean("age", epsilon=1.0, random_state=3),
+        "variance": g.variance("age", epsilon=1.0, random_state=4),
+    }
+    for name, table in out.items():
+        assert [str(k) for k in _col(table, "region")] == KEYS, (kind, name)
+        assert list(table.columns) == ["region", name]
+        assert len(table) == 3
+    assert "east" not in str(out)
+    # parallel composition: each group-by cost its ε once
+    assert s.budget.epsilon_spent == pytest.approx(4.0)
+    truth = _data().groupby("region")["age"]
+    counts = dict(zip(KEYS, _col(out["count"], "count"), strict=True))
+    assert counts["north"] == pytest.approx(truth.size()["north"], abs=15)
+    means = dict(zip(KEYS, _col(out["mean"], "mean"), strict=True))
+    assert means["south"] == pytest.approx(truth.mean()["south"], abs=10)
+    assert 0 <= means["west"] <= 100  # empty group: still a valid, in-domain answer
+
+
+def test_groupby_log_records_parallel_composition_and_half_epsilon():
+    pf = dpf.protect(_data(), epsilon=1.0, bounds={"age": (0, 100)},
+                     keys={"region": KEYS})
+    pf.dp.groupby("region").mean("age", epsilon=0.6, random_state=0)  # keys from protect()
+    log = pf.dp.log
+    assert list(log["part"]) == ["count", "sum"]
+    assert log["epsilon"].sum() == pytest.approx(0.6)
+    assert np.allclose(log["mechanism_epsilon"], 0.15)  # ε/2 per group, /2 per part
+    assert log["composition"].str.startswith("parallel over 3").all()
+    assert log["group_keys"].iloc[0] == '["north", "south", "west"]'
+    assert (log["size"] == "private").all()
+
+
+def test_groupby_release_several_queries_one_frame():
+    pf = dpf.protect(pl.from_pandas(_data()), epsilon=1.0, bounds={"age": (0, 100)})
+    t = pf.dp.groupby("region", keys=KEYS).release(
+        {"n": dpf.count(), "avg": dpf.mean("age")}, epsilon=0.5, random_state=0)
+    assert t.columns == ["region", "n", "avg"] and t.height == 3
+    assert pf.dp.budget.epsilon_spent == pytest.approx(0.5)
+
+
+def test_groupby_on_a_derived_frame():
+    pf = dpf.protect(_data(), epsilon=1.0, bounds={"age": (0, 100)})
+    t = pf[pf.age > 50].dp.groupby("region", keys=KEYS).count(epsilon=0.5, random_state=0)
+    assert len(t) == 3
+    assert pf.dp.log["domain_upper"].isna().all()  # count of a derived frame: [0, ∞)
+
+
+@pytest.mark.parametrize("keys", [None, [], "north", ["a", "a"], [None, "a"]])
+def test_groupby_bad_keys_spend_nothing(keys):
+    pf = dpf.protect(_data(), epsilon=1.0, bounds={"age": (0, 100)})
+    with pytest.raises(dpf.ParameterError, match="keys"):
+        pf.dp.groupby("region", keys=keys).count(epsilon=0.5)
+    assert pf.dp.budget.epsilon_spent == 0
+
+
+def test_groupby_missing_key_column():
+    pf = dpf.protect(_data(), epsilon=1.0, bounds={"age": (0, 100)})
+    with pytest.raises(dpf.UnsupportedInputError, match="not in the frame"):
+        pf.dp.groupby("nope", keys=["a"]).count(epsilon=0.5)
+    assert pf.dp.budget.epsilon_spent == 0
