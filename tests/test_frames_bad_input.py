@@ -1,0 +1,167 @@
+"""Every bad input of issue 4 item 9: a deliberate error that names the fix, nothing spent."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+import dpframe as dpf
+
+BACKENDS = ["pandas", "polars", "polars-lazy"]
+
+
+def _make(backend, data):
+    pdf = pd.DataFrame(data)
+    if backend == "pandas":
+        return pdf
+    df = pl.from_pandas(pdf, nan_to_null=False)
+    return df.lazy() if backend == "polars-lazy" else df
+
+
+def _base():
+    return {"x": [1.0, 2.0, 3.0, 4.0], "y": [1.0, 0.0, 1.0, 1.0], "s": ["a", "b", "c", "d"],
+            "g": ["u", "v", "u", "v"]}
+
+
+def _protect(backend, data=None, **kw):
+    frame = _make(backend, data or _base())
+    s = dpf.Session()
+    kw.setdefault("bounds", {"x": (0, 5)})
+    pf = dpf.protect(frame, epsilon=1.0, delta=1e-6, session=s, **kw)
+    return pf, s
+
+
+# (description, call, error type, text the message must contain — the fix)
+QUERY_CASES = [
+    ("missing bounds", lambda f: f.dp.mean("y", epsilon=0.1), dpf.BoundsError, "bounds="),
+    ("column not in frame", lambda f: f.dp.mean("nope", epsilon=0.1),
+     dpf.UnsupportedInputError, "available columns"),
+    ("non-numeric column", lambda f: f.dp.sum("s", epsilon=0.1),
+     dpf.UnsupportedInputError, "cast"),
+    ("epsilon zero", lambda f: f.dp.count(epsilon=0), dpf.ParameterError, "> 0"),
+    ("epsilon negative", lambda f: f.dp.count(epsilon=-1), dpf.ParameterError, "> 0"),
+    ("epsilon nan", lambda f: f.dp.count(epsilon=math.nan), dpf.ParameterError, "finite"),
+    ("epsilon inf", lambda f: f.dp.count(epsilon=math.inf), dpf.ParameterError, "finite"),
+    ("epsilon not a number", lambda f: f.dp.count(epsilon="x"), dpf.ParameterError, "number"),
+    ("epsilon above remaining", lambda f: f.dp.count(epsilon=1.5),
+     dpf.BudgetExceededError, "smaller epsilon"),
+    ("delta with truncated", lambda f: f.dp.mean("x", epsilon=0.1, delta=1e-7,
+                                                  mechanism="truncated"),
+     dpf.ParameterError, "delta=0"),
+    ("delta with laplace", lambda f: f.dp.mean("x", epsilon=0.1, delta=1e-7,
+                                                mechanism="laplace"),
+     dpf.ParameterError, "delta=0"),
+    ("delta above budget", lambda f: f.dp.mean("x", epsilon=0.1, delta=1e-3),
+     dpf.BudgetExceededError, "smaller delta"),
+    ("delta negative", lambda f: f.dp.mean("x", epsilon=0.1, delta=-1e-3),
+     dpf.ParameterError, "[0, 1)"),
+    ("unknown mechanism", lambda f: f.dp.mean("x", epsilon=0.1, mechanism="gauss"),
+     dpf.ParameterError, "'truncated'"),
+    ("group keys not declared", lambda f: f.dp.groupby("g").count(epsilon=0.1),
+     dpf.ParameterError, "keys=[...]"),
+    ("group column missing", lambda f: f.dp.groupby("nope", keys=["u"]).count(epsilon=0.1),
+     dpf.UnsupportedInputError, "available"),
+    ("bad nulls policy", lambda f: f.dp.mean("x", epsilon=0.1, nulls="fill"),
+     dpf.ParameterError, "'drop'"),
+    ("bad weights", lambda f: f.dp.release({"a": dpf.count(), "b": dpf.mean("x")},
+                                           epsilon=0.1, weights=[1, -1]),
+     dpf.ParameterError, "> 0"),
+    ("weights wrong length", lambda f: f.dp.release({"a": dpf.count()}, epsilon=0.1,
+                                                    weights=[1, 2]),
+     dpf.ParameterError, "entries"),
+    ("not a query", lambda f: f.dp.release({"a": "count"}, epsilon=0.1),
+     dpf.ParameterError, "dpf.count()"),
+    ("empty release", lambda f: f.dp.release({}, epsilon=0.1), dpf.ParameterError, "dict"),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("what", "call", "err", "fix"), QUERY_CASES,
+                         ids=[c[0] for c in QUERY_CASES])
+def test_bad_query_input_raises_names_fix_spends_nothing(backend, what, call, err, fix):
+    pf, s = _protect(backend)
+    before = s.budget
+    with pytest.raises(err) as info:
+        call(pf)
+    assert fix in str(info.value), (what, str(info.value))
+    assert s.budget == before
+    assert len(s.ledger.entries) == 0
+
+
+@pytest.mark.parametrize("bad", [None, float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_null_nan_inf_raise_then_drop_opt_in(backend, bad):
+    data = {"x": [1.0, 2.0, bad, 4.0]}
+    pf, s = _protect(backend, data)
+    with pytest.raises(dpf.UnsupportedInputError, match="nulls='drop'"):
+        pf.dp.mean("x", epsilon=0.1)
+    assert s.budget.epsilon_spent == 0
+    m = pf.dp.mean("x", epsilon=0.5, nulls="drop", random_state=0)
+    assert 0 <= m <= 5
+    log = s.ledger.entries
+    assert {e["size"] for e in log} == {"private"}  # dropping rows makes the size private
+    assert {e["nulls"] for e in log} == {"drop"}
+    assert pf.dp.count(epsilon=0.1, random_state=0) >= 0  # count ignores values
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_values_outside_bounds_are_clamped_and_logged(backend):
+    pf, s = _protect(backend, {"x": [-100.0, 100.0, 2.0, 3.0]})
+    m = pf.dp.mean("x", epsilon=1.0, random_state=0)
+    assert 0 <= m <= 5
+    entry = s.ledger.entries[-1]
+    assert "clamped to [0, 5]" in entry["clamping"]
+    assert "not released" in entry["clamping"]  # the count of clamped values is private
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("bounds", "fix"),
+    [({"x": (5, 0)}, "write (0, 5)"), ({"x": (0, math.inf)}, "finite"),
+     ({"x": (math.nan, 1)}, "finite"), ({"x": (1, 1)}, "widen"), ({"x": 5}, "pair"),
+     ([("x", (0, 1))], "mapping"), ({"nope": (0, 1)}, "not in the frame"),
+     ({"s": (0, 1)}, "cast")],
+)
+def test_bad_bounds_at_protect(backend, bounds, fix):
+    with pytest.raises(dpf.ParameterError) as info:
+        dpf.protect(_make(backend, _base()), epsilon=1.0, bounds=bounds)
+    assert fix in str(info.value)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("epsilon", [0, -0.5, math.nan, math.inf])
+def test_bad_budget_at_protect(backend, epsilon):
+    with pytest.raises(dpf.ParameterError):
+        dpf.protect(_make(backend, _base()), epsilon=epsilon, bounds={"x": (0, 5)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_frame(backend):
+    empty = _make(backend, {"x": np.array([], dtype=float)})
+    with pytest.raises(dpf.UnsupportedInputError, match="empty"):
+        dpf.protect(empty, epsilon=1.0, bounds={"x": (0, 5)})
+    # an empty *derived* frame is not an error (that would reveal its size): valid answers
+    pf, s = _protect(backend)
+    sub = pf.filter(pl.col("x") > 100) if backend != "pandas" else pf[pf.x > 100]
+    with s:
+        assert 0 <= sub.dp.mean("x", epsilon=0.1, random_state=0) <= 5
+        assert 0 <= sub.dp.variance("x", epsilon=0.1, random_state=0) <= 25 / 2
+        assert sub.dp.count(epsilon=0.1, random_state=0) >= 0
+
+
+def test_variance_needs_two_rows_on_public_size():
+    pf = dpf.protect(pd.DataFrame({"x": [1.0]}), epsilon=1.0, bounds={"x": (0, 5)})
+    with pytest.raises(dpf.UnsupportedInputError, match="at least 2 rows"):
+        pf.dp.variance("x", epsilon=0.1)
+    assert pf.dp.budget.epsilon_spent == 0
+
+
+def test_non_frames_are_refused():
+    with pytest.raises(dpf.UnsupportedInputError, match="pandas"):
+        dpf.protect([1, 2, 3], epsilon=1.0, bounds={})
+    with pytest.raises(dpf.ParameterError, match="column name"):
+        dpf.mean(None)
