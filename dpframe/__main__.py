@@ -21,27 +21,34 @@ from typing import Any
 __all__ = ["build_parser", "main", "run_demo"]
 
 # Share of the total epsilon spent by each step of the demo; 10 % is left unspent on purpose,
-# to show the remaining budget.
-_RELEASE_SHARE = 0.5
-_TRUNCATED_SHARE = 0.1
-_FILTERED_SHARE = 0.2
-_VARIANCE_SHARE = 0.1
+# to show the remaining budget. The final one-call release also spends half of delta.
+_SHARES = {
+    "truncated_mean": 0.1,
+    "filtered_mean": 0.1,
+    "variance": 0.1,
+    "groupby": 0.2,
+    "release": 0.4,
+}
+_RELEASE_DELTA_SHARE = 0.5
 
+# Columns of the log shown on screen (the file and pf.dp.log hold more).
 _LOG_COLUMNS = (
     "release_id",
+    "name",
     "query",
+    "part",
     "columns",
+    "group_by",
     "epsilon",
     "delta",
-    "epsilon_overhead",
     "mechanism",
     "sensitivity",
     "scale",
     "size",
-    "clamped",
+    "clamping",
     "random_source",
-    "engine",
 )
+_FILE_LOG_COLUMNS = ("release_id", "name", "part", "epsilon", "delta", "mechanism", "time")
 
 
 def _positive_int(text: str) -> int:
@@ -127,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--rows",
         type=_positive_int,
-        default=1_000_000,
+        default=100_000,
         metavar="N",
         help="number of rows (people) in the generated census table; at least 2 "
         "(default: %(default)s)",
@@ -179,14 +186,20 @@ def _print_section(title: str, out: Any) -> None:
     print(f"\n== {title} " + "=" * max(0, 74 - len(title)), file=out)
 
 
-def _log_view(log: Any) -> Any:
-    """The most telling columns of the log frame (all of them if the names differ)."""
-    keep = [c for c in _LOG_COLUMNS if c in log.columns]
-    return log[keep] if len(keep) >= 4 else log
+def _log_view(log: Any, columns: Sequence[str] = ()) -> Any:
+    """The most telling columns of a pandas log frame, shortened for a terminal."""
+    keep = [c for c in (columns or _LOG_COLUMNS) if c in log.columns]
+    view = log[keep].copy() if len(keep) >= 4 else log.copy()
+    for col in view.columns:
+        if view[col].dtype == object or str(view[col].dtype) in ("str", "string"):
+            view[col] = view[col].fillna("").astype(str)
+    if "clamping" in view.columns:  # "values clamped to [l, u] in the engine; ..." -> "[l, u]"
+        view["clamping"] = view["clamping"].str.extract(r"(\[[^\]]*\])", expand=False).fillna("-")
+    return view
 
 
 def run_demo(
-    rows: int = 1_000_000,
+    rows: int = 100_000,
     epsilon: float = 1.0,
     delta: float = 1e-6,
     output: str | Path = "release.parquet",
@@ -196,40 +209,93 @@ def run_demo(
 ) -> dict[str, Any]:
     """Run the demo; print to ``out`` (default stdout) and return what it released.
 
-    Returns a dict with the released ``table`` (pandas), the single query results, the
-    ``log`` frame, the ``log_from_file`` read back from ``output`` and the final ``budget``.
+    Returns a dict with the released ``table`` (pandas, one row), the ``by_region`` table, the
+    single query results, the live ``log`` frame, the ``log_from_file`` read back from
+    ``output`` and the final ``budget``.
     """
     import pandas as pd
 
     import dpframe as dpf
-    from dpframe.datasets import CENSUS_BOUNDS, census
+    from dpframe.datasets import CENSUS_BOUNDS, CENSUS_KEYS, census
 
     out = sys.stdout if out is None else out
     output = Path(output)
-    extra: dict[str, Any] = {} if noise_seed is None else {"random_state": noise_seed}
+    seeded: dict[str, Any] = {} if noise_seed is None else {"random_state": noise_seed}
+    eps = {step: epsilon * share for step, share in _SHARES.items()}
+
+    def wide() -> Any:
+        return pd.option_context(
+            "display.width", 200, "display.max_columns", 40, "display.max_colwidth", 32
+        )
+
     t0 = time.perf_counter()
 
     _print_section("1. data", out)
     df = census(rows, seed=seed)
     print(
-        f"Synthetic census table: {len(df):,} rows, columns {', '.join(df.columns)} "
-        f"(seed {seed}, {time.perf_counter() - t0:.1f} s).",
+        f"Synthetic census table (dpframe.datasets.census, seed {seed}): {len(df):,} rows, "
+        f"columns {', '.join(df.columns)}; generated in {time.perf_counter() - t0:.1f} s.",
         file=out,
     )
     bounds = {col: (float(lo), float(hi)) for col, (lo, hi) in CENSUS_BOUNDS.items()}
     print("Public bounds (declared, not read from the data; values outside are clamped):", file=out)
     for col, (lo, hi) in bounds.items():
-        print(f"  {col:<13} [{lo:,.0f}, {hi:,.0f}]", file=out)
+        outside = int(((df[col] < lo) | (df[col] > hi)).sum())
+        interval = f"[{lo:,.0f}, {hi:,.0f}]"
+        print(f"  {col:<13} {interval:<14} ({outside:,} rows outside)", file=out)
+    print(f"Public keys: region {CENSUS_KEYS['region']}", file=out)
 
     _print_section("2. protect", out)
-    pf = dpf.protect(df, epsilon=epsilon, delta=delta, bounds=bounds)
-    print(f"dpf.protect(df, epsilon={epsilon:g}, delta={delta:g}, bounds=...)", file=out)
-    print(f"Budget: {pf.dp.budget}", file=out)
+    pf = dpf.protect(df, epsilon=epsilon, delta=delta, bounds=bounds, keys=CENSUS_KEYS)
+    print(
+        f"pf = dpf.protect(df, epsilon={epsilon:g}, delta={delta:g}, bounds=CENSUS_BOUNDS, "
+        "keys=CENSUS_KEYS)",
+        file=out,
+    )
+    print(f"pf.dp.budget: {pf.dp.budget}", file=out)
     if noise_seed is not None:
         print(f"Noise seeded with {noise_seed}: reproducible, NOT private.", file=out)
 
-    _print_section("3. release: one call, epsilon split across queries", out)
-    eps_release = epsilon * _RELEASE_SHARE
+    _print_section("3. single queries", out)
+    mean_income_trunc = pf.dp.mean(
+        "income", epsilon=eps["truncated_mean"], mechanism="truncated", **seeded
+    )
+    print(
+        f"pf.dp.mean('income', epsilon={eps['truncated_mean']:g}, mechanism='truncated')"
+        f"  -> {mean_income_trunc:,.2f}",
+        file=out,
+    )
+    employed = pf[pf.hours_worked > 0]
+    mean_income_employed = employed.dp.mean("income", epsilon=eps["filtered_mean"], **seeded)
+    print(
+        f"pf[pf.hours_worked > 0].dp.mean('income', epsilon={eps['filtered_mean']:g})"
+        f"  -> {mean_income_employed:,.2f}",
+        file=out,
+    )
+    print("  (a filtered frame's size is private: noisy sum over noisy count)", file=out)
+    var_age = pf.dp.variance("age", epsilon=eps["variance"], **seeded)
+    print(f"pf.dp.variance('age', epsilon={eps['variance']:g})  -> {var_age:,.2f}", file=out)
+
+    _print_section("4. group-by over public keys (parallel composition)", out)
+    by_region = pf.dp.groupby("region").release(
+        {"n": dpf.count(), "mean_income": dpf.mean("income")}, epsilon=eps["groupby"], **seeded
+    )
+    print(
+        "pf.dp.groupby('region').release({'n': dpf.count(), 'mean_income': "
+        f"dpf.mean('income')}}, epsilon={eps['groupby']:g}):",
+        file=out,
+    )
+    with wide():
+        print(by_region.to_string(index=False), file=out)
+
+    _print_section("5. release: one call, epsilon split across queries", out)
+    spelled = {
+        "n": "dpf.count()",
+        "mean_age": "dpf.mean('age')",
+        "mean_hours": "dpf.mean('hours_worked')",
+        "mean_income": "dpf.mean('income')",
+        "var_income": "dpf.variance('income')",
+    }
     queries = {
         "n": dpf.count(),
         "mean_age": dpf.mean("age"),
@@ -237,31 +303,16 @@ def run_demo(
         "mean_income": dpf.mean("income"),
         "var_income": dpf.variance("income"),
     }
-    table = pf.dp.release(queries, epsilon=eps_release, **extra)
-    print(f"pf.dp.release({{{', '.join(queries)}}}, epsilon={eps_release:g}):", file=out)
-    with pd.option_context("display.width", 120, "display.max_columns", 20):
+    delta_release = delta * _RELEASE_DELTA_SHARE
+    table = pf.dp.release(queries, epsilon=eps["release"], delta=delta_release, **seeded)
+    print(
+        "table = pf.dp.release({"
+        + ", ".join(f"'{k}': {v}" for k, v in spelled.items())
+        + f"}},\n                       epsilon={eps['release']:g}, delta={delta_release:g})",
+        file=out,
+    )
+    with wide():
         print(table.to_string(index=False), file=out)
-
-    _print_section("4. single queries", out)
-    eps_trunc = epsilon * _TRUNCATED_SHARE
-    mean_income_trunc = pf.dp.mean("income", epsilon=eps_trunc, mechanism="truncated", **extra)
-    print(
-        f"pf.dp.mean('income', epsilon={eps_trunc:g}, mechanism='truncated')"
-        f"  -> {mean_income_trunc:,.2f}",
-        file=out,
-    )
-    eps_filtered = epsilon * _FILTERED_SHARE
-    employed = pf[pf.hours_worked > 0]
-    mean_income_employed = employed.dp.mean("income", epsilon=eps_filtered, **extra)
-    print(
-        f"pf[pf.hours_worked > 0].dp.mean('income', epsilon={eps_filtered:g})"
-        f"  -> {mean_income_employed:,.2f}",
-        file=out,
-    )
-    print("  (a filtered frame has a private size: noisy sum / noisy count)", file=out)
-    eps_var = epsilon * _VARIANCE_SHARE
-    var_age = pf.dp.variance("age", epsilon=eps_var, **extra)
-    print(f"pf.dp.variance('age', epsilon={eps_var:g})  -> {var_age:,.2f}", file=out)
 
     # For comparison only: the exact statistics of the clamped synthetic data. A real release
     # never prints these; here the data are synthetic, and the gap shows the noise.
@@ -276,39 +327,59 @@ def run_demo(
         "mean_income_employed": float(clamped["income"][working].mean()),
         "var_age": float(clamped["age"].var()),
     }
-    released = {str(k): float(table[k].iloc[0]) for k in queries}
-    released.update(mean_income_employed=float(mean_income_employed), var_age=float(var_age))
-    _print_section("5. released vs exact (exact shown only because the data are synthetic)", out)
+    released = {name: float(table[name].iloc[0]) for name in queries}
+    released["mean_income_employed"] = float(mean_income_employed)
+    released["var_age"] = float(var_age)
+    _print_section("6. released vs exact (exact shown only because the data are synthetic)", out)
+    print("  exact = the statistic of the clamped data, which the noise is calibrated to", file=out)
     for name, value in released.items():
         true = exact[name]
         rel = abs(value - true) / abs(true) if true else float("nan")
         print(
-            f"  {name:<22} released {value:>18,.2f}   exact {true:>18,.2f}   rel. error {rel:.2e}",
+            f"  {name:<22} released {value:>18,.2f}   exact {true:>18,.2f}   "
+            f"relative error {rel:.1e}",
             file=out,
         )
 
-    _print_section("6. budget and accounting log", out)
+    _print_section("7. budget and accounting log", out)
     budget = pf.dp.budget
-    print(f"Budget: {budget}", file=out)
+    print(f"pf.dp.budget: {budget}", file=out)
     log = pf.dp.log
-    with pd.option_context(
-        "display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40
-    ):
-        print(_log_view(log).to_string(index=False), file=out)
+    print(
+        f"pf.dp.log: {len(log)} entries, one per noisy measurement (main columns; 'clamping' "
+        "shows the bounds values were clamped to):",
+        file=out,
+    )
+    with wide():
+        print(_log_view(log).to_string(index=False, max_rows=40), file=out)
 
-    _print_section("7. write Parquet with the log inside, read the log back", out)
+    _print_section("8. Parquet with the log inside", out)
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_parquet(output)
-    print(f"table.to_parquet({str(output)!r})", file=out)
-    log_from_file = dpf.read_log(output)
-    print(f"dpf.read_log({str(output)!r}): {len(log_from_file)} entries", file=out)
-    with pd.option_context(
-        "display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40
-    ):
-        print(_log_view(log_from_file).to_string(index=False), file=out)
+    print(
+        f"table.to_parquet({str(output)!r})  # the log is stored in the file's metadata", file=out
+    )
+    document = dpf.read_log(output)
+    log_from_file = dpf.read_log(output, as_frame="pandas")
+    file_budget = document["budget"]
+    same = _log_view(log_from_file).equals(_log_view(log))
+    print(
+        f"dpf.read_log({str(output)!r}): the log travelled with the file: "
+        f"{len(log_from_file)} entries (the ledger's log as of this release; identical to "
+        f"pf.dp.log: {same}), epsilon spent {file_budget['epsilon_spent']:g} of "
+        f"{file_budget['epsilon']:g}, delta spent {file_budget['delta_spent']:g} of "
+        f"{file_budget['delta']:g}.",
+        file=out,
+    )
+    with wide():
+        print(
+            _log_view(log_from_file, _FILE_LOG_COLUMNS).to_string(index=False, max_rows=20),
+            file=out,
+        )
     print(f"\nDone in {time.perf_counter() - t0:.1f} s. Released file: {output}", file=out)
     return {
         "table": table,
+        "by_region": by_region,
         "mean_income_truncated": mean_income_trunc,
         "mean_income_employed": mean_income_employed,
         "var_age": var_age,

@@ -1,0 +1,165 @@
+"""The ``python -m dpframe demo`` command runs the real release path end to end."""
+
+from __future__ import annotations
+
+import io
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import dpframe as dpf
+from dpframe.__main__ import build_parser, main, run_demo
+from dpframe.datasets import CENSUS_KEYS
+
+ROWS = 3_000
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path, str]:
+    path = tmp_path_factory.mktemp("demo") / "sub" / "release.parquet"
+    out = io.StringIO()
+    result = run_demo(
+        rows=ROWS, epsilon=1.0, delta=1e-6, output=path, seed=1, noise_seed=5, out=out
+    )
+    return result, path, out.getvalue()
+
+
+def test_writes_released_table(demo_run: tuple[dict, Path, str]) -> None:
+    result, path, _ = demo_run
+    assert path.exists()
+    released = pd.read_parquet(path)
+    assert len(released) == 1
+    assert list(released.columns) == ["n", "mean_age", "mean_hours", "mean_income", "var_income"]
+    for col in released.columns:
+        assert math.isfinite(float(released[col].iloc[0]))
+    lo, hi = 16, 90
+    assert lo <= released["mean_age"].iloc[0] <= hi
+    assert 0 <= released["mean_hours"].iloc[0] <= 80
+    assert 0 <= released["mean_income"].iloc[0] <= 250_000
+    assert released["var_income"].iloc[0] >= 0
+    pd.testing.assert_frame_equal(
+        released.reset_index(drop=True),
+        result["table"].reset_index(drop=True),
+        check_dtype=False,
+    )
+
+
+def test_log_travels_in_the_file(demo_run: tuple[dict, Path, str]) -> None:
+    result, path, _ = demo_run
+    document = dpf.read_log(path)
+    log_file = dpf.read_log(path, as_frame="pandas")
+    log_live = result["log"]
+    assert isinstance(log_file, pd.DataFrame)
+    # The released table is the demo's last release, so its log is the whole ledger's log.
+    assert len(log_file) == len(log_live) == len(document["entries"]) > 0
+    cols = ["release_id", "name", "query", "epsilon", "delta", "mechanism", "scale"]
+    pd.testing.assert_frame_equal(log_file[cols], log_live[cols])
+    assert sorted(set(log_file["release_id"])) == [1, 2, 3, 4, 5]
+    assert set(log_file["mechanism"]) == {"bounded", "truncated"}
+    assert set(log_file["random_source"]) == {"seeded"}
+    assert document["budget"]["epsilon_spent"] == pytest.approx(0.9, rel=1e-9)
+    assert document["budget"]["delta_spent"] == pytest.approx(0.5e-6, rel=1e-9)
+
+
+def test_budget_split(demo_run: tuple[dict, Path, str]) -> None:
+    result, _, _ = demo_run
+    budget = result["budget"]
+    assert budget.epsilon_remaining == pytest.approx(0.1, rel=1e-9)
+    assert budget.delta_remaining == pytest.approx(0.5e-6, rel=1e-9)
+    by_region = result["by_region"]
+    assert list(by_region["region"].astype(str)) == CENSUS_KEYS["region"]
+    assert (by_region["mean_income"].between(0, 250_000)).all()
+
+
+def test_prints_table_and_log(demo_run: tuple[dict, Path, str]) -> None:
+    _, path, text = demo_run
+    for expected in ("release", "mean_income", "var_income", "budget", "read_log", str(path)):
+        assert expected.lower() in text.lower(), expected
+
+
+def test_main_exit_code_and_seeded_repeatability(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    for p in paths:
+        argv = [
+            "demo",
+            "--rows",
+            "500",
+            "--epsilon",
+            "2",
+            "--output",
+            str(p),
+            "--seed",
+            "3",
+            "--noise-seed",
+            "11",
+        ]
+        assert main(argv) == 0
+    capsys.readouterr()
+    a, b = (pd.read_parquet(p) for p in paths)
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--rows", "1"],
+        ["demo", "--rows", "many"],
+        ["demo", "--epsilon", "0"],
+        ["demo", "--epsilon", "-1"],
+        ["demo", "--delta", "1"],
+        ["demo", "--seed", "-2"],
+    ],
+)
+def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_help_explains_options(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--help"])
+    assert exc.value.code == 0
+    help_text = capsys.readouterr().out
+    for option in ("--rows", "--epsilon", "--delta", "--output", "--seed", "--noise-seed"):
+        assert option in help_text
+    assert "release.parquet" in help_text
+    assert "privacy budget" in help_text
+    assert "Parquet" in help_text
+
+
+def test_no_command_prints_help(capsys: pytest.CaptureFixture) -> None:
+    assert main([]) == 0
+    assert "demo" in capsys.readouterr().out
+    assert "demo" in build_parser().format_help()
+
+
+def test_module_entry_point(tmp_path: Path) -> None:
+    """``python -m dpframe demo`` as a newcomer runs it (small, in a temp directory)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpframe", "demo", "--rows", "1000", "--noise-seed", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "release.parquet").exists()
+    assert len(dpf.read_log(tmp_path / "release.parquet")) > 0
+    help_proc = subprocess.run(
+        [sys.executable, "-m", "dpframe", "demo", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert help_proc.returncode == 0
+    assert "--rows" in help_proc.stdout and "--output" in help_proc.stdout
