@@ -163,3 +163,28 @@ def test_module_entry_point(tmp_path: Path) -> None:
     )
     assert help_proc.returncode == 0
     assert "--rows" in help_proc.stdout and "--output" in help_proc.stdout
+
+
+def _python_blocks(markdown: str) -> list[str]:
+    blocks, current, inside = [], [], False
+    for line in markdown.splitlines():
+        if line.strip() == "```python":
+            inside, current = True, []
+        elif inside and line.strip() == "```":
+            inside = False
+            blocks.append("\n".join(current))
+        elif inside:
+            current.append(line)
+    return blocks
+
+
+def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``python`` block of the README runs as written (in a temporary directory)."""
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    blocks = _python_blocks(readme.read_text(encoding="utf-8"))
+    assert len(blocks) >= 2
+    monkeypatch.chdir(tmp_path)
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"README.md block {i}", "exec"), {"__name__": f"readme_{i}"})
+    assert dpf.read_log(tmp_path / "release.parquet")["entries"]
+    assert dpf.read_log(tmp_path / "release_polars.parquet")["entries"]
