@@ -105,6 +105,7 @@ __all__ = [
     "release_covariance",
     "release_describe",
     "release_proportions",
+    "sum_to_one",
     "variance_domain_upper",
     "variance_sensitivity",
 ]
@@ -323,6 +324,31 @@ def proportion_epsilon_share(released: int) -> float:
     return 1.0 / min(2, released)
 
 
+def sum_to_one(raw: np.ndarray, method: ProportionMethod, remainder: int = -1) -> np.ndarray:
+    """Post-processing of noisy proportions ``raw`` (last axis: categories) to Σ = 1, each in
+    [0, 1]: ``"rescale"`` divides by the sum (uniform if the sum is 0); ``"all_but_one"``
+    ignores ``raw[..., remainder]`` and sets it to ``1 − Σ others`` (the others rescaled to sum
+    to 1 and the remainder 0 if ``Σ others > 1``). See the module docstring."""
+    q = np.clip(np.asarray(raw, dtype=float), 0.0, None)
+    k = q.shape[-1]
+    if method == "rescale":
+        total = q.sum(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(total > 0, q / np.where(total > 0, total, 1.0), 1.0 / k)
+        return np.clip(out, 0.0, 1.0)
+    if method != "all_but_one":
+        raise ParameterError(f"method must be 'rescale' or 'all_but_one', got {method!r}")
+    rem = remainder % k
+    idx = [j for j in range(k) if j != rem]
+    rel = q[..., idx]
+    total = rel.sum(axis=-1, keepdims=True)
+    over = total > 1.0
+    out = np.empty_like(q)
+    out[..., idx] = np.where(over, rel / np.where(over, total, 1.0), rel)
+    out[..., rem] = np.where(over[..., 0], 0.0, 1.0 - total[..., 0])
+    return np.clip(out, 0.0, 1.0)
+
+
 @dataclass(frozen=True)
 class ProportionsRelease:
     """Released proportions (``values``: shape ``(..., K)``, rows sum to 1, entries in [0, 1])
@@ -391,18 +417,7 @@ def release_proportions(
     raw[..., released_idx] = np.asarray(
         mech.sample(q[..., released_idx], random_state=rng), dtype=float
     ).reshape(q[..., released_idx].shape)
-    if method == "rescale":
-        total = raw.sum(axis=-1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.where(total > 0, raw / np.where(total > 0, total, 1.0), 1.0 / k)
-    else:
-        rel = raw[..., released_idx]
-        total = rel.sum(axis=-1, keepdims=True)
-        over = total > 1.0
-        out = np.empty_like(raw)
-        out[..., released_idx] = np.where(over, rel / np.where(over, total, 1.0), rel)
-        out[..., rem] = np.where(over[..., 0], 0.0, 1.0 - total[..., 0])
-    out = np.clip(out, 0.0, 1.0)
+    out = sum_to_one(raw, method, rem)
     cols = (column,) if column else ()
     records = tuple(
         _record(mech, f"proportion[{key_t[j]!r}]", cols,

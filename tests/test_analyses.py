@@ -279,3 +279,120 @@ def test_describe_table_and_records():
         assert (t.loc["lower", col], t.loc["upper", col]) == (lo, hi)
     assert len(rel.records) == 4
     assert all(math.isclose(r.epsilon, 0.25) for r in rel.records)
+
+
+# -- through the frames layer (.dp accessor) ------------------------------------------------
+def _frame(n: int = 400, seed: int = 0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "a": rng.uniform(-0.1, 1.1, n),  # some values outside the bounds: clamped
+        "b": rng.uniform(0, 2, n),
+        "cat": rng.choice(["x", "y", "z", "w"], n, p=[0.1, 0.2, 0.3, 0.4]),
+    })
+    df["c"] = 0.5 * df["a"] + 0.25 * df["b"]
+    return df
+
+
+def _protect(df, epsilon: float = 10.0):
+    import dpframe as dpf
+
+    return dpf.protect(df, epsilon=epsilon, bounds={"a": (0, 1), "b": (0, 2), "c": (0, 1)},
+                       keys={"cat": ["x", "y", "z", "w"]})
+
+
+def test_exact_covariance_matches_pandas_on_clamped_data():
+    from dpframe.frame_analyses import _exact_covariance
+
+    df = _frame()
+    ex = _exact_covariance(df, ["a", "b", "c"], {"a": (0, 1), "b": (0, 2), "c": (0, 1)},
+                           len(df), 4 * len(df))
+    ref = df.assign(a=df["a"].clip(0, 1), c=df["c"].clip(0, 1))[["a", "b", "c"]].cov()
+    # equal up to the fixed-point quantum (2^-22 of the width here)
+    assert np.allclose(ex, ref.to_numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["rescale", "all_but_one"])
+def test_accessor_proportions(method):
+    pf = _protect(_frame())
+    out = pf.dp.proportions("cat", epsilon=1.0, method=method, remainder="x", random_state=1)
+    assert list(out["cat"]) == ["x", "y", "z", "w"]
+    assert math.isclose(out["proportion"].sum(), 1.0)
+    assert ((out["proportion"] >= 0) & (out["proportion"] <= 1)).all()
+    assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)
+    log = pf.dp.log
+    assert (log["query"] == "proportions").all()
+    assert log["sensitivity"].iloc[0] == pytest.approx(1 / len(pf), rel=1e-9)
+    assert log["mechanism_epsilon"].iloc[0] == pytest.approx(0.5)  # ε/2 per cell
+
+
+def test_accessor_proportions_private_size_and_errors():
+    from dpframe.errors import ParameterError, PrivateSizeError
+
+    pf = _protect(_frame())
+    sub = pf[pf["a"] > 0.3]
+    out = sub.dp.proportions("cat", epsilon=1.0, random_state=2)
+    assert math.isclose(out["proportion"].sum(), 1.0)
+    with pytest.raises(PrivateSizeError):
+        sub.dp.proportions("cat", epsilon=1.0, method="all_but_one")
+    with pytest.raises(ParameterError):
+        pf.dp.proportions("cat", epsilon=1.0, mechanism="laplace")
+    assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)  # failures spent nothing
+
+
+def test_accessor_cov_and_corr():
+    pf = _protect(_frame())
+    cov = pf.dp.cov(["a", "b", "c"], epsilon=3.0, random_state=3)
+    assert list(cov.columns) == ["a", "b", "c"] and list(cov.index) == ["a", "b", "c"]
+    m = cov.to_numpy()
+    assert np.allclose(m, m.T) and np.linalg.eigvalsh(m).min() >= -1e-10
+    corr = pf.dp.corr(["a", "b", "c"], epsilon=3.0, random_state=4).to_numpy()
+    assert (np.abs(corr) <= 1).all() and np.allclose(np.diag(corr), 1.0)
+    log = pf.dp.log
+    assert len(log) == 12  # 3 variances + 3 covariances, twice
+    assert log["epsilon"].sum() == pytest.approx(6.0)
+    assert pf.dp.budget.epsilon_spent == pytest.approx(6.0)
+
+
+def test_accessor_cov_refuses_private_size_and_missing_bounds():
+    import dpframe as dpf
+    from dpframe.errors import BoundsError, PrivateSizeError
+
+    df = _frame()
+    pf = dpf.protect(df, epsilon=1.0, bounds={"a": (0, 1), "b": (0, 2)})
+    with pytest.raises(PrivateSizeError):
+        pf[pf["a"] > 0.5].dp.cov(["a", "b"], epsilon=0.5)
+    with pytest.raises(BoundsError):
+        pf.dp.cov(["a", "c"], epsilon=0.5)
+    assert pf.dp.budget.epsilon_spent == 0.0
+
+
+def test_accessor_describe():
+    pf = _protect(_frame())
+    t = pf.dp.describe(epsilon=1.2, columns=["a", "b"], random_state=5)
+    assert list(t.index) == ["count", "mean", "std", "lower", "upper"]
+    assert (t.loc["count"] == len(pf)).all()
+    assert t.loc["upper", "b"] == 2.0
+    log = pf.dp.log
+    assert len(log) == 4  # mean and std per column (count is public on the protected frame)
+    assert log["epsilon"].sum() == pytest.approx(1.2)
+    sub = pf[pf["b"] > 1].dp.describe(epsilon=0.5, columns=["a"], random_state=6)
+    assert sub.loc["count", "a"] > 0
+
+
+def test_accessor_polars():
+    pl = pytest.importorskip("polars")
+    import dpframe as dpf
+
+    df = pl.from_pandas(_frame())
+    with dpf.Session():
+        pf = dpf.protect(df.lazy(), epsilon=5.0, bounds={"a": (0, 1), "b": (0, 2)},
+                         keys={"cat": ["x", "y", "z", "w"]})
+        cov = pf.dp.cov(["a", "b"], epsilon=1.0, random_state=1)
+        assert cov.columns == ["column", "a", "b"]
+        props = pf.dp.proportions("cat", epsilon=1.0, random_state=1)
+        assert props["proportion"].sum() == pytest.approx(1.0)
+        desc = pf.dp.describe(epsilon=1.0, random_state=1)
+        assert desc["statistic"].to_list() == ["count", "mean", "std", "lower", "upper"]
+        assert pf.dp.budget.epsilon_spent == pytest.approx(3.0)

@@ -72,6 +72,35 @@ class DPNamespace:
         out = run_queries(self._frame, queries, epsilon=epsilon, weights=weights, **kw)
         return self._table(out)
 
+    # -- analyses (issue 7; the logic lives in dpframe.frame_analyses) ---------------------
+    def proportions(self, column: str, *, epsilon: float, keys: Sequence[Any] | None = None,
+                    method: str = "rescale", **kw: Any) -> Any:
+        """Proportions of a categorical column's public keys, Σ = 1, each in [0, 1] (Liu §4.2);
+        ``method="rescale"`` or ``"all_but_one"``."""
+        from dpframe import frame_analyses
+
+        return frame_analyses.proportions(self, column, epsilon=epsilon, keys=keys,
+                                          method=method, **kw)
+
+    def cov(self, columns: Sequence[str], *, epsilon: float, **kw: Any) -> Any:
+        """PSD covariance matrix (ddof=1) of bounded columns, labelled (Liu §4.1)."""
+        from dpframe import frame_analyses
+
+        return frame_analyses.covariance(self, columns, epsilon=epsilon, kind="cov", **kw)
+
+    def corr(self, columns: Sequence[str], *, epsilon: float, **kw: Any) -> Any:
+        """Correlation matrix in [−1, 1] from the released covariance (Liu §4.1)."""
+        from dpframe import frame_analyses
+
+        return frame_analyses.covariance(self, columns, epsilon=epsilon, kind="corr", **kw)
+
+    def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
+                 **kw: Any) -> Any:
+        """count, mean, std and declared bounds of bounded columns, ε split evenly."""
+        from dpframe import frame_analyses
+
+        return frame_analyses.describe(self, epsilon=epsilon, columns=columns, **kw)
+
     def groupby(self, column: str, *, keys: Sequence[Any] | None = None) -> DPGroupBy:
         """Group by a column with public ``keys`` (or the keys declared at protect time)."""
         return DPGroupBy(self, column, keys)
