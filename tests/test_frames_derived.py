@@ -183,3 +183,9 @@ def test_public_size_answers_are_accurate_and_in_domain():
     s = pf.dp.sum("x", epsilon=5, random_state=3)
     assert s == pytest.approx(df["x"].sum(), rel=1e-3)
     assert 0 <= pf.dp.count(epsilon=5, random_state=4) <= 5000
+
+
+def test_size_is_public_only_on_the_protected_frame(pf):
+    assert pf.dp.size == 300
+    with pytest.raises(dpf.PrivateSizeError, match=r"dp\.count"):
+        pf.head(3).dp.size

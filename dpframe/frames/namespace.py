@@ -13,6 +13,7 @@ from typing import Any
 
 from dpframe import queries as q_
 from dpframe.accounting import Budget
+from dpframe.errors import PrivateSizeError
 from dpframe.frames import results
 from dpframe.frames.context import Session, backend_of, resolve
 from dpframe.frames.release import Outcome, run_queries
@@ -132,6 +133,18 @@ class DPNamespace:
         frame_log = _release_log(self._frame)
         doc = frame_log if frame_log is not None else self._dataset(session).ledger.document
         return results.log_frame(doc, backend_of(self._frame))
+
+    @property
+    def size(self) -> int:
+        """The public row count of the protected frame; :class:`~dpframe.PrivateSizeError` on
+        any derived frame (its size is private: release it with ``frame.dp.count(...)``)."""
+        dataset, is_root = resolve(self._frame)
+        if not is_root:
+            raise PrivateSizeError(
+                "this frame was derived from the protected one (filter, join, head, copy, ...), "
+                "so its size is private; release a noisy one with frame.dp.count(epsilon=...)"
+            )
+        return dataset.n
 
     @property
     def is_size_public(self) -> bool:
