@@ -21,8 +21,10 @@ is a public cap on the rows of one aggregation; hence ``|Σk| < 2⁵³`` and ``�
 
 The engine checks that an aggregation saw at most ``R`` rows and refuses otherwise (that can
 only happen on a derived frame with more rows than allowed, e.g. a large concat). The
-quantisation moves each value by at most ``q/2`` — at least 2⁻²⁰ of the bound's width for
-``R`` up to 2¹², typically 2⁻³⁰ or finer — a per-row preprocessing step, like clamping.
+quantisation moves each value by at most ``q/2``: for sums and means about ``w·2⁻⁵³·R``
+(2⁻³² of the width for R = 4·10⁶ rows), for variances, whose squares must fit too, about
+``w·2^-(53 − log₂R)/2`` (2⁻¹⁶ of the half-width for the same R). It is a per-row
+preprocessing step, like clamping: it changes no sensitivity.
 """
 
 from __future__ import annotations
