@@ -123,3 +123,21 @@ def test_polars_session_threads_share_one_ledger():
     for t in threads:
         t.join()
     assert sum(results) == 50 and s.budget.epsilon_spent == pytest.approx(0.5)
+
+
+def test_session_with_durable_path_reloads_spent_budget(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    df = pd.DataFrame({"x": [0.1, 0.5, 0.9]})
+    pf = dpf.protect(df, epsilon=1.0, bounds={"x": (0, 1)}, session=dpf.Session(path=path))
+    pf.dp.mean("x", epsilon=0.25, random_state=0)
+    again = dpf.protect(df, epsilon=1.0, bounds={"x": (0, 1)}, session=dpf.Session(path=path))
+    assert again.dp.budget.epsilon_spent == pytest.approx(0.25)
+
+
+def test_nested_with_blocks_of_one_session():
+    s = dpf.Session()
+    with s:
+        with s:
+            assert dpf.frames.current_session() is s
+        assert dpf.frames.current_session() is s
+    assert dpf.frames.current_session() is None

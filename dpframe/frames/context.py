@@ -142,16 +142,21 @@ _registry_lock = threading.Lock()
 class Session:
     """The explicit ledger of one protected dataset (required for Polars).
 
+    ``path=``: keep the ledger in a durable, append-only file (:mod:`dpframe.durable`): spent
+    budget survives restarts and is shared by processes opening the same file.
+
     ``with dpf.Session() as s:`` makes ``s`` current, so queries on any frame derived from the
     protected one draw from it; outside the block name it: ``frame.dp.mean("x", epsilon=0.1,
     session=s)`` (or by its ``name``). A session holds one dataset: :func:`protect` binds it.
     Threads do not inherit the ``with`` block (it is a context variable): name the session.
     """
 
-    def __init__(self, name: str | None = None) -> None:
+    def __init__(self, name: str | None = None, *, path: Any = None) -> None:
         self.name = name
+        self.path = path  # durable JSON-lines ledger file (dpframe.durable), or None
         self.dataset: Dataset | None = None
         self._lock = threading.Lock()
+        self._tokens: list[contextvars.Token] = []
         if name is not None:
             with _registry_lock:
                 if name in _named:
@@ -161,11 +166,11 @@ class Session:
                 _named[name] = self
 
     def __enter__(self) -> Session:
-        self._token = _current.set((*_current.get(), self))
+        self._tokens.append(_current.set((*_current.get(), self)))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _current.reset(self._token)
+        _current.reset(self._tokens.pop())
 
     def __deepcopy__(self, memo: dict) -> Session:
         return self  # one dataset, one ledger: copies share it
@@ -298,8 +303,13 @@ def protect(
     cap = DERIVED_ROW_FACTOR * n if row_cap is None else int(row_cap)
     if cap < n:
         raise ParameterError(f"row_cap={row_cap} is below the frame's {n} rows")
-    ledger = Ledger(epsilon, delta)
     sess = lookup_session(session) or current_session() or Session()
+    if sess.path is not None:
+        from dpframe.durable import open_ledger
+
+        ledger: Ledger = open_ledger(epsilon, delta, path=sess.path)
+    else:
+        ledger = Ledger(epsilon, delta)
     protected = frame.copy(deep=False) if backend == "pandas" else frame
     dataset = Dataset(ledger, clean_bounds, clean_keys, n, cap, backend,
                       weakref.ref(protected))

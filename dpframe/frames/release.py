@@ -232,10 +232,10 @@ def run_queries(
                     bounds=dataset.bounds.get(q.column) if q.column else None,
                 ))
             values[name] = np.asarray(plan.finalize(noisy), dtype=float)
+        ledger.commit(reservation, entries)
     except BaseException:
-        ledger.cancel(reservation)
+        ledger.cancel(reservation)  # no-op if already committed or cancelled
         raise
-    ledger.commit(reservation, entries)
     return Outcome(values, key_list, group_by, entries, ledger)
 
 
