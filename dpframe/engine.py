@@ -148,8 +148,10 @@ def aggregate(
     """
     if nulls not in ("raise", "drop"):
         raise ParameterError(f"nulls must be 'raise' or 'drop', got {nulls!r}")
-    frame = nw.from_native(native)
-    exprs: list[Any] = []
+    # Polars eager frames run through their lazy plan (zero-copy) so the per-row expressions
+    # fuse with the sums instead of materialising intermediate columns.
+    frame = nw.from_native(native.lazy() if _is_polars_eager(native) else native)
+    cols: dict[str, Any] = {}  # per-row expressions, summed per group
     if column is not None:
         assert fixed_point is not None
         dtype = validate_column(native, column)
@@ -160,27 +162,29 @@ def aggregate(
             good = ~nw.col(column).is_null()
         fp = fixed_point
         xs = nw.when(good).then(x).otherwise(nw.lit(fp.center))
-        lo, hi = bounds if bounds is not None else (_lo_of(fp), _hi_of(fp))
-        clamped = xs.clip(lower_bound=float(lo), upper_bound=float(hi))  # clamp to [l, u]
-        k = ((clamped - fp.center) / fp.q).round(0).clip(fp.k_lo, fp.k_hi).cast(nw.Int64)
+        # Clamp and quantise in one clip: clipping (x − c)/q to [k_lo, k_hi] clamps x to
+        # [c + k_lo·q, c + k_hi·q] ⊆ [l, u] (the declared bounds, up to less than one quantum);
+        # rounding an in-range value keeps it in range.
+        inv_q = 1.0 / fp.q  # exact: q is a power of two (and × is much faster than ÷ in pandas)
+        k = ((xs - fp.center) * inv_q).clip(fp.k_lo, fp.k_hi).round(0).cast(nw.Int64)
         good_i = good.cast(nw.Int64)
-        exprs += [(k * good_i).alias("__dp_k"), good_i.alias("__dp_good"),
-                  (1 - good_i).alias("__dp_bad")]
+        cols["__dp_rows"] = good_i
+        cols["__dp_ksum"] = k * good_i
+        cols["__dp_nbad"] = 1 - good_i
         if squares:
-            exprs.append((k * k * good_i).alias("__dp_k2"))
-    else:
-        exprs.append(nw.lit(1).cast(nw.Int64).alias("__dp_good"))
+            cols["__dp_ksq"] = k * k * good_i
     if group_by is not None:
         validate_column(native, group_by, numeric=False)
+        if column is None:
+            cols["__dp_rows"] = nw.lit(1).cast(nw.Int64)
         frame = frame.filter(nw.col(group_by).is_in(list(keys or [])))
-    frame = frame.with_columns(*exprs)
-    aggs = [nw.col("__dp_good").sum().alias("__dp_rows")]
-    if column is not None:
-        aggs += [nw.col("__dp_k").sum().alias("__dp_ksum"),
-                 nw.col("__dp_bad").sum().alias("__dp_nbad")]
-        if squares:
-            aggs.append(nw.col("__dp_k2").sum().alias("__dp_ksq"))
-    result = frame.group_by(group_by).agg(*aggs) if group_by is not None else frame.select(*aggs)
+        frame = frame.select(nw.col(group_by), *(e.alias(n) for n, e in cols.items()))
+        result = frame.group_by(group_by).agg(*(nw.col(n).sum() for n in cols))
+    else:
+        aggs = [e.sum().alias(n) for n, e in cols.items()]
+        if column is None:
+            aggs.append(nw.len().alias("__dp_rows"))
+        result = frame.select(*aggs)
     if isinstance(result, nw.LazyFrame):
         result = result.collect()
     names = result.columns
@@ -212,6 +216,10 @@ def aggregate(
     for key in keys or []:
         full[key] = out.get(key, Aggregates(0, 0, 0, q))
     return full
+
+
+def _is_polars_eager(native: Any) -> bool:
+    return type(native).__module__.startswith("polars") and type(native).__name__ == "DataFrame"
 
 
 def _lo_of(fp: FixedPoint) -> float:

@@ -141,6 +141,7 @@ class Measurement:
     lower: float
     upper: float
     weight: float  # share of the query's ε (and δ)
+    magnitude: float | None = None  # public bound on |statistic| (for unbounded domains)
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,8 @@ class Count(Query):
 
     def plan(self, ctx: PlanContext) -> Plan:
         upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
-        m = Measurement("count", lambda a: float(a.rows), 1.0, 0.0, upper, 1.0)
+        m = Measurement("count", lambda a: float(a.rows), 1.0, 0.0, upper, 1.0,
+                        float(ctx.row_cap))
         return Plan(
             "count",
             None,
@@ -265,7 +267,8 @@ class Sum(Query):
         delta = max(w, abs(_frac(lo)), abs(_frac(hi)))
         d_lo = 0.0 if lo >= 0 else -math.inf
         d_hi = 0.0 if hi <= 0 else math.inf
-        m = Measurement("sum", lambda a: a.k_sum * a.q, round_up(delta), d_lo, d_hi, 1.0)
+        mag = round_up(ctx.row_cap * max(abs(_frac(lo)), abs(_frac(hi))))
+        m = Measurement("sum", lambda a: a.k_sum * a.q, round_up(delta), d_lo, d_hi, 1.0, mag)
         return Plan("sum", self.column, (m,), lambda v: np.clip(v["sum"], d_lo, d_hi),
                     "direct sum, add/remove/replace sensitivity (private size)", center=0.0)
 
@@ -308,8 +311,11 @@ class Mean(Query):
                         center=lo)
         c = _center(lo, hi)
         count_upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
-        cnt = Measurement("count", lambda a: float(a.rows), 1.0, 0.0, count_upper, 0.5)
-        s = Measurement("sum", lambda a: a.k_sum * a.q, round_up(w), -math.inf, math.inf, 0.5)
+        half = max(_frac(hi) - _frac(c), _frac(c) - _frac(lo))
+        cnt = Measurement("count", lambda a: float(a.rows), 1.0, 0.0, count_upper, 0.5,
+                          float(ctx.row_cap))
+        s = Measurement("sum", lambda a: a.k_sum * a.q, round_up(w), -math.inf, math.inf, 0.5,
+                        round_up(ctx.row_cap * half))
 
         def fin(v: dict[str, np.ndarray]) -> np.ndarray:
             n_hat = np.maximum(v["count"], 1.0)
@@ -372,11 +378,13 @@ class Variance(Query):
                 center=c, squares=True)
         count_upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
         third = 1.0 / 3.0
-        cnt = Measurement("count", lambda a: float(a.rows), 1.0, 0.0, count_upper, third)
-        s = Measurement("sum", lambda a: a.k_sum * a.q, round_up(w), -math.inf, math.inf, third)
         half = max(_frac(hi) - _frac(c), _frac(c) - _frac(lo))  # ≈ w/2; exact for float c
+        cnt = Measurement("count", lambda a: float(a.rows), 1.0, 0.0, count_upper, third,
+                          float(ctx.row_cap))
+        s = Measurement("sum", lambda a: a.k_sum * a.q, round_up(w), -math.inf, math.inf, third,
+                        round_up(ctx.row_cap * half))
         ss = Measurement("sum_sq", lambda a: a.k_sq * a.q * a.q, round_up(half * half), 0.0,
-                         math.inf, third)
+                         math.inf, third, round_up(ctx.row_cap * half * half))
         w2 = float(w * w) / 4
 
         def fin(v: dict[str, np.ndarray]) -> np.ndarray:

@@ -192,6 +192,8 @@ def run_queries(
                 lower=m.lower,
                 upper=m.upper,
                 delta=d_charged * group_factor,
+                magnitude=None if math.isfinite(m.lower) and math.isfinite(m.upper)
+                else m.magnitude,
             )
             row.append((m, mobj, e_charged, d_charged))
         mechs.append(row)
