@@ -189,3 +189,23 @@ def test_size_is_public_only_on_the_protected_frame(pf):
     assert pf.dp.size == 300
     with pytest.raises(dpf.PrivateSizeError, match=r"dp\.count"):
         pf.head(3).dp.size
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+def test_large_private_size_frames_release_without_magnitude_errors(backend):
+    """Unbounded domains (private counts and sums) get a public magnitude from row_cap."""
+    x = np.random.default_rng(0).uniform(0, 10, 100_000)
+    frame = pd.DataFrame({"x": x}) if backend == "pandas" else pl.DataFrame({"x": x})
+    pf = dpf.protect(frame, epsilon=10.0, bounds={"x": (-5, 10)})
+    sub = pf[pf.x > 1] if backend == "pandas" else pf.filter(pl.col("x") > 1)
+    s = pf.dp.session
+    assert sub.dp.count(epsilon=1, random_state=0, session=s) == pytest.approx(
+        (x > 1).sum(), abs=50)
+    assert sub.dp.sum("x", epsilon=1, random_state=0, session=s) == pytest.approx(
+        x[x > 1].sum(), rel=1e-3)
+    assert sub.dp.variance("x", epsilon=1, random_state=0, session=s) == pytest.approx(
+        x[x > 1].var(ddof=1), rel=0.05)
+
+
+def test_no_dp_namespace_on_polars_expr():
+    assert not hasattr(pl.col("x"), "dp")
