@@ -141,6 +141,7 @@ class ReleaseRecord:
     epsilon_overhead: float = 0.0
     noise: bool = True
     notes: str = ""
+    grid: float = 0.0  # snapping grid Λ of the mechanism (0: not snapped)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict for a log entry."""
@@ -156,6 +157,7 @@ class ReleaseRecord:
             "epsilon_overhead": self.epsilon_overhead,
             "noise": self.noise,
             "notes": self.notes,
+            "grid": self.grid,
         }
 
 
@@ -218,6 +220,7 @@ def _record(
         domain=(mech.domain.lower, mech.domain.upper),
         epsilon_overhead=mech.epsilon_overhead,
         notes=notes,
+        grid=float(mech.grid),
     )
 
 

@@ -280,7 +280,7 @@ def _entry(
         "sensitivity": float(rec.sensitivity),
         "mechanism": rec.mechanism,
         "scale": float(rec.scale),
-        "grid": None,
+        "grid": float(rec.grid) if rec.noise else None,
         "domain_lower": float(rec.domain[0]),
         "domain_upper": float(rec.domain[1]),
         "clamping": clamp + " in the engine; how many were clamped is not released",
