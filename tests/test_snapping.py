@@ -75,7 +75,7 @@ MECHS = [
 
 @pytest.mark.parametrize("m", MECHS, ids=repr)
 def test_outputs_on_grid_inside_set_and_grid_independent_of_input(m):
-    ends = set(m.domain.finite_endpoints)
+    ends = set(m.off_grid_values)
     lo = m.domain.lower if math.isfinite(m.domain.lower) else 0.0
     inputs = [lo, lo + m.sensitivity] if m.domain.contains(lo + m.sensitivity) else [lo]
     for i, q in enumerate(inputs):
@@ -127,8 +127,8 @@ def test_dpframe_outputs_are_reachable_from_the_neighbour(m):
     y = m.sample(q, size=20_000, random_state=3)
     y_prime = m.sample(qp, size=200_000, random_state=4)
     lattice = np.floor(y_prime / m.grid) * m.grid == y_prime
-    assert lattice.all() or set(y_prime[~lattice]) <= set(m.domain.finite_endpoints)
-    ends = np.isin(y, m.domain.finite_endpoints)
+    assert set(y_prime[~lattice]) <= set(m.off_grid_values)
+    ends = np.isin(y, m.off_grid_values)
     assert (ends | (np.floor(y / m.grid) * m.grid == y)).all()
 
 
@@ -152,3 +152,15 @@ def test_snapping_can_be_disabled_for_simulations_only():
     m = BoundedLaplace(1.0, 1.0, lower=0.0, upper=10.0, snapping=False)
     assert m.grid == 0.0 and m.epsilon_overhead == 0.0
     assert m.describe()["snapping"] is False
+
+
+def test_bounded_release_never_sits_on_the_boundary():
+    """A wide domain forces a coarse grid; the end cell is released as its interior midpoint,
+    so the bounded mechanism puts no point mass on its bounds (Holohan §1)."""
+    m = BoundedLaplace(1.25, 0.156, lower=0.0, upper=1e10)
+    y = m.sample(0.011, size=50_000, random_state=0)
+    assert (y > 0.0).all() and (y < 1e10).all()
+    lo_rep = m.off_grid_values[0]
+    assert 0.0 < lo_rep < m.grid * 1.5
+    t = TruncatedLaplace(1.25, 0.156, lower=0.0, upper=1e10)
+    assert (t.sample(0.011, size=1000, random_state=0) == 0.0).any()  # clamping does

@@ -25,7 +25,13 @@ from dpframe.mechanisms.moments import bounded_moments, truncated_moments
 from dpframe.mechanisms.randomness import RandomSource, RandomState
 from dpframe.mechanisms.sampling import sample_offsets
 from dpframe.mechanisms.scales import bounded_scale
-from dpframe.mechanisms.snapping import SnapPlan, plan_snapping, rounding_cost, snap_to_cells
+from dpframe.mechanisms.snapping import (
+    SnapPlan,
+    end_cell_values,
+    plan_snapping,
+    rounding_cost,
+    snap_to_cells,
+)
 
 __all__ = ["MECHANISM_NAMES", "BoundedLaplace", "Laplace", "TruncatedLaplace", "make_mechanism"]
 
@@ -202,6 +208,17 @@ class _LaplaceFamily:
     def _post_process(self, out: np.ndarray) -> np.ndarray:
         return out
 
+    @property
+    def off_grid_values(self) -> list[float]:
+        """The public values a release may take besides multiples of ``grid``."""
+        if self.plan is None:
+            return []
+        return self._off_grid_values()
+
+    def _off_grid_values(self) -> list[float]:
+        assert self.plan is not None
+        return list(self.plan.window)
+
     def certificate(self) -> LossCertificate:
         """Worst neighbouring pair and its continuous privacy loss at the calibrated scale."""
         return worst_case_loss(self._sampling_set(), self.scale, self.sensitivity)
@@ -271,6 +288,10 @@ class BoundedLaplace(_LaplaceFamily):
     def _continuous_scale(self, epsilon: float) -> float:
         return bounded_scale(epsilon, self.delta, self.sensitivity, self.domain)
 
+    def _off_grid_values(self) -> list[float]:
+        assert self.plan is not None
+        return end_cell_values(self.domain.components, self.plan.grid) + list(self.plan.window)
+
     def _sampling_set(self) -> FeasibleSet:
         return self.domain
 
@@ -289,6 +310,9 @@ class TruncatedLaplace(_LaplaceFamily):
 
     def _post_process(self, out: np.ndarray) -> np.ndarray:
         return self.domain.project(out)
+
+    def _off_grid_values(self) -> list[float]:
+        return self.domain.finite_endpoints
 
     def _moments(self, value: Any) -> tuple[np.ndarray, np.ndarray]:
         return truncated_moments(np.asarray(value, dtype=float), self.scale, self.domain)

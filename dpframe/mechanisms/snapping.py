@@ -7,9 +7,11 @@ same uniforms, with a proven worst-case error ``|x̃ - x| ≤ δ_t`` (see ``docs
 releases the *cell* of a public partition of the real line that ``x̃`` falls in, represented by
 one value per cell. Cells are the rounding cells ``[jΛ - Λ/2, jΛ + Λ/2)`` of a power-of-two grid
 ``Λ``; at each finite end ``e`` of the feasible set the grid points closer than ``Λ`` to ``e`` are
-dropped and their cells merged into ``e`` itself, so every cell inside the set has length in
+dropped and their cells merged into one *end cell*, released as its midpoint (never ``e`` itself,
+which would put a point mass on the boundary). Every cell inside the set has length in
 ``[w_min, w_max] = [Λ/2, 3Λ/2]`` (``[Λ, Λ]`` when the set has no finite end), and the released
-values are ``e`` or exact multiples of ``Λ``: a grid that does not depend on the true value.
+values are exact multiples of ``Λ`` or the end-cell midpoints: public values that do not depend
+on the true value.
 
 **Cost (our replacement for Gazeau et al.'s Condition 5 / Thm 4.1).** Let ``p_q`` be the exact
 density, with ``p_q(y) ≤ e^{ε₀} p_{q'}(y)`` pointwise for neighbours (certified ε₀) and
@@ -37,7 +39,7 @@ import numpy as np
 
 from dpframe.mechanisms.domains import FeasibleSet
 
-__all__ = ["SnapPlan", "plan_snapping", "snap_to_cells"]
+__all__ = ["SnapPlan", "end_cell_values", "plan_snapping", "snap_to_cells"]
 
 #: Error of the noise offset ``b·E`` before rounding, relative to ``min(b, L) + |offset|`` (``L``
 #: the piece length); offsets larger than the window width are clamped (the computation is
@@ -140,7 +142,8 @@ def snap_to_cells(
     comp_hi: np.ndarray,
     window: tuple[float, float],
 ) -> np.ndarray:
-    """Release the cell of ``anchor + offset``: exact multiples of ``grid`` or a finite end.
+    """Release the cell of ``anchor + offset``: an exact multiple of ``grid``, or, for the cell
+    next to a finite end of a component, that cell's midpoint (:func:`end_cell_values`).
 
     The sum is never formed in floating point: ``anchor/Λ`` and ``offset/Λ`` are split exactly
     into integer and fractional parts (Λ is a power of two), the integers add exactly in int64,
@@ -154,10 +157,38 @@ def snap_to_cells(
     w_lo, w_hi = window
     j = np.clip(j, math.floor(w_lo / grid), math.ceil(w_hi / grid))
     out = np.clip(j.astype(np.float64) * grid, w_lo, w_hi)
-    # merge the cells closer than Λ to a finite end into that end
-    with np.errstate(invalid="ignore"):
-        j_lo = np.where(np.isfinite(comp_lo), np.ceil(comp_lo / grid) + 1, -np.inf)
-        j_hi = np.where(np.isfinite(comp_hi), np.floor(comp_hi / grid) - 1, np.inf)
-    out = np.where(j < j_lo, comp_lo, out)
-    out = np.where(j > j_hi, comp_hi, out)
+    # merge the cells closer than Λ to a finite end into one end cell, released as its midpoint
+    lo_edge, lo_rep, hi_edge, hi_rep = end_cells(comp_lo, comp_hi, grid)
+    out = np.where(j < lo_edge, lo_rep, out)
+    out = np.where(j > hi_edge, hi_rep, out)
     return np.clip(out, w_lo, w_hi)
+
+
+def end_cells(
+    comp_lo: np.ndarray | float, comp_hi: np.ndarray | float, grid: float
+) -> tuple[np.ndarray, ...]:
+    """First/last grid index kept inside ``[lo, hi]`` and the released value of each end cell.
+
+    The end cell at a finite lower end ``l`` is ``[l, j_lo·Λ − Λ/2)`` with
+    ``j_lo = ceil(l/Λ) + 1``, of length in ``[Λ/2, 3Λ/2]``; it is released as its midpoint, a
+    public constant strictly inside the set. Releasing ``l`` itself would put a point mass on
+    the boundary, which the bounded mechanism exists to avoid (Holohan §1: singularities at
+    the bounds). Likewise at a finite upper end.
+    """
+    lo = np.asarray(comp_lo, dtype=float)
+    hi = np.asarray(comp_hi, dtype=float)
+    with np.errstate(invalid="ignore"):
+        j_lo = np.where(np.isfinite(lo), np.ceil(lo / grid) + 1, -np.inf)
+        j_hi = np.where(np.isfinite(hi), np.floor(hi / grid) - 1, np.inf)
+        lo_rep = lo + ((j_lo * grid - grid / 2) - lo) / 2
+        hi_rep = hi - (hi - (j_hi * grid + grid / 2)) / 2
+    return j_lo, lo_rep, j_hi, hi_rep
+
+
+def end_cell_values(components: tuple[tuple[float, float], ...], grid: float) -> list[float]:
+    """The public values released for end cells (beside the multiples of the grid)."""
+    values = []
+    for lo, hi in components:
+        _, lo_rep, _, hi_rep = end_cells(lo, hi, grid)
+        values += [float(v) for v in (lo_rep, hi_rep) if np.isfinite(v)]
+    return values
