@@ -10,6 +10,7 @@ with the log in the file's metadata, and reads the log back from the file. No ne
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import textwrap
@@ -179,6 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed the noise for a reproducible run (tests and teaching only: NOT private); "
         "by default noise comes from the operating system's secure random source",
     )
+    demo.add_argument(
+        "--backend",
+        choices=("pandas", "polars"),
+        default="pandas",
+        help="protect a pandas DataFrame, or a Polars LazyFrame inside a dpf.Session "
+        "(default: %(default)s)",
+    )
     return parser
 
 
@@ -198,6 +206,11 @@ def _log_view(log: Any, columns: Sequence[str] = ()) -> Any:
     return view
 
 
+def _as_pandas(frame: Any) -> Any:
+    """A pandas view of a (small) pandas or Polars frame, for printing."""
+    return frame if hasattr(frame, "iloc") else frame.to_pandas()
+
+
 def run_demo(
     rows: int = 100_000,
     epsilon: float = 1.0,
@@ -205,178 +218,204 @@ def run_demo(
     output: str | Path = "release.parquet",
     seed: int = 0,
     noise_seed: int | None = None,
+    backend: str = "pandas",
     out: Any = None,
 ) -> dict[str, Any]:
     """Run the demo; print to ``out`` (default stdout) and return what it released.
 
-    Returns a dict with the released ``table`` (pandas, one row), the ``by_region`` table, the
-    single query results, the live ``log`` frame, the ``log_from_file`` read back from
-    ``output`` and the final ``budget``.
+    ``backend="pandas"`` protects a pandas ``DataFrame`` (the budget travels in the frame);
+    ``"polars"`` protects a Polars ``LazyFrame`` inside a ``dpf.Session`` block.
+
+    Returns a dict with the released ``table`` (one row; a frame of ``backend``), the
+    ``by_region`` table, the single query results, the live ``log`` frame, the
+    ``log_from_file`` read back from ``output`` (pandas) and the final ``budget``.
     """
     import pandas as pd
 
     import dpframe as dpf
     from dpframe.datasets import CENSUS_BOUNDS, CENSUS_KEYS, census
 
+    if backend not in ("pandas", "polars"):
+        raise ValueError(f"backend must be 'pandas' or 'polars', got {backend!r}")
+    polars = backend == "polars"
     out = sys.stdout if out is None else out
     output = Path(output)
     seeded: dict[str, Any] = {} if noise_seed is None else {"random_state": noise_seed}
     eps = {step: epsilon * share for step, share in _SHARES.items()}
 
-    def wide() -> Any:
-        return pd.option_context(
+    def say(*lines: str) -> None:
+        for line in lines:
+            print(line, file=out)
+
+    def show(frame: Any, max_rows: int = 40) -> None:
+        with pd.option_context(
             "display.width", 200, "display.max_columns", 40, "display.max_colwidth", 32
-        )
+        ):
+            say(_as_pandas(frame).to_string(index=False, max_rows=max_rows))
 
     t0 = time.perf_counter()
 
     _print_section("1. data", out)
-    df = census(rows, seed=seed)
-    print(
-        f"Synthetic census table (dpframe.datasets.census, seed {seed}): {len(df):,} rows, "
-        f"columns {', '.join(df.columns)}; generated in {time.perf_counter() - t0:.1f} s.",
-        file=out,
+    df = census(rows, seed=seed, backend=backend)
+    say(
+        f"Synthetic census table (dpframe.datasets.census, seed {seed}, {backend}): "
+        f"{len(df):,} rows, columns {', '.join(df.columns)}; generated in "
+        f"{time.perf_counter() - t0:.1f} s."
     )
     bounds = {col: (float(lo), float(hi)) for col, (lo, hi) in CENSUS_BOUNDS.items()}
-    print("Public bounds (declared, not read from the data; values outside are clamped):", file=out)
+    say("Public bounds (declared, not read from the data; values outside are clamped):")
     for col, (lo, hi) in bounds.items():
-        outside = int(((df[col] < lo) | (df[col] > hi)).sum())
+        values = df[col].to_numpy()
+        outside = int(((values < lo) | (values > hi)).sum())
         interval = f"[{lo:,.0f}, {hi:,.0f}]"
-        print(f"  {col:<13} {interval:<14} ({outside:,} rows outside)", file=out)
-    print(f"Public keys: region {CENSUS_KEYS['region']}", file=out)
+        say(f"  {col:<13} {interval:<14} ({outside:,} rows outside)")
+    say(f"Public keys: region {CENSUS_KEYS['region']}")
 
     _print_section("2. protect", out)
-    pf = dpf.protect(df, epsilon=epsilon, delta=delta, bounds=bounds, keys=CENSUS_KEYS)
-    print(
-        f"pf = dpf.protect(df, epsilon={epsilon:g}, delta={delta:g}, bounds=CENSUS_BOUNDS, "
-        "keys=CENSUS_KEYS)",
-        file=out,
-    )
-    print(f"pf.dp.budget: {pf.dp.budget}", file=out)
-    if noise_seed is not None:
-        print(f"Noise seeded with {noise_seed}: reproducible, NOT private.", file=out)
+    # Polars frames carry no metadata: the budget lives in a Session, made current by `with`.
+    session = dpf.Session() if polars else contextlib.nullcontext()
+    with session:
+        if polars:
+            import polars as pl
 
-    _print_section("3. single queries", out)
-    mean_income_trunc = pf.dp.mean(
-        "income", epsilon=eps["truncated_mean"], mechanism="truncated", **seeded
-    )
-    print(
-        f"pf.dp.mean('income', epsilon={eps['truncated_mean']:g}, mechanism='truncated')"
-        f"  -> {mean_income_trunc:,.2f}",
-        file=out,
-    )
-    employed = pf[pf.hours_worked > 0]
-    mean_income_employed = employed.dp.mean("income", epsilon=eps["filtered_mean"], **seeded)
-    print(
-        f"pf[pf.hours_worked > 0].dp.mean('income', epsilon={eps['filtered_mean']:g})"
-        f"  -> {mean_income_employed:,.2f}",
-        file=out,
-    )
-    print("  (a filtered frame's size is private: noisy sum over noisy count)", file=out)
-    var_age = pf.dp.variance("age", epsilon=eps["variance"], **seeded)
-    print(f"pf.dp.variance('age', epsilon={eps['variance']:g})  -> {var_age:,.2f}", file=out)
+            pf = dpf.protect(
+                df.lazy(), epsilon=epsilon, delta=delta, bounds=bounds, keys=CENSUS_KEYS
+            )
+            say(
+                "with dpf.Session() as s:",
+                f"    pf = dpf.protect(df.lazy(), epsilon={epsilon:g}, delta={delta:g}, "
+                "bounds=CENSUS_BOUNDS, keys=CENSUS_KEYS)",
+            )
+        else:
+            pf = dpf.protect(df, epsilon=epsilon, delta=delta, bounds=bounds, keys=CENSUS_KEYS)
+            say(
+                f"pf = dpf.protect(df, epsilon={epsilon:g}, delta={delta:g}, "
+                "bounds=CENSUS_BOUNDS, keys=CENSUS_KEYS)"
+            )
+        say(f"pf.dp.budget: {pf.dp.budget}")
+        if noise_seed is not None:
+            say(f"Noise seeded with {noise_seed}: reproducible, NOT private.")
 
-    _print_section("4. group-by over public keys (parallel composition)", out)
-    by_region = pf.dp.groupby("region").release(
-        {"n": dpf.count(), "mean_income": dpf.mean("income")}, epsilon=eps["groupby"], **seeded
-    )
-    print(
-        "pf.dp.groupby('region').release({'n': dpf.count(), 'mean_income': "
-        f"dpf.mean('income')}}, epsilon={eps['groupby']:g}):",
-        file=out,
-    )
-    with wide():
-        print(by_region.to_string(index=False), file=out)
-
-    _print_section("5. release: one call, epsilon split across queries", out)
-    spelled = {
-        "n": "dpf.count()",
-        "mean_age": "dpf.mean('age')",
-        "mean_hours": "dpf.mean('hours_worked')",
-        "mean_income": "dpf.mean('income')",
-        "var_income": "dpf.variance('income')",
-    }
-    queries = {
-        "n": dpf.count(),
-        "mean_age": dpf.mean("age"),
-        "mean_hours": dpf.mean("hours_worked"),
-        "mean_income": dpf.mean("income"),
-        "var_income": dpf.variance("income"),
-    }
-    delta_release = delta * _RELEASE_DELTA_SHARE
-    table = pf.dp.release(queries, epsilon=eps["release"], delta=delta_release, **seeded)
-    print(
-        "table = pf.dp.release({"
-        + ", ".join(f"'{k}': {v}" for k, v in spelled.items())
-        + f"}},\n                       epsilon={eps['release']:g}, delta={delta_release:g})",
-        file=out,
-    )
-    with wide():
-        print(table.to_string(index=False), file=out)
-
-    # For comparison only: the exact statistics of the clamped synthetic data. A real release
-    # never prints these; here the data are synthetic, and the gap shows the noise.
-    clamped = {col: df[col].clip(lo, hi) for col, (lo, hi) in bounds.items()}
-    working = df["hours_worked"] > 0
-    exact = {
-        "n": float(len(df)),
-        "mean_age": float(clamped["age"].mean()),
-        "mean_hours": float(clamped["hours_worked"].mean()),
-        "mean_income": float(clamped["income"].mean()),
-        "var_income": float(clamped["income"].var()),
-        "mean_income_employed": float(clamped["income"][working].mean()),
-        "var_age": float(clamped["age"].var()),
-    }
-    released = {name: float(table[name].iloc[0]) for name in queries}
-    released["mean_income_employed"] = float(mean_income_employed)
-    released["var_age"] = float(var_age)
-    _print_section("6. released vs exact (exact shown only because the data are synthetic)", out)
-    print("  exact = the statistic of the clamped data, which the noise is calibrated to", file=out)
-    for name, value in released.items():
-        true = exact[name]
-        rel = abs(value - true) / abs(true) if true else float("nan")
-        print(
-            f"  {name:<22} released {value:>18,.2f}   exact {true:>18,.2f}   "
-            f"relative error {rel:.1e}",
-            file=out,
+        _print_section("3. single queries", out)
+        mean_income_trunc = pf.dp.mean(
+            "income", epsilon=eps["truncated_mean"], mechanism="truncated", **seeded
         )
+        say(
+            f"pf.dp.mean('income', epsilon={eps['truncated_mean']:g}, mechanism='truncated')"
+            f"  -> {mean_income_trunc:,.2f}"
+        )
+        if polars:
+            employed = pf.filter(pl.col("hours_worked") > 0)
+            spelled_filter = "pf.filter(pl.col('hours_worked') > 0)"
+        else:
+            employed = pf[pf.hours_worked > 0]
+            spelled_filter = "pf[pf.hours_worked > 0]"
+        mean_income_employed = employed.dp.mean("income", epsilon=eps["filtered_mean"], **seeded)
+        say(
+            f"{spelled_filter}.dp.mean('income', epsilon={eps['filtered_mean']:g})"
+            f"  -> {mean_income_employed:,.2f}",
+            "  (a filtered frame's size is private: noisy sum over noisy count)",
+        )
+        var_age = pf.dp.variance("age", epsilon=eps["variance"], **seeded)
+        say(f"pf.dp.variance('age', epsilon={eps['variance']:g})  -> {var_age:,.2f}")
 
-    _print_section("7. budget and accounting log", out)
-    budget = pf.dp.budget
-    print(f"pf.dp.budget: {budget}", file=out)
-    log = pf.dp.log
-    print(
-        f"pf.dp.log: {len(log)} entries, one per noisy measurement (main columns; 'clamping' "
-        "shows the bounds values were clamped to):",
-        file=out,
-    )
-    with wide():
-        print(_log_view(log).to_string(index=False, max_rows=40), file=out)
+        _print_section("4. group-by over public keys (parallel composition)", out)
+        by_region = pf.dp.groupby("region").release(
+            {"n": dpf.count(), "mean_income": dpf.mean("income")},
+            epsilon=eps["groupby"],
+            **seeded,
+        )
+        say(
+            "pf.dp.groupby('region').release({'n': dpf.count(), 'mean_income': "
+            f"dpf.mean('income')}}, epsilon={eps['groupby']:g}):"
+        )
+        show(by_region)
 
-    _print_section("8. Parquet with the log inside", out)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    table.to_parquet(output)
-    print(
-        f"table.to_parquet({str(output)!r})  # the log is stored in the file's metadata", file=out
-    )
+        _print_section("5. release: one call, epsilon split across queries", out)
+        spelled = {
+            "n": "dpf.count()",
+            "mean_age": "dpf.mean('age')",
+            "mean_hours": "dpf.mean('hours_worked')",
+            "mean_income": "dpf.mean('income')",
+            "var_income": "dpf.variance('income')",
+        }
+        queries = {
+            "n": dpf.count(),
+            "mean_age": dpf.mean("age"),
+            "mean_hours": dpf.mean("hours_worked"),
+            "mean_income": dpf.mean("income"),
+            "var_income": dpf.variance("income"),
+        }
+        delta_release = delta * _RELEASE_DELTA_SHARE
+        table = pf.dp.release(queries, epsilon=eps["release"], delta=delta_release, **seeded)
+        say("table = pf.dp.release(")
+        say("    {")
+        for k, v in spelled.items():
+            say(f"        {k!r}: {v},")
+        say("    },", f"    epsilon={eps['release']:g}, delta={delta_release:g},", ")")
+        show(table)
+
+        # For comparison only: the exact statistics of the clamped synthetic data. A real
+        # release never prints these; here the data are synthetic, and the gap shows the noise.
+        plain = _as_pandas(df)
+        clamped = {col: plain[col].clip(lo, hi) for col, (lo, hi) in bounds.items()}
+        working = plain["hours_worked"] > 0
+        exact = {
+            "n": float(len(plain)),
+            "mean_age": float(clamped["age"].mean()),
+            "mean_hours": float(clamped["hours_worked"].mean()),
+            "mean_income": float(clamped["income"].mean()),
+            "var_income": float(clamped["income"].var()),
+            "mean_income_employed": float(clamped["income"][working].mean()),
+            "var_age": float(clamped["age"].var()),
+        }
+        released = {name: float(_as_pandas(table)[name].iloc[0]) for name in queries}
+        released["mean_income_employed"] = float(mean_income_employed)
+        released["var_age"] = float(var_age)
+        _print_section(
+            "6. released vs exact (exact shown only because the data are synthetic)", out
+        )
+        say("  exact = the statistic of the clamped data, which the noise is calibrated to")
+        for name, value in released.items():
+            true = exact[name]
+            rel = abs(value - true) / abs(true) if true else float("nan")
+            say(
+                f"  {name:<22} released {value:>18,.2f}   exact {true:>18,.2f}   "
+                f"relative error {rel:.1e}"
+            )
+
+        _print_section("7. budget and accounting log", out)
+        budget = pf.dp.budget
+        say(f"pf.dp.budget: {budget}")
+        log = pf.dp.log
+        say(
+            f"pf.dp.log: {len(log)} entries, one per noisy measurement (main columns; "
+            "'clamping' shows the bounds values were clamped to):"
+        )
+        show(_log_view(_as_pandas(log)))
+
+        _print_section("8. Parquet with the log inside", out)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        if polars:
+            table.dp.write_parquet(output)
+            say(f"table.dp.write_parquet({str(output)!r})  # the log goes into the metadata")
+        else:
+            table.to_parquet(output)
+            say(f"table.to_parquet({str(output)!r})  # the log is stored in the file's metadata")
     document = dpf.read_log(output)
     log_from_file = dpf.read_log(output, as_frame="pandas")
     file_budget = document["budget"]
-    same = _log_view(log_from_file).equals(_log_view(log))
-    print(
-        f"dpf.read_log({str(output)!r}): the log travelled with the file: "
-        f"{len(log_from_file)} entries (the ledger's log as of this release; identical to "
-        f"pf.dp.log: {same}), epsilon spent {file_budget['epsilon_spent']:g} of "
+    same = _log_view(log_from_file).equals(_log_view(_as_pandas(log)))
+    say(
+        f"dpf.read_log({str(output)!r}): the log travelled with the file.",
+        f"  {len(log_from_file)} entries (the ledger's log as of this release; identical to "
+        f"pf.dp.log: {same});",
+        f"  budget recorded in the file: epsilon spent {file_budget['epsilon_spent']:g} of "
         f"{file_budget['epsilon']:g}, delta spent {file_budget['delta_spent']:g} of "
         f"{file_budget['delta']:g}.",
-        file=out,
     )
-    with wide():
-        print(
-            _log_view(log_from_file, _FILE_LOG_COLUMNS).to_string(index=False, max_rows=20),
-            file=out,
-        )
-    print(f"\nDone in {time.perf_counter() - t0:.1f} s. Released file: {output}", file=out)
+    show(_log_view(log_from_file, _FILE_LOG_COLUMNS), max_rows=20)
+    say(f"\nDone in {time.perf_counter() - t0:.1f} s. Released file: {output}")
     return {
         "table": table,
         "by_region": by_region,
@@ -406,6 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             output=args.output,
             seed=args.seed,
             noise_seed=args.noise_seed,
+            backend=args.backend,
         )
     except DPFrameError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -128,7 +128,15 @@ def test_help_explains_options(capsys: pytest.CaptureFixture) -> None:
         main(["demo", "--help"])
     assert exc.value.code == 0
     help_text = capsys.readouterr().out
-    for option in ("--rows", "--epsilon", "--delta", "--output", "--seed", "--noise-seed"):
+    for option in (
+        "--rows",
+        "--epsilon",
+        "--delta",
+        "--output",
+        "--seed",
+        "--noise-seed",
+        "--backend",
+    ):
         assert option in help_text
     assert "release.parquet" in help_text
     assert "privacy budget" in help_text
@@ -163,6 +171,19 @@ def test_module_entry_point(tmp_path: Path) -> None:
     )
     assert help_proc.returncode == 0
     assert "--rows" in help_proc.stdout and "--output" in help_proc.stdout
+
+
+def test_polars_backend(tmp_path: Path) -> None:
+    path = tmp_path / "release_polars.parquet"
+    out = io.StringIO()
+    result = run_demo(rows=2_000, output=path, noise_seed=3, backend="polars", out=out)
+    assert type(result["table"]).__module__.startswith("polars")
+    assert result["budget"].epsilon_remaining == pytest.approx(0.1, rel=1e-9)
+    log_file = dpf.read_log(path, as_frame="pandas")
+    assert len(log_file) == len(result["log"]) > 0
+    assert "dpf.Session()" in out.getvalue()
+    with pytest.raises(ValueError, match="backend"):
+        run_demo(rows=10, backend="spark", output=tmp_path / "x.parquet")
 
 
 def _python_blocks(markdown: str) -> list[str]:
