@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--rows",
         type=_positive_int,
-        default=100_000,
+        default=1_000_000,
         metavar="N",
         help="number of rows (people) in the generated census table; at least 2 "
         "(default: %(default)s)",
@@ -212,7 +212,7 @@ def _as_pandas(frame: Any) -> Any:
 
 
 def run_demo(
-    rows: int = 100_000,
+    rows: int = 1_000_000,
     epsilon: float = 1.0,
     delta: float = 1e-6,
     output: str | Path = "release.parquet",
