@@ -1,10 +1,12 @@
 """Command line: ``python -m dpframe demo`` runs a differentially private release end to end.
 
 The demo generates a synthetic census table (:mod:`dpframe.datasets`), protects it with a
-privacy budget, releases count / mean / variance statistics (one budget-split
-``frame.dp.release`` call and a few single queries, one of them on a filtered frame whose size
-is private), prints the released table and the accounting log, writes the table to Parquet
-with the log in the file's metadata, and reads the log back from the file. No network access.
+privacy budget (pandas, or a Polars ``LazyFrame`` in a ``dpf.Session``), answers a few single
+queries (a truncated-Laplace mean, a mean on a filtered frame whose size is private, a
+variance), a group-by over public keys, and one budget-split ``frame.dp.release`` of count /
+mean / variance statistics; it prints the released tables, the budget and the accounting log,
+writes the released table to Parquet with the log in the file's metadata, and reads the log
+back from the file with ``dpf.read_log``. No network access.
 """
 
 from __future__ import annotations
