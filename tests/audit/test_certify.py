@@ -112,3 +112,22 @@ def test_far_apart_union_certifies():
     """A union whose components are hundreds of scales apart (ln C needs care there)."""
     cert = certify(BoundedLaplace(5.0, 0.05, domain=union([(0.0, 1.0), (100.0, 101.0)])))
     assert cert.passed, str(cert)
+
+
+AWKWARD = {
+    "offset-interval": interval(1e9, 1e9 + 10.0),
+    "narrow-union": union([(0.0, 0.1), (0.2, 0.3), (5.0, 10.0)]),
+    "far-union": union([(0.0, 1.0), (100.0, 101.0)]),
+}
+
+
+@pytest.mark.parametrize("domain", list(AWKWARD))
+@pytest.mark.parametrize("eps", [0.01, 5.0])
+@pytest.mark.parametrize("ratio", [0.05, 1.0])
+@pytest.mark.parametrize("name", list(MECHANISMS))
+def test_awkward_domains_certify(name, eps, ratio, domain):
+    """Offsets far from zero, narrow components, components far apart; tiny and large ε."""
+    dom = AWKWARD[domain]
+    sens = ratio * min(dom.upper - dom.lower, 10.0)
+    cert = certify(MECHANISMS[name](eps, sens, domain=dom))
+    assert cert.passed, str(cert)
