@@ -12,9 +12,9 @@ order changed.)
 
 *Precision.* The share of outputs that are not multiples of 2^-53 must not depend on the input.
 
-*Snapping invariants.* Every output is a multiple of ``m.grid`` or a finite end of the set,
-lies in the feasible set (or the public window for plain Laplace), and the grid is a function
-of public parameters only.
+*Snapping invariants.* Every output is a multiple of ``m.grid`` or one of the public
+``m.off_grid_values``, lies in the feasible set (or the public window for plain Laplace), and
+grid and off-grid values are functions of public parameters only.
 """
 
 from __future__ import annotations
@@ -193,31 +193,43 @@ SNAP_DOMAINS = ["interval", "half-line-lower", "half-line-upper", "union"]
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("eps", [0.05, 1.0, 8.0])
 def test_snapping_invariants(cls, domain, eps):
+    """Outputs are multiples of ``m.grid`` or one of ``m.off_grid_values`` (public: the window
+    ends, the clamped mechanism's finite ends, the bounded mechanism's end-cell midpoints);
+    they lie in the feasible set (plain Laplace: in the public window); the bounded mechanism
+    never puts mass exactly on a finite end; nothing here depends on the true value."""
     dom = DOMAINS[domain]
     mech = cls(eps, 1.0, domain=dom)
-    plan_before = mech.plan
+    plan_before, extra_before = mech.plan, list(mech.off_grid_values)
     twin = cls(eps, 1.0, domain=dom)
     assert twin.grid == mech.grid and twin.plan == mech.plan
+    assert twin.off_grid_values == extra_before
     assert math.frexp(mech.grid)[0] == 0.5  # a power of two
-    # many true values at once, including finite ends
+    extra = np.array(extra_before, dtype=float)
     ends = list(dom.finite_endpoints)
+    if cls is BoundedLaplace:
+        inside = extra[np.isin(extra, list(mech.plan.window), invert=True)]
+        assert dom.contains(inside).all() and not np.isin(inside, ends).any()
+
+    def allowed(y: np.ndarray) -> np.ndarray:
+        return ((y / mech.grid) == np.floor(y / mech.grid)) | np.isin(y, extra)
+
+    # many true values at once, including finite ends
     qs = np.array([*ends, *(e + 0.5 if dom.contains(e + 0.5) else e - 0.5 for e in ends)])
     qs = np.repeat(qs, 5000)
     y = np.asarray(mech.sample(qs, random_state=7))
-    on_grid = (y / mech.grid) == np.floor(y / mech.grid)
-    at_end = np.isin(y, ends)
-    assert (on_grid | at_end).all()
+    assert allowed(y).all()
     if cls is Laplace:
         lo, hi = mech.plan.window
         assert ((y >= lo) & (y <= hi)).all()
     else:
         assert dom.contains(y).all()
-    # the plan (grid, window) does not move with the data
-    assert mech.plan == plan_before
-    # each true value alone draws from the same lattice
+    if cls is BoundedLaplace:
+        assert not np.isin(y, ends).any()
+    # the plan (grid, window, off-grid values) does not move with the data
+    assert mech.plan == plan_before and mech.off_grid_values == extra_before
+    # each true value alone draws from the same public set of values
     for q in np.unique(qs):
-        yq = np.asarray(mech.sample(q, size=2000, random_state=8))
-        assert (((yq / mech.grid) == np.floor(yq / mech.grid)) | np.isin(yq, ends)).all()
+        assert allowed(np.asarray(mech.sample(q, size=2000, random_state=8))).all()
 
 
 def test_reachability_check_is_not_vacuous():
