@@ -1,12 +1,15 @@
 """End to end through ``.dp``: on neighbouring frames (one row replaced) the pre-noise
 statistic handed to each mechanism moves by no more than the sensitivity the log records.
 
-The frames layer does not expose pre-noise values, so the test wraps the mechanisms the
-release code builds (``dpframe.frames.release.make_mechanism``) and records the exact value
-each one is asked to perturb. Both neighbours are released with the same ``random_state``.
-Covered: count, sum, mean, variance, std × pandas root (public size), pandas filter (private
-size), pandas ``nulls="drop"`` (private size), Polars root, Polars filter under a Session,
-Polars LazyFrame, and a group-by with public keys where the replaced row changes group.
+The frames layer does not expose pre-noise values, so the test instruments the mechanisms
+themselves (``sample`` of the Laplace family, at class level, so every release path is seen:
+``run_queries``, group-by, proportions, describe, cov/corr) and records the exact value each
+one is asked to perturb. Both neighbours are released with the same ``random_state``.
+
+cov/corr are adaptive (Liu §4.1): each covariance is released on ``±√(S*_jj S*_kk)`` built from
+the *released* variances, so the statement is about the same released domain: with ``c`` fixed,
+``clip(s_jk, −c, c)`` moves by at most the logged sensitivity. The test records the exact
+covariance matrices and checks exactly that.
 """
 
 from __future__ import annotations
@@ -20,31 +23,45 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.frames import release as release_module
+from dpframe import frame_analyses
+from dpframe.mechanisms import laplace as laplace_module
 
 LO, HI = -3.0, 7.0
+YLO, YHI = -1.0, 1.0
 N = 40
-QUERIES = ["count", "sum", "mean", "variance", "std"]
+KEYS = ["a", "b", "c"]
+QUERIES = ["count", "sum", "mean", "variance", "std", "proportions", "cov", "corr", "describe"]
+ROOT_ONLY = {"cov", "corr"}  # need the public n: refused on derived frames (PrivateSizeError)
+
+
+class _Calls(list):
+    """Recorded mechanism calls, plus the exact covariance matrices (``exact_cov``)."""
+
+    exact_cov: list
 
 
 @pytest.fixture
 def recorder(monkeypatch):
-    calls: list[dict] = []
-    real = release_module.make_mechanism
+    calls = _Calls()
+    real = laplace_module._LaplaceFamily.sample
 
-    def make(name, **kw):
-        mech = real(name, **kw)
-        orig = mech.sample
+    def sample(self, value, size=None, random_state=None):
+        calls.append({"value": np.atleast_1d(np.asarray(value, dtype=float)).copy(),
+                      "sensitivity": self.sensitivity,
+                      "domain": (self.domain.lower, self.domain.upper)})
+        return real(self, value, size=size, random_state=random_state)
 
-        def sample(value, size=None, random_state=None):
-            calls.append({"value": np.atleast_1d(np.asarray(value, dtype=float)).copy(),
-                          "sensitivity": mech.sensitivity})
-            return orig(value, size=size, random_state=random_state)
+    monkeypatch.setattr(laplace_module._LaplaceFamily, "sample", sample)
+    exact_cov: list[np.ndarray] = []
+    real_cov = frame_analyses._exact_covariance
 
-        mech.sample = sample
-        return mech
+    def cov(*args, **kwargs):
+        out = real_cov(*args, **kwargs)
+        exact_cov.append(out.copy())
+        return out
 
-    monkeypatch.setattr(release_module, "make_mechanism", make)
+    monkeypatch.setattr(frame_analyses, "_exact_covariance", cov)
+    calls.exact_cov = exact_cov
     return calls
 
 
@@ -52,84 +69,127 @@ def _neighbours() -> list[tuple[pd.DataFrame, pd.DataFrame, str]]:
     """(D, D', description): D' replaces one row of D."""
     rng = np.random.default_rng(0)
     out = []
-    # worst case for the variance: everything at l, one row moves l -> u
-    base = pd.DataFrame({"x": np.full(N, LO), "flag": np.ones(N, int), "g": ["a"] * N})
+    # worst case for the variance: everything at l, one row moves l -> u (and changes group)
+    base = pd.DataFrame({"x": np.full(N, LO), "y": np.full(N, YLO), "flag": np.ones(N, int),
+                         "g": ["a"] * N})
     alt = base.copy()
-    alt.loc[0, ["x", "g"]] = [HI, "b"]
+    alt.loc[0, ["x", "y", "g"]] = [HI, YHI, "b"]
     out.append((base, alt, "l->u"))
-    # random data; replaced row leaves the filter, jumps groups and goes out of bounds
-    x = rng.uniform(LO, HI, N)
-    base = pd.DataFrame({"x": x, "flag": rng.integers(0, 2, N), "g": rng.choice(["a", "b"], N)})
+    # random data; the replaced row leaves the filter, jumps groups and goes out of bounds
+    base = pd.DataFrame({"x": rng.uniform(LO, HI, N), "y": rng.uniform(YLO, YHI, N),
+                         "flag": rng.integers(0, 2, N), "g": rng.choice(KEYS, N)})
     base.loc[5, ["flag", "g"]] = [1, "a"]
     alt = base.copy()
-    alt.loc[5, ["x", "flag", "g"]] = [HI + 100.0, 0, "b"]  # clamped to HI
+    alt.loc[5, ["x", "y", "flag", "g"]] = [HI + 100.0, YLO - 5.0, 0, "c"]  # clamped
     out.append((base, alt, "leaves-filter"))
-    # a row joins the filter with an extreme negative value
+    # a row joins the filter with extreme values
     alt2 = base.copy()
     i = int(np.flatnonzero(base["flag"].to_numpy() == 0)[0])
-    alt2.loc[i, ["x", "flag"]] = [LO, 1]
+    alt2.loc[i, ["x", "y", "flag"]] = [LO, YHI, 1]
     out.append((base, alt2, "joins-filter"))
     return out
 
 
-def _run(kind: str, frame_kind: str, df: pd.DataFrame, query: str, seed: int) -> list[dict]:
-    bounds = {"x": (LO, HI)}
-    kw: dict = {"epsilon": 0.5, "random_state": seed}
-    col = () if query == "count" else ("x",)
-    if frame_kind == "pandas-root":
-        pf = dpf.protect(df, epsilon=5.0, bounds=bounds)
-        target = pf
-    elif frame_kind == "pandas-filter":
-        pf = dpf.protect(df, epsilon=5.0, bounds=bounds)
-        target = pf[pf["flag"] == 1]
-    elif frame_kind == "pandas-nulls-drop":
-        pf = dpf.protect(df, epsilon=5.0, bounds=bounds)
-        target = pf
-        kw["nulls"] = "drop"
-    elif frame_kind == "pandas-groupby":
-        pf = dpf.protect(df, epsilon=5.0, bounds=bounds, keys={"g": ["a", "b", "c"]})
-        getattr(pf.dp.groupby("g"), query)(*col, **kw)
-        return pf.dp.log.to_dict("records")
+def _ask(ns, query: str, **kw) -> None:
+    if query == "count":
+        ns.count(**kw)
+    elif query in ("sum", "mean", "variance", "std"):
+        getattr(ns, query)("x", **kw)
+    elif query == "proportions":
+        ns.proportions("g", keys=KEYS, **kw)
+    elif query in ("cov", "corr"):
+        getattr(ns, query)(["x", "y"], **kw)
     else:
-        pdf = pl.from_pandas(df)
-        s = dpf.Session()
-        if frame_kind == "polars-lazy":
-            pf = dpf.protect(pdf.lazy(), epsilon=5.0, bounds=bounds, session=s)
+        ns.describe(columns=["x", "y"], **kw)
+
+
+def _run(frame_kind: str, df: pd.DataFrame, query: str, seed: int) -> list[dict]:
+    bounds = {"x": (LO, HI), "y": (YLO, YHI)}
+    kw: dict = {"epsilon": 0.5, "random_state": seed}
+    if frame_kind.startswith("pandas"):
+        pf = dpf.protect(df, epsilon=5.0, bounds=bounds, keys={"g": KEYS})
+        if frame_kind == "pandas-root":
             target = pf
-        else:
-            pf = dpf.protect(pdf, epsilon=5.0, bounds=bounds, session=s)
-            target = pf if frame_kind == "polars-root" else pf.filter(pl.col("flag") == 1)
-        kw["session"] = s
-        getattr(target.dp, query)(*col, **kw)
-        return s.ledger.snapshot_document()["entries"]
-    getattr(target.dp, query)(*col, **kw)
-    return pf.dp.log.to_dict("records")
+        elif frame_kind == "pandas-filter":
+            target = pf[pf["flag"] == 1]
+        elif frame_kind == "pandas-nulls-drop":
+            target = pf
+            kw["nulls"] = "drop"
+        else:  # pandas-groupby
+            gb = pf.dp.groupby("g")
+            if query == "count":
+                gb.count(**kw)
+            else:
+                getattr(gb, query)("x", **kw)
+            return pf.dp.log.to_dict("records")
+        _ask(target.dp, query, **kw)
+        return pf.dp.log.to_dict("records")
+    pdf = pl.from_pandas(df)
+    s = dpf.Session()
+    if frame_kind == "polars-lazy":
+        target = dpf.protect(pdf.lazy(), epsilon=5.0, bounds=bounds, session=s)
+    else:
+        pf = dpf.protect(pdf, epsilon=5.0, bounds=bounds, session=s)
+        target = pf if frame_kind == "polars-root" else pf.filter(pl.col("flag") == 1)
+    kw["session"] = s
+    _ask(target.dp, query, **kw)
+    return s.ledger.snapshot_document()["entries"]
 
 
 FRAME_KINDS = ["pandas-root", "pandas-filter", "pandas-nulls-drop", "pandas-groupby",
                "polars-root", "polars-filter", "polars-lazy"]
+PUBLIC = {"pandas-root", "polars-root", "polars-lazy"}
 
 
-@pytest.mark.parametrize("query", QUERIES)
-@pytest.mark.parametrize("frame_kind", FRAME_KINDS)
+def _cases():
+    for fk in FRAME_KINDS:
+        for q in QUERIES:
+            if q in ROOT_ONLY and fk not in PUBLIC:
+                continue
+            if fk == "pandas-groupby" and q in ("proportions", "describe", "cov", "corr"):
+                continue
+            yield fk, q
+
+
+@pytest.mark.parametrize(("frame_kind", "query"), list(_cases()))
 def test_pre_noise_statistic_moves_at_most_the_logged_sensitivity(recorder, frame_kind, query):
     for d, d_prime, what in _neighbours():
         recorder.clear()
-        log = _run("d", frame_kind, d, query, seed=42)
-        first = list(recorder)
+        recorder.exact_cov.clear()
+        log = [e for e in _run(frame_kind, d, query, seed=42) if e.get("grid") is not None]
+        first, cov_first = list(recorder), list(recorder.exact_cov)
         recorder.clear()
-        log_prime = _run("d'", frame_kind, d_prime, query, seed=42)
-        second = list(recorder)
-        assert len(first) == len(second) == len(log) == len(log_prime) >= 1
-        for a, b, entry, entry_p in zip(first, second, log, log_prime, strict=True):
+        recorder.exact_cov.clear()
+        log_p = [e for e in _run(frame_kind, d_prime, query, seed=42) if e.get("grid") is not None]
+        second, cov_second = list(recorder), list(recorder.exact_cov)
+        assert len(first) == len(log) >= 1 and len(second) == len(log_p)
+        if query in ROOT_ONLY:
+            _check_covariance(first, second, cov_first[0], cov_second[0], log, what)
+            continue
+        assert len(first) == len(second)
+        for a, b, entry in zip(first, second, log, strict=True):
             # the log states the sensitivity the mechanism was calibrated to
-            assert entry["sensitivity"] == a["sensitivity"] == entry_p["sensitivity"]
+            assert entry["sensitivity"] == a["sensitivity"] == b["sensitivity"]
             moved = np.abs(a["value"] - b["value"])
             assert (moved <= a["sensitivity"]).all(), (frame_kind, query, what, entry["part"],
                                                        moved, a["sensitivity"])
-            size = entry["size"]
-            assert size == ("public" if frame_kind in ("pandas-root", "polars-root",
-                                                       "polars-lazy") else "private")
+            if query != "proportions":  # see test_proportions_log_size_field below
+                expected = "public" if frame_kind in PUBLIC else "private"
+                assert entry["size"] == expected
+
+
+def _check_covariance(first, second, s, s_prime, log, what) -> None:
+    """Variances: plain check. Covariance: same released domain ±c for both neighbours."""
+    p = s.shape[0]
+    pairs = [(j, j) for j in range(p)] + [(j, k) for j in range(p) for k in range(j + 1, p)]
+    assert len(first) == len(pairs)
+    for (j, k), call, entry in zip(pairs, first, log, strict=True):
+        assert entry["sensitivity"] == call["sensitivity"]
+        lo, hi = call["domain"]
+        moved = abs(np.clip(s[j, k], lo, hi) - np.clip(s_prime[j, k], lo, hi))
+        assert moved <= call["sensitivity"], (what, (j, k), moved, call["sensitivity"])
+        assert math.isclose(call["value"][0], float(np.clip(s[j, k], lo, hi)), rel_tol=1e-12,
+                            abs_tol=1e-15)
 
 
 def test_recorded_values_are_the_exact_statistics(recorder):
@@ -153,3 +213,16 @@ def test_recorded_values_are_the_exact_statistics(recorder):
         q = pf.dp.log["fixed_point_quantum"].iloc[-1]
         tol = 2 * (HI - LO) * (q if q is not None and q == q else 0.0) + 1e-12
         assert math.isclose(recorder[0]["value"][0], value(), rel_tol=0, abs_tol=tol)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "frames bug: proportions on the protected frame use the public n (formulation "
+    "'per-cell proportion c/n on [0, 1] (public n)', Δ = 1/n) but the log entry says "
+    "size='private' (run_queries sets size='private' for every grouped release)"))
+def test_proportions_log_size_field():
+    df = pd.DataFrame({"g": ["a", "b"] * 10})
+    pf = dpf.protect(df, epsilon=1.0, bounds={}, keys={"g": ["a", "b"]})
+    pf.dp.proportions("g", epsilon=0.5, random_state=1)
+    entry = pf.dp.log.iloc[-1]
+    assert "(public n)" in entry["formulation"]
+    assert entry["size"] == "public"
