@@ -260,6 +260,13 @@ def _row_label(row: dict[str, Any]) -> str:
     return row["label"]
 
 
+def missed_mean_engines(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(engine, rows) of every missed DP-mean target on an in-memory engine."""
+    return [(r["engine"], r["rows"]) for r in rows
+            if r["section"] == "frame" and r["scenario"] == "mean" and r.get("met") is False
+            and r["engine"] in ("pandas", "polars")]
+
+
 def missed_dp_specs(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """The dpframe measurement behind every missed target (to profile), deduplicated."""
     out: list[tuple[str, dict[str, Any]]] = []
@@ -425,8 +432,34 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _ablation_section(ablations: list[dict[str, Any]]) -> list[str]:
+    out = ["", "## Where the time goes inside the engine (DP mean, stage ablation)", "",
+           "cProfile sees a Polars query as one `collect` call, so `benchmarks/ablation.py` "
+           "rebuilds the per-row pipeline of `dpframe/engine.py::aggregate` natively, one "
+           "cumulative stage at a time (median of 7 runs each, one process per engine), then "
+           "times `engine.aggregate` itself and the whole `frame.dp.mean`. The difference "
+           "between consecutive lines is the cost of a stage; the `suggested` lines are "
+           "cheaper formulations for the owner to evaluate (same sums, not yet reviewed for "
+           "privacy)."]
+    for a in ablations:
+        out += ["", f"### {a['engine']}, {a['rows']:,} rows", ""]
+        if a.get("error"):
+            out.append(f"ablation failed: {a['error']}")
+            continue
+        fp = a["fixed_point"]
+        out.append(f"Fixed point: centre {fp['center']:g}, q = {fp['q']:g}, "
+                   f"k ∈ [{fp['k_lo']:,}, {fp['k_hi']:,}].")
+        out.append("")
+        floor = next((s["median_s"] for s in a["stages"] if s["stage"].startswith("floor")),
+                     None)
+        body = [[s["stage"], fmt_time(s["median_s"]), fmt_ratio(_div(s["median_s"], floor))]
+                for s in a["stages"]]
+        out += _table(["stage (cumulative)", "median", "÷ floor"], body)
+    return out
+
+
 def render(rows: list[dict[str, Any]], profiles: list[dict[str, Any]],
-           meta: dict[str, Any]) -> str:
+           meta: dict[str, Any], ablations: list[dict[str, Any]] | None = None) -> str:
     v = meta["versions"]
     lines = [
         "# dpframe benchmark results",
@@ -482,7 +515,10 @@ def render(rows: list[dict[str, Any]], profiles: list[dict[str, Any]],
             "",
             *peer_table(rows),
         ]
+    if ablations:
+        lines += _ablation_section(ablations)
     if profiles:
-        lines += ["", "## Where the time goes (missed targets)", *_profile_section(profiles)]
+        lines += ["", "## Where the time goes (missed targets, cProfile)",
+                  *_profile_section(profiles)]
     lines.append("")
     return "\n".join(lines)

@@ -56,7 +56,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    " --quick: 10,1000)")
     p.add_argument("--scenarios", default=",".join(ALL_SCENARIOS),
                    help=f"comma-separated subset of {','.join(ALL_SCENARIOS)}")
-    p.add_argument("--repeats", type=int, default=7, help="timed repeats (≥ 5; default 7)")
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats (≥ 5; default 5)")
     p.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs (default 1)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 10 000 rows, 5 repeats, two processes in all, no profiles")
@@ -204,6 +204,21 @@ def execute(specs: list[dict[str, Any]], *, repeats: int, warmup: int, batch: bo
     return results
 
 
+def run_ablation(engine: str, rows: int, path: Path, timeout: float) -> dict[str, Any]:
+    """Stage-by-stage timing of the DP mean's per-row pipeline (:mod:`benchmarks.ablation`)."""
+    cmd = [sys.executable, "-m", "benchmarks.ablation", engine, str(rows), str(path), "7"]
+    try:
+        proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"engine": engine, "rows": rows, "error": "timed out"}
+    for line in proc.stdout.splitlines():
+        if line.startswith("@@ABLATION "):
+            return json.loads(line[len("@@ABLATION "):])
+    tail = " | ".join((proc.stderr or "").strip().splitlines()[-3:])
+    return {"engine": engine, "rows": rows, "error": f"exit {proc.returncode}: {tail}"}
+
+
 def prepare_data(rows: Iterable[int], directory: Path, timeout: float) -> dict[int, Path]:
     """Generate (in a subprocess, to keep this process small) and cache each table."""
     paths = {}
@@ -255,6 +270,12 @@ def main(argv: list[str] | None = None) -> int:
             (r,) = run_specs([prof_spec], args.timeout)
             profiles.append({"label": label, "result": r})
 
+    ablations: list[dict[str, Any]] = []
+    if not args.quick and not args.no_profile:
+        for engine, n in report.missed_mean_engines(rows):
+            print(f"stage ablation: DP mean, {engine}, {n:,} rows", flush=True)
+            ablations.append(run_ablation(engine, n, paths[n], args.timeout))
+
     elapsed = time.time() - started
     meta = report.machine_info(peer_env)
     meta["elapsed_s"] = elapsed
@@ -263,9 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     meta["repeats"] = repeats
     meta["warmup"] = args.warmup
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report.render(rows, profiles, meta))
+    args.output.write_text(report.render(rows, profiles, meta, ablations))
     json_path.write_text(json.dumps({"meta": meta, "results": results, "peers": peer_results,
-                                     "profiles": profiles}, indent=1, default=str))
+                                     "profiles": profiles, "ablations": ablations},
+                                    indent=1, default=str))
     print(f"wrote {args.output} and {json_path} in {elapsed:.0f} s", flush=True)
     failed = [r for r in results if r["status"] == "error"]
     for r in failed:
