@@ -36,10 +36,9 @@ also syncs first, for an early refusal; the binding check is the one in ``commit
 refused there raises :class:`~dpframe.errors.BudgetExceededError`, its value is never
 returned, and nothing is spent).
 
-**Adoption by the Session** (not wired yet; see ``docs/audit.md``). ``dpf.protect`` creates
-``Ledger(epsilon, delta)``; a durable option needs only that line to become
-``open_ledger(epsilon, delta, path=path)``, with ``path`` a new keyword of ``protect`` /
-``Session``. :func:`open_ledger` returns a plain :class:`Ledger` when ``path`` is None.
+**Use.** ``dpf.Session(path="ledger.jsonl")``: :func:`dpframe.protect` then builds its ledger
+with :func:`open_ledger`, so every ``.dp`` release through that session is durable.
+:func:`open_ledger` returns a plain in-memory :class:`Ledger` when ``path`` is None.
 """
 
 from __future__ import annotations

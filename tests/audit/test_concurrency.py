@@ -15,7 +15,6 @@ import pytest
 import dpframe as dpf
 from dpframe.durable import DurableLedger, read_ledger_file
 from dpframe.errors import BudgetExceededError
-from dpframe.frames import context as context_module
 
 THREADS = 8
 PER_THREAD = 40
@@ -104,10 +103,11 @@ def test_threads_on_polars_frames_under_one_session():
     _check(ok, refused, errors, s.ledger.snapshot_document()["entries"], s.budget.epsilon_spent)
 
 
-def test_threads_on_a_durable_ledger(tmp_path, monkeypatch):
+def test_threads_on_a_durable_ledger(tmp_path):
     path = tmp_path / "ledger.jsonl"
-    monkeypatch.setattr(context_module, "Ledger", lambda e, d: DurableLedger(path, e, d))
-    pf = dpf.protect(_frame(), epsilon=BUDGET, bounds={"x": (0, 10)})
+    pf = dpf.protect(_frame(), epsilon=BUDGET, bounds={"x": (0, 10)},
+                     session=dpf.Session(path=path))
+    assert isinstance(pf.dp.session.ledger, DurableLedger)
 
     def ask(k: int, i: int) -> None:
         pf.dp.sum("x", epsilon=EPS, random_state=i)

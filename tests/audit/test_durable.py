@@ -20,7 +20,6 @@ import pytest
 import dpframe as dpf
 from dpframe.durable import DurableLedger, read_ledger_file
 from dpframe.errors import BudgetExceededError, LedgerError
-from dpframe.frames import context as context_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,18 +79,23 @@ def test_damage_before_the_last_line_is_refused(tmp_path):
         DurableLedger(path)
 
 
-def test_frames_release_through_a_durable_ledger(tmp_path, monkeypatch):
-    """Wiring check: ``protect`` with its Ledger swapped for a DurableLedger (the one-line
-    adoption described in dpframe/durable.py) records every ``.dp`` release on disk."""
+def test_session_path_records_every_release_and_reloads(tmp_path):
+    """``dpf.Session(path=...)``: every ``.dp`` release is on disk before it returns, and a new
+    session on the same file (a restart) starts from the spent budget."""
     path = tmp_path / "ledger.jsonl"
-    monkeypatch.setattr(context_module, "Ledger", lambda e, d: DurableLedger(path, e, d))
-    pf = dpf.protect(pd.DataFrame({"x": np.linspace(0, 1, 20)}), epsilon=1.0,
-                     bounds={"x": (0, 1)})
+    df = pd.DataFrame({"x": np.linspace(0, 1, 20)})
+    pf = dpf.protect(df, epsilon=1.0, bounds={"x": (0, 1)}, session=dpf.Session(path=path))
+    assert isinstance(pf.dp.session.ledger, DurableLedger)
     pf.dp.mean("x", epsilon=0.25, random_state=1)
     pf[pf.x > 0.5].dp.count(epsilon=0.25, random_state=2)
     info = read_ledger_file(path)
     assert info["epsilon_spent"] == Fraction(0.25) * 2
     assert [r["entries"][0]["query"] for r in info["releases"]] == ["mean", "count"]
+    again = dpf.protect(df, epsilon=1.0, bounds={"x": (0, 1)}, session=dpf.Session(path=path))
+    assert again.dp.budget.epsilon_spent == pytest.approx(0.5)
+    assert len(again.dp.log) == 2
+    with pytest.raises(BudgetExceededError):
+        again.dp.count(epsilon=0.6)
 
 
 CHILD = textwrap.dedent(
@@ -100,7 +104,6 @@ CHILD = textwrap.dedent(
     import numpy as np, pandas as pd
     import dpframe as dpf
     from dpframe.durable import DurableLedger
-    from dpframe.frames import context
 
     path, mode = sys.argv[1], sys.argv[2]
     if mode == "torn":
@@ -112,9 +115,8 @@ CHILD = textwrap.dedent(
                 os.kill(os.getpid(), signal.SIGKILL)
             real_write(self, payload)
         DurableLedger._write = torn_write
-    context.Ledger = lambda e, d: DurableLedger(path, e, d)
     pf = dpf.protect(pd.DataFrame({"x": np.linspace(0, 1, 100)}), epsilon=1000.0,
-                     bounds={"x": (0, 1)})
+                     bounds={"x": (0, 1)}, session=dpf.Session(path=path))
     i = 0
     while True:
         v = pf.dp.mean("x", epsilon=0.01, random_state=i)
@@ -204,3 +206,36 @@ def test_processes_hammering_one_file_never_overspend(tmp_path):
     assert [r["seq"] for r in info["releases"]] == list(range(1, 101))
     with DurableLedger(path) as led:
         assert len(led.entries) == 100
+
+
+FRAMES_HAMMER = textwrap.dedent(
+    """
+    import sys
+    import numpy as np, pandas as pd
+    import dpframe as dpf
+    path = sys.argv[1]
+    pf = dpf.protect(pd.DataFrame({"x": np.linspace(0, 1, 50)}), epsilon=1.0,
+                     bounds={"x": (0, 1)}, session=dpf.Session(path=path))
+    ok = 0
+    for i in range(60):
+        try:
+            pf.dp.count(epsilon=0.01, random_state=i)
+            ok += 1
+        except dpf.BudgetExceededError:
+            pass
+    print(ok)
+    """
+)
+
+
+def test_processes_releasing_through_session_path_share_one_budget(tmp_path):
+    """Three processes protect the same data with ``dpf.Session(path=...)`` on one file and
+    release 60 × ε = 0.01 each against ε = 1: exactly 100 releases in total."""
+    path = tmp_path / "ledger.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", FRAMES_HAMMER, str(path)],
+                              stdout=subprocess.PIPE, env=env, text=True) for _ in range(3)]
+    oks = [int(p.communicate(timeout=120)[0].strip()) for p in procs]
+    info = read_ledger_file(path)
+    assert sum(oks) == len(info["releases"]) == 100
+    assert info["epsilon_spent"] <= Fraction(1) * (1 + Fraction(1, 10**9))
