@@ -226,3 +226,38 @@ def test_proportions_log_size_field():
     entry = pf.dp.log.iloc[-1]
     assert "(public n)" in entry["formulation"]
     assert entry["size"] == "public"
+
+
+SWEEP_QUERIES = ["count", "sum", "mean", "variance", "proportions", "describe"]
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_random_small_neighbours(recorder, n):
+    """Random tiny data sets with values at the bounds, the centre or anywhere (the extremes
+    make the sensitivity bounds tight), random replacements; root and filtered pandas frames."""
+    rng = np.random.default_rng(100 + n)
+    xs = np.array([LO, HI, (LO + HI) / 2])
+    for trial in range(4):
+        def draw(size: int) -> np.ndarray:
+            pick = rng.integers(0, 4, size)
+            return np.where(pick < 3, xs[np.minimum(pick, 2)], rng.uniform(LO, HI, size))
+
+        d = pd.DataFrame({"x": draw(n), "y": rng.uniform(YLO, YHI, n),
+                          "flag": rng.integers(0, 2, n), "g": rng.choice(KEYS, n)})
+        d2 = d.copy()
+        i = int(rng.integers(n))
+        d2.loc[i, ["x", "flag", "g"]] = [float(draw(1)[0]), int(rng.integers(0, 2)),
+                                         str(rng.choice(KEYS))]
+        for frame_kind in ("pandas-root", "pandas-filter"):
+            for query in SWEEP_QUERIES:
+                recorder.clear()
+                _run(frame_kind, d, query, seed=trial)
+                first = list(recorder)
+                recorder.clear()
+                _run(frame_kind, d2, query, seed=trial)
+                second = list(recorder)
+                assert len(first) == len(second)
+                for a, b in zip(first, second, strict=True):
+                    moved = np.abs(a["value"] - b["value"])
+                    assert (moved <= a["sensitivity"]).all(), (n, trial, frame_kind, query,
+                                                               moved, a["sensitivity"])
