@@ -113,11 +113,11 @@ def _scan(data: bytes, where: str, *, header_expected: bool = True) -> dict[str,
     for i, raw in enumerate(complete):
         rec = _parse(raw)
         if rec is None:
-            if i == len(complete) - 1 and not tail:
-                torn = len(raw) + 1  # the last line is damaged: a torn write
-                break
+            # a crash can only leave an *unterminated* tail (each line is written whole, with
+            # its newline, and fsync-ed before the release returns); a damaged terminated line
+            # may hide a release that was returned, so it is never dropped
             raise LedgerError(
-                f"ledger file {where} is damaged at line {i + 1} (not the last line, so not a "
+                f"ledger file {where} is damaged at line {i + 1} (a complete line, so not a "
                 "torn write); restore it from a backup — dpframe will not guess the spent budget"
             )
         if i == 0 and header_expected:

@@ -56,7 +56,7 @@ def test_torn_last_line_is_cut_and_the_rest_kept(tmp_path):
             _spend(led, 0.1, i)
     intact = path.read_bytes()
     last = intact.rstrip(b"\n").rsplit(b"\n", 1)[1]
-    for torn in (last[: len(last) // 2], last[:-1] + b"X\n", b"\x00\x00\x00"):
+    for torn in (last[: len(last) // 2], last + b"\x00", b"\x00\x00\x00"):
         path.write_bytes(intact + torn)
         with DurableLedger(path) as led:
             assert led.recovered["torn_tail_bytes"] == len(torn)
@@ -65,6 +65,16 @@ def test_torn_last_line_is_cut_and_the_rest_kept(tmp_path):
         info = read_ledger_file(path)
         assert info["torn_tail_bytes"] == 0 and len(info["releases"]) == 4
         path.write_bytes(intact)
+
+
+def test_a_damaged_complete_last_line_is_refused_not_dropped(tmp_path):
+    """A terminated line cannot be a torn write; dropping it could forget spent budget."""
+    path = tmp_path / "ledger.jsonl"
+    with DurableLedger(path, 1.0) as led:
+        _spend(led, 0.1, 0)
+    path.write_bytes(path.read_bytes()[:-3] + b"X}\n")
+    with pytest.raises(LedgerError, match="damaged at line 2"):
+        DurableLedger(path)
 
 
 def test_damage_before_the_last_line_is_refused(tmp_path):
