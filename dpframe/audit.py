@@ -10,8 +10,9 @@ Two tools for anyone who wants evidence, not just a claim, that a release keeps 
 
         ε(q, q') = max_x |ln p_q(x) - ln p_{q'}(x)| = |q' - q|/b + |ln C(q') - ln C(q)|,   (1)
 
-    (the first term is attained at an output on the far side of both centres, which exists in
-    ``S`` because ``q, q' ∈ S``), and the mechanism's pure privacy loss is the maximum of (1)
+    (``(|x - q'| - |x - q|)/b`` ranges over ``[-|q' - q|/b, |q' - q|/b]`` with both ends
+    attained, at ``x = q`` and ``x = q'``, which lie in ``S``; so the sign of the normaliser
+    term can always be matched), and the mechanism's pure privacy loss is the maximum of (1)
     over ``q, q' ∈ S`` with ``|q - q'| ≤ Δ``. ``S`` is the feasible set for
     :class:`~dpframe.mechanisms.BoundedLaplace` (interval, half-line, union). For
     :class:`~dpframe.mechanisms.TruncatedLaplace` and :class:`~dpframe.mechanisms.Laplace` the
@@ -79,7 +80,7 @@ CERTIFY_RTOL = 1e-9
 AGREEMENT_RTOL = 1e-7
 
 Sampler = Callable[..., Any]
-LOG_HALF_ = -math.log(2.0)
+_LOG_HALF = -math.log(2.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,8 +91,8 @@ def _log_tails(x: float, q: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarra
     from ``q`` (scipy's ``logsf`` underflows to -inf beyond ~745 scales)."""
     z = (x - q) / b
     with np.errstate(over="ignore"):
-        log_f = np.where(z <= 0, LOG_HALF_ + z, np.log1p(-0.5 * np.exp(-np.abs(z))))
-        log_s = np.where(z >= 0, LOG_HALF_ - z, np.log1p(-0.5 * np.exp(-np.abs(z))))
+        log_f = np.where(z <= 0, _LOG_HALF + z, np.log1p(-0.5 * np.exp(-np.abs(z))))
+        log_s = np.where(z >= 0, _LOG_HALF - z, np.log1p(-0.5 * np.exp(-np.abs(z))))
     return log_f, log_s
 
 
