@@ -110,3 +110,17 @@ def test_power_against_a_small_violation():
     """Randomised response at ε = 1.3 claimed as 1.0 is flagged."""
     res = audit(rr_sampler(1.3), 0.0, 1.0, 1.0, n=200_000, alpha=0.01, random_state=5)
     assert res.violation, str(res)
+
+
+@pytest.mark.parametrize("name", list(MECHANISMS))
+def test_secure_source_passes(name):
+    """The default (OS CSPRNG) source, as users get it. Not seeded, so this test is random,
+    but a correct mechanism fails it with probability ≤ α = 1e-6 by construction."""
+    mech = MECHANISMS[name](EPS, SENS, domain=DOMAINS["interval"])
+
+    def secure(value, size, rng):
+        return mech.sample(value, size=size)  # random_state=None: secure randomness
+
+    res = audit(secure, 0.0, 1.0, EPS, n=N, alpha=1e-6, random_state=0)
+    assert not res.violation, str(res)
+    assert mech.random_source(None) == "secure"
