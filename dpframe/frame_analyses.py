@@ -83,7 +83,7 @@ class Proportions(Query):
             return Plan("proportions", None, (m,),
                         lambda v: analyses.sum_to_one(v["proportion"], method, rem),  # type: ignore[arg-type]
                         f"per-cell proportion c/n on [0, 1] (public n), then {method}",
-                        needs_values=False)
+                        needs_values=False, public_size=True)
         if method == "all_but_one":
             raise PrivateSizeError(
                 "method='all_but_one' needs the public row count of the protected frame; on a "
@@ -315,8 +315,11 @@ def describe(
         raise ParameterError("describe needs at least one column with declared bounds")
     for col in cols:
         if col not in dataset.bounds:
-            raise BoundsError(f"no bounds declared for column {col!r}; describe covers bounded "
-                              "columns only")
+            raise BoundsError(
+                f"no bounds declared for column {col!r}; describe covers bounded columns only: "
+                f"declare them with dpf.protect(frame, ..., bounds={{{col!r}: (lower, upper)}}) "
+                "or leave the column out of columns="
+            )
     size_public = is_root and kw.get("nulls", "raise") == "raise"
     queries: dict[str, q_.Query] = {}
     if not size_public:

@@ -156,6 +156,7 @@ class Plan:
     center: float = 0.0  # fixed-point centre c
     squares: bool = False  # needs Σk²
     needs_values: bool = True  # False for count
+    public_size: bool = False  # the formulation reads the public row count n
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -263,7 +264,7 @@ class Sum(Query):
                 return np.clip(float(offset) + v["sum"], base_lo, base_hi)
 
             return Plan("sum", self.column, (m,), fin, "shifted sum Σ(x−l) + n·l (public n)",
-                        center=lo)
+                        center=lo, public_size=True)
         delta = max(w, abs(_frac(lo)), abs(_frac(hi)))
         d_lo = 0.0 if lo >= 0 else -math.inf
         d_hi = 0.0 if hi <= 0 else math.inf
@@ -308,7 +309,7 @@ class Mean(Query):
                 return np.clip(lo + v["mean"], lo, hi)
 
             return Plan("mean", self.column, (m,), fin, "shifted mean l + Σ(x−l)/n (public n)",
-                        center=lo)
+                        center=lo, public_size=True)
         c = _center(lo, hi)
         count_upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
         half = max(_frac(hi) - _frac(c), _frac(c) - _frac(lo))
@@ -375,7 +376,7 @@ class Variance(Query):
             m = Measurement("variance", stat, _interval_sensitivity(delta, 0.0, up), 0.0, up, 1.0)
             return Plan(self.kind, self.column, (m,), self._post(lambda v: np.clip(
                 v["variance"], 0.0, up)), "bounded-domain variance, ddof=1 (public n)",
-                center=c, squares=True)
+                center=c, squares=True, public_size=True)
         count_upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
         third = 1.0 / 3.0
         half = max(_frac(hi) - _frac(c), _frac(c) - _frac(lo))  # ≈ w/2; exact for float c

@@ -229,7 +229,8 @@ def run_queries(
                     release_id=release_id, time=now, name=name, query=q, plan=plan,
                     measurement=m, mechanism=mobj, epsilon=e_charged, delta=d_charged,
                     random_source=mobj.random_source(random_state), engine=eng,
-                    size="public" if size_public and not grouped else "private",
+                    size="public" if plan.public_size or (size_public and not grouped)
+                    else "private",
                     group_by=group_by, keys=key_list, nulls=nulls, fixed_point=fp,
                     bounds=dataset.bounds.get(q.column) if q.column else None,
                 ))

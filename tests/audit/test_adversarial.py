@@ -224,12 +224,6 @@ def test_adversarial_matrix_analyses(case, query: str, backend: str, request):
     name, kwargs, tweak, error, fix = case
     if name in NOT_FOR.get(query, set()):
         pytest.skip("does not apply")
-    if query == "describe" and name == "missing bounds for the column":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "frames bug (message): dp.describe(columns=['x', 'y']) with no bounds for 'y' "
-            "raises BoundsError \"no bounds declared for column 'y'; describe covers bounded "
-            "columns only\" without naming the fix (dpf.protect(..., bounds={'y': (lo, hi)})), "
-            "unlike every other query")))
     x = np.r_[np.nan, np.linspace(0, 10, N - 1)] if tweak == "nan" else None
     frame = _frame(backend, x, z=np.linspace(-1, 1, N))
     bounds = {"x": (0.0, 10.0), "z": (-1.0, 1.0)}

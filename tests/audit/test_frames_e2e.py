@@ -215,10 +215,6 @@ def test_recorded_values_are_the_exact_statistics(recorder):
         assert math.isclose(recorder[0]["value"][0], value(), rel_tol=0, abs_tol=tol)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "frames bug: proportions on the protected frame use the public n (formulation "
-    "'per-cell proportion c/n on [0, 1] (public n)', Δ = 1/n) but the log entry says "
-    "size='private' (run_queries sets size='private' for every grouped release)"))
 def test_proportions_log_size_field():
     df = pd.DataFrame({"g": ["a", "b"] * 10})
     pf = dpf.protect(df, epsilon=1.0, bounds={}, keys={"g": ["a", "b"]})
