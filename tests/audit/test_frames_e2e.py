@@ -30,7 +30,10 @@ LO, HI = -3.0, 7.0
 YLO, YHI = -1.0, 1.0
 N = 40
 KEYS = ["a", "b", "c"]
-QUERIES = ["count", "sum", "mean", "variance", "std", "proportions", "cov", "corr", "describe"]
+QUERIES = ["count", "sum", "mean", "variance", "std", "proportions", "cov", "corr", "describe",
+           "release"]
+BATCH = {"n": dpf.count(), "s": dpf.sum("x"), "m": dpf.mean("x"), "v": dpf.variance("x"),
+         "sd": dpf.std("y")}
 ROOT_ONLY = {"cov", "corr"}  # need the public n: refused on derived frames (PrivateSizeError)
 
 
@@ -99,6 +102,8 @@ def _ask(ns, query: str, **kw) -> None:
         ns.proportions("g", keys=KEYS, **kw)
     elif query in ("cov", "corr"):
         getattr(ns, query)(["x", "y"], **kw)
+    elif query == "release":
+        ns.release(BATCH, **kw)
     else:
         ns.describe(columns=["x", "y"], **kw)
 
@@ -119,6 +124,8 @@ def _run(frame_kind: str, df: pd.DataFrame, query: str, seed: int) -> list[dict]
             gb = pf.dp.groupby("g")
             if query == "count":
                 gb.count(**kw)
+            elif query == "release":
+                gb.release(BATCH, **kw)
             else:
                 getattr(gb, query)("x", **kw)
             return pf.dp.log.to_dict("records")
