@@ -180,9 +180,8 @@ def test_pre_noise_statistic_moves_at_most_the_logged_sensitivity(recorder, fram
             moved = np.abs(a["value"] - b["value"])
             assert (moved <= a["sensitivity"]).all(), (frame_kind, query, what, entry["part"],
                                                        moved, a["sensitivity"])
-            if query != "proportions":  # see test_proportions_log_size_field below
-                expected = "public" if frame_kind in PUBLIC else "private"
-                assert entry["size"] == expected
+            expected = "public" if frame_kind in PUBLIC else "private"
+            assert entry["size"] == expected
 
 
 def _check_covariance(first, second, s, s_prime, log, what) -> None:
@@ -223,6 +222,8 @@ def test_recorded_values_are_the_exact_statistics(recorder):
 
 
 def test_proportions_log_size_field():
+    """Regression (found by this suite, fixed in c061543): the log said size='private' for
+    proportions on the protected frame although the formulation uses the public n."""
     df = pd.DataFrame({"g": ["a", "b"] * 10})
     pf = dpf.protect(df, epsilon=1.0, bounds={}, keys={"g": ["a", "b"]})
     pf.dp.proportions("g", epsilon=0.5, random_state=1)
