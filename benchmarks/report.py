@@ -515,6 +515,9 @@ def render(rows: list[dict[str, Any]], profiles: list[dict[str, Any]],
             "",
             *peer_table(rows),
         ]
+    notes = meta.get("analysis")
+    if notes:
+        lines += ["", notes.strip()]
     if ablations:
         lines += _ablation_section(ablations)
     if profiles:

@@ -282,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     meta["loadavg_start"] = load_start
     meta["command"] = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
     meta["repeats"] = repeats
+    analysis = HERE / "ANALYSIS.md"
+    if not args.quick and analysis.exists():  # hand-written reading of the latest full run
+        meta["analysis"] = analysis.read_text()
     meta["warmup"] = args.warmup
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(report.render(rows, profiles, meta, ablations))
