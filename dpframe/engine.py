@@ -40,7 +40,14 @@ import numpy as np
 from dpframe.errors import ParameterError, UnsupportedInputError
 from dpframe.queries import Aggregates
 
-__all__ = ["FixedPoint", "aggregate", "engine_name", "frame_columns", "validate_column"]
+__all__ = [
+    "AggregateTable",
+    "FixedPoint",
+    "aggregate",
+    "engine_name",
+    "frame_columns",
+    "validate_column",
+]
 
 _EXACT = 2**53 - 1
 
@@ -142,8 +149,8 @@ def aggregate(
     nulls: str = "raise",
     group_by: str | None = None,
     keys: list[Any] | None = None,
-) -> dict[Any, Aggregates]:
-    """Exact per-group aggregates (``{None: agg}`` without a group-by).
+) -> AggregateTable:
+    """Exact per-group aggregates (``table[None]`` without a group-by).
 
     Only declared ``keys`` are aggregated (rows with other keys, or a null key, are filtered
     out in the engine) and every declared key gets an entry, zeros for an empty group.
@@ -329,25 +336,69 @@ def _aggregates(
     row_cap: int,
     group_by: str | None,
     keys: list[Any] | None,
-) -> dict[Any, Aggregates]:
-    """Exact :class:`Aggregates` per key (zeros for declared keys with no rows)."""
+) -> AggregateTable:
+    """Exact aggregates per declared key (zeros for declared keys with no rows)."""
     q = fixed_point.q if fixed_point is not None else 1.0
-    out: dict[Any, Aggregates] = {}
-    for i in range(len(data["__dp_rows"])):
-        n_rows = _exact_int(data["__dp_rows"][i])
-        if n_rows > row_cap:
-            raise UnsupportedInputError(
-                f"an aggregation saw more rows than the public cap of {row_cap} for this "
-                "dataset (a derived frame larger than the protected one, e.g. a concat or a "
-                "join?). Protect the combined frame with dpf.protect(..., row_cap=...) instead."
+    columns = {}
+    for name in ("__dp_rows", "__dp_ksum", "__dp_ksq"):
+        vals = np.asarray([0 if v is None else v for v in data.get(name, [])], dtype=np.float64)
+        if not np.all(np.mod(vals, 1.0) == 0.0):
+            raise RuntimeError(  # pragma: no cover - would mean the engine skipped the rounding
+                f"internal error: fixed-point aggregate {name} is not an integer; please report"
             )
-        k_sum = _exact_int(data["__dp_ksum"][i]) if "__dp_ksum" in data else 0
-        k_sq = _exact_int(data["__dp_ksq"][i]) if "__dp_ksq" in data else 0
-        key = data[group_by][i] if group_by is not None else None
-        out[key] = Aggregates(n_rows, k_sum, k_sq, q)
+        columns[name] = vals if name in data else np.zeros(len(data["__dp_rows"]))
+    if columns["__dp_rows"].size and columns["__dp_rows"].max() > row_cap:
+        raise UnsupportedInputError(
+            f"an aggregation saw more rows than the public cap of {row_cap} for this "
+            "dataset (a derived frame larger than the protected one, e.g. a concat or a "
+            "join?). Protect the combined frame with dpf.protect(..., row_cap=...) instead."
+        )
     if group_by is None:
-        return {None: out.get(None, Aggregates(0, 0, 0, q))}
-    return {key: out.get(key, Aggregates(0, 0, 0, q)) for key in keys or []}
+        order = [None]
+        found = {None: 0} if columns["__dp_rows"].size else {}
+    else:
+        order = list(keys or [])
+        found = {key: i for i, key in enumerate(data[group_by])}
+    pos = np.array([found.get(key, -1) for key in order], dtype=np.int64)
+    present = pos >= 0
+
+    def aligned(v: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(order), dtype=np.float64)
+        out[present] = v[pos[present]]
+        return out
+
+    return AggregateTable(
+        order,
+        aligned(columns["__dp_rows"]),
+        aligned(columns["__dp_ksum"]),
+        aligned(columns["__dp_ksq"]),
+        q,
+    )
+
+
+class AggregateTable:
+    """Exact aggregates per declared key, as arrays aligned with ``keys`` (one entry, key
+    None, without a group-by). Values are integers held exactly in float64 (below 2⁵³)."""
+
+    def __init__(
+        self, keys: list[Any], rows: np.ndarray, k_sum: np.ndarray, k_sq: np.ndarray, q: float
+    ) -> None:
+        self.keys = keys
+        self.vector = Aggregates(rows, k_sum, k_sq, q)  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, key: Any) -> Aggregates:
+        i = self.keys.index(key)
+        v = self.vector
+        return Aggregates(int(v.rows[i]), int(v.k_sum[i]), int(v.k_sq[i]), v.q)
+
+    def values(self) -> list[Aggregates]:
+        """One :class:`Aggregates` (Python ints) per key, in key order."""
+        v = self.vector
+        rows, k_sum, k_sq = (a.astype(np.int64).tolist() for a in (v.rows, v.k_sum, v.k_sq))
+        return [Aggregates(*t, v.q) for t in zip(rows, k_sum, k_sq, strict=True)]
 
 
 def _exact_int(value: Any) -> int:

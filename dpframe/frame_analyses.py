@@ -37,7 +37,15 @@ from dpframe import analyses, engine
 from dpframe.errors import BoundsError, ParameterError, PrivateSizeError, UnsupportedInputError
 from dpframe.frames.context import backend_of, resolve
 from dpframe.frames.release import run_queries
-from dpframe.queries import FP_SLACK, Measurement, Plan, PlanContext, Query, round_up
+from dpframe.queries import (
+    FP_SLACK,
+    Measurement,
+    Plan,
+    PlanContext,
+    Query,
+    round_up,
+    rows_statistic,
+)
 
 __all__ = ["Proportions", "covariance", "describe", "proportions"]
 
@@ -78,8 +86,10 @@ class Proportions(Query):
         if ctx.size_public and ctx.n:
             n = int(ctx.n)
             sens = round_up(Fraction(1, n) + Fraction(FP_SLACK))
-            m = Measurement("proportion", lambda a: float(Fraction(a.rows, n)), sens, 0.0, 1.0,
-                            1.0)
+            # rows/n in IEEE division is the correctly rounded exact quotient (both < 2^53),
+            # so this equals float(Fraction(rows, n)); vectorised over the keys
+            m = Measurement("proportion", lambda a: np.asarray(a.rows, np.float64) / n, sens, 0.0,
+                            1.0, 1.0, vectorised=True)
             return Plan("proportions", None, (m,),
                         lambda v: analyses.sum_to_one(v["proportion"], method, rem),  # type: ignore[arg-type]
                         f"per-cell proportion c/n on [0, 1] (public n), then {method}",
@@ -90,7 +100,7 @@ class Proportions(Query):
                 "derived frame use method='rescale' (noisy counts, normalised)"
             )
         upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
-        m = Measurement("count", lambda a: float(a.rows), 1.0, 0.0, upper, 1.0)
+        m = Measurement("count", rows_statistic, 1.0, 0.0, upper, 1.0, vectorised=True)
         return Plan("proportions", None, (m,),
                     lambda v: analyses.sum_to_one(v["count"], "rescale"),
                     "per-cell noisy count (private size), then rescale", needs_values=False)

@@ -67,6 +67,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 
@@ -117,11 +118,11 @@ class PlanContext:
     count_cap: float = math.inf  # public upper bound on any count (n on the protected frame)
 
 
-@dataclass(frozen=True)
-class Aggregates:
+class Aggregates(NamedTuple):
     """Exact integer aggregates of one group in fixed point ``x = c + k·q``.
 
-    ``rows``: row count; ``k_sum``: Σk; ``k_sq``: Σk² (Python ints, exact).
+    ``rows``: row count; ``k_sum``: Σk; ``k_sq``: Σk² (Python ints, exact). A named tuple:
+    a group-by over many public keys builds one per key.
     """
 
     rows: int
@@ -142,6 +143,22 @@ class Measurement:
     upper: float
     weight: float  # share of the query's ε (and δ)
     magnitude: float | None = None  # public bound on |statistic| (for unbounded domains)
+    vectorised: bool = False  # statistic accepts an Aggregates of per-group arrays
+
+
+def rows_statistic(a: Aggregates) -> np.ndarray:
+    """Row count(s) as doubles (exact below 2⁵³); vectorised over groups."""
+    return np.asarray(a.rows, dtype=np.float64)
+
+
+def sum_statistic(a: Aggregates) -> np.ndarray:
+    """``q·Σk``: exact (an integer below 2⁵³ times a power of two); vectorised."""
+    return np.asarray(a.k_sum, dtype=np.float64) * a.q
+
+
+def sum_sq_statistic(a: Aggregates) -> np.ndarray:
+    """``q²·Σk²``: exact for the same reason; vectorised."""
+    return np.asarray(a.k_sq, dtype=np.float64) * (a.q * a.q)
 
 
 @dataclass(frozen=True)
@@ -212,8 +229,8 @@ class Count(Query):
 
     def plan(self, ctx: PlanContext) -> Plan:
         upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
-        m = Measurement("count", lambda a: float(a.rows), 1.0, 0.0, upper, 1.0,
-                        float(ctx.row_cap))
+        m = Measurement("count", rows_statistic, 1.0, 0.0, upper, 1.0,
+                        float(ctx.row_cap), vectorised=True)
         return Plan(
             "count",
             None,
@@ -255,7 +272,8 @@ class Sum(Query):
             n = ctx.n or 0
             up = round_up(n * w)
             m = Measurement(
-                "sum", lambda a: a.k_sum * a.q, _interval_sensitivity(w, 0.0, up), 0.0, up, 1.0
+                "sum", sum_statistic, _interval_sensitivity(w, 0.0, up), 0.0, up, 1.0,
+                vectorised=True,
             )
             base_lo, base_hi = round_down(n * _frac(lo)), round_up(n * _frac(hi))
             offset = n * _frac(lo)
@@ -269,7 +287,8 @@ class Sum(Query):
         d_lo = 0.0 if lo >= 0 else -math.inf
         d_hi = 0.0 if hi <= 0 else math.inf
         mag = round_up(ctx.row_cap * max(abs(_frac(lo)), abs(_frac(hi))))
-        m = Measurement("sum", lambda a: a.k_sum * a.q, round_up(delta), d_lo, d_hi, 1.0, mag)
+        m = Measurement("sum", sum_statistic, round_up(delta), d_lo, d_hi, 1.0, mag,
+                        vectorised=True)
         return Plan("sum", self.column, (m,), lambda v: np.clip(v["sum"], d_lo, d_hi),
                     "direct sum, add/remove/replace sensitivity (private size)", center=0.0)
 
@@ -313,10 +332,10 @@ class Mean(Query):
         c = _center(lo, hi)
         count_upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
         half = max(_frac(hi) - _frac(c), _frac(c) - _frac(lo))
-        cnt = Measurement("count", lambda a: float(a.rows), 1.0, 0.0, count_upper, 0.5,
-                          float(ctx.row_cap))
-        s = Measurement("sum", lambda a: a.k_sum * a.q, round_up(w), -math.inf, math.inf, 0.5,
-                        round_up(ctx.row_cap * half))
+        cnt = Measurement("count", rows_statistic, 1.0, 0.0, count_upper, 0.5,
+                          float(ctx.row_cap), vectorised=True)
+        s = Measurement("sum", sum_statistic, round_up(w), -math.inf, math.inf, 0.5,
+                        round_up(ctx.row_cap * half), vectorised=True)
 
         def fin(v: dict[str, np.ndarray]) -> np.ndarray:
             n_hat = np.maximum(v["count"], 1.0)
@@ -380,12 +399,12 @@ class Variance(Query):
         count_upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
         third = 1.0 / 3.0
         half = max(_frac(hi) - _frac(c), _frac(c) - _frac(lo))  # ≈ w/2; exact for float c
-        cnt = Measurement("count", lambda a: float(a.rows), 1.0, 0.0, count_upper, third,
-                          float(ctx.row_cap))
-        s = Measurement("sum", lambda a: a.k_sum * a.q, round_up(w), -math.inf, math.inf, third,
-                        round_up(ctx.row_cap * half))
-        ss = Measurement("sum_sq", lambda a: a.k_sq * a.q * a.q, round_up(half * half), 0.0,
-                         math.inf, third, round_up(ctx.row_cap * half * half))
+        cnt = Measurement("count", rows_statistic, 1.0, 0.0, count_upper, third,
+                          float(ctx.row_cap), vectorised=True)
+        s = Measurement("sum", sum_statistic, round_up(w), -math.inf, math.inf, third,
+                        round_up(ctx.row_cap * half), vectorised=True)
+        ss = Measurement("sum_sq", sum_sq_statistic, round_up(half * half), 0.0,
+                         math.inf, third, round_up(ctx.row_cap * half * half), vectorised=True)
         w2 = float(w * w) / 4
 
         def fin(v: dict[str, np.ndarray]) -> np.ndarray:

@@ -219,10 +219,12 @@ def run_queries(
                 bounds=dataset.bounds.get(q.column) if q.column else None,
                 nulls=nulls, group_by=group_by, keys=key_list,
             )
-            group_aggs = list(aggs.values())
             noisy: dict[str, np.ndarray] = {}
             for m, mobj, e_charged, d_charged in row:
-                exact = np.array([m.statistic(a) for a in group_aggs], dtype=float)
+                if m.vectorised:
+                    exact = np.asarray(m.statistic(aggs.vector), dtype=float)
+                else:
+                    exact = np.array([m.statistic(a) for a in aggs.values()], dtype=float)
                 out = mobj.sample(exact, random_state=rng)
                 noisy[m.name] = np.atleast_1d(np.asarray(out, dtype=float))
                 entries.append(_entry(
@@ -302,7 +304,7 @@ def _entry(
         "part": measurement.name,
         "columns": query.column or "",
         "group_by": group_by,
-        "group_keys": json.dumps([_key_json(k) for k in keys]) if keys is not None else None,
+        "group_keys": _keys_json(keys),
         "epsilon": float(epsilon),
         "delta": float(delta),
         "mechanism_epsilon": float(mechanism.epsilon),
@@ -325,6 +327,23 @@ def _entry(
         ),
         "fixed_point_quantum": float(fixed_point.q) if fixed_point is not None else None,
     }
+
+
+def _keys_json(keys: list[Any] | None) -> str | None:
+    """The declared keys as JSON, encoded once per key list (a release's entries share it)."""
+    if keys is None:
+        return None
+    cache_key = id(keys)
+    cached = _KEYS_JSON_CACHE.get(cache_key)
+    if cached is not None and cached[0] is keys:
+        return cached[1]
+    text = json.dumps([_key_json(k) for k in keys])
+    _KEYS_JSON_CACHE.clear()
+    _KEYS_JSON_CACHE[cache_key] = (keys, text)
+    return text
+
+
+_KEYS_JSON_CACHE: dict[int, tuple[list[Any], str]] = {}
 
 
 def _key_json(k: Any) -> Any:
