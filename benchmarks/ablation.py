@@ -7,9 +7,12 @@ cast, masked sums) natively, one stage at a time, and times each cumulative stag
 same aggregation through ``dpframe.engine.aggregate`` (narwhals) and the full
 ``frame.dp.mean`` call. Differences between consecutive lines are the cost of a stage.
 
-``python -m benchmarks.ablation ENGINE ROWS DATA_PATH [REPEATS]`` prints one JSON line
+With a key count (``KEYS``) it does the same for the group-by mean: native floor, a suggested
+numpy kernel (pandas), ``engine.aggregate`` with ``group_by`` and ``frame.dp.groupby().mean``.
+
+``python -m benchmarks.ablation ENGINE ROWS DATA_PATH [REPEATS [KEYS]]`` prints one JSON line
 (``@@ABLATION {...}``); :func:`benchmarks.run.main` runs it in a subprocess when a DP-mean
-target is missed and puts the table in ``RESULTS.md``.
+or group-by target is missed and puts the table in ``RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -26,9 +29,7 @@ import numpy as np
 from benchmarks.data import census_bounds
 from benchmarks.scenarios import BUDGET_EPSILON, MEAN_COLUMN, QUERY_EPSILON, _load
 
-SUGGESTED = ("suggested: float Σ round(k) (exact: |partial sums| < 2⁵³), no Int64 cast, "
-             "no k·mask (masked rows are already k = 0), rows = len")
-
+ROUNDER = 1.5 * 2.0**52
 
 def _fixed_point(lo: float, hi: float, rows: int) -> Any:
     from dpframe.engine import FixedPoint
@@ -38,16 +39,15 @@ def _fixed_point(lo: float, hi: float, rows: int) -> Any:
 
 
 def polars_stages(frame: Any, lo: float, hi: float, fp: Any) -> list[tuple[str, Callable]]:
+    """Cumulative stages of dpframe's unmasked fast path (``engine._row_expressions``)."""
     import polars as pl
 
     lf = frame.lazy()
     x = pl.col(MEAN_COLUMN)
     c, inv_q = fp.center, 1.0 / fp.q
-    good = x.is_finite().fill_null(False)
-    xs = pl.when(good).then(x).otherwise(pl.lit(c))
-    kf = ((xs - c) * inv_q).clip(fp.k_lo, fp.k_hi)
-    good_i = good.cast(pl.Int64)
-    k = kf.round(0).cast(pl.Int64)
+    kf = ((x - c) * inv_q).clip(fp.k_lo, fp.k_hi)
+    k = (kf + ROUNDER) - ROUNDER
+    nulls = x.is_null().cast(pl.Int64).sum()
 
     def q(*exprs: Any) -> Callable:
         named = [e.alias(f"a{i}") for i, e in enumerate(exprs)]
@@ -56,83 +56,81 @@ def polars_stages(frame: Any, lo: float, hi: float, fp: Any) -> list[tuple[str, 
     return [
         ("plain: sum + count", q(x.sum(), x.count())),
         ("floor: clip + sum + count", q(x.clip(lo, hi).sum(), x.count())),
-        ("+ finiteness mask (is_finite.fill_null, summed)", q(x.clip(lo, hi).sum(), good.sum())),
-        ("+ when(mask).then(x).otherwise(c)", q(xs.clip(lo, hi).sum(), good.sum())),
-        ("+ (x − c)·(1/q), clip to [k_lo, k_hi]", q(kf.sum(), good.sum())),
-        ("+ round(0)", q(kf.round(0).sum(), good.sum())),
-        ("+ cast Int64", q(k.sum(), good.sum())),
-        ("+ k·mask, (1 − mask) sum (dpframe's expression set)",
-         q((k * good_i).sum(), good_i.sum(), (1 - good_i).sum())),
-        (SUGGESTED, q(kf.round(0).sum(), good.sum(), pl.len())),
-        ("suggested, no mask pass: null_count (O(1) metadata) + is_nan().sum() to detect bad "
-         "rows (raise/drop path only then), Σ round(clip((x − c)/q))",
-         q(((x - c) * inv_q).clip(fp.k_lo, fp.k_hi).round(0).sum(), x.is_nan().sum(),
-           x.null_count())),
+        ("Σ clip((x − c)·(1/q), k_lo, k_hi) + len", q(kf.sum(), pl.len())),
+        ("+ round (+1.5·2⁵² − 1.5·2⁵²)", q(k.sum(), pl.len())),
+        ("+ raw Σx (NaN/±inf detector)", q(k.sum(), pl.len(), x.sum())),
+        ("+ is_null().cast(Int64).sum() (= dpframe's fast path)",
+         q(k.sum(), pl.len(), x.sum(), nulls)),
+        ("suggested: null_count() (O(1) from Arrow metadata) instead of is_null().sum()",
+         q(k.sum(), pl.len(), x.sum(), x.null_count())),
     ]
 
 
 def pandas_stages(frame: Any, lo: float, hi: float, fp: Any) -> list[tuple[str, Callable]]:
     s = frame[MEAN_COLUMN]
-    c, inv_q = fp.center, 1.0 / fp.q
-
-    def mask() -> Any:
-        return np.isfinite(s)
-
-    def masked() -> tuple[Any, Any]:
-        good = mask()
-        return good, s.where(good, c)
-
-    def kf() -> tuple[Any, Any]:
-        good, xs = masked()
-        return good, ((xs - c) * inv_q).clip(fp.k_lo, fp.k_hi)
-
-    def st_mask() -> tuple:
-        return s.clip(lo, hi).sum(), mask().sum()
-
-    def st_where() -> tuple:
-        good, xs = masked()
-        return xs.clip(lo, hi).sum(), good.sum()
-
-    def st_kf() -> tuple:
-        good, k = kf()
-        return k.sum(), good.sum()
-
-    def st_round() -> tuple:
-        good, k = kf()
-        return k.round(0).sum(), good.sum()
-
-    def st_cast() -> tuple:
-        good, k = kf()
-        return k.round(0).astype("int64").sum(), good.sum()
-
-    def st_numpy() -> tuple:
-        a = s.to_numpy()  # zero-copy view of a float64 column
-        good = np.isfinite(a)
-        buf = np.where(good, a, c)
-        np.subtract(buf, c, out=buf)
-        np.multiply(buf, inv_q, out=buf)
-        np.clip(buf, fp.k_lo, fp.k_hi, out=buf)
-        np.rint(buf, out=buf)
-        return float(buf.sum()), int(np.count_nonzero(good)), a.size
-
-    def st_full() -> tuple:
-        good, k = kf()
-        k = k.round(0).astype("int64")
-        good_i = good.astype("int64")
-        return (k * good_i).sum(), good_i.sum(), (1 - good_i).sum()
-
     return [
         ("plain: sum + count", lambda: (s.sum(), s.count())),
         ("floor: clip + sum + count", lambda: (s.clip(lo, hi).sum(), s.count())),
-        ("+ finiteness mask (np.isfinite, summed)", st_mask),
-        ("+ where(mask, x, c)", st_where),
-        ("+ (x − c)·(1/q), clip to [k_lo, k_hi]", st_kf),
-        ("+ round(0)", st_round),
-        ("+ astype int64", st_cast),
-        ("+ k·mask, (1 − mask) sum (dpframe's expression set)", st_full),
-        (SUGGESTED, lambda: (kf()[1].round(0).sum(), mask().sum(), len(s))),
-        ("suggested, numpy in place on the zero-copy column (one temporary)", st_numpy),
     ]
+
+
+def groupby_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any, keys: int,
+                   rows: int) -> list[tuple[str, Callable]]:
+    """Group-by mean: native floor, a suggested numpy kernel (pandas) and dpframe's calls."""
+    import dpframe as dpf
+    from benchmarks.data import key_column
+    from dpframe import engine as dp_engine
+
+    by = key_column(keys)
+    declared = list(range(keys))
+    out: list[tuple[str, Callable]] = []
+    if engine == "pandas":
+        import pandas as pd
+
+        s, key = frame[MEAN_COLUMN], frame[by]
+        index = pd.Index(declared)
+
+        def bincount() -> tuple:
+            codes = index.get_indexer(key.to_numpy())  # -1: undeclared key, never released
+            a = s.to_numpy()
+            k = np.clip((a - fp.center) * (1.0 / fp.q), fp.k_lo, fp.k_hi)
+            k += ROUNDER
+            k -= ROUNDER
+            ok = codes >= 0
+            if not ok.all():
+                codes, k = codes[ok], k[ok]
+            return (np.bincount(codes, weights=k, minlength=keys),
+                    np.bincount(codes, minlength=keys), float(a.sum()))
+
+        out += [
+            ("native floor: clip + groupby sum + count",
+             lambda: s.clip(lo, hi).groupby(key).agg(["sum", "count"])),
+            ("suggested: Index.get_indexer(declared keys) + np.bincount(codes, weights=k) "
+             "(exact: per-group partial sums < 2⁵³; no isin filter, no materialised frame)",
+             bincount),
+        ]
+        pf = dpf.protect(frame, epsilon=BUDGET_EPSILON, bounds={MEAN_COLUMN: (lo, hi)})
+        kw: dict[str, Any] = {}
+    else:
+        import polars as pl
+
+        x = pl.col(MEAN_COLUMN)
+        out.append(("native floor: clip + group_by sum + len",
+                    lambda: frame.group_by(by).agg(x.clip(lo, hi).sum(), pl.len())))
+        session = dpf.Session()
+        pf = dpf.protect(frame, epsilon=BUDGET_EPSILON, bounds={MEAN_COLUMN: (lo, hi)},
+                         session=session)
+        kw = {"session": session}
+    grouped = pf.dp.groupby(by, keys=declared)
+    out += [
+        ("dpframe.engine.aggregate (group_by)",
+         lambda: dp_engine.aggregate(frame, column=MEAN_COLUMN, fixed_point=fp, squares=False,
+                                     row_cap=4 * rows, bounds=(lo, hi), group_by=by,
+                                     keys=declared)),
+        ("frame.dp.groupby(...).mean", lambda: grouped.mean(MEAN_COLUMN, epsilon=QUERY_EPSILON,
+                                                            **kw)),
+    ]
+    return out
 
 
 def dpframe_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any,
@@ -160,13 +158,20 @@ def dpframe_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any,
     ]
 
 
-def run(engine: str, rows: int, path: str, repeats: int = 5) -> dict[str, Any]:
-    frame = _load(engine, path, [MEAN_COLUMN])
+def run(engine: str, rows: int, path: str, repeats: int = 5,
+        keys: int | None = None) -> dict[str, Any]:
+    from benchmarks.data import key_column
+
+    columns = [MEAN_COLUMN] if keys is None else [key_column(keys), MEAN_COLUMN]
+    frame = _load(engine, path, columns)
     lo, hi = census_bounds()[MEAN_COLUMN]
     fp = _fixed_point(lo, hi, rows)
-    stages = pandas_stages(frame, lo, hi, fp) if engine == "pandas" else polars_stages(
-        frame, lo, hi, fp)
-    stages += dpframe_stages(engine, frame, lo, hi, fp, rows)
+    if keys is not None:
+        stages = groupby_stages(engine, frame, lo, hi, fp, keys, rows)
+    else:
+        stages = pandas_stages(frame, lo, hi, fp) if engine == "pandas" else polars_stages(
+            frame, lo, hi, fp)
+        stages += dpframe_stages(engine, frame, lo, hi, fp, rows)
     out = []
     for label, op in stages:
         op()
@@ -176,7 +181,7 @@ def run(engine: str, rows: int, path: str, repeats: int = 5) -> dict[str, Any]:
             op()
             times.append(time.perf_counter() - t0)
         out.append({"stage": label, "median_s": statistics.median(times)})
-    return {"engine": engine, "rows": rows, "stages": out,
+    return {"engine": engine, "rows": rows, "keys": keys, "stages": out,
             "fixed_point": {"center": fp.center, "q": fp.q, "k_lo": fp.k_lo, "k_hi": fp.k_hi}}
 
 
@@ -184,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     engine, rows, path = args[0], int(args[1]), args[2]
     repeats = int(args[3]) if len(args) > 3 else 5
-    print("@@ABLATION " + json.dumps(run(engine, rows, path, repeats)), flush=True)
+    keys = int(args[4]) if len(args) > 4 else None
+    print("@@ABLATION " + json.dumps(run(engine, rows, path, repeats, keys)), flush=True)
     return 0
 
 

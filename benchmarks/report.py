@@ -260,11 +260,13 @@ def _row_label(row: dict[str, Any]) -> str:
     return row["label"]
 
 
-def missed_mean_engines(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    """(engine, rows) of every missed DP-mean target on an in-memory engine."""
-    return [(r["engine"], r["rows"]) for r in rows
-            if r["section"] == "frame" and r["scenario"] == "mean" and r.get("met") is False
-            and r["engine"] in ("pandas", "polars")]
+def missed_ablation_targets(rows: list[dict[str, Any]]) -> list[tuple[str, int, int | None]]:
+    """(engine, rows, keys) of every missed DP-mean or group-by target on an in-memory
+    engine (keys None for the mean)."""
+    return [(r["engine"], r["rows"], r["keys"] if r["scenario"] == "groupby_mean" else None)
+            for r in rows
+            if r["section"] == "frame" and r["scenario"] in ("mean", "groupby_mean")
+            and r.get("met") is False and r["engine"] in ("pandas", "polars")]
 
 
 def missed_dp_specs(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -317,6 +319,23 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def _git_state() -> str:
+    import subprocess
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, text=True,
+                              capture_output=True, check=True, timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "dpframe"], cwd=repo,
+                               text=True, capture_output=True, check=True,
+                               timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if dirty:
+        return f"{head} + uncommitted changes in {len(dirty.splitlines())} dpframe file(s)"
+    return f"{head} (dpframe/ clean)"
+
+
 def machine_info(peer_env: dict[str, Any]) -> dict[str, Any]:
     libs = ("dpframe", "numpy", "pandas", "polars", "narwhals", "pyarrow", "scipy")
     return {
@@ -328,6 +347,7 @@ def machine_info(peer_env: dict[str, Any]) -> dict[str, Any]:
         "os": platform.platform(),
         "python": platform.python_version(),
         "versions": {lib: _version(lib) for lib in libs},
+        "git": _git_state(),
         "peers": peer_env,
     }
 
@@ -433,7 +453,7 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _ablation_section(ablations: list[dict[str, Any]]) -> list[str]:
-    out = ["", "## Where the time goes inside the engine (DP mean, stage ablation)", "",
+    out = ["", "## Where the time goes inside the engine (stage ablation)", "",
            "cProfile sees a Polars query as one `collect` call, so `benchmarks/ablation.py` "
            "rebuilds the per-row pipeline of `dpframe/engine.py::aggregate` natively, one "
            "cumulative stage at a time (median of 7 runs each, one process per engine), then "
@@ -442,7 +462,8 @@ def _ablation_section(ablations: list[dict[str, Any]]) -> list[str]:
            "cheaper formulations for the owner to evaluate (same sums, not yet reviewed for "
            "privacy)."]
     for a in ablations:
-        out += ["", f"### {a['engine']}, {a['rows']:,} rows", ""]
+        what = "DP mean" if not a.get("keys") else f"group-by mean, {a['keys']:,} keys"
+        out += ["", f"### {what}, {a['engine']}, {a['rows']:,} rows", ""]
         if a.get("error"):
             out.append(f"ablation failed: {a['error']}")
             continue
@@ -450,8 +471,7 @@ def _ablation_section(ablations: list[dict[str, Any]]) -> list[str]:
         out.append(f"Fixed point: centre {fp['center']:g}, q = {fp['q']:g}, "
                    f"k ∈ [{fp['k_lo']:,}, {fp['k_hi']:,}].")
         out.append("")
-        floor = next((s["median_s"] for s in a["stages"] if s["stage"].startswith("floor")),
-                     None)
+        floor = next((s["median_s"] for s in a["stages"] if "floor" in s["stage"]), None)
         body = [[s["stage"], fmt_time(s["median_s"]), fmt_ratio(_div(s["median_s"], floor))]
                 for s in a["stages"]]
         out += _table(["stage (cumulative)", "median", "÷ floor"], body)
@@ -480,6 +500,7 @@ def render(rows: list[dict[str, Any]], profiles: list[dict[str, Any]],
         + ", ".join(f"{x:.2f}" for x in meta.get("loadavg_start", meta["loadavg"]))
         + "; at the end: " + ", ".join(f"{x:.2f}" for x in meta["loadavg"]),
         "- " + ", ".join(f"{k} {val}" for k, val in v.items()),
+        f"- dpframe source: commit {meta.get('git', 'unknown')}",
     ]
     for peer, env in (meta.get("peers") or {}).items():
         lines.append(f"- peer venv `{peer}`: " + ", ".join(f"{k} {val}" for k, val in env.items()))

@@ -70,6 +70,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--data-dir", type=Path, default=None,
                    help="where generated tables are cached (default benchmarks/.data)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per subprocess")
+    p.add_argument("--render-only", action="store_true",
+                   help="re-write --output from the raw --json of an earlier run (e.g. after "
+                   "editing benchmarks/ANALYSIS.md); measures nothing")
     args = p.parse_args(argv)
     if args.repeats < 5:
         p.error("--repeats must be at least 5 (the report is a median of ≥ 5 runs)")
@@ -204,19 +207,23 @@ def execute(specs: list[dict[str, Any]], *, repeats: int, warmup: int, batch: bo
     return results
 
 
-def run_ablation(engine: str, rows: int, path: Path, timeout: float) -> dict[str, Any]:
-    """Stage-by-stage timing of the DP mean's per-row pipeline (:mod:`benchmarks.ablation`)."""
+def run_ablation(engine: str, rows: int, path: Path, timeout: float,
+                 keys: int | None = None) -> dict[str, Any]:
+    """Stage-by-stage timing of a DP query's pipeline (:mod:`benchmarks.ablation`)."""
     cmd = [sys.executable, "-m", "benchmarks.ablation", engine, str(rows), str(path), "7"]
+    if keys is not None:
+        cmd.append(str(keys))
     try:
         proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return {"engine": engine, "rows": rows, "error": "timed out"}
+        return {"engine": engine, "rows": rows, "keys": keys, "error": "timed out"}
     for line in proc.stdout.splitlines():
         if line.startswith("@@ABLATION "):
             return json.loads(line[len("@@ABLATION "):])
     tail = " | ".join((proc.stderr or "").strip().splitlines()[-3:])
-    return {"engine": engine, "rows": rows, "error": f"exit {proc.returncode}: {tail}"}
+    return {"engine": engine, "rows": rows, "keys": keys,
+            "error": f"exit {proc.returncode}: {tail}"}
 
 
 def prepare_data(rows: Iterable[int], directory: Path, timeout: float) -> dict[int, Path]:
@@ -232,8 +239,22 @@ def prepare_data(rows: Iterable[int], directory: Path, timeout: float) -> dict[i
     return paths
 
 
+def render_only(output: Path, json_path: Path) -> int:
+    raw = json.loads(json_path.read_text())
+    meta = raw["meta"]
+    analysis = HERE / "ANALYSIS.md"
+    meta["analysis"] = analysis.read_text() if analysis.exists() else None
+    rows = report.build_rows(raw["results"], raw.get("peers") or [])
+    output.write_text(report.render(rows, raw.get("profiles") or [], meta,
+                                    raw.get("ablations") or []))
+    print(f"re-rendered {output} from {json_path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render_only:
+        return render_only(args.output, args.json or args.output.with_name("results.json"))
     started = time.time()
     load_start = os.getloadavg()
     scenarios = args.scenarios.split(",")
@@ -272,9 +293,10 @@ def main(argv: list[str] | None = None) -> int:
 
     ablations: list[dict[str, Any]] = []
     if not args.quick and not args.no_profile:
-        for engine, n in report.missed_mean_engines(rows):
-            print(f"stage ablation: DP mean, {engine}, {n:,} rows", flush=True)
-            ablations.append(run_ablation(engine, n, paths[n], args.timeout))
+        for engine, n, keys in report.missed_ablation_targets(rows):
+            what = "DP mean" if keys is None else f"group-by mean, {keys:,} keys"
+            print(f"stage ablation: {what}, {engine}, {n:,} rows", flush=True)
+            ablations.append(run_ablation(engine, n, paths[n], args.timeout, keys))
 
     elapsed = time.time() - started
     meta = report.machine_info(peer_env)
