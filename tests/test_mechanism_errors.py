@@ -98,3 +98,12 @@ def test_unbounded_domain_needs_magnitude_for_huge_values():
         m.sample(1e12)
     big = BoundedLaplace(1.0, 1.0, domain=half_line(lower=0.0), magnitude=1e13)
     assert big.sample(1e12, random_state=0) >= 0
+
+
+def test_make_mechanism_cache_never_bypasses_validation():
+    ok = make_mechanism("bounded", epsilon=1.0, sensitivity=1.0, lower=0, upper=10)
+    assert make_mechanism("bounded", epsilon=1.0, sensitivity=1.0, lower=0, upper=10) is ok
+    with pytest.raises(ParameterError, match="epsilon"):
+        make_mechanism("bounded", epsilon=True, sensitivity=1.0, lower=0, upper=10)
+    with pytest.raises(ParameterError, match="epsilon"):
+        make_mechanism("bounded", epsilon=math.nan, sensitivity=1.0, lower=0, upper=10)

@@ -13,6 +13,7 @@ proven cost of finite precision and snapping (:mod:`.snapping`), so a release sp
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, ClassVar
 
@@ -359,4 +360,25 @@ def make_mechanism(
         raise ParameterError(
             f"unknown mechanism {name!r}; choose one of {', '.join(MECHANISM_NAMES)}"
         ) from None
+    params = (epsilon, sensitivity, lower, upper, delta)
+    if not any(isinstance(v, bool) for v in params):  # True == 1 must not hit the cache
+        try:
+            return _cached(cls, *params, tuple(sorted(options.items())))
+        except TypeError:  # unhashable arguments: build uncached (the constructor validates)
+            pass
     return cls(epsilon, sensitivity, lower=lower, upper=upper, delta=delta, **options)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached(
+    cls: type[_LaplaceFamily],
+    epsilon: float,
+    sensitivity: float,
+    lower: float | None,
+    upper: float | None,
+    delta: float,
+    options: tuple[tuple[str, Any], ...],
+) -> _LaplaceFamily:
+    """Mechanisms are immutable after construction, so equal parameters can share one
+    (the scale solve and the snapping plan then run once)."""
+    return cls(epsilon, sensitivity, lower=lower, upper=upper, delta=delta, **dict(options))
