@@ -51,3 +51,36 @@ def test_extension_dtypes_take_the_narwhals_path():
     assert engine._numpy_column_sums(df, "x", fp, False) is None
     agg = engine.aggregate(df, column="x", fixed_point=fp, squares=False, row_cap=12)[None]
     assert agg.k_sum * agg.q == 6.5
+
+
+def generic_grouped(native, column, fp, squares, group_by, keys):
+    frame = nw.from_native(native)
+    cols = engine._row_expressions(column, engine.frame_columns(native)[column], fp, squares,
+                                   masked=False)
+    data = engine._sums(native, frame, cols, group_by, keys)
+    return engine._aggregates(data, fp, 10**9, group_by, keys).values()
+
+
+@pytest.mark.parametrize("squares", [False, True])
+@pytest.mark.parametrize("kind", ["int", "str", "categorical"])
+def test_grouped_numpy_kernel_matches_narwhals(squares, kind):
+    rng = np.random.default_rng(3)
+    n = 150_001
+    raw_keys = rng.integers(0, 12, n)
+    if kind == "int":
+        g = raw_keys
+        declared = [0, 2, 3, 5, 7, 11, 99]  # 99: empty group; 1, 4, ... undeclared
+    else:
+        g = np.array([f"k{v}" for v in raw_keys], dtype=object)
+        g[::97] = None  # missing keys are never aggregated
+        declared = ["k0", "k2", "k3", "k5", "k7", "k11", "k99"]
+    df = pd.DataFrame({"x": rng.normal(3.0, 4.0, n), "g": g})
+    if kind == "categorical":
+        df["g"] = df["g"].astype("category")
+    fp = FixedPoint.choose(-2.0, 9.0, 3.5, 4 * n, squares)
+    fast = engine.aggregate(df, column="x", fixed_point=fp, squares=squares, row_cap=4 * n,
+                            group_by="g", keys=declared)
+    assert engine._numpy_column_sums(df, "x", fp, squares, "g", declared) is not None
+    assert fast.values() == generic_grouped(df, "x", fp, squares, "g", declared)
+    assert fast.values() == generic_grouped(pl.from_pandas(df), "x", fp, squares, "g", declared)
+    assert fast.values()[-1].rows == 0  # the empty declared group is present
