@@ -244,7 +244,7 @@ def render_only(output: Path, json_path: Path) -> int:
     meta = raw["meta"]
     analysis = HERE / "ANALYSIS.md"
     meta["analysis"] = analysis.read_text() if analysis.exists() else None
-    rows = report.build_rows(raw["results"], raw.get("peers") or [])
+    rows = report.build_rows(raw["results"], raw.get("peers") or [], raw.get("paired") or [])
     output.write_text(report.render(rows, raw.get("profiles") or [], meta,
                                     raw.get("ablations") or []))
     print(f"re-rendered {output} from {json_path}")
@@ -280,7 +280,18 @@ def main(argv: list[str] | None = None) -> int:
         peer_results, peer_env = peers.run_peers(args.rows, directory, repeats=args.repeats,
                                                  warmup=args.warmup, timeout=args.timeout)
 
-    rows = report.build_rows(results, peer_results)
+    paired: list[dict[str, Any]] = []
+    pre_rows = report.build_rows(results, peer_results)
+    if not args.quick:
+        specs_p = report.paired_specs(pre_rows)
+        if specs_p:
+            print(f"{len(specs_p)} paired dp/floor checks for the target rows", flush=True)
+        for s in specs_p:
+            (r,) = run_specs([s], args.timeout)
+            if r["status"] == "ok":
+                print(f"  paired {_label(s):53s} ratio {r['pair_ratio']:.3f}", flush=True)
+            paired.append(r)
+    rows = report.build_rows(results, peer_results, paired)
     profiles: list[dict[str, Any]] = []
     if not args.quick and not args.no_profile:
         misses = report.missed_dp_specs(rows)
@@ -311,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(report.render(rows, profiles, meta, ablations))
     json_path.write_text(json.dumps({"meta": meta, "results": results, "peers": peer_results,
-                                     "profiles": profiles, "ablations": ablations},
+                                     "paired": paired, "profiles": profiles,
+                                     "ablations": ablations},
                                     indent=1, default=str))
     print(f"wrote {args.output} and {json_path} in {elapsed:.0f} s", flush=True)
     failed = [r for r in results if r["status"] == "error"]

@@ -88,8 +88,41 @@ def profile_op(op: Any, runs: int, top: int = 30) -> dict[str, Any]:
     return {"total_ms": 1e3 * total / runs, "by_cumtime": by_cum, "by_tottime": by_tot}
 
 
+def measure_paired(spec: dict[str, Any]) -> dict[str, Any]:
+    """dp and floor of one scenario in one process, alternating (dp, floor), (floor, dp), ...
+    so both see the same machine state; the verdict uses the median of the pair ratios."""
+    from benchmarks.scenarios import UnavailableError, build
+
+    result: dict[str, Any] = {"spec": spec}
+    try:
+        ops = {v: build({**spec, "variant": v}).op for v in ("dp", "floor")}
+    except UnavailableError as exc:
+        result.update(status="unavailable", reason=str(exc))
+        return result
+    for op in ops.values():
+        for _ in range(max(1, int(spec.get("warmup", 1)))):
+            op()
+    times: dict[str, list[float]] = {"dp": [], "floor": []}
+    ratios = []
+    for i in range(int(spec.get("pairs", 15))):
+        pair = {}
+        for v in (("dp", "floor") if i % 2 == 0 else ("floor", "dp")):
+            t0 = time.perf_counter()
+            ops[v]()
+            pair[v] = time.perf_counter() - t0
+            times[v].append(pair[v])
+        ratios.append(pair["dp"] / pair["floor"])
+    result.update(status="ok", dp_median_s=statistics.median(times["dp"]),
+                  floor_median_s=statistics.median(times["floor"]),
+                  pair_ratio=statistics.median(ratios), ratios=ratios)
+    return result
+
+
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     from benchmarks.scenarios import UnavailableError, build
+
+    if spec.get("paired"):
+        return measure_paired(spec)
 
     result: dict[str, Any] = {"spec": spec}
     try:
