@@ -320,13 +320,10 @@ def _numpy_column_sums(
     results are identical to the narwhals path (tested): every value is an integer-valued
     double, so every partial sum, in any order, is exact.
     """
-    if type(native).__module__.split(".")[0] != "pandas" or not hasattr(native, "columns"):
+    values = _numpy_view(native, column, grouped=group_by is not None)
+    if values is None:
         return None
-    series = native[column]
-    dtype = getattr(series, "dtype", None)
-    if not isinstance(dtype, np.dtype) or dtype.kind not in "fiu":
-        return None  # extension dtypes (nullable, Arrow-backed) go through narwhals
-    values = series.to_numpy(copy=False)
+    dtype = values.dtype
     codes = None if group_by is None else _declared_codes(native, group_by, keys or [])
     if group_by is not None and codes is None:
         return None
@@ -374,6 +371,32 @@ def _numpy_column_sums(
     if group_by is not None:
         data[group_by] = list(keys or [])
     return data
+
+
+def _numpy_view(native: Any, column: str, *, grouped: bool) -> np.ndarray | None:
+    """A zero-copy numpy view of a numeric column of an in-memory frame, or None.
+
+    pandas: a column held as a plain numpy array (extension dtypes — nullable, Arrow-backed —
+    return None). Polars: an eager ``DataFrame`` column with one chunk and no nulls, which
+    Polars exposes without copying (``allow_copy=False``); LazyFrames stay lazy (None), and
+    Polars group-bys run in Polars."""
+    module = type(native).__module__.split(".")[0]
+    if module == "pandas" and hasattr(native, "columns"):
+        series = native[column]
+        dtype = getattr(series, "dtype", None)
+        if not isinstance(dtype, np.dtype) or dtype.kind not in "fiu":
+            return None
+        return series.to_numpy(copy=False)
+    if module == "polars" and _is_polars_eager(native) and not grouped:
+        series = native.get_column(column)
+        if not series.dtype.is_numeric() or series.null_count() or series.n_chunks() != 1:
+            return None
+        try:
+            values = series.to_numpy(allow_copy=False)
+        except Exception:
+            return None
+        return values if values.dtype.kind in "fiu" else None
+    return None
 
 
 def _declared_codes(native: Any, group_by: str, keys: list[Any]) -> np.ndarray | None:

@@ -36,6 +36,11 @@ def test_numpy_kernel_matches_narwhals(squares, lo, hi, center, dtype):
     assert engine._numpy_column_sums(df, "x", fp, squares) is not None
     assert fast == generic(df, "x", fp, squares)
     assert fast == generic(pl.from_pandas(df), "x", fp, squares)
+    polars_eager = pl.from_pandas(df)
+    assert engine._numpy_view(polars_eager, "x", grouped=False) is not None
+    fast_pl = engine.aggregate(polars_eager, column="x", fixed_point=fp, squares=squares,
+                               row_cap=4 * n)[None]
+    assert fast_pl == fast
     # and both equal exact integer arithmetic done in Python
     xs = (df["x"].to_numpy().astype(float) - center) / fp.q
     k = np.clip(xs, fp.k_lo, fp.k_hi)
