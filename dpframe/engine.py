@@ -3,7 +3,9 @@
 The frame is never converted to numpy or to another library: the clamping, the fixed-point
 conversion and the integer sums are narwhals expressions that run in pandas or Polars (a
 Polars ``LazyFrame`` stays lazy; only the per-group aggregates — a handful of integers — are
-collected).
+collected). For a numeric column that pandas (or an eager Polars frame) holds as one plain
+array, the same expressions run as a cache-blocked numpy kernel on a zero-copy view of that
+column (:func:`_numpy_column_sums`); the results are bit-identical (tested).
 
 **Exact sums (Casacuberta et al. 2022).** A float sum of clamped values can move by more than
 the declared sensitivity when one row changes, because rounding depends on every other row.
