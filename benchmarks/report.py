@@ -537,7 +537,10 @@ def render(rows: list[dict[str, Any]], profiles: list[dict[str, Any]],
         + ", ".join(f"{x:.2f}" for x in meta.get("loadavg_start", meta["loadavg"]))
         + "; at the end: " + ", ".join(f"{x:.2f}" for x in meta["loadavg"]),
         "- " + ", ".join(f"{k} {val}" for k, val in v.items()),
-        f"- dpframe source: commit {meta.get('git', 'unknown')}",
+        f"- dpframe source: commit {meta.get('git', 'unknown')}"
+        + ("" if meta.get("git_start", meta.get("git")) == meta.get("git")
+           else f" at the end; **{meta['git_start']} at the start** (the tree changed during "
+           "the run: compare with care)"),
     ]
     for peer, env in (meta.get("peers") or {}).items():
         lines.append(f"- peer venv `{peer}`: " + ", ".join(f"{k} {val}" for k, val in env.items()))

@@ -257,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         return render_only(args.output, args.json or args.output.with_name("results.json"))
     started = time.time()
     load_start = os.getloadavg()
+    git_start = report._git_state()
     scenarios = args.scenarios.split(",")
     directory = data_dir(args.data_dir)
     json_path = args.json or args.output.with_name("results.json")
@@ -313,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = report.machine_info(peer_env)
     meta["elapsed_s"] = elapsed
     meta["loadavg_start"] = load_start
+    meta["git_start"] = git_start
     meta["command"] = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
     meta["repeats"] = repeats
     analysis = HERE / "ANALYSIS.md"
