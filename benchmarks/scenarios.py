@@ -73,11 +73,12 @@ def _load(engine: str, path: str, columns: list[str]) -> Any:
     # Read through pyarrow, not pl.read_parquet: Polars' allocator would keep the freed
     # decoding buffers resident and reuse them, hiding the query's own peak from the RSS
     # high-water mark; pyarrow's pool is separate, so every Polars allocation the query makes
-    # shows up.
+    # shows up. Rechunk to one chunk per column, as pl.read_parquet does by default (the
+    # Arrow table has one chunk per row group), so the frame is what a user would hold.
     if engine == "polars":
-        return pl.from_arrow(pq.read_table(path, columns=columns))
+        return pl.from_arrow(pq.read_table(path, columns=columns)).rechunk()
     if engine == "polars-lazy":
-        return pl.from_arrow(pq.read_table(path, columns=columns)).lazy()
+        return pl.from_arrow(pq.read_table(path, columns=columns)).rechunk().lazy()
     if engine == "polars-lazy-parquet":
         return pl.scan_parquet(path)
     raise ValueError(f"unknown engine {engine!r}")
