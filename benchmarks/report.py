@@ -359,14 +359,18 @@ def _git_state() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, text=True,
                               capture_output=True, check=True, timeout=30).stdout.strip()
+        tree = subprocess.run(["git", "rev-parse", "--short", "HEAD:dpframe"], cwd=repo,
+                              text=True, capture_output=True, check=True,
+                              timeout=30).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "dpframe"], cwd=repo,
                                text=True, capture_output=True, check=True,
                                timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     if dirty:
-        return f"{head} + uncommitted changes in {len(dirty.splitlines())} dpframe file(s)"
-    return f"{head} (dpframe/ clean)"
+        return (f"{head} (dpframe/ tree {tree}) + uncommitted changes in "
+                f"{len(dirty.splitlines())} dpframe file(s)")
+    return f"{head} (dpframe/ tree {tree}, clean)"
 
 
 def machine_info(peer_env: dict[str, Any]) -> dict[str, Any]:
@@ -515,6 +519,22 @@ def _ablation_section(ablations: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _tree(state: str | None) -> str | None:
+    if not state or "tree " not in state:
+        return state
+    return state.split("tree ", 1)[1]
+
+
+def _git_change(meta: dict[str, Any]) -> str:
+    start, end = meta.get("git_start"), meta.get("git")
+    if start is None or start == end:
+        return ""
+    if _tree(start) == _tree(end):
+        return f" at the end, {start.split()[0]} at the start (same dpframe/ source)"
+    return (f" at the end; **{start} at the start** (dpframe/ changed during the run: "
+            "compare with care)")
+
+
 def render(rows: list[dict[str, Any]], profiles: list[dict[str, Any]],
            meta: dict[str, Any], ablations: list[dict[str, Any]] | None = None) -> str:
     v = meta["versions"]
@@ -538,9 +558,7 @@ def render(rows: list[dict[str, Any]], profiles: list[dict[str, Any]],
         + "; at the end: " + ", ".join(f"{x:.2f}" for x in meta["loadavg"]),
         "- " + ", ".join(f"{k} {val}" for k, val in v.items()),
         f"- dpframe source: commit {meta.get('git', 'unknown')}"
-        + ("" if meta.get("git_start", meta.get("git")) == meta.get("git")
-           else f" at the end; **{meta['git_start']} at the start** (the tree changed during "
-           "the run: compare with care)"),
+        + _git_change(meta),
     ]
     for peer, env in (meta.get("peers") or {}).items():
         lines.append(f"- peer venv `{peer}`: " + ", ".join(f"{k} {val}" for k, val in env.items()))
