@@ -179,8 +179,12 @@ def aggregate(
     nulls: str = "raise",
     group_by: str | None = None,
     keys: list[Any] | None = None,
+    column_dtype: Any = None,
 ) -> AggregateTable:
     """Exact per-group aggregates (``table[None]`` without a group-by).
+
+    ``column_dtype``: the narwhals dtype the caller already got from :func:`validate_column`
+    (skips a second schema read).
 
     Only declared ``keys`` are aggregated (rows with other keys, or a null key, are filtered
     out in the engine) and every declared key gets an entry, zeros for an empty group.
@@ -193,7 +197,7 @@ def aggregate(
     if column is None:
         return _aggregates(_sums(native, frame, {}, group_by, keys), None, row_cap, group_by, keys)
     assert fixed_point is not None
-    dtype = validate_column(native, column)
+    dtype = column_dtype if column_dtype is not None else validate_column(native, column)
     # Fast path: quantise every row without masking, and check for bad values with two cheap
     # reductions (a raw float sum is non-finite iff a NaN or ±inf is present, barring overflow;
     # nulls are counted). Only if bad values exist do we run the masked path, which needs
@@ -201,10 +205,14 @@ def aggregate(
     fast = _row_expressions(column, dtype, fixed_point, squares, masked=False)
     if _is_float(dtype):
         fast["__dp_raw"] = nw.col(column)
-    fast["__dp_nulls"] = nw.col(column).is_null().cast(nw.Int64)
+    totals = {}
+    if group_by is None:  # a whole-column null count is metadata in Polars: no pass
+        totals["__dp_nulls"] = nw.col(column).null_count()
+    else:
+        fast["__dp_nulls"] = nw.col(column).is_null().cast(nw.Int64)
     data = _numpy_column_sums(native, column, fixed_point, squares, group_by, keys)
     if data is None:
-        data = _sums(native, frame, fast, group_by, keys)
+        data = _sums(native, frame, fast, group_by, keys, totals)
     raw = _total(data.get("__dp_raw", []))
     n_nulls = _total(data["__dp_nulls"])
     if n_nulls == 0 and math.isfinite(raw):
@@ -280,10 +288,16 @@ def _has_bad(native: Any, column: str) -> bool:
 
 
 def _sums(
-    native: Any, frame: Any, cols: dict[str, Any], group_by: str | None, keys: list[Any] | None
+    native: Any,
+    frame: Any,
+    cols: dict[str, Any],
+    group_by: str | None,
+    keys: list[Any] | None,
+    totals: dict[str, Any] | None = None,
 ) -> dict[str, list[Any]]:
     """Sum the per-row expressions, per declared key when grouping: ``{name: [per group]}``.
-    Rows whose key is not declared are filtered out inside the engine."""
+    Rows whose key is not declared are filtered out inside the engine. ``totals`` are
+    ready-made whole-frame aggregate expressions (ungrouped only)."""
     count = [] if "__dp_rows" in cols else [nw.len().alias("__dp_rows")]
     if group_by is not None:
         validate_column(native, group_by, numeric=False)
@@ -293,7 +307,8 @@ def _sums(
         frame = frame.select(nw.col(group_by), *(e.alias(n) for n, e in cols.items()))
         result = frame.group_by(group_by).agg(*(nw.col(n).sum() for n in cols), *count)
     else:
-        result = frame.select(*(e.sum().alias(n) for n, e in cols.items()), *count)
+        extra = [e.alias(n) for n, e in (totals or {}).items()]
+        result = frame.select(*(e.sum().alias(n) for n, e in cols.items()), *count, *extra)
     if isinstance(result, nw.LazyFrame):
         result = result.collect()
     return {name: result.get_column(name).to_list() for name in result.columns}

@@ -162,10 +162,11 @@ def run_queries(
     dataset.ledger.check(eps, dlt)  # early refusal; reserve() below is the binding step
 
     plans: list[tuple[str, Query, Plan, float]] = []
+    dtypes: dict[str, Any] = {}
     for (name, q), share in zip(queries.items(), shares, strict=True):
         bounds = None
         if q.column is not None:
-            engine.validate_column(frame, q.column)
+            dtypes[q.column] = engine.validate_column(frame, q.column)
             if q.column not in dataset.bounds:
                 raise BoundsError(
                     f"no bounds declared for column {q.column!r}: declare them when protecting, "
@@ -218,6 +219,7 @@ def run_queries(
                 squares=plan.squares, row_cap=dataset.row_cap,
                 bounds=dataset.bounds.get(q.column) if q.column else None,
                 nulls=nulls, group_by=group_by, keys=key_list,
+                column_dtype=dtypes.get(q.column) if plan.needs_values else None,
             )
             noisy: dict[str, np.ndarray] = {}
             for m, mobj, e_charged, d_charged in row:
