@@ -54,31 +54,29 @@ _LOG_COLUMNS = (
 _FILE_LOG_COLUMNS = ("release_id", "name", "part", "epsilon", "delta", "mechanism", "time")
 
 
-def _positive_int(text: str) -> int:
+def _parse(text: str, kind: type, what: str) -> float:
     try:
-        value = int(text.replace("_", ""))
+        return kind(text.replace("_", "") if kind is int else text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+
+def _positive_int(text: str) -> int:
+    value = int(_parse(text, int, "a whole number"))
     if value < 2:
         raise argparse.ArgumentTypeError(f"need at least 2 rows, got {value}")
     return value
 
 
 def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    value = _parse(text, float, "a number")
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
     return value
 
 
 def _delta(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    value = _parse(text, float, "a number")
     if not (0 <= value < 1):
         raise argparse.ArgumentTypeError(f"delta must be in [0, 1), got {text!r}")
     return value
