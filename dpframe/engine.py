@@ -431,7 +431,7 @@ def _declared_codes(native: Any, group_by: str, keys: list[Any]) -> np.ndarray |
             cat_codes = key_col.cat.codes.to_numpy()
             return np.where(cat_codes >= 0, per_category[cat_codes], -1)
         return np.asarray(declared.get_indexer(key_col), dtype=np.int64)
-    except (TypeError, ValueError):  # pragma: no cover - mixed, unorderable key types
+    except (TypeError, ValueError, IndexError):  # pragma: no cover - unusual key columns
         return None
 
 
