@@ -191,11 +191,8 @@ def aggregate(
     """
     if nulls not in ("raise", "drop"):
         raise ParameterError(f"nulls must be 'raise' or 'drop', got {nulls!r}")
-    # Polars eager frames run through their lazy plan (zero-copy) so the per-row expressions
-    # fuse with the sums instead of materialising intermediate columns.
-    frame = nw.from_native(native.lazy() if _is_polars_eager(native) else native)
     if column is None:
-        return _aggregates(_sums(native, frame, {}, group_by, keys), None, row_cap, group_by, keys)
+        return _aggregates(_sums(native, {}, group_by, keys), None, row_cap, group_by, keys)
     assert fixed_point is not None
     dtype = column_dtype if column_dtype is not None else validate_column(native, column)
     # Fast path: quantise every row without masking, and check for bad values with two cheap
@@ -212,7 +209,7 @@ def aggregate(
         fast["__dp_nulls"] = nw.col(column).is_null().cast(nw.Int64)
     data = _numpy_column_sums(native, column, fixed_point, squares, group_by, keys)
     if data is None:
-        data = _sums(native, frame, fast, group_by, keys, totals)
+        data = _sums(native, fast, group_by, keys, totals)
     raw = _total(data.get("__dp_raw", []))
     n_nulls = _total(data["__dp_nulls"])
     if n_nulls == 0 and math.isfinite(raw):
@@ -226,7 +223,7 @@ def aggregate(
     if nulls == "raise":  # overflow of the raw sum only: the values are all finite
         return _aggregates(data, fixed_point, row_cap, group_by, keys)
     masked = _row_expressions(column, dtype, fixed_point, squares, masked=True)
-    data = _sums(native, frame, masked, group_by, keys)
+    data = _sums(native, masked, group_by, keys)
     return _aggregates(data, fixed_point, row_cap, group_by, keys)
 
 
@@ -275,7 +272,7 @@ def _row_expressions(
 
 def _has_bad(native: Any, column: str) -> bool:
     """Exact check for NaN/±inf/null (only run when the cheap reductions flag a problem)."""
-    frame = nw.from_native(native.lazy() if _is_polars_eager(native) else native)
+    frame = _engine_frame(native)
     dtype = frame_columns(native)[column]
     if not _is_float(dtype):
         bad = nw.col(column).is_null()
@@ -287,9 +284,15 @@ def _has_bad(native: Any, column: str) -> bool:
     return bool(res.item(0, "bad"))
 
 
+def _engine_frame(native: Any) -> Any:
+    """The narwhals frame aggregations run on. Polars eager frames run through their lazy
+    plan (zero-copy) so the per-row expressions fuse with the sums instead of materialising
+    intermediate columns."""
+    return nw.from_native(native.lazy() if _is_polars_eager(native) else native)
+
+
 def _sums(
     native: Any,
-    frame: Any,
     cols: dict[str, Any],
     group_by: str | None,
     keys: list[Any] | None,
@@ -298,6 +301,7 @@ def _sums(
     """Sum the per-row expressions, per declared key when grouping: ``{name: [per group]}``.
     Rows whose key is not declared are filtered out inside the engine. ``totals`` are
     ready-made whole-frame aggregate expressions (ungrouped only)."""
+    frame = _engine_frame(native)
     count = [] if "__dp_rows" in cols else [nw.len().alias("__dp_rows")]
     if group_by is not None:
         validate_column(native, group_by, numeric=False)
@@ -529,11 +533,3 @@ def _exact_int(value: Any) -> int:
 
 def _is_polars_eager(native: Any) -> bool:
     return type(native).__module__.startswith("polars") and type(native).__name__ == "DataFrame"
-
-
-def _lo_of(fp: FixedPoint) -> float:
-    return fp.center + fp.k_lo * fp.q
-
-
-def _hi_of(fp: FixedPoint) -> float:
-    return fp.center + fp.k_hi * fp.q

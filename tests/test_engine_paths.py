@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import narwhals.stable.v2 as nw
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -13,10 +12,9 @@ from dpframe.engine import FixedPoint
 
 
 def generic(native, column, fp, squares):
-    frame = nw.from_native(native)
     cols = engine._row_expressions(column, engine.frame_columns(native)[column], fp, squares,
                                    masked=False)
-    return engine._aggregates(engine._sums(native, frame, cols, None, None), fp, 10**9, None,
+    return engine._aggregates(engine._sums(native, cols, None, None), fp, 10**9, None,
                               None)[None]
 
 
@@ -59,10 +57,9 @@ def test_extension_dtypes_take_the_narwhals_path():
 
 
 def generic_grouped(native, column, fp, squares, group_by, keys):
-    frame = nw.from_native(native)
     cols = engine._row_expressions(column, engine.frame_columns(native)[column], fp, squares,
                                    masked=False)
-    data = engine._sums(native, frame, cols, group_by, keys)
+    data = engine._sums(native, cols, group_by, keys)
     return engine._aggregates(data, fp, 10**9, group_by, keys).values()
 
 

@@ -205,6 +205,7 @@ def run_queries(
         rng = np.random.default_rng(random_state) if random_state is not None else None
         eng = engine.engine_name(frame)
         release_id = ledger.next_release_id()
+        keys_json = _keys_json(key_list)
         now = _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds")
         values: dict[str, np.ndarray] = {}
         entries: list[dict[str, Any]] = []
@@ -235,7 +236,8 @@ def run_queries(
                     random_source=mobj.random_source(random_state), engine=eng,
                     size="public" if plan.public_size or (size_public and not grouped)
                     else "private",
-                    group_by=group_by, keys=key_list, nulls=nulls, fixed_point=fp,
+                    group_by=group_by, keys=key_list, keys_json=keys_json, nulls=nulls,
+                    fixed_point=fp,
                     bounds=dataset.bounds.get(q.column) if q.column else None,
                 ))
             values[name] = np.asarray(plan.finalize(noisy), dtype=float)
@@ -287,6 +289,7 @@ def _entry(
     size: str,
     group_by: str | None,
     keys: list[Any] | None,
+    keys_json: str | None,
     nulls: str,
     fixed_point: Any,
     bounds: tuple[float, float] | None,
@@ -306,7 +309,7 @@ def _entry(
         "part": measurement.name,
         "columns": query.column or "",
         "group_by": group_by,
-        "group_keys": _keys_json(keys),
+        "group_keys": keys_json,
         "epsilon": float(epsilon),
         "delta": float(delta),
         "mechanism_epsilon": float(mechanism.epsilon),
@@ -332,20 +335,8 @@ def _entry(
 
 
 def _keys_json(keys: list[Any] | None) -> str | None:
-    """The declared keys as JSON, encoded once per key list (a release's entries share it)."""
-    if keys is None:
-        return None
-    cache_key = id(keys)
-    cached = _KEYS_JSON_CACHE.get(cache_key)
-    if cached is not None and cached[0] is keys:
-        return cached[1]
-    text = json.dumps([_key_json(k) for k in keys])
-    _KEYS_JSON_CACHE.clear()
-    _KEYS_JSON_CACHE[cache_key] = (keys, text)
-    return text
-
-
-_KEYS_JSON_CACHE: dict[int, tuple[list[Any], str]] = {}
+    """The declared keys as JSON, encoded once per release (its entries share the string)."""
+    return None if keys is None else json.dumps([_key_json(k) for k in keys])
 
 
 def _key_json(k: Any) -> Any:

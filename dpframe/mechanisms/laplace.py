@@ -296,9 +296,6 @@ class BoundedLaplace(_LaplaceFamily):
     def _sampling_set(self) -> FeasibleSet:
         return self.domain
 
-    def privacy_loss(self) -> float:
-        return super().privacy_loss()
-
     def _moments(self, value: Any) -> tuple[np.ndarray, np.ndarray]:
         return bounded_moments(np.asarray(value, dtype=float), self.scale, self.domain)
 
