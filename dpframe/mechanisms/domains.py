@@ -124,11 +124,6 @@ class FeasibleSet:
             inside |= (x >= lo) & (x <= hi)
         return inside
 
-    def component_of(self, x: np.ndarray) -> np.ndarray:
-        """Index of the component holding each point (points must be inside)."""
-        lows = np.array([c[0] for c in self.components])
-        return np.searchsorted(lows, x, side="right") - 1
-
     def project(self, x: np.ndarray | float) -> np.ndarray:
         """Nearest point of the set (ties go to the lower component); a deterministic map."""
         x = np.asarray(x, dtype=float)
