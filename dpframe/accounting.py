@@ -189,19 +189,21 @@ class Ledger:
         with self._lock:
             self._pending.pop(reservation.token, None)
 
-    def commit(self, reservation: Reservation, entries: list[dict[str, Any]]) -> None:
-        """Spend a reservation and append its log entries, atomically."""
+    def commit(self, reservation: Reservation, entries: list[dict[str, Any]]) -> int:
+        """Spend a reservation and append its log entries, atomically; return the release id.
+
+        The ledger assigns the release id and stamps ``release_id`` and ``ledger_id`` into
+        every entry: callers never number releases themselves."""
         with self._lock:
             if self._pending.pop(reservation.token, None) is None:
                 raise LedgerError("reservation was already committed or cancelled")
+            release_id = next(self._releases)
+            _stamp(entries, self.id, release_id)
             self._eps_spent += reservation.epsilon
             self._delta_spent += reservation.delta
             self.entries.extend(entries)
             self._refresh_budget_doc()
-
-    def next_release_id(self) -> int:
-        with self._lock:
-            return next(self._releases)
+            return release_id
 
     def snapshot_document(self) -> dict[str, Any]:
         """A copy of the log document as it is now (entries are never mutated after commit,
@@ -213,3 +215,10 @@ class Ledger:
                 "budget": dict(self.budget_doc),
                 "entries": list(self.entries),
             }
+
+
+def _stamp(entries: list[dict[str, Any]], ledger_id: Any, release_id: int) -> None:
+    """Write the ledger's id and the release's id into each log entry of one release."""
+    for entry in entries:
+        entry["ledger_id"] = ledger_id
+        entry["release_id"] = release_id

@@ -53,7 +53,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpframe.accounting import Ledger, Reservation
+from dpframe.accounting import Ledger, Reservation, _stamp
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "DurableLedger", "open_ledger", "read_ledger_file"]
@@ -287,7 +287,7 @@ class DurableLedger(Ledger):
             self._sync()
         return super().reserve(epsilon, delta)
 
-    def commit(self, reservation: Reservation, entries: list[dict[str, Any]]) -> None:
+    def commit(self, reservation: Reservation, entries: list[dict[str, Any]]) -> int:
         """Durably spend: under the file lock, re-check against the file, append, fsync."""
         with self._io_lock, self._file_lock():
             self._sync()
@@ -304,6 +304,7 @@ class DurableLedger(Ledger):
                     "another process spent this budget first: this release would exceed it, "
                     "so its value was discarded. Nothing was spent; ask for a smaller epsilon."
                 )
+            _stamp(entries, self.id, self._seq + 1)
             record = {
                 "type": "release", "seq": self._seq + 1, "pid": os.getpid(),
                 "epsilon": str(reservation.epsilon), "delta": str(reservation.delta),
@@ -323,6 +324,7 @@ class DurableLedger(Ledger):
                 self._pending.pop(reservation.token, None)
                 self.entries.extend(entries)
                 self._refresh_budget_doc()
+            return self._seq
 
     def close(self) -> None:
         """Close the file (further commits fail)."""

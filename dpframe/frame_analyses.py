@@ -233,7 +233,7 @@ def covariance(
             exact, n, [dataset.bounds[c] for c in cols], eps, columns=cols, mechanism=mech,
             delta=dlt, project=project, random_state=rng,
         )
-        release_id = ledger.next_release_id()
+        release_id = 0  # assigned by the ledger at commit
         now = _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds")
         source = "seeded" if random_state is not None else "secure"
         eng = engine.engine_name(frame)
@@ -245,7 +245,7 @@ def covariance(
     ledger.commit(reservation, entries)
     matrix = rel.cov if kind == "cov" else rel.corr
     table = _matrix_frame(matrix, cols, backend_of(frame))
-    from dpframe.frames.namespace import _remember_release_log
+    from dpframe.integrity import attach_release_log as _remember_release_log
 
     _remember_release_log(table, ledger.snapshot_document())
     return table
@@ -354,7 +354,7 @@ def describe(
         import polars as pl
 
         table = pl.DataFrame({"statistic": rows, **data})
-    from dpframe.frames.namespace import _remember_release_log
+    from dpframe.integrity import attach_release_log as _remember_release_log
 
     _remember_release_log(table, out.document)
     return table

@@ -55,7 +55,8 @@ def test_cancel_spends_nothing_and_pending_counts():
         led.reserve(0.5)  # pending 0.7 counts
     led.cancel(r)
     led.commit(led.reserve(0.5), [{"x": 1}])
-    assert led.budget.epsilon_spent == 0.5 and led.entries == [{"x": 1}]
+    assert led.budget.epsilon_spent == 0.5
+    assert led.entries == [{"x": 1, "ledger_id": led.id, "release_id": 1}]
     with pytest.raises(dpf.LedgerError):
         led.commit(r, [])
 

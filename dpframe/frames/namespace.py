@@ -7,7 +7,6 @@ subclass in :mod:`dpframe.queries` and a short method here; nothing else changes
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +16,8 @@ from dpframe.errors import PrivateSizeError
 from dpframe.frames import results
 from dpframe.frames.context import Session, backend_of, resolve
 from dpframe.frames.release import Outcome, run_queries
+from dpframe.integrity import attach_release_log as _remember_release_log
+from dpframe.integrity import release_log_of as _release_log
 
 __all__ = ["DPGroupBy", "DPNamespace"]
 
@@ -201,33 +202,3 @@ class DPGroupBy:
 
     def std(self, column: str, *, epsilon: float, **kw: Any) -> Any:
         return self._one(q_.std(column), "std", epsilon, **kw)
-
-
-# Release tables: pandas keeps the log in attrs; Polars tables are remembered by identity.
-_release_logs: dict[int, tuple[Any, dict[str, Any]]] = {}
-
-
-def _remember_release_log(table: Any, document: dict[str, Any]) -> None:
-    from dpframe.frames.context import RELEASE_ATTRS_KEY
-
-    if backend_of(table) == "pandas":
-        table.attrs = {RELEASE_ATTRS_KEY: document}
-        return
-    key = id(table)
-
-    def _forget(_: Any, key: int = key) -> None:
-        _release_logs.pop(key, None)
-
-    _release_logs[key] = (weakref.ref(table, _forget), document)
-
-
-def _release_log(frame: Any) -> dict[str, Any] | None:
-    from dpframe.frames.context import RELEASE_ATTRS_KEY
-
-    if backend_of(frame) == "pandas":
-        doc = frame.attrs.get(RELEASE_ATTRS_KEY)
-        return doc if isinstance(doc, dict) else None
-    found = _release_logs.get(id(frame))
-    if found is not None and found[0]() is frame:
-        return found[1]
-    return None

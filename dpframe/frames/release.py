@@ -204,7 +204,7 @@ def run_queries(
     try:
         rng = np.random.default_rng(random_state) if random_state is not None else None
         eng = engine.engine_name(frame)
-        release_id = ledger.next_release_id()
+        release_id = 0  # assigned by the ledger at commit
         keys_json = _keys_json(key_list)
         now = _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds")
         values: dict[str, np.ndarray] = {}
