@@ -11,10 +11,12 @@ __all__ = [
     "BoundsError",
     "BudgetExceededError",
     "DPFrameError",
+    "DerivationError",
     "LedgerError",
     "NoLedgerError",
     "ParameterError",
     "PrivateSizeError",
+    "SourceChangedError",
     "UnsupportedInputError",
 ]
 
@@ -33,6 +35,16 @@ class BoundsError(ParameterError):
 
 class UnsupportedInputError(ParameterError):
     """The data cannot be aggregated as asked (wrong dtype, NaN/null/inf, unknown column, ...)."""
+
+
+class DerivationError(ParameterError):
+    """A derived frame is refused: dpframe could not verify from its structure that every row
+    comes from one row of the protected data (DESIGN §2). Raised before any data is read."""
+
+
+class SourceChangedError(DPFrameError):
+    """The source files of a protected LazyFrame changed after ``dpf.protect``: its public
+    size may no longer hold. Raised before anything is read or spent."""
 
 
 class PrivateSizeError(ParameterError):
