@@ -5,19 +5,22 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from dpframe import errors as errors
+from dpframe import frames as _frames  # noqa: F401 - registers the .dp namespaces
 from dpframe.accounting import Budget
 from dpframe.errors import (
     BoundsError,
     BudgetExceededError,
+    DerivationError,
     DPFrameError,
     LedgerError,
     NoLedgerError,
     ParameterError,
     PrivateSizeError,
+    SourceChangedError,
     UnsupportedInputError,
 )
-from dpframe.frames import Session, protect
 from dpframe.io import read_log
+from dpframe.provenance import Session, protect
 from dpframe.queries import count, mean, std, sum, variance
 
 __all__ = [
@@ -25,11 +28,13 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "DPFrameError",
+    "DerivationError",
     "LedgerError",
     "NoLedgerError",
     "ParameterError",
     "PrivateSizeError",
     "Session",
+    "SourceChangedError",
     "UnsupportedInputError",
     "__version__",
     "count",

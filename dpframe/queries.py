@@ -64,22 +64,23 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import NamedTuple
 
 import numpy as np
 
-from dpframe.errors import ParameterError, UnsupportedInputError
+from dpframe.engine import Agg, FixedPoint
+from dpframe.errors import ParameterError, PrivateSizeError, UnsupportedInputError
 
 __all__ = [
-    "Aggregates",
     "Count",
+    "Covariance",
     "Mean",
     "Measurement",
     "Plan",
     "PlanContext",
+    "Proportions",
     "Query",
     "Std",
     "Sum",
@@ -108,57 +109,69 @@ def round_down(x: Fraction | float) -> float:
 
 @dataclass(frozen=True)
 class PlanContext:
-    """The public facts a plan may use. Never holds data-derived values."""
+    """The public facts a plan may use. Never holds data-derived values.
 
-    size_public: bool
-    n: int | None  # public row count of the protected frame (None when unknown)
-    row_cap: int  # public cap on the rows any aggregation may see (fixed-point range)
-    bounds: tuple[float, float] | None  # declared bounds of the queried column
-    grouped: bool = False
-    count_cap: float = math.inf  # public upper bound on any count (n on the protected frame)
-
-
-class Aggregates(NamedTuple):
-    """Exact integer aggregates of one group in fixed point ``x = c + k·q``.
-
-    ``rows``: row count; ``k_sum``: Σk; ``k_sq``: Σk² (Python ints, exact). A named tuple:
-    a group-by over many public keys builds one per key.
+    ``size_public``: the frame's rows are exactly the protected frame's ``n`` rows *and* the
+    queried column has no rows to drop (its missing-value policy is a fill value, or its dtype
+    cannot hold a missing value). ``n``: the protected data set's public size, also the most
+    rows any verified derivation can have (it sizes the fixed-point grids). ``missing``: the
+    queried column's policy; ``drops``: rows missing the column are left out.
     """
 
-    rows: int
-    k_sum: int = 0
-    k_sq: int = 0
-    q: float = 1.0
+    size_public: bool
+    n: int
+    bounds: tuple[float, float] | None
+    grouped: bool = False
+    count_cap: float = math.inf  # public upper bound on any count (n on the protected frame)
+    column: str | None = None
+    drops: bool = False
+    n_groups: int = 1
+    all_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+
+    def rows(self) -> Agg:
+        """The row count this query's statistics are over (rows where the column is present
+        when it drops missing values)."""
+        return Agg("rows", self.column if self.drops else None)
+
+    def fixed_point(self, center: float, squares: bool) -> FixedPoint:
+        lo, hi = _require_bounds(self, "query")
+        return FixedPoint.choose(lo, hi, center, max(self.n, 1), squares)
+
+
+Statistic = Callable[[Mapping[Agg, np.ndarray]], np.ndarray]
 
 
 @dataclass(frozen=True)
 class Measurement:
     """One noisy number per group: ``statistic(aggregates)`` plus noise calibrated to
-    ``sensitivity`` on the feasible set ``[lower, upper]`` (mechanism coordinates)."""
+    ``sensitivity`` on the feasible set ``[lower, upper]`` (mechanism coordinates).
+
+    ``needs``: the exact aggregates the statistic reads. ``domain_after``: for a measurement
+    whose domain is a function of measurements released before it in the same plan (Liu's
+    covariance on ±√(S*jj S*kk)); it gets the noisy values so far and returns ``(lower,
+    upper)``, and ``sensitivity_after`` its sensitivity there.
+    """
 
     name: str
-    statistic: Callable[[Aggregates], float]
+    statistic: Statistic
     sensitivity: float
     lower: float
     upper: float
     weight: float  # share of the query's ε (and δ)
+    needs: tuple[Agg, ...] = ()
     magnitude: float | None = None  # public bound on |statistic| (for unbounded domains)
-    vectorised: bool = False  # statistic accepts an Aggregates of per-group arrays
+    domain_after: Callable[[Mapping[str, np.ndarray]], tuple[float, float]] | None = None
+    sensitivity_after: Callable[[float, float], float] | None = None
 
 
-def rows_statistic(a: Aggregates) -> np.ndarray:
-    """Row count(s) as doubles (exact below 2⁵³); vectorised over groups."""
-    return np.asarray(a.rows, dtype=np.float64)
+def rows_of(agg: Agg) -> Statistic:
+    """Row count(s) as doubles (exact below 2⁵³)."""
+    return lambda a: np.asarray(a[agg], dtype=np.float64)
 
 
-def sum_statistic(a: Aggregates) -> np.ndarray:
-    """``q·Σk``: exact (an integer below 2⁵³ times a power of two); vectorised."""
-    return np.asarray(a.k_sum, dtype=np.float64) * a.q
-
-
-def sum_sq_statistic(a: Aggregates) -> np.ndarray:
-    """``q²·Σk²``: exact for the same reason; vectorised."""
-    return np.asarray(a.k_sq, dtype=np.float64) * (a.q * a.q)
+def scaled(agg: Agg) -> Statistic:
+    """``scale·Σ``: exact (an integer below 2⁵³ times a power of two)."""
+    return lambda a: np.asarray(a[agg], dtype=np.float64) * agg.scale
 
 
 @dataclass(frozen=True)
@@ -170,11 +183,13 @@ class Plan:
     measurements: tuple[Measurement, ...]
     finalize: Callable[[dict[str, np.ndarray]], np.ndarray]
     formulation: str
-    center: float = 0.0  # fixed-point centre c
-    squares: bool = False  # needs Σk²
-    needs_values: bool = True  # False for count
     public_size: bool = False  # the formulation reads the public row count n
-    notes: dict[str, str] = field(default_factory=dict)
+    group_share: float | None = None  # ε share per group when grouped (default 1/2)
+    columns: tuple[str, ...] = ()  # every column read (cov reads several)
+
+    @property
+    def aggregates(self) -> tuple[Agg, ...]:
+        return tuple(dict.fromkeys(a for m in self.measurements for a in m.needs))
 
 
 def _frac(x: float) -> Fraction:
@@ -198,6 +213,7 @@ class Query(ABC):
 
     kind: str = "query"
     needs_column: bool = True
+    needs_public_size: bool = False
 
     def __init__(self, column: str | None = None) -> None:
         if self.needs_column and (not isinstance(column, str) or not column):
@@ -209,6 +225,10 @@ class Query(ABC):
     def __repr__(self) -> str:
         return f"dpf.{self.kind}({self.column!r})" if self.column else f"dpf.{self.kind}()"
 
+    def columns_read(self) -> tuple[str, ...]:
+        """Every column whose values this query reads."""
+        return (self.column,) if self.column is not None else ()
+
     @abstractmethod
     def plan(self, ctx: PlanContext) -> Plan:
         """Measurements and post-processing for this query in context ``ctx``."""
@@ -219,25 +239,21 @@ class Count(Query):
 
     Replacing one row of a size-``n`` frame leaves the count at ``n``; on a derived
     (private-size) frame a replacement upstream adds, removes or replaces one row, moving the
-    count by at most 1. So Δ = 1 in both cases. Domain ``[0, n]`` when ``n`` is public or is a
-    public cap on a group's size; ``[0, ∞)`` otherwise. (On the protected frame itself the
-    count is public; it is still released with noise so that every count is treated alike.)
+    count by at most 1. So Δ = 1 in both cases. Domain ``[0, n]``: no verified derivation has
+    more rows than the protected frame. (On the protected frame itself the count is public;
+    it is still released with noise so that every count is treated alike.)
     """
 
     kind = "count"
     needs_column = False
 
     def plan(self, ctx: PlanContext) -> Plan:
-        upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
-        m = Measurement("count", rows_statistic, 1.0, 0.0, upper, 1.0,
-                        float(ctx.row_cap), vectorised=True)
+        upper = float(ctx.count_cap)
+        rows = Agg("rows")
+        m = Measurement("count", rows_of(rows), 1.0, 0.0, upper, 1.0, (rows,), float(ctx.n))
         return Plan(
-            "count",
-            None,
-            (m,),
-            lambda v: np.clip(v["count"], 0.0, upper),
+            "count", None, (m,), lambda v: np.clip(v["count"], 0.0, upper),
             "noisy count" + (" (public n)" if ctx.size_public else " (private size)"),
-            needs_values=False,
         )
 
 
@@ -258,9 +274,9 @@ class Sum(Query):
 
     *Private size.* An add or remove changes Σx by one value, at most ``max(|l|, |u|)``; a
     replace by at most ``w``. Δ = max(w, |l|, |u|). (The add/remove-only figure
-    ``max(|l|, |u|)`` of DESIGN §4 is too small when ``l < 0 < u``: a replacement from ``l`` to
-    ``u`` moves the sum by ``w``.) The row count is unknown, so the domain is ``[0, ∞)`` when
-    ``l ≥ 0``, ``(−∞, 0]`` when ``u ≤ 0``, else the real line.
+    ``max(|l|, |u|)`` is too small when ``l < 0 < u``: a replacement from ``l`` to ``u`` moves
+    the sum by ``w``.) Domain ``[0, ∞)`` when ``l ≥ 0``, ``(−∞, 0]`` when ``u ≤ 0``, else the
+    real line.
     """
 
     kind = "sum"
@@ -268,13 +284,12 @@ class Sum(Query):
     def plan(self, ctx: PlanContext) -> Plan:
         lo, hi = _require_bounds(ctx, "sum")
         w = _width((lo, hi))
+        n = ctx.n
         if ctx.size_public and not ctx.grouped:
-            n = ctx.n or 0
             up = round_up(n * w)
-            m = Measurement(
-                "sum", sum_statistic, _interval_sensitivity(w, 0.0, up), 0.0, up, 1.0,
-                vectorised=True,
-            )
+            agg = Agg("sum", self.column, ctx.fixed_point(lo, False))
+            m = Measurement("sum", scaled(agg), _interval_sensitivity(w, 0.0, up), 0.0, up,
+                            1.0, (agg,))
             base_lo, base_hi = round_down(n * _frac(lo)), round_up(n * _frac(hi))
             offset = n * _frac(lo)
 
@@ -282,15 +297,15 @@ class Sum(Query):
                 return np.clip(float(offset) + v["sum"], base_lo, base_hi)
 
             return Plan("sum", self.column, (m,), fin, "shifted sum Σ(x−l) + n·l (public n)",
-                        center=lo, public_size=True)
+                        public_size=True)
         delta = max(w, abs(_frac(lo)), abs(_frac(hi)))
         d_lo = 0.0 if lo >= 0 else -math.inf
         d_hi = 0.0 if hi <= 0 else math.inf
-        mag = round_up(ctx.row_cap * max(abs(_frac(lo)), abs(_frac(hi))))
-        m = Measurement("sum", sum_statistic, round_up(delta), d_lo, d_hi, 1.0, mag,
-                        vectorised=True)
+        mag = round_up(n * max(abs(_frac(lo)), abs(_frac(hi))))
+        agg = Agg("sum", self.column, ctx.fixed_point(0.0, False))
+        m = Measurement("sum", scaled(agg), round_up(delta), d_lo, d_hi, 1.0, (agg,), mag)
         return Plan("sum", self.column, (m,), lambda v: np.clip(v["sum"], d_lo, d_hi),
-                    "direct sum, add/remove/replace sensitivity (private size)", center=0.0)
+                    "direct sum, add/remove/replace sensitivity (private size)")
 
 
 class Mean(Query):
@@ -303,7 +318,8 @@ class Mean(Query):
 
     *Private size.* Size-free formulation: a noisy count N (Δ = 1, ε/2) and a noisy centred sum
     S = Σ(x − c), c = (l + u)/2 (ε/2). Each centred term lies in ``[−w/2, w/2]``: add/remove
-    moves S by ≤ w/2, replace by ≤ w, so Δ = w; domain the real line. The answer
+    moves S by ≤ w/2, replace by ≤ w, so Δ = w; domain the real line (a bounded domain as wide
+    as ``n·w`` would double the bounded mechanism's scale, Holohan Fig. 3). The answer
     c + S/max(N, 1), clamped to ``[l, u]``, is post-processing of two ε/2 releases.
     Centring makes the sum's sensitivity w instead of max(|l|, |u|), which matters for bounds
     far from zero.
@@ -315,35 +331,38 @@ class Mean(Query):
         lo, hi = _require_bounds(ctx, "mean")
         w = _width((lo, hi))
         if ctx.size_public and not ctx.grouped:
-            n = ctx.n or 1
+            n = ctx.n
             wf = round_up(w)
             delta = w / n + Fraction(FP_SLACK) * w
+            agg = Agg("sum", self.column, ctx.fixed_point(lo, False))
+            q = Fraction(agg.scale)
 
-            def stat(a: Aggregates) -> float:
-                return float(Fraction(a.k_sum) * Fraction(a.q) / n)
+            def stat(a: Mapping[Agg, np.ndarray]) -> np.ndarray:
+                return np.array([float(Fraction(int(k)) * q / n) for k in a[agg]])
 
-            m = Measurement("mean", stat, _interval_sensitivity(delta, 0.0, wf), 0.0, wf, 1.0)
+            m = Measurement("mean", stat, _interval_sensitivity(delta, 0.0, wf), 0.0, wf, 1.0,
+                            (agg,))
 
             def fin(v: dict[str, np.ndarray]) -> np.ndarray:
                 return np.clip(lo + v["mean"], lo, hi)
 
             return Plan("mean", self.column, (m,), fin, "shifted mean l + Σ(x−l)/n (public n)",
-                        center=lo, public_size=True)
+                        public_size=True)
         c = _center(lo, hi)
-        count_upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
+        count_upper = float(ctx.count_cap)
         half = max(_frac(hi) - _frac(c), _frac(c) - _frac(lo))
-        cnt = Measurement("count", rows_statistic, 1.0, 0.0, count_upper, 0.5,
-                          float(ctx.row_cap), vectorised=True)
-        s = Measurement("sum", sum_statistic, round_up(w), -math.inf, math.inf, 0.5,
-                        round_up(ctx.row_cap * half), vectorised=True)
+        rows = ctx.rows()
+        agg = Agg("sum", self.column, ctx.fixed_point(c, False))
+        cnt = Measurement("count", rows_of(rows), 1.0, 0.0, count_upper, 0.5, (rows,))
+        s = Measurement("sum", scaled(agg), round_up(w), -math.inf, math.inf, 0.5, (agg,),
+                        round_up(ctx.n * half))
 
         def fin(v: dict[str, np.ndarray]) -> np.ndarray:
             n_hat = np.maximum(v["count"], 1.0)
             return np.clip(c + v["sum"] / n_hat, lo, hi)
 
         return Plan("mean", self.column, (cnt, s), fin,
-                    "noisy centred sum / noisy count, ε split 1/2 + 1/2 (private size)",
-                    center=c)
+                    "noisy centred sum / noisy count, ε split 1/2 + 1/2 (private size)")
 
 
 def _center(lo: float, hi: float) -> float:
@@ -378,7 +397,7 @@ class Variance(Query):
         w = _width((lo, hi))
         c = _center(lo, hi)
         if ctx.size_public and not ctx.grouped:
-            n = ctx.n or 0
+            n = ctx.n
             if n < 2:
                 raise UnsupportedInputError(
                     f"{self.kind} with ddof=1 needs at least 2 rows; the protected frame has "
@@ -387,24 +406,32 @@ class Variance(Query):
             vmax = w * w / 4 * Fraction(n, n - 1)
             up = round_up(vmax)
             delta = w * w / n + Fraction(FP_SLACK) * vmax
+            fp = ctx.fixed_point(c, True)
+            k_sum, k_sq = Agg("sum", self.column, fp), Agg("sum_sq", self.column, fp)
+            q2 = Fraction(fp.q) ** 2
 
-            def stat(a: Aggregates) -> float:
-                q2 = Fraction(a.q) ** 2
-                return float(q2 * (n * a.k_sq - a.k_sum * a.k_sum) / (n * (n - 1)))
+            def stat(a: Mapping[Agg, np.ndarray]) -> np.ndarray:
+                return np.array([
+                    float(q2 * (n * int(ss) - int(s) * int(s)) / (n * (n - 1)))
+                    for s, ss in zip(a[k_sum], a[k_sq], strict=True)
+                ])
 
-            m = Measurement("variance", stat, _interval_sensitivity(delta, 0.0, up), 0.0, up, 1.0)
+            m = Measurement("variance", stat, _interval_sensitivity(delta, 0.0, up), 0.0, up,
+                            1.0, (k_sum, k_sq))
             return Plan(self.kind, self.column, (m,), self._post(lambda v: np.clip(
                 v["variance"], 0.0, up)), "bounded-domain variance, ddof=1 (public n)",
-                center=c, squares=True, public_size=True)
-        count_upper = float(ctx.count_cap) if ctx.count_cap > 0 else math.inf
+                public_size=True)
+        count_upper = float(ctx.count_cap)
         third = 1.0 / 3.0
         half = max(_frac(hi) - _frac(c), _frac(c) - _frac(lo))  # ≈ w/2; exact for float c
-        cnt = Measurement("count", rows_statistic, 1.0, 0.0, count_upper, third,
-                          float(ctx.row_cap), vectorised=True)
-        s = Measurement("sum", sum_statistic, round_up(w), -math.inf, math.inf, third,
-                        round_up(ctx.row_cap * half), vectorised=True)
-        ss = Measurement("sum_sq", sum_sq_statistic, round_up(half * half), 0.0,
-                         math.inf, third, round_up(ctx.row_cap * half * half), vectorised=True)
+        rows = ctx.rows()
+        fp = ctx.fixed_point(c, True)
+        k_sum, k_sq = Agg("sum", self.column, fp), Agg("sum_sq", self.column, fp)
+        cnt = Measurement("count", rows_of(rows), 1.0, 0.0, count_upper, third, (rows,))
+        s = Measurement("sum", scaled(k_sum), round_up(w), -math.inf, math.inf, third, (k_sum,),
+                        round_up(ctx.n * half))
+        ss = Measurement("sum_sq", scaled(k_sq), round_up(half * half), 0.0, math.inf, third,
+                         (k_sq,), round_up(ctx.n * half * half))
         w2 = float(w * w) / 4
 
         def fin(v: dict[str, np.ndarray]) -> np.ndarray:
@@ -414,7 +441,7 @@ class Variance(Query):
 
         return Plan(self.kind, self.column, (cnt, s, ss), self._post(fin),
                     "noisy count, centred sum and sum of squares, ε split in thirds "
-                    "(private size)", center=c, squares=True)
+                    "(private size)")
 
     def _post(self, f: Callable[[dict[str, np.ndarray]], np.ndarray]) -> Callable[
             [dict[str, np.ndarray]], np.ndarray]:
@@ -430,6 +457,164 @@ class Std(Variance):
     def _post(self, f: Callable[[dict[str, np.ndarray]], np.ndarray]) -> Callable[
             [dict[str, np.ndarray]], np.ndarray]:
         return lambda v: np.sqrt(np.maximum(f(v), 0.0))
+
+
+class Proportions(Query):
+    r"""Proportions of the declared keys of the group-by column (Liu §4.2).
+
+    *Public size.* Per cell ``c_j/n`` on ``[0, 1]``, ``Δ = 1/n`` (plus ``2⁻⁵²`` float slack).
+    One replacement moves one row between two cells, changing two proportions by ``1/n``
+    each; each released cell is charged ε/2, or the whole ε when only one cell is released
+    (``all_but_one`` with two keys). *Private size.* Per cell the count ``c_j`` on ``[0, n]``,
+    ``Δ = 1``. Post-processing: :func:`dpframe.analyses.sum_to_one` (``"rescale"`` divides by
+    the sum; ``"all_but_one"`` discards the remainder cell's noisy value and sets it to one
+    minus the others, so that cell is never released).
+    """
+
+    kind = "proportions"
+    needs_column = False
+
+    def __init__(self, method: str = "rescale", remainder: int = -1) -> None:
+        super().__init__(None)
+        if method not in ("rescale", "all_but_one"):
+            raise ParameterError(f"method must be 'rescale' or 'all_but_one', got {method!r}")
+        self.method = method
+        self.remainder = int(remainder)
+
+    def plan(self, ctx: PlanContext) -> Plan:
+        from dpframe import analyses
+
+        method, rem = self.method, self.remainder
+        released = ctx.n_groups - (1 if method == "all_but_one" else 0)
+        share = analyses.proportion_epsilon_share(max(released, 1))
+        rows = Agg("rows")
+        if ctx.size_public:
+            n = ctx.n
+            sens = round_up(Fraction(1, n) + Fraction(FP_SLACK))
+            # rows/n in IEEE division is the correctly rounded exact quotient (both < 2^53)
+            m = Measurement("proportion", lambda a: np.asarray(a[rows], np.float64) / n, sens,
+                            0.0, 1.0, 1.0, (rows,))
+            return Plan("proportions", None, (m,),
+                        lambda v: analyses.sum_to_one(v["proportion"], method, rem),  # type: ignore[arg-type]
+                        f"per-cell proportion c/n on [0, 1] (public n), then {method}",
+                        public_size=True, group_share=share)
+        if method == "all_but_one":
+            raise PrivateSizeError(
+                "method='all_but_one' needs the public row count of the protected frame; on a "
+                "derived frame use method='rescale' (noisy counts, normalised)"
+            )
+        upper = float(ctx.count_cap)
+        m = Measurement("count", rows_of(rows), 1.0, 0.0, upper, 1.0, (rows,))
+        return Plan("proportions", None, (m,),
+                    lambda v: analyses.sum_to_one(v["count"], "rescale"),
+                    "per-cell noisy count (private size), then rescale", group_share=share)
+
+
+class Covariance(Query):
+    r"""Covariance (``kind="cov"``) or correlation (``"corr"``) matrix, ddof=1 (Liu §4.1).
+
+    Needs the public ``n`` (Liu's variance and covariance bounds). For ``p`` columns the
+    ``m = p(p+1)/2`` elements share ε equally. Variances on ``[0, n w_j²/(4(n−1))]`` with
+    ``Δ = w_j²/n``; each covariance then on ``[−√(S*jj S*kk), √(S*jj S*kk)]`` built from the
+    *released* variances (public), with ``Δ = w_j w_k/n`` — the derivation is in
+    :mod:`dpframe.analyses`. The exact statistics come from integer sums in fixed point
+    (``Σk_j``, ``Σk_j²``, ``Σk_j k_k``), so the sensitivities hold exactly (plus the ``2⁻⁵²``
+    slack of one division). Post-processing: the nearest PSD matrix with the released variances
+    on its diagonal, and correlations from it.
+    """
+
+    kind = "cov"
+    needs_column = False
+    needs_public_size = True
+
+    def __init__(self, columns: Sequence[str], kind: str = "cov") -> None:
+        super().__init__(None)
+        cols = [columns] if isinstance(columns, str) else list(columns)
+        if len(cols) < 2 or len(set(cols)) != len(cols) or not all(
+                isinstance(c, str) for c in cols):
+            raise ParameterError(f"{kind} needs at least two distinct column names, got {cols!r}")
+        if kind not in ("cov", "corr"):
+            raise ParameterError(f"kind must be 'cov' or 'corr', got {kind!r}")
+        self.columns = cols
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"dpf.{self.kind}({self.columns!r})"
+
+    def columns_read(self) -> tuple[str, ...]:
+        return tuple(self.columns)
+
+    def plan(self, ctx: PlanContext) -> Plan:
+        from dpframe import analyses
+
+        n, bounds = ctx.n, ctx.all_bounds
+        if ctx.grouped:
+            raise ParameterError(f"{self.kind} is not available per group; run it ungrouped")
+        if n < 2:
+            raise UnsupportedInputError(f"{self.kind} needs at least 2 rows")
+        cols = self.columns
+        p = len(cols)
+        m_total = p * (p + 1) // 2
+        weight = 1.0 / m_total
+        fps = {c: FixedPoint.choose(bounds[c][0], bounds[c][1], _center(*bounds[c]), n, True)
+               for c in cols}
+        widths = {c: _width(bounds[c]) for c in cols}
+        sums = {c: Agg("sum", c, fps[c]) for c in cols}
+        measurements: list[Measurement] = []
+        for c in cols:
+            vmax = widths[c] ** 2 / 4 * Fraction(n, n - 1)
+            up = round_up(vmax)
+            sens = _interval_sensitivity(widths[c] ** 2 / n + Fraction(FP_SLACK) * vmax, 0.0, up)
+            sq = Agg("sum_sq", c, fps[c])
+            measurements.append(Measurement(
+                f"variance[{c}]", _covariance_statistic(sums[c], sums[c], sq, n), sens, 0.0, up,
+                weight, (sums[c], sq)))
+        for j in range(p):
+            for k in range(j + 1, p):
+                a, b = cols[j], cols[k]
+                prod = Agg("sum_prod", a, fps[a], b, fps[b])
+                base = widths[a] * widths[b] / n
+
+                def domain(v: Mapping[str, np.ndarray], a: str = a, b: str = b
+                           ) -> tuple[float, float]:
+                    c = math.sqrt(max(float(v[f"variance[{a}]"][0]), 0.0)
+                                  * max(float(v[f"variance[{b}]"][0]), 0.0))
+                    return -c, c
+
+                def sens_after(lo: float, hi: float, base: Fraction = base) -> float:
+                    return _interval_sensitivity(base + Fraction(FP_SLACK) * Fraction(hi), lo, hi)
+
+                measurements.append(Measurement(
+                    f"covariance[{a},{b}]", _covariance_statistic(sums[a], sums[b], prod, n),
+                    float(base), -math.inf, math.inf, weight, (sums[a], sums[b], prod),
+                    domain_after=domain, sensitivity_after=sens_after))
+        kind = self.kind
+
+        def fin(v: dict[str, np.ndarray]) -> np.ndarray:
+            mat = np.zeros((p, p))
+            for j in range(p):
+                mat[j, j] = float(v[f"variance[{cols[j]}]"][0])
+                for k in range(j + 1, p):
+                    mat[j, k] = mat[k, j] = float(v[f"covariance[{cols[j]},{cols[k]}]"][0])
+            cov = analyses.nearest_psd(mat, diagonal=np.diag(mat))
+            return cov if kind == "cov" else analyses.correlation_from_covariance(cov)
+
+        return Plan(kind, None, tuple(measurements), fin,
+                    "Liu §4.1 element-wise: variances, then covariances on ±√(S*jj S*kk); "
+                    "nearest PSD (Higham) post-processing", public_size=True,
+                    columns=tuple(cols))
+
+
+def _covariance_statistic(sum_a: Agg, sum_b: Agg, prod: Agg, n: int) -> Statistic:
+    """Exact ddof=1 (co)variance from integer sums, correctly rounded once."""
+    assert sum_a.fp is not None and sum_b.fp is not None
+    qq = Fraction(sum_a.fp.q) * Fraction(sum_b.fp.q)
+
+    def stat(a: Mapping[Agg, np.ndarray]) -> np.ndarray:
+        s_a, s_b, p_ab = int(a[sum_a][0]), int(a[sum_b][0]), int(a[prod][0])
+        return np.array([float(qq * (n * p_ab - s_a * s_b) / (n * (n - 1)))])
+
+    return stat
 
 
 # -- builders (``dpf.count()``, ``dpf.mean("age")``, ...) -----------------------------------

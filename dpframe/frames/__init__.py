@@ -1,10 +1,9 @@
-"""pandas accessor and Polars namespaces (``.dp``), sessions and ``protect``."""
+"""pandas accessor and Polars namespaces (``.dp``)."""
 
 from __future__ import annotations
 
 from dpframe.frames import pandas as _pandas  # noqa: F401 - registers DataFrame.dp
 from dpframe.frames import polars as _polars  # noqa: F401 - registers DataFrame/LazyFrame.dp
-from dpframe.frames.context import Session, current_session, protect
 from dpframe.frames.namespace import DPGroupBy, DPNamespace
 
-__all__ = ["DPGroupBy", "DPNamespace", "Session", "current_session", "protect"]
+__all__ = ["DPGroupBy", "DPNamespace"]

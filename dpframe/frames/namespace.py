@@ -1,171 +1,448 @@
-"""The ``.dp`` namespace shared by pandas and Polars: a thin layer over
-:func:`dpframe.frames.release.run_queries`.
-
-New statistics (issue 7: proportions, cov/corr, describe) add a :class:`~dpframe.queries.Query`
-subclass in :mod:`dpframe.queries` and a short method here; nothing else changes.
+"""The ``.dp`` namespace shared by pandas and Polars: queries, verified derivations, budget and
+log. A thin layer: every release goes through :func:`dpframe.release.run`, every derivation
+through :mod:`dpframe.derivations` and :mod:`dpframe.provenance`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dpframe import derivations, provenance, release
 from dpframe import queries as q_
 from dpframe.accounting import Budget
-from dpframe.errors import PrivateSizeError
+from dpframe.backends import backend_of
+from dpframe.errors import DerivationError, ParameterError, PrivateSizeError
 from dpframe.frames import results
-from dpframe.frames.context import Session, backend_of, resolve
-from dpframe.frames.release import Outcome, run_queries
-from dpframe.integrity import attach_release_log as _remember_release_log
-from dpframe.integrity import release_log_of as _release_log
+from dpframe.integrity import attach_release_log, release_log_of
+from dpframe.provenance import Missing, Session
 
 __all__ = ["DPGroupBy", "DPNamespace"]
 
+_COMMON = """
+    epsilon : float
+        The privacy budget this release spends (> 0).
+    delta : float, default 0.0
+        Its δ (only ``mechanism="bounded"`` uses one).
+    mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+        How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+    random_state : None, int or numpy.random.Generator, default None
+        None draws from the operating system's secure source; a seed is for tests and
+        simulations only and is recorded in the log.
+    session : dpf.Session or str, optional
+        Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+"""
+
+
+def _doc(text: str) -> str:
+    return text.replace("{common}", _COMMON.strip("\n"))
+
 
 class DPNamespace:
-    """``frame.dp``: differentially private queries on a protected frame and its derivatives.
+    """``frame.dp``: differentially private queries on a protected frame and its verified
+    derivations.
 
-    Every query takes ``epsilon=``, ``delta=0.0``, ``mechanism="bounded"`` (or
-    ``"truncated"``, ``"laplace"``), ``nulls="raise"`` (or ``"drop"``), ``random_state=None``
-    (secure randomness; an int or ``numpy.random.Generator`` for tests and simulations only)
-    and ``session=None`` (a :class:`dpframe.Session` or its name; needed for derived Polars
-    frames outside a ``with session:`` block).
+    Queries return a float (one statistic), or a frame of the caller's library (``release``,
+    group-bys, ``cov``/``corr``, ``describe``, ``proportions``) whose log travels with it.
+    Derivations (``filter``, ``with_columns``, ``select``, ``drop``, ``rename``) return a new
+    frame of the same library that draws from the same budget.
     """
 
     def __init__(self, frame: Any) -> None:
         self._frame = frame
 
-    # -- single statistics -> float -------------------------------------------------------
-    def _scalar(self, query: q_.Query, name: str, **kw: Any) -> float:
-        out = run_queries(self._frame, {name: query}, **kw)
+    # -- single statistics -> float ---------------------------------------------------------
+    def _scalar(self, query: q_.Query, name: str, epsilon: float, delta: float, mechanism: str,
+                random_state: Any, session: Session | str | None) -> float:
+        out = release.run(self._frame, {name: query}, epsilon=epsilon, delta=delta,
+                          mechanism=mechanism, random_state=random_state, session=session)
         return float(out.values[name][0])
 
-    def count(self, *, epsilon: float, **kw: Any) -> float:
-        """Noisy number of rows (Δ = 1)."""
-        return self._scalar(q_.count(), "count", epsilon=epsilon, **kw)
+    def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+              random_state: Any = None, session: Session | str | None = None) -> float:
+        return self._scalar(q_.count(), "count", epsilon, delta, mechanism, random_state,
+                            session)
 
-    def sum(self, column: str, *, epsilon: float, **kw: Any) -> float:
-        """Noisy sum of a bounded column."""
-        return self._scalar(q_.sum(column), "sum", epsilon=epsilon, **kw)
+    count.__doc__ = _doc("""Noisy number of rows (Δ = 1, domain [0, n]).
 
-    def mean(self, column: str, *, epsilon: float, **kw: Any) -> float:
-        """Noisy mean of a bounded column, in ``[lower, upper]``."""
-        return self._scalar(q_.mean(column), "mean", epsilon=epsilon, **kw)
+    Parameters
+    ----------
+    {common}
 
-    def variance(self, column: str, *, epsilon: float, **kw: Any) -> float:
-        """Noisy sample variance (ddof=1) of a bounded column."""
-        return self._scalar(q_.variance(column), "variance", epsilon=epsilon, **kw)
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import pandas as pd, dpframe as dpf
+    >>> pf = dpf.protect(pd.DataFrame({"x": [1.0, 2.0]}), epsilon=1, bounds={"x": (0, 5)})
+    >>> 0 <= pf.dp.count(epsilon=0.5) <= 2
+    True
+    """)
+
+    def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
+            mechanism: str = "bounded", random_state: Any = None,
+            session: Session | str | None = None) -> float:
+        return self._scalar(q_.sum(column), "sum", epsilon, delta, mechanism, random_state,
+                            session)
+
+    sum.__doc__ = _doc("""Noisy sum of a bounded column (values clamped to its bounds).
+
+    Parameters
+    ----------
+    column : str
+        A column with declared bounds.
+    {common}
+
+    Returns
+    -------
+    float
+    """)
+
+    def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
+             mechanism: str = "bounded", random_state: Any = None,
+             session: Session | str | None = None) -> float:
+        return self._scalar(q_.mean(column), "mean", epsilon, delta, mechanism, random_state,
+                            session)
+
+    mean.__doc__ = _doc("""Noisy mean of a bounded column, inside its bounds.
+
+    Parameters
+    ----------
+    column : str
+        A column with declared bounds.
+    {common}
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import pandas as pd, dpframe as dpf
+    >>> pf = dpf.protect(pd.DataFrame({"age": [30, 40, 50]}), epsilon=1,
+    ...                  bounds={"age": (0, 120)})
+    >>> 0 <= pf.dp.mean("age", epsilon=0.5) <= 120
+    True
+    """)
+
+    def variance(self, column: str, *, epsilon: float, delta: float = 0.0,
+                 mechanism: str = "bounded", random_state: Any = None,
+                 session: Session | str | None = None) -> float:
+        return self._scalar(q_.variance(column), "variance", epsilon, delta, mechanism,
+                            random_state, session)
+
+    variance.__doc__ = _doc("""Noisy sample variance (ddof=1) of a bounded column.
+
+    Parameters
+    ----------
+    column : str
+        A column with declared bounds.
+    {common}
+
+    Returns
+    -------
+    float
+    """)
 
     var = variance
 
-    def std(self, column: str, *, epsilon: float, **kw: Any) -> float:
-        """Noisy sample standard deviation (ddof=1): sqrt of the noisy variance."""
-        return self._scalar(q_.std(column), "std", epsilon=epsilon, **kw)
+    def std(self, column: str, *, epsilon: float, delta: float = 0.0,
+            mechanism: str = "bounded", random_state: Any = None,
+            session: Session | str | None = None) -> float:
+        return self._scalar(q_.std(column), "std", epsilon, delta, mechanism, random_state,
+                            session)
 
-    # -- batch ---------------------------------------------------------------------------
-    def release(
-        self, queries: Mapping[str, q_.Query], *, epsilon: float, weights: Any = None, **kw: Any
-    ) -> Any:
-        """Several statistics in one release; ε (and δ) split evenly or by ``weights``.
+    std.__doc__ = _doc("""Noisy sample standard deviation (ddof=1): √ of the noisy variance.
 
-        Returns a one-row frame of the caller's library whose log travels with it (pandas:
-        ``attrs``, written by ``to_parquet``; Polars: ``table.dp.write_parquet(path)``).
-        """
-        out = run_queries(self._frame, queries, epsilon=epsilon, weights=weights, **kw)
-        return self._table(out)
+    Parameters
+    ----------
+    column : str
+        A column with declared bounds.
+    {common}
 
-    # -- analyses (issue 7; the logic lives in dpframe.frame_analyses) ---------------------
+    Returns
+    -------
+    float
+    """)
+
+    # -- batch and analyses -----------------------------------------------------------------
+    def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
+                weights: Mapping[str, float] | Sequence[float] | None = None,
+                mechanism: str = "bounded", random_state: Any = None,
+                session: Session | str | None = None) -> Any:
+        out = release.run(self._frame, queries, epsilon=epsilon, delta=delta, weights=weights,
+                          mechanism=mechanism, random_state=random_state, session=session)
+        return _table(out, results.to_frame(out))
+
+    release.__doc__ = _doc("""Several statistics in one release (one pass over the data).
+
+    Parameters
+    ----------
+    queries : dict of str to query
+        Names to queries built with ``dpf.count()``, ``dpf.mean(col)``, ...
+    {common}
+    weights : dict or list of float, optional
+        Relative shares of ε (and δ); even by default.
+
+    Returns
+    -------
+    A one-row frame of the caller's library; its log travels with it (pandas ``to_parquet``,
+    Polars ``table.dp.write_parquet``).
+    """)
+
     def proportions(self, column: str, *, epsilon: float, keys: Sequence[Any] | None = None,
-                    method: str = "rescale", **kw: Any) -> Any:
-        """Proportions of a categorical column's public keys, Σ = 1, each in [0, 1] (Liu §4.2);
-        ``method="rescale"`` or ``"all_but_one"``."""
-        from dpframe import frame_analyses
+                    method: str = "rescale", remainder: Any = None, delta: float = 0.0,
+                    mechanism: str = "bounded", random_state: Any = None,
+                    session: Session | str | None = None) -> Any:
+        pos = -1
+        if method == "all_but_one" and remainder is not None:
+            facts = provenance.resolve(self._frame, session)
+            declared = list(keys) if keys is not None else facts.keys.get(column)
+            if declared is None or remainder not in declared:
+                raise ParameterError(
+                    f"remainder={remainder!r} is not one of the keys {declared!r}")
+            pos = declared.index(remainder)
+        query = q_.Proportions(method, pos)
+        return self.groupby(column, keys=keys).release(
+            {"proportion": query}, epsilon=epsilon, delta=delta, mechanism=mechanism,
+            random_state=random_state, session=session)
 
-        return frame_analyses.proportions(self, column, epsilon=epsilon, keys=keys,
-                                          method=method, **kw)
+    proportions.__doc__ = _doc("""Proportions of a categorical column's public keys (Liu §4.2):
+    each in [0, 1], summing to 1.
 
-    def cov(self, columns: Sequence[str], *, epsilon: float, **kw: Any) -> Any:
-        """PSD covariance matrix (ddof=1) of bounded columns, labelled (Liu §4.1)."""
-        from dpframe import frame_analyses
+    Parameters
+    ----------
+    column : str
+        The categorical column.
+    {common}
+    keys : list, optional
+        Public keys (default: those declared at protect time).
+    method : {"rescale", "all_but_one"}
+        Normalise the noisy proportions, or release all but one and set it to 1 − Σ others
+        (needs the public size).
+    remainder : optional
+        The key computed as the remainder (``all_but_one``; default the last).
+    """)
 
-        return frame_analyses.covariance(self, columns, epsilon=epsilon, kind="cov", **kw)
+    def cov(self, columns: Sequence[str], *, epsilon: float, delta: float = 0.0,
+            mechanism: str = "bounded", random_state: Any = None,
+            session: Session | str | None = None) -> Any:
+        return self._matrix("cov", columns, epsilon, delta, mechanism, random_state, session)
 
-    def corr(self, columns: Sequence[str], *, epsilon: float, **kw: Any) -> Any:
-        """Correlation matrix in [−1, 1] from the released covariance (Liu §4.1)."""
-        from dpframe import frame_analyses
+    cov.__doc__ = _doc("""Covariance matrix (ddof=1) of bounded columns, positive semi-definite
+    (Liu §4.1). Needs the public size.
 
-        return frame_analyses.covariance(self, columns, epsilon=epsilon, kind="corr", **kw)
+    Parameters
+    ----------
+    columns : list of str
+        Two or more bounded columns.
+    {common}
+    """)
+
+    def corr(self, columns: Sequence[str], *, epsilon: float, delta: float = 0.0,
+             mechanism: str = "bounded", random_state: Any = None,
+             session: Session | str | None = None) -> Any:
+        return self._matrix("corr", columns, epsilon, delta, mechanism, random_state, session)
+
+    corr.__doc__ = _doc("""Correlation matrix in [−1, 1] from the released covariance (Liu
+    §4.1).
+
+    Parameters
+    ----------
+    columns : list of str
+        Two or more bounded columns.
+    {common}
+    """)
+
+    def _matrix(self, kind: str, columns: Sequence[str], epsilon: float, delta: float,
+                mechanism: str, random_state: Any, session: Session | str | None) -> Any:
+        query = q_.Covariance(columns, kind)
+        out = release.run(self._frame, {kind: query}, epsilon=epsilon, delta=delta,
+                          mechanism=mechanism, random_state=random_state, session=session)
+        return _table(out, results.matrix_frame(out.values[kind], query.columns, out.backend))
 
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
-                 **kw: Any) -> Any:
-        """count, mean, std and declared bounds of bounded columns, ε split evenly."""
-        from dpframe import frame_analyses
+                 delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
+                 session: Session | str | None = None) -> Any:
+        facts = provenance.resolve(self._frame, session)
+        cols = list(facts.bounds) if columns is None else (
+            [columns] if isinstance(columns, str) else list(columns))
+        if not cols:
+            raise ParameterError("describe needs at least one column with declared bounds")
+        queries: dict[str, q_.Query] = {"count": q_.count()}
+        for col in cols:
+            queries[f"mean[{col}]"] = q_.mean(col)
+            queries[f"std[{col}]"] = q_.std(col)
+        out = release.run(self._frame, queries, epsilon=epsilon, delta=delta,
+                          mechanism=mechanism, random_state=random_state, session=session)
+        return _table(out, results.describe_frame(out, cols, facts.bounds))
 
-        return frame_analyses.describe(self, epsilon=epsilon, columns=columns, **kw)
+    describe.__doc__ = _doc("""count, mean, std and declared bounds of bounded columns, in one
+    release (ε split evenly over count and the 2 statistics per column).
+
+    Parameters
+    ----------
+    {common}
+    columns : list of str, optional
+        Bounded columns to describe (default: all of them).
+    """)
 
     def groupby(self, column: str, *, keys: Sequence[Any] | None = None) -> DPGroupBy:
-        """Group by a column with public ``keys`` (or the keys declared at protect time)."""
+        """Group by a column with public ``keys`` (or the keys declared at protect time).
+
+        One row per declared key (empty groups too); undeclared keys never appear; the whole
+        group-by costs ε once (parallel composition, ε/2 per group)."""
         return DPGroupBy(self, column, keys)
 
     group_by = groupby
 
-    # -- budget and log ------------------------------------------------------------------
+    # -- verified derivations ---------------------------------------------------------------
+    def filter(self, *predicates: Any) -> Any:
+        """Keep the rows where every predicate holds (row-wise predicates only).
+
+        Parameters
+        ----------
+        *predicates
+            narwhals expressions (``nw.col("age") >= 65``, any backend) or, on Polars frames,
+            Polars expressions. Verified from their structure before any data is read;
+            aggregates, windows, shifts, ranks and the like are refused.
+
+        Returns
+        -------
+        A frame of the same library with a *private* size, drawing from the same budget.
+
+        Examples
+        --------
+        >>> import narwhals as nw, pandas as pd, dpframe as dpf
+        >>> pf = dpf.protect(pd.DataFrame({"age": [30, 70]}), epsilon=1,
+        ...                  bounds={"age": (0, 120)})
+        >>> older = pf.dp.filter(nw.col("age") >= 65)
+        >>> older.dp.is_size_public
+        False
+        """
+        return self._derive("filter", predicates, None, None)
+
+    def with_columns(self, *exprs: Any,
+                     bounds: Mapping[str, tuple[float, float]] | None = None,
+                     missing: Missing | Mapping[str, Missing] | None = None) -> Any:
+        """Add or replace columns computed row-wise.
+
+        Parameters
+        ----------
+        *exprs
+            Named (``.alias``) narwhals expressions, or Polars expressions on Polars frames.
+        bounds : dict, optional
+            Public bounds of new or replaced columns that will be aggregated. A replaced
+            column loses its old bounds; a column copied or cast keeps them.
+        missing : "drop", number or dict, optional
+            Missing-value policy of the newly bounded columns (default ``"drop"``).
+
+        Returns
+        -------
+        A frame of the same library; its size stays public if this frame's was.
+        """
+        return self._derive("with_columns", exprs, bounds, missing)
+
+    def select(self, *columns: str) -> Any:
+        """Keep only these columns (by name)."""
+        return self._rows_kept("select", _names(columns), None)
+
+    def drop(self, *columns: str) -> Any:
+        """Drop these columns (by name)."""
+        return self._rows_kept("drop", _names(columns), None)
+
+    def rename(self, mapping: Mapping[str, str]) -> Any:
+        """Rename columns; bounds, missing-value policies and keys follow the names."""
+        if not isinstance(mapping, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+            raise ParameterError("rename takes a dict old name -> new name (strings)")
+        return self._rows_kept("rename", list(mapping), dict(mapping))
+
+    def _rows_kept(self, verb: str, names: list[str], mapping: dict[str, str] | None) -> Any:
+        import narwhals as nw
+
+        facts = provenance.resolve(self._frame)
+        schema = list(facts.dataset.backend.schema(self._frame))
+        unknown = [c for c in names if c not in schema]
+        if unknown:
+            raise ParameterError(f"dp.{verb}: unknown columns {unknown}; available: {schema}")
+        if verb == "select":
+            outputs = {c: c for c in names}
+        elif verb == "drop":
+            outputs = {c: c for c in schema if c not in names}
+        else:
+            assert mapping is not None
+            outputs = {mapping.get(c, c): c for c in schema}
+            if len(outputs) != len(schema):
+                raise ParameterError(f"dp.rename: the new names collide: {mapping}")
+        exprs = [nw.col(src).alias(dst) for dst, src in outputs.items()]
+        steps = [derivations.Step("select", dict(outputs))]
+        native = _run_narwhals(self._frame, "select", exprs)
+        return provenance.derive(facts.after(steps), native)
+
+    def _derive(self, verb: str, exprs: Sequence[Any],
+                bounds: Mapping[str, tuple[float, float]] | None,
+                missing: Missing | Mapping[str, Missing] | None) -> Any:
+        facts = provenance.resolve(self._frame)
+        backend = facts.dataset.backend
+        steps = derivations.verify_expressions(backend.polars_schema(self._frame), exprs, verb)
+        new = facts.after(steps)
+        if bounds is not None or missing is not None:
+            new = _declare(new, steps, bounds or {}, missing)
+        native = _run_native(self._frame, verb, exprs)
+        return provenance.derive(new, native)
+
+    # -- budget and log -----------------------------------------------------------------------
     @property
     def session(self) -> Session:
-        return resolve(self._frame)[0].session
-
-    def _dataset(self, session: Session | str | None = None) -> Any:
-        return resolve(self._frame, session)[0]
+        """The session (ledger handle) of the data set this frame's rows come from."""
+        return provenance.resolve(self._frame).dataset.session
 
     @property
     def budget(self) -> Budget:
-        """Spent and remaining ε and δ of the dataset this frame draws from."""
-        return self._dataset().ledger.budget
-
-    def budget_in(self, session: Session | str) -> Budget:
-        return self._dataset(session).ledger.budget
+        """Spent and remaining ε and δ of the data set this frame draws from."""
+        return provenance.resolve(self._frame).dataset.ledger.budget
 
     @property
     def log(self) -> Any:
-        """The accounting log, one row per noisy measurement, as a frame of this library."""
-        return self.log_in(None)
-
-    def log_in(self, session: Session | str | None) -> Any:
-        frame_log = _release_log(self._frame)
-        doc = frame_log if frame_log is not None else self._dataset(session).ledger.document
+        """The accounting log, one row per noisy measurement, as a frame of this library (for
+        a release table: the log it carries)."""
+        doc = release_log_of(self._frame)
+        if doc is None:
+            doc = provenance.resolve(self._frame).dataset.ledger.snapshot_document()
         return results.log_frame(doc, backend_of(self._frame))
 
     @property
     def size(self) -> int:
-        """The public row count of the protected frame; :class:`~dpframe.PrivateSizeError` on
-        any derived frame (its size is private: release it with ``frame.dp.count(...)``)."""
-        dataset, is_root = resolve(self._frame)
-        if not is_root:
+        """The public row count; :class:`~dpframe.PrivateSizeError` on a frame whose size is
+        private (after a filter: release a noisy one with ``frame.dp.count(...)``)."""
+        facts = provenance.resolve(self._frame)
+        if not facts.size_public:
             raise PrivateSizeError(
-                "this frame was derived from the protected one (filter, join, head, copy, ...), "
-                "so its size is private; release a noisy one with frame.dp.count(epsilon=...)"
+                "this frame was filtered from the protected one, so its size is private; "
+                "release a noisy one with frame.dp.count(epsilon=...)"
             )
-        return dataset.n
+        return facts.dataset.n
 
     @property
     def is_size_public(self) -> bool:
-        """True only for the frame returned by :func:`dpframe.protect` itself."""
-        return resolve(self._frame)[1]
+        """True when the frame has exactly the protected frame's rows (no filter)."""
+        return provenance.resolve(self._frame).size_public
 
-    def write_parquet(self, path: Any, *, session: Session | str | None = None) -> None:
-        """Write the frame to Parquet with the accounting log in the key-value metadata."""
+    def write_parquet(self, path: str | os.PathLike[str]) -> None:
+        """Write a release table to Parquet with its log in the key-value metadata."""
         from dpframe import io
 
-        doc = _release_log(self._frame)
+        doc = release_log_of(self._frame)
         if doc is None:
-            doc = self._dataset(session).ledger.snapshot_document()
+            raise ParameterError(
+                "only release tables (what .dp.release / groupby / describe / cov return) are "
+                "written with a log; this frame is not one"
+            )
         io.write_parquet(self._frame, path, doc)
-
-    # -- helpers -------------------------------------------------------------------------
-    def _table(self, out: Outcome) -> Any:
-        table = results.to_frame(out, backend_of(self._frame))
-        _remember_release_log(table, out.document)
-        return table
 
 
 class DPGroupBy:
@@ -177,28 +454,111 @@ class DPGroupBy:
         self._column = column
         self._keys = keys
 
-    def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, weights: Any = None,
-                **kw: Any) -> Any:
-        out = run_queries(self._ns._frame, queries, epsilon=epsilon, weights=weights,
-                          group_by=self._column, keys=self._keys, **kw)
-        return self._ns._table(out)
+    def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
+                weights: Mapping[str, float] | Sequence[float] | None = None,
+                mechanism: str = "bounded", random_state: Any = None,
+                session: Session | str | None = None) -> Any:
+        """Several statistics per group in one release; see :meth:`DPNamespace.release`."""
+        out = release.run(self._ns._frame, queries, epsilon=epsilon, delta=delta,
+                          weights=weights, mechanism=mechanism, random_state=random_state,
+                          group_by=self._column, keys=self._keys, session=session)
+        return _table(out, results.to_frame(out))
 
-    def _one(self, query: q_.Query, name: str, epsilon: float, **kw: Any) -> Any:
-        return self.release({name: query}, epsilon=epsilon, **kw)
+    def _one(self, query: q_.Query, name: str, epsilon: float, delta: float, mechanism: str,
+             random_state: Any, session: Session | str | None) -> Any:
+        return self.release({name: query}, epsilon=epsilon, delta=delta, mechanism=mechanism,
+                            random_state=random_state, session=session)
 
-    def count(self, *, epsilon: float, **kw: Any) -> Any:
-        return self._one(q_.count(), "count", epsilon, **kw)
+    def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+              random_state: Any = None, session: Session | str | None = None) -> Any:
+        """Noisy row count per group."""
+        return self._one(q_.count(), "count", epsilon, delta, mechanism, random_state, session)
 
-    def sum(self, column: str, *, epsilon: float, **kw: Any) -> Any:
-        return self._one(q_.sum(column), "sum", epsilon, **kw)
+    def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
+            mechanism: str = "bounded", random_state: Any = None,
+            session: Session | str | None = None) -> Any:
+        """Noisy sum per group."""
+        return self._one(q_.sum(column), "sum", epsilon, delta, mechanism, random_state,
+                         session)
 
-    def mean(self, column: str, *, epsilon: float, **kw: Any) -> Any:
-        return self._one(q_.mean(column), "mean", epsilon, **kw)
+    def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
+             mechanism: str = "bounded", random_state: Any = None,
+             session: Session | str | None = None) -> Any:
+        """Noisy mean per group."""
+        return self._one(q_.mean(column), "mean", epsilon, delta, mechanism, random_state,
+                         session)
 
-    def variance(self, column: str, *, epsilon: float, **kw: Any) -> Any:
-        return self._one(q_.variance(column), "variance", epsilon, **kw)
+    def variance(self, column: str, *, epsilon: float, delta: float = 0.0,
+                 mechanism: str = "bounded", random_state: Any = None,
+                 session: Session | str | None = None) -> Any:
+        """Noisy sample variance per group."""
+        return self._one(q_.variance(column), "variance", epsilon, delta, mechanism,
+                         random_state, session)
 
     var = variance
 
-    def std(self, column: str, *, epsilon: float, **kw: Any) -> Any:
-        return self._one(q_.std(column), "std", epsilon, **kw)
+    def std(self, column: str, *, epsilon: float, delta: float = 0.0,
+            mechanism: str = "bounded", random_state: Any = None,
+            session: Session | str | None = None) -> Any:
+        """Noisy sample standard deviation per group."""
+        return self._one(q_.std(column), "std", epsilon, delta, mechanism, random_state,
+                         session)
+
+
+def _table(out: release.Outcome, table: Any) -> Any:
+    attach_release_log(table, out.document)
+    return table
+
+
+def _names(columns: Sequence[str]) -> list[str]:
+    if not columns or not all(isinstance(c, str) for c in columns):
+        raise ParameterError("pass column names as strings, e.g. frame.dp.select('age', 'sex')")
+    return list(columns)
+
+
+def _declare(facts: provenance.FrameFacts, steps: Sequence[derivations.Step],
+             bounds: Mapping[str, tuple[float, float]],
+             missing: Missing | Mapping[str, Missing] | None) -> provenance.FrameFacts:
+    """Add declared bounds (and missing policies) for columns the derivation produced."""
+    from dataclasses import replace
+
+    produced = {name for s in steps for name in s.outputs}
+    clean = provenance.validate_bounds(bounds)
+    unknown = [c for c in clean if c not in produced]
+    if unknown:
+        raise ParameterError(
+            f"bounds= names columns this with_columns does not produce: {unknown}; bounds of "
+            "existing columns are declared at dpf.protect"
+        )
+    policies = provenance.validate_missing(provenance.DROP if missing is None else missing,
+                                           clean)
+    return replace(facts, bounds={**facts.bounds, **clean},
+                   missing={**facts.missing, **policies})
+
+
+def _narwhals_module(exprs: Sequence[Any]) -> Any:
+    import narwhals as nw
+    import narwhals.stable.v1 as nw1
+    import narwhals.stable.v2 as nw2
+
+    for mod in (nw2, nw1):
+        if exprs and all(isinstance(e, mod.Expr) for e in exprs):
+            return mod
+    return nw
+
+
+def _run_narwhals(frame: Any, verb: str, exprs: Sequence[Any]) -> Any:
+    mod = _narwhals_module(exprs)
+    return getattr(mod.from_native(frame), verb)(*exprs).to_native()
+
+
+def _run_native(frame: Any, verb: str, exprs: Sequence[Any]) -> Any:
+    """Apply a verified derivation in the frame's own engine."""
+    import polars as pl
+
+    if all(isinstance(e, pl.Expr) for e in exprs):
+        if backend_of(frame).family != "polars":
+            raise DerivationError("Polars expressions apply to Polars frames; use narwhals "
+                                  "expressions (import narwhals as nw) for pandas")
+        return getattr(frame, verb)(*exprs)
+    return _run_narwhals(frame, verb, exprs)

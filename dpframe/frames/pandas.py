@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pandas as pd
 
 from dpframe.frames.namespace import DPNamespace
+from dpframe.frames.registration import register
 
 __all__ = ["PandasDP"]
 
@@ -15,6 +14,4 @@ class PandasDP(DPNamespace):
     """``pandas.DataFrame.dp`` — see :class:`dpframe.frames.namespace.DPNamespace`."""
 
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", UserWarning)  # re-registration on reload
-    pd.api.extensions.register_dataframe_accessor("dp")(PandasDP)
+register(pd.DataFrame, "dp", PandasDP, pd.api.extensions.register_dataframe_accessor)

@@ -3,11 +3,10 @@ library owns that name)."""
 
 from __future__ import annotations
 
-import warnings
-
 import polars as pl
 
 from dpframe.frames.namespace import DPNamespace
+from dpframe.frames.registration import register
 
 __all__ = ["PolarsDP", "PolarsLazyDP"]
 
@@ -21,7 +20,5 @@ class PolarsLazyDP(DPNamespace):
     collected."""
 
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", UserWarning)
-    pl.api.register_dataframe_namespace("dp")(PolarsDP)
-    pl.api.register_lazyframe_namespace("dp")(PolarsLazyDP)
+register(pl.DataFrame, "dp", PolarsDP, pl.api.register_dataframe_namespace)
+register(pl.LazyFrame, "dp", PolarsLazyDP, pl.api.register_lazyframe_namespace)

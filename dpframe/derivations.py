@@ -1,0 +1,348 @@
+"""Structural verification of derived frames: is every output row a function of one input row,
+and is no input row used twice?
+
+dpframe answers a query on a derived frame only when it has verified this from the
+derivation's *structure* (DESIGN §2, "verified derivations"); nothing here reads data.
+
+How the structure is read
+-------------------------
+* **Polars LazyFrames** keep their logical plan. Polars exposes it to Python through the same
+  node visitor its GPU engine uses (``LazyFrame._ldf.visit()``); we read it *unoptimised*, so
+  it is the plan the user wrote. Each plan node and each expression node is checked against an
+  allow-list (:data:`ROW_WISE_FUNCTIONS`); anything not on the list is refused, so a new
+  Polars feature is refused until it is reviewed.
+* **Expressions for pandas and eager Polars** (``frame.dp.filter(expr)``,
+  ``frame.dp.with_columns(...)``): the expression — a narwhals expression, or a Polars one on
+  Polars frames — is first applied to an *empty* Polars ``LazyFrame`` with the frame's schema
+  and the resulting plan is checked as above. Narwhals compiles one expression to the same
+  structure on every backend, so the check carries over; the empty frame holds no data.
+
+Accepted plan nodes: ``Filter`` (row-wise predicate), ``HStack`` (``with_columns``) and
+``Select`` (``select``, ``rename``, ``drop``, ``cast``) with row-wise expressions, and
+``SimpleProjection``. Refused: everything else — joins, unions (concat), group-by, distinct,
+sort, slice (head/tail/sample), explode/unpivot/row index (``MapFunction``), caches, python
+functions. Accepted expression nodes: columns, scalar literals, arithmetic and comparison
+operators, casts, when/then/otherwise, and the element-wise functions listed below. Refused:
+aggregations, windows (``over``), sort/gather/filter/slice inside expressions, ``len``, Series
+literals (rows from outside the data), cumulative, shifting, ranking, filling strategies,
+uniqueness tests, sampling, and any function not on the list.
+
+The protected root of a LazyFrame is found by provenance, not by the session: every LazyFrame
+that :func:`dpframe.protect` or a ``.dp`` derivation returns ends in a *marker* — a filter
+``lit("dpframe:<id>") == lit("dpframe:<id>")``, always true, removed by Polars' optimiser — and
+the verifier walks down the plan to the nearest marker, checking every node above it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpframe.errors import DerivationError, NoLedgerError
+
+__all__ = [
+    "MARKER_PREFIX",
+    "ROW_WISE_FUNCTIONS",
+    "Step",
+    "add_marker",
+    "new_marker",
+    "plan_markers",
+    "plan_sources",
+    "verify_expressions",
+    "walk_lazy_plan",
+]
+
+MARKER_PREFIX = "dpframe:"
+
+#: Element-wise functions as they appear in Polars' plan (``Function`` nodes): the plain names
+#: and the namespaced enum members. Each maps one row's values to one value of that row.
+ROW_WISE_FUNCTIONS = frozenset({
+    # numeric
+    "abs", "negate", "clip", "round", "round_sig_figs", "floor", "ceil", "sqrt", "cbrt", "exp",
+    "log", "log1p", "pow", "sign", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
+    "sinh", "cosh", "tanh", "degrees", "radians",
+    # missing values with a given (row-wise) value, mappings with literal tables
+    "fill_null", "replace", "replace_strict", "coalesce",
+    # horizontal (across the columns of one row)
+    "max_horizontal", "min_horizontal", "sum_horizontal", "mean_horizontal",
+    "BooleanFunction.AllHorizontal", "BooleanFunction.AnyHorizontal",
+    # predicates
+    "BooleanFunction.IsNull", "BooleanFunction.IsNotNull", "BooleanFunction.IsNan",
+    "BooleanFunction.IsNotNan", "BooleanFunction.IsFinite", "BooleanFunction.IsInfinite",
+    "BooleanFunction.Not", "BooleanFunction.IsBetween", "BooleanFunction.IsIn",
+    # strings
+    "StringFunction.Uppercase", "StringFunction.Lowercase", "StringFunction.Titlecase",
+    "StringFunction.Contains", "StringFunction.StartsWith", "StringFunction.EndsWith",
+    "StringFunction.LenChars", "StringFunction.LenBytes", "StringFunction.Slice",
+    "StringFunction.Head", "StringFunction.Tail", "StringFunction.StripChars",
+    "StringFunction.StripCharsStart", "StringFunction.StripCharsEnd",
+    "StringFunction.StripPrefix", "StringFunction.StripSuffix", "StringFunction.ToInteger",
+    "StringFunction.ToDecimal", "StringFunction.Replace", "StringFunction.ConcatHorizontal",
+    "StringFunction.Strptime", "StringFunction.ZFill", "StringFunction.PadStart",
+    "StringFunction.PadEnd", "StringFunction.Reverse", "StringFunction.CountMatches",
+    "StringFunction.Find",
+    # dates and times
+    "TemporalFunction.Year", "TemporalFunction.Month", "TemporalFunction.Day",
+    "TemporalFunction.Hour", "TemporalFunction.Minute", "TemporalFunction.Second",
+    "TemporalFunction.Millisecond", "TemporalFunction.Microsecond",
+    "TemporalFunction.Nanosecond", "TemporalFunction.Weekday", "TemporalFunction.Week",
+    "TemporalFunction.Quarter", "TemporalFunction.OrdinalDay", "TemporalFunction.IsoYear",
+    "TemporalFunction.Truncate", "TemporalFunction.Round", "TemporalFunction.Date",
+    "TemporalFunction.Time", "TemporalFunction.IsLeapYear",
+    # lists held in one row
+    "ListFunction.Length", "ListFunction.Sum", "ListFunction.Mean", "ListFunction.Max",
+    "ListFunction.Min", "ListFunction.Contains",
+})
+
+_ALLOWED_NOTE = (
+    "dpframe answers derived frames only when it can verify from their structure that every "
+    "row comes from one row of the protected data: filters with row-wise predicates, "
+    "row-wise new or replaced columns, select / drop / rename / cast. "
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One verified plan step, bottom-up: ``kind`` is ``"filter"``, ``"with_columns"`` or
+    ``"select"``; ``outputs`` maps each output column to the input column it copies (a bare
+    column reference or a cast of one; bounds carry over) or to None (a computed value)."""
+
+    kind: str
+    outputs: dict[str, str | None] = field(default_factory=dict)
+    text: str = ""
+
+
+def new_marker() -> str:
+    """A fresh random marker id (128 bits)."""
+    return MARKER_PREFIX + secrets.token_hex(16)
+
+
+def add_marker(lazy: Any, marker: str) -> Any:
+    """``lazy`` with the always-true marker filter on top (Polars' optimiser drops it)."""
+    import polars as pl
+
+    return lazy.filter(pl.lit(marker) == pl.lit(marker))
+
+
+def _visitor(lazy: Any) -> Any:
+    import polars as pl
+
+    try:
+        ldf = lazy._ldf.with_optimizations(pl.QueryOptFlags.none()._pyoptflags)
+        return ldf.visit()
+    except Exception as exc:  # an unexpected Polars version: refuse rather than guess
+        raise DerivationError(
+            "this Polars version does not expose its query plan to dpframe "
+            f"({type(exc).__name__}: {exc}); derive frames with frame.dp.filter / "
+            "frame.dp.with_columns, or use a supported Polars version"
+        ) from None
+
+
+def _function_name(expr_node: Any) -> str:
+    head = expr_node.function_data[0]
+    return str(head)
+
+
+def _check_expression(nt: Any, node_id: int, where: str) -> None:
+    """Raise :class:`DerivationError` unless the expression rooted at ``node_id`` is row-wise."""
+    stack = [node_id]
+    while stack:
+        e = nt.view_expression(stack.pop())
+        kind = type(e).__name__
+        if kind == "Column":
+            continue
+        if kind == "Literal":
+            if type(e.value).__name__ in ("PySeries", "PyDataFrame"):
+                raise DerivationError(
+                    f"{where}: a Series literal brings rows from outside the protected data. "
+                    + _ALLOWED_NOTE
+                )
+            continue
+        if kind == "BinaryExpr":
+            stack += [e.left, e.right]
+        elif kind == "Cast":
+            stack.append(e.expr)
+        elif kind == "Ternary":
+            stack += [e.predicate, e.truthy, e.falsy]
+        elif kind == "Function":
+            name = _function_name(e)
+            if name not in ROW_WISE_FUNCTIONS:
+                raise DerivationError(
+                    f"{where}: {name!r} is not a row-wise function (it can read other rows, "
+                    "or dpframe has not verified it). " + _ALLOWED_NOTE
+                    + "Aggregates, windows (over), shift, cumulative, rank, fill strategies, "
+                    "unique and sampling are refused."
+                )
+            stack += list(e.input)
+        else:
+            what = {
+                "Agg": "an aggregation", "Window": "a window (over)", "Len": "len()",
+                "Sort": "a sort", "SortBy": "a sort", "Gather": "a gather", "Filter":
+                "a filter inside an expression", "Slice": "a slice (head/tail)",
+            }.get(kind, f"a {kind} expression")
+            raise DerivationError(
+                f"{where}: {what} reads other rows of the data. " + _ALLOWED_NOTE
+                + "Compute such values from released statistics instead."
+            )
+
+
+def _copied_column(nt: Any, node_id: int) -> str | None:
+    """The input column an output copies (bare reference or a cast of one), else None."""
+    e = nt.view_expression(node_id)
+    while type(e).__name__ == "Cast":
+        e = nt.view_expression(e.expr)
+    return str(e.name) if type(e).__name__ == "Column" else None
+
+
+def _marker_of(nt: Any, predicate_id: int) -> str | None:
+    e = nt.view_expression(predicate_id)
+    if type(e).__name__ != "BinaryExpr" or str(e.op) != "Operator.Eq":
+        return None
+    left, right = nt.view_expression(e.left), nt.view_expression(e.right)
+    if type(left).__name__ != "Literal" or type(right).__name__ != "Literal":
+        return None
+    value = left.value
+    if isinstance(value, str) and value.startswith(MARKER_PREFIX) and right.value == value:
+        return value
+    return None
+
+
+def walk_lazy_plan(lazy: Any) -> tuple[str, list[Step]]:
+    """Walk ``lazy``'s plan down to its nearest dpframe marker.
+
+    Returns the marker and the verified steps above it, bottom-up. Raises
+    :class:`DerivationError` at the first node that is not row-wise, and
+    :class:`NoLedgerError` when the plan reaches its source without a marker (no protected
+    root). Reads the plan only.
+    """
+    nt = _visitor(lazy)
+    steps: list[Step] = []
+    while True:
+        node = nt.view_current_node()
+        kind = type(node).__name__
+        if kind in _SOURCES:
+            raise NoLedgerError(
+                "this LazyFrame does not derive from a protected frame (its plan reaches its "
+                "source without passing through dpf.protect); protect the data first with "
+                "dpf.protect(frame, epsilon=..., bounds=...). Nothing was read or spent."
+            )
+        if kind == "Filter":
+            marker = _marker_of(nt, node.predicate.node)
+            if marker is not None:
+                steps.reverse()
+                return marker, steps
+            _check_expression(nt, node.predicate.node, "filter")
+            steps.append(Step("filter"))
+        elif kind in ("HStack", "Select"):
+            verb = "with_columns" if kind == "HStack" else "select"
+            outputs: dict[str, str | None] = {}
+            for expr in node.exprs if kind == "HStack" else node.expr:
+                name = str(expr.output_name)
+                _check_expression(nt, expr.node, f"{verb}({name!r})")
+                outputs[name] = _copied_column(nt, expr.node)
+            steps.append(Step(verb, outputs))
+        elif kind == "SimpleProjection":
+            schema = nt.get_schema()
+            steps.append(Step("select", {str(c): str(c) for c in schema}))
+        else:
+            raise DerivationError(_refused_node(kind))
+        inputs = nt.get_inputs()
+        if len(inputs) != 1:  # pragma: no cover - every accepted node has one input
+            raise DerivationError(_refused_node(kind))
+        nt.set_node(inputs[0])
+
+
+_SOURCES = frozenset({"Scan", "DataFrameScan", "PythonScan"})
+
+_NODE_NAMES = {
+    "Join": "a join (it can pair one row with several)",
+    "Union": "a concat (it can repeat rows)",
+    "HConcat": "a horizontal concat",
+    "GroupBy": "a group_by/agg (its rows mix many input rows)",
+    "Distinct": "unique() (whether a row is kept depends on other rows)",
+    "Sort": "a sort",
+    "Slice": "a slice (head/tail/limit depends on other rows)",
+    "MapFunction": "an explode/unpivot/row-index/python map",
+    "Cache": "a cache",
+    "ExtContext": "an extra context",
+    "Sink": "a sink",
+}
+
+
+def _refused_node(kind: str) -> str:
+    what = _NODE_NAMES.get(kind, f"a {kind} step")
+    return (
+        f"the derived LazyFrame contains {what}, which dpframe cannot verify to be row-wise. "
+        + _ALLOWED_NOTE + "Nothing was read or spent."
+    )
+
+
+def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str) -> list[Step]:
+    """Verify ``exprs`` (narwhals or Polars expressions) for ``verb`` (``"filter"`` or
+    ``"with_columns"``) against a frame with the Polars ``schema``, without any data: the
+    expressions are applied to an empty LazyFrame and its plan is walked."""
+    import narwhals as nw
+    import polars as pl
+
+    exprs = list(exprs)
+    if not exprs:
+        raise DerivationError(f"dp.{verb}() needs at least one expression")
+    empty = add_marker(pl.LazyFrame(schema=schema), MARKER_PREFIX + "empty")
+    try:
+        if all(isinstance(e, pl.Expr) for e in exprs):
+            derived = getattr(empty, verb)(*exprs)
+        elif all(isinstance(e, nw.Expr) for e in exprs):
+            derived = getattr(nw.from_native(empty), verb)(*exprs).to_native()
+        else:
+            raise DerivationError(
+                f"dp.{verb}() takes narwhals expressions (import narwhals as nw; "
+                "nw.col('age') >= 65) or, on Polars frames, Polars expressions; got "
+                + ", ".join(type(e).__name__ for e in exprs)
+            )
+        derived.collect_schema()
+    except DerivationError:
+        raise
+    except Exception as exc:
+        raise DerivationError(
+            f"dp.{verb}() refused before reading any data: {exc}. " + _ALLOWED_NOTE
+        ) from None
+    _marker, steps = walk_lazy_plan(derived)
+    return steps
+
+
+def _all_nodes(lazy: Any) -> Iterable[tuple[Any, Any]]:
+    """Every node of ``lazy``'s plan (depth first) with the visitor positioned on it."""
+    nt = _visitor(lazy)
+    stack = [nt.get_node()]
+    while stack:
+        nt.set_node(stack.pop())
+        node = nt.view_current_node()
+        yield nt, node
+        stack.extend(nt.get_inputs())
+
+
+def plan_markers(lazy: Any) -> set[str]:
+    """Every dpframe marker anywhere in ``lazy``'s plan (is it derived from protected data?)."""
+    found = set()
+    for nt, node in _all_nodes(lazy):
+        if type(node).__name__ == "Filter":
+            marker = _marker_of(nt, node.predicate.node)
+            if marker is not None:
+                found.add(marker)
+    return found
+
+
+def plan_sources(lazy: Any) -> tuple[list[str], bool]:
+    """The file paths (or glob patterns) ``lazy`` scans, and whether it also reads a source
+    that is neither a file nor an in-memory frame (e.g. a Python or pyarrow-dataset scan)."""
+    paths: list[str] = []
+    other = False
+    for _nt, node in _all_nodes(lazy):
+        kind = type(node).__name__
+        if kind == "Scan":
+            paths.extend(str(p) for p in (node.paths or []))
+        elif kind == "PythonScan":
+            other = True
+    return paths, other

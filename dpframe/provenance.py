@@ -1,0 +1,637 @@
+"""Provenance: which protected data set a frame's rows come from, and what is public about it.
+
+* :class:`Dataset` — one protected data set: its ledger, its public size ``n`` (read once by
+  :func:`protect`), declared group keys, and for lazy sources the identity of the files read.
+* :class:`FrameFacts` — the public facts of one *verified* frame: its data set, whether its size
+  is the public ``n``, and each column's declared bounds and missing-value policy.
+* :func:`protect` — attach a budget to a frame. Refuses a frame that already carries a live
+  budget (protected itself, or derived from a protected frame).
+* :func:`resolve` — frame → :class:`FrameFacts`, *by provenance only*. A frame draws from the
+  ledger its rows came from and from no other: ``session=`` or an enclosing ``with`` block may
+  only name that same ledger, and a frame with no protected root is refused (never charged to
+  the current session).
+
+How a frame is recognised (no data is read, no lengths or values are compared):
+
+* pandas: the frame returned by :func:`protect` or a ``.dp`` derivation carries a handle in
+  ``attrs``; the handle knows the one frame object it belongs to. pandas copies ``attrs`` into
+  frames it derives (``pf[pf.age > 40]``, ``pd.concat``, ``fillna`` ...): such a frame has the
+  handle but is not its owner, so it is refused as an unverified derivation.
+* Polars ``DataFrame``: the exact objects returned by :func:`protect` and ``.dp`` derivations
+  are registered by identity; any other eager frame has no protected root.
+* Polars ``LazyFrame``: the plan is walked (:mod:`dpframe.derivations`) down to the nearest
+  dpframe marker, verifying every step above it, so native ``lf.filter(...).with_columns(...)``
+  chains work.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import glob as _glob
+import math
+import os
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from dpframe import derivations
+from dpframe.accounting import Budget, Ledger
+from dpframe.backends import Backend, backend_of
+from dpframe.errors import (
+    BoundsError,
+    DerivationError,
+    LedgerError,
+    NoLedgerError,
+    ParameterError,
+    SourceChangedError,
+    UnsupportedInputError,
+)
+
+__all__ = [
+    "Dataset",
+    "FrameFacts",
+    "Missing",
+    "Session",
+    "current_session",
+    "derive",
+    "protect",
+    "resolve",
+]
+
+ATTRS_KEY = "dpframe"
+DROP = "drop"
+
+#: A column's missing-value policy: ``"drop"`` (rows missing the column are left out of
+#: statistics of that column; the size becomes private) or a public fill value.
+Missing = str | float
+
+F = TypeVar("F")
+
+
+# -- validation of public facts -----------------------------------------------------------
+def validate_bounds(bounds: Any) -> dict[str, tuple[float, float]]:
+    """Check declared bounds: a mapping column → (lower, upper), finite, lower < upper."""
+    if not isinstance(bounds, Mapping):
+        raise BoundsError(
+            "bounds must be a mapping column -> (lower, upper), e.g. "
+            "bounds={'age': (0, 120)}; bounds are public and never computed from the data"
+        )
+    out: dict[str, tuple[float, float]] = {}
+    for col, pair in bounds.items():
+        try:
+            lo, hi = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise BoundsError(
+                f"bounds for {col!r} must be a (lower, upper) pair of numbers, got {pair!r}"
+            ) from None
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise BoundsError(
+                f"bounds for {col!r} must be finite, got ({lo!r}, {hi!r}); declare the "
+                "narrowest finite range you know from outside the data"
+            )
+        if lo > hi:
+            raise BoundsError(
+                f"bounds for {col!r} are reversed: lower={lo:g} > upper={hi:g}; "
+                f"write ({hi:g}, {lo:g})"
+            )
+        if lo == hi:
+            raise BoundsError(
+                f"bounds for {col!r} are empty (lower == upper == {lo:g}); a constant column "
+                "needs no privacy: widen the bounds or drop the column"
+            )
+        if not isinstance(col, str):
+            raise ParameterError(f"column names must be strings, got {col!r}")
+        out[col] = (lo, hi)
+    return out
+
+
+def validate_keys(keys: Any) -> dict[str, list[Any]]:
+    """Check declared group keys: a mapping column → non-empty list of distinct public keys."""
+    if keys is None:
+        return {}
+    if not isinstance(keys, Mapping):
+        raise ParameterError("keys must be a mapping column -> list of public group keys")
+    return {str(c): check_key_list(c, v) for c, v in keys.items()}
+
+
+def check_key_list(column: Any, keys: Any) -> list[Any]:
+    """A list of distinct, non-missing public keys for ``column``."""
+    if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | set | frozenset):
+        raise ParameterError(
+            f"keys for {column!r} must be a list of public values, e.g. keys=['north', 'south']"
+        )
+    out = list(keys)
+    if not out:
+        raise ParameterError(f"keys for {column!r} is empty; declare at least one public key")
+    if any(k is None or (isinstance(k, float) and k != k) for k in out):
+        raise ParameterError(f"keys for {column!r} must not contain None/NaN")
+    try:
+        distinct = len(set(out)) == len(out)
+    except TypeError:
+        raise ParameterError(f"keys for {column!r} must be hashable values, got {out!r}") from None
+    if not distinct:
+        raise ParameterError(f"keys for {column!r} contain duplicates: {out!r}")
+    return out
+
+
+def validate_missing(
+    missing: Any, bounds: Mapping[str, tuple[float, float]]
+) -> dict[str, Missing]:
+    """Per-column missing-value policy for the bounded columns.
+
+    ``missing`` is ``"drop"`` (default for every column), a number (fill every column with
+    it), or a mapping column → ``"drop"`` | number; columns not named get ``"drop"``. A fill
+    value must lie within the column's bounds (it is public and is never computed from data).
+    """
+    if isinstance(missing, Mapping):
+        unknown = [c for c in missing if c not in bounds]
+        if unknown:
+            raise ParameterError(
+                f"missing= names columns without declared bounds: {unknown}; declare their "
+                "bounds too (a missing-value policy applies to bounded columns)"
+            )
+        policies = {c: missing.get(c, DROP) for c in bounds}
+    else:
+        policies = dict.fromkeys(bounds, missing)
+    out: dict[str, Missing] = {}
+    for col, policy in policies.items():
+        if isinstance(policy, str):
+            if policy != DROP:
+                raise ParameterError(
+                    f"missing policy for {col!r} must be 'drop' or a public fill value "
+                    f"(a number within the bounds), got {policy!r}"
+                )
+            out[col] = DROP
+            continue
+        if isinstance(policy, bool) or not isinstance(policy, int | float):
+            raise ParameterError(
+                f"missing policy for {col!r} must be 'drop' or a number, got {policy!r}"
+            )
+        value = float(policy)
+        lo, hi = bounds[col]
+        if not (lo <= value <= hi):
+            raise BoundsError(
+                f"fill value {value:g} for {col!r} lies outside its bounds [{lo:g}, {hi:g}]"
+            )
+        out[col] = value
+    return out
+
+
+# -- data sets, facts, sessions -------------------------------------------------------------
+@dataclass(eq=False)
+class SourceBinding:
+    """The identity of the files a lazy source reads (path → size, mtime, inode), recorded at
+    protect time and checked before every release. ``recount``: the source is not made of
+    files dpframe can identify, so its row count is re-read instead."""
+
+    files: dict[str, tuple[int, int, int]]
+    patterns: tuple[str, ...]
+    recount: bool
+
+    @classmethod
+    def of(cls, lazy: Any) -> SourceBinding:
+        paths, other = derivations.plan_sources(lazy)
+        patterns = tuple(paths)
+        return cls(_stat_all(patterns), patterns, other)
+
+    def changed(self) -> bool:
+        return _stat_all(self.patterns) != self.files
+
+
+def _stat_all(patterns: Sequence[str]) -> dict[str, tuple[int, int, int]]:
+    out: dict[str, tuple[int, int, int]] = {}
+    for pattern in patterns:
+        matches = sorted(_glob.glob(pattern, recursive=True)) if _glob.has_magic(pattern) \
+            else [pattern]
+        for path in matches:
+            try:
+                st = os.stat(path)
+            except OSError:
+                out[path] = (-1, -1, -1)
+                continue
+            out[path] = (st.st_size, st.st_mtime_ns, st.st_ino)
+    return out
+
+
+@dataclass(eq=False)
+class Dataset:
+    """One protected data set: its ledger and the public facts read at protect time."""
+
+    ledger: Ledger
+    n: int
+    backend: Backend
+    session: Session
+    root_ref: Any = field(default=None, repr=False)  # weakref to the protected frame
+    root_shape: tuple[int, tuple[tuple[str, str], ...]] | None = None  # eager roots
+    source: SourceBinding | None = None  # lazy roots
+
+    def check_unchanged(self) -> None:
+        """Refuse (before anything is read or spent) if the protected data changed under us:
+        an eager root mutated in place, or a lazy root's files replaced or grown."""
+        root = self.root_ref() if self.root_ref is not None else None
+        if (root is not None and self.root_shape is not None
+                and _shape(root, self.backend) != self.root_shape):
+            raise LedgerError(
+                "the protected frame was changed in place after dpf.protect() (its rows or "
+                "columns differ); its public size no longer holds. Derive new frames with "
+                "frame.dp.filter / frame.dp.with_columns instead of mutating it."
+            )
+        if self.source is not None:
+            if self.source.changed():
+                raise SourceChangedError(
+                    "the files behind this protected LazyFrame changed after dpf.protect() "
+                    "(added, removed, grown or replaced); its public size no longer holds. "
+                    "Protect the new data as a new data set. Nothing was read or spent."
+                )
+            if self.source.recount and self.backend.count_rows(root) != self.n:
+                raise SourceChangedError(
+                    "the protected LazyFrame's source now has a different number of rows than "
+                    "at dpf.protect(); protect the new data as a new data set. Nothing was spent."
+                )
+
+
+def _shape(frame: Any, backend: Backend) -> tuple[int, tuple[tuple[str, str], ...]]:
+    schema = backend.schema(frame)
+    return backend.count_rows(frame), tuple((str(c), str(t)) for c, t in schema.items())
+
+
+@dataclass(frozen=True, eq=False)
+class FrameFacts:
+    """Public facts of one verified frame (the root or a verified derivation of it)."""
+
+    dataset: Dataset
+    size_public: bool
+    bounds: dict[str, tuple[float, float]]
+    missing: dict[str, Missing]
+    keys: dict[str, list[Any]]
+    derivation: tuple[str, ...] = ("protect",)
+    asserted: bool = False  # reserved: dpframe only answers verified derivations
+
+    @property
+    def is_root(self) -> bool:
+        return self.derivation == ("protect",)
+
+    def after(self, steps: Sequence[derivations.Step]) -> FrameFacts:
+        """The facts of the frame these verified steps produce from this one."""
+        facts = self
+        for step in steps:
+            facts = facts._apply(step)
+        return facts
+
+    def _apply(self, step: derivations.Step) -> FrameFacts:
+        if step.kind == "filter":
+            return replace(self, size_public=False, derivation=(*self.derivation, "filter"))
+        bounds, missing, keys = (
+            ({}, {}, {}) if step.kind == "select" else
+            (dict(self.bounds), dict(self.missing), dict(self.keys))
+        )
+        for name, source in step.outputs.items():
+            for own, table in ((self.bounds, bounds), (self.missing, missing),
+                               (self.keys, keys)):
+                table.pop(name, None)
+                if source is not None and source in own:
+                    table[name] = own[source]  # type: ignore[index]
+        return replace(self, bounds=bounds, missing=missing, keys=keys,
+                       derivation=(*self.derivation, step.kind))
+
+
+_current: contextvars.ContextVar[tuple[Session, ...]] = contextvars.ContextVar(
+    "dpframe_sessions", default=()
+)
+_named: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
+_registry_lock = threading.Lock()
+
+
+class Session:
+    """The ledger of one protected data set, as an object you can name.
+
+    ``path=``: keep the ledger in a durable, append-only file (:mod:`dpframe.durable`).
+    :func:`protect` binds a session to its data (the one passed as ``session=``, else the
+    current ``with`` block's, else a new one). Queries find their ledger by provenance; naming
+    a session (``session=s``) or querying inside ``with s:`` only *asserts* which ledger is
+    meant, and a mismatch is an error.
+    """
+
+    def __init__(self, name: str | None = None, *, path: str | os.PathLike[str] | None = None
+                 ) -> None:
+        self.name = name
+        self.path = path
+        self.dataset: Dataset | None = None
+        self._lock = threading.Lock()
+        self._tokens: list[contextvars.Token[tuple[Session, ...]]] = []
+        if name is not None:
+            with _registry_lock:
+                if name in _named:
+                    raise LedgerError(
+                        f"a session named {name!r} already exists; choose another name"
+                    )
+                _named[name] = self
+
+    def __enter__(self) -> Session:
+        self._tokens.append(_current.set((*_current.get(), self)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _current.reset(self._tokens.pop())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Session:
+        return self
+
+    def __copy__(self) -> Session:
+        return self
+
+    def _bind(self, dataset: Dataset) -> None:
+        with self._lock:
+            if self.dataset is not None:
+                raise LedgerError(
+                    "this session already holds a protected dataset (one ledger per dataset); "
+                    "open a new dpf.Session() for the other data"
+                )
+            self.dataset = dataset
+
+    @property
+    def ledger(self) -> Ledger:
+        if self.dataset is None:
+            raise NoLedgerError(
+                "this session has no protected data yet: call dpf.protect(frame, epsilon=..., "
+                "bounds=..., session=session) first"
+            )
+        return self.dataset.ledger
+
+    @property
+    def budget(self) -> Budget:
+        return self.ledger.budget
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        state = repr(self.ledger.budget) if self.dataset else "no data protected yet"
+        return f"<dpf.Session{label}: {state}>"
+
+
+def current_session() -> Session | None:
+    """The innermost session entered with ``with``, or None."""
+    stack = _current.get()
+    return stack[-1] if stack else None
+
+
+def lookup_session(session: Session | str | None) -> Session | None:
+    """A session given as an object or by name."""
+    if session is None or isinstance(session, Session):
+        return session
+    if isinstance(session, str):
+        found = _named.get(session)
+        if found is None:
+            raise NoLedgerError(
+                f"no session named {session!r}; create it with dpf.Session(name=...)"
+            )
+        return found
+    raise ParameterError(f"session must be a dpf.Session or its name, got {session!r}")
+
+
+# -- registry: which frame objects are verified ---------------------------------------------
+class _Handle(dict):  # type: ignore[type-arg]
+    """What a verified pandas frame keeps in ``attrs["dpframe"]``.
+
+    It serialises (``to_parquet`` writes ``attrs``) as a short notice, never as a log. It knows
+    the one frame it belongs to; pandas copies it (deep copies return the same handle) into
+    every frame derived with pandas operations, which are thereby recognised as unverified.
+    """
+
+    def __init__(self, facts: FrameFacts, owner: Any) -> None:
+        super().__init__(dpframe_handle="live privacy-budget handle; not a release log")
+        self.facts = facts
+        self.owner = weakref.ref(owner)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Handle:
+        return self
+
+    def __copy__(self) -> _Handle:
+        return self
+
+    def __reduce__(self) -> Any:  # pickling drops the live budget
+        return (dict, (dict(self),))
+
+
+_frames: dict[int, tuple[Any, FrameFacts]] = {}  # Polars objects by identity
+_markers: dict[str, FrameFacts] = {}  # LazyFrame plan markers
+
+
+def _register(frame: Any, facts: FrameFacts) -> Any:
+    """Make ``frame`` (a fresh native object) a verified frame with ``facts``; return it."""
+    backend = facts.dataset.backend
+    if backend.family == "pandas":
+        frame.attrs = {**{k: v for k, v in frame.attrs.items() if k != ATTRS_KEY},
+                       ATTRS_KEY: _Handle(facts, frame)}
+        return frame
+    if backend.lazy:
+        marker = derivations.new_marker()
+        frame = derivations.add_marker(frame, marker)
+        with _registry_lock:
+            _markers[marker] = facts
+    key = id(frame)
+
+    def _forget(_: Any, key: int = key) -> None:
+        with _registry_lock:
+            _frames.pop(key, None)
+
+    with _registry_lock:
+        _frames[key] = (weakref.ref(frame, _forget), facts)
+    return frame
+
+
+def _registered(frame: Any) -> FrameFacts | None:
+    with _registry_lock:
+        found = _frames.get(id(frame))
+    if found is not None and found[0]() is frame:
+        return found[1]
+    return None
+
+
+_UNVERIFIED_PANDAS = (
+    "this pandas frame was derived from a protected frame with a pandas operation (indexing, "
+    "fillna, concat, merge, assign, copy, ...), which dpframe cannot verify to be row-wise. "
+    "Derive it through dpframe instead, with narwhals expressions: "
+    "pf.dp.filter(nw.col('age') >= 65), pf.dp.with_columns((nw.col('income') / 1000)"
+    ".alias('income_k'), bounds={'income_k': (0, 250)}), pf.dp.select(...), pf.dp.drop(...), "
+    "pf.dp.rename({...}) (import narwhals as nw). Nothing was read or spent."
+)
+_NO_ROOT_PANDAS = (
+    "this pandas frame has no privacy budget: it is not a frame returned by dpf.protect or by "
+    "a .dp derivation of one. Call dpf.protect(frame, epsilon=..., bounds=...) on the full "
+    "data, and derive frames with frame.dp.filter / frame.dp.with_columns."
+)
+_NO_ROOT_POLARS = (
+    "this Polars DataFrame has no protected root: it is not a frame returned by dpf.protect or "
+    "by a .dp derivation of one (eager Polars frames keep no plan, so frames derived with "
+    "native operations cannot be verified). Derive with df.dp.filter(pl.col('age') >= 65) / "
+    "df.dp.with_columns(...), or work on a LazyFrame (df.lazy()), whose native plans dpframe "
+    "verifies. Nothing was read or spent."
+)
+
+
+def _facts_of(frame: Any, backend: Backend) -> FrameFacts:
+    if backend.family == "pandas":
+        handle = frame.attrs.get(ATTRS_KEY)
+        if isinstance(handle, _Handle):
+            if handle.owner() is frame:
+                return handle.facts
+            raise DerivationError(_UNVERIFIED_PANDAS)
+        raise NoLedgerError(_NO_ROOT_PANDAS)
+    facts = _registered(frame)
+    if facts is not None:
+        return facts
+    if not backend.lazy:
+        raise NoLedgerError(_NO_ROOT_POLARS)
+    marker, steps = derivations.walk_lazy_plan(frame)
+    with _registry_lock:
+        base = _markers.get(marker)
+    if base is None:
+        raise NoLedgerError(
+            "this LazyFrame's plan carries a dpframe marker that this process does not know "
+            "(a plan from another process or session); protect the data in this process"
+        )
+    return base.after(steps)
+
+
+def resolve(frame: Any, session: Session | str | None = None) -> FrameFacts:
+    """The verified facts of ``frame`` and the ledger its rows came from.
+
+    Raises (reading no data) :class:`DerivationError` for an unverifiable derivation,
+    :class:`NoLedgerError` for a frame with no protected root, and :class:`LedgerError` when
+    ``session=`` or the enclosing ``with`` block names a different ledger.
+    """
+    facts = _facts_of(frame, backend_of(frame))
+    own = facts.dataset.session
+    named = lookup_session(session)
+    if named is not None and named is not own:
+        raise LedgerError(
+            "session= names a different ledger than the one this frame's rows come from; a "
+            "frame always draws from the ledger of the data it was derived from. Drop "
+            "session= or name that frame's own session (frame.dp.session)."
+        )
+    current = current_session()
+    if current is not None and current is not own:
+        raise LedgerError(
+            "this query runs inside `with` another session than the one this frame's rows "
+            "come from; a frame always draws from its own data set's ledger. Run it outside "
+            "that block or inside `with frame.dp.session:`."
+        )
+    return facts
+
+
+def derive(facts: FrameFacts, result: Any) -> Any:
+    """Register ``result`` (a native frame just computed by a verified derivation) as a
+    verified frame with ``facts``; returns the frame to hand to the user."""
+    return _register(result, facts)
+
+
+def _refuse_live(frame: Any, backend: Backend) -> None:
+    if backend.family == "pandas":
+        live = isinstance(frame.attrs.get(ATTRS_KEY), _Handle)
+    elif backend.lazy:
+        live = _registered(frame) is not None or bool(derivations.plan_markers(frame))
+    else:
+        live = _registered(frame) is not None
+    if live:
+        raise LedgerError(
+            "this frame already carries a privacy budget (it is protected, or derived from a "
+            "protected frame); protecting it again would open a second budget on the same "
+            "people. Keep querying it, or protect the original data once."
+        )
+
+
+# -- protect --------------------------------------------------------------------------------
+def protect(
+    frame: F,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    bounds: Mapping[str, tuple[float, float]],
+    keys: Mapping[str, Sequence[Any]] | None = None,
+    missing: Missing | Mapping[str, Missing] = DROP,
+    session: Session | str | None = None,
+) -> F:
+    """Attach a privacy budget to a frame and return the protected frame.
+
+    Parameters
+    ----------
+    frame
+        A pandas ``DataFrame``, Polars ``DataFrame`` or Polars ``LazyFrame``.
+    epsilon, delta
+        The total budget of this data set; every release from it and from frames derived from
+        it adds up (sequential composition).
+    bounds
+        Column → ``(lower, upper)``: public, never computed from the data. Values outside are
+        clamped before aggregation. Only bounded columns can be aggregated.
+    keys
+        Column → public group keys for ``frame.dp.groupby(column)``.
+    missing
+        What a missing value (null or NaN) in a bounded column means, declared from outside
+        the data: ``"drop"`` (default; such rows are left out of that column's statistics,
+        like pandas' ``skipna``, which makes the size private for them) or a public fill value
+        within the bounds (keeps the size public). A mapping sets it per column.
+    session
+        The :class:`Session` to bind (default: the current ``with`` block's, else a new one).
+
+    Returns
+    -------
+    The protected frame, of the type given. Its row count ``n`` is public (read here, once).
+    pandas: a shallow copy whose ``attrs`` carry the budget handle. Polars ``DataFrame``: the
+    same object, registered. Polars ``LazyFrame``: the same plan with a dpframe marker on top.
+
+    Raises
+    ------
+    LedgerError
+        The frame already carries a live budget (protected, or derived from a protected one).
+    BoundsError, ParameterError, UnsupportedInputError
+        Bad bounds, keys, missing policy or columns — all from public facts, before reading.
+
+    Examples
+    --------
+    >>> import pandas as pd, dpframe as dpf
+    >>> pf = dpf.protect(pd.DataFrame({"age": [30, 40, 50]}), epsilon=1.0,
+    ...                  bounds={"age": (0, 120)})
+    >>> pf.dp.size
+    3
+    """
+    backend = backend_of(frame)
+    _refuse_live(frame, backend)
+    clean_bounds = validate_bounds(bounds)
+    clean_keys = validate_keys(keys)
+    clean_missing = validate_missing(missing, clean_bounds)
+    schema = backend.schema(frame)
+    for col in [*clean_bounds, *clean_keys]:
+        if col not in schema:
+            raise UnsupportedInputError(
+                f"column {col!r} named in bounds/keys is not in the frame; "
+                f"available: {', '.join(map(repr, list(schema)[:20]))}"
+            )
+    from dpframe import engine
+
+    for col in clean_bounds:
+        engine.validate_column(frame, col)
+    n = backend.count_rows(frame)
+    if n == 0:
+        raise UnsupportedInputError(
+            "the frame is empty: there is nothing to protect; protect the full data set"
+        )
+    sess = lookup_session(session) or current_session() or Session()
+    if sess.path is not None:
+        from dpframe.durable import open_ledger
+
+        ledger: Ledger = open_ledger(epsilon, delta, path=sess.path)
+    else:
+        ledger = Ledger(epsilon, delta)
+    protected: Any = frame.copy(deep=False) if backend.family == "pandas" else frame
+    dataset = Dataset(ledger, n, backend, sess)
+    facts = FrameFacts(dataset, True, clean_bounds, clean_missing, clean_keys)
+    sess._bind(dataset)
+    protected = _register(protected, facts)
+    dataset.root_ref = weakref.ref(protected)
+    if backend.lazy:
+        dataset.source = SourceBinding.of(frame)
+    else:
+        dataset.root_shape = _shape(protected, backend)
+    return protected  # type: ignore[no-any-return]

@@ -1,0 +1,468 @@
+"""The one release pipeline. Every statistic — count, sum, mean, variance, std, proportions,
+cov/corr, describe, group-by, batch release — goes through :func:`run`:
+
+1. **provenance** (:func:`dpframe.provenance.resolve`): the verified facts of the frame and the
+   ledger its rows came from; unverifiable derivations and frames with no protected root are
+   refused here;
+2. **arguments** (:func:`check_request`): ε, δ, mechanism, weights, random state, group keys;
+3. **plan**: each query's measurements from public facts only (bounds, missing-value policy,
+   the public size, dtypes), and every mechanism built — bad parameters fail here;
+4. **source**: the protected data has not changed under a lazy plan or an in-place edit;
+5. **reserve** ε and δ in the ledger;
+6. **aggregate**: one pass over the data for all queries (:func:`dpframe.engine.aggregate`);
+7. **noise, post-processing and log entries**;
+8. **commit** (the ledger assigns the release id); any exception before it cancels the
+   reservation, so nothing is spent.
+
+Steps 1–5 read public facts only. After step 5 nothing a caller sees depends on the data except
+through the mechanisms' noise: the engine never refuses a value (missing values follow the
+declared policy, infinite ones are clamped), no row count is checked, and the shapes of the
+results are fixed by the declared keys.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpframe import engine
+from dpframe.backends import Backend, backend_of
+from dpframe.errors import BoundsError, ParameterError, PrivateSizeError, UnsupportedInputError
+from dpframe.mechanisms import make_mechanism
+from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
+from dpframe.queries import Measurement, Plan, PlanContext, Query
+
+__all__ = ["MECHANISMS", "Outcome", "Request", "check_request", "run"]
+
+MECHANISMS = ("bounded", "truncated", "laplace")
+
+
+@dataclass
+class Outcome:
+    """Answers of one release: ``values[name]`` is an array over ``keys`` (one entry when
+    ungrouped; a matrix for cov/corr), plus the committed log entries and the log document as
+    of this release."""
+
+    values: dict[str, np.ndarray]
+    keys: list[Any] | None
+    group_by: str | None
+    entries: list[dict[str, Any]]
+    document: dict[str, Any]
+    release_id: int
+    backend: Backend
+
+
+@dataclass(frozen=True)
+class Request:
+    """The checked arguments of one release."""
+
+    epsilon: float
+    delta: float
+    mechanism: str
+    shares: tuple[float, ...]
+    rng: np.random.Generator | None
+    random_source: str
+    group_by: str | None
+    keys: tuple[Any, ...] | None
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise ParameterError(f"{name} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number, got {value!r}") from None
+
+
+def _check_epsilon(epsilon: Any) -> float:
+    eps = _number("epsilon", epsilon)
+    if not math.isfinite(eps) or eps <= 0:
+        raise ParameterError(
+            f"epsilon must be a finite number > 0, got {epsilon!r}; e.g. epsilon=0.1"
+        )
+    return eps
+
+
+def _check_delta(delta: Any, mechanism: str) -> float:
+    d = _number("delta", delta)
+    if not math.isfinite(d) or d < 0 or d >= 1:
+        raise ParameterError(f"delta must be in [0, 1), got {delta!r}")
+    if d > 0 and mechanism != "bounded":
+        raise ParameterError(
+            f"mechanism={mechanism!r} does not use delta; pass delta=0 (or use "
+            "mechanism='bounded', the only one that takes a delta)"
+        )
+    return d
+
+
+def _check_mechanism(mechanism: Any) -> str:
+    if not isinstance(mechanism, str) or mechanism not in MECHANISMS:
+        raise ParameterError(
+            f"unknown mechanism {mechanism!r}; choose one of 'bounded' (default), "
+            "'truncated', 'laplace'"
+        )
+    return mechanism
+
+
+def _check_weights(names: list[str], weights: Any) -> tuple[float, ...]:
+    if weights is None:
+        return (1.0 / len(names),) * len(names)
+    if isinstance(weights, Mapping):
+        missing = [n for n in names if n not in weights]
+        extra = [k for k in weights if k not in names]
+        if missing or extra:
+            raise ParameterError(
+                f"weights must name exactly the queries {names}; missing {missing}, "
+                f"unknown {extra}"
+            )
+        raw = [weights[n] for n in names]
+    else:
+        try:
+            raw = list(weights)
+        except TypeError:
+            raise ParameterError(f"weights must be a list or a dict, got {weights!r}") from None
+        if len(raw) != len(names):
+            raise ParameterError(f"weights has {len(raw)} entries for {len(names)} queries")
+    vals = [_number("weights", w) for w in raw]
+    if any(not math.isfinite(w) or w <= 0 for w in vals):
+        raise ParameterError(f"weights must be finite and > 0, got {raw!r}")
+    total = sum(vals)
+    return tuple(w / total for w in vals)
+
+
+def _check_random_state(random_state: Any) -> tuple[np.random.Generator | None, str]:
+    """One generator for the whole release (seeded runs never reuse a stream)."""
+    if random_state is None:
+        return None, "secure"
+    if isinstance(random_state, np.random.Generator):
+        return random_state, "seeded"
+    if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
+        return np.random.default_rng(int(random_state)), "seeded"
+    raise ParameterError(
+        "random_state must be None (secure, the default), an int seed or a numpy Generator "
+        f"(seeded randomness is for tests and simulations); got {type(random_state).__name__}"
+    )
+
+
+def check_request(
+    queries: Mapping[str, Query],
+    *,
+    epsilon: Any,
+    delta: Any,
+    weights: Any,
+    mechanism: Any,
+    random_state: Any,
+    group_by: str | None,
+    keys: Sequence[Any] | None,
+    facts: FrameFacts,
+) -> Request:
+    """Check every argument of a release; reads no data and spends nothing."""
+    if not isinstance(queries, Mapping) or not queries:
+        raise ParameterError(
+            "release() takes a non-empty dict name -> query, e.g. {'n': dpf.count()}"
+        )
+    names = []
+    for name, q in queries.items():
+        if not isinstance(name, str) or not name:
+            raise ParameterError(f"query names must be non-empty strings, got {name!r}")
+        if not isinstance(q, Query):
+            raise ParameterError(
+                f"query {name!r} must be built with dpf.count(), dpf.mean(col), ...; got {q!r}"
+            )
+        names.append(name)
+    mech = _check_mechanism(mechanism)
+    eps = _check_epsilon(epsilon)
+    dlt = _check_delta(delta, mech)
+    shares = _check_weights(names, weights)
+    rng, source = _check_random_state(random_state)
+    key_tuple = None
+    if group_by is not None:
+        if not isinstance(group_by, str):
+            raise ParameterError(f"group-by column must be a column name, got {group_by!r}")
+        if group_by in names:
+            raise ParameterError(f"query name {group_by!r} collides with the group-by column")
+        declared = facts.keys.get(group_by) if keys is None else check_key_list(group_by, keys)
+        if declared is None:
+            raise ParameterError(
+                f"group key column {group_by!r} has no declared keys: pass them, "
+                f"frame.dp.groupby({group_by!r}, keys=[...]), or declare them at protect time "
+                f"with keys={{{group_by!r}: [...]}}. Keys must be public; dpframe never reads "
+                "them from the data"
+            )
+        key_tuple = tuple(declared)
+    return Request(eps, dlt, mech, shares, rng, source, group_by, key_tuple)
+
+
+def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:
+    """Key values must be of the group column's kind (from the schema, before any read)."""
+    import narwhals.stable.v2 as nw
+
+    if dtype.is_numeric():
+        bad = [k for k in keys if isinstance(k, bool) or not isinstance(k, int | float | np.number)]
+    elif dtype in (nw.String, nw.Categorical) or isinstance(dtype, nw.Enum):
+        bad = [k for k in keys if not isinstance(k, str)]
+        if isinstance(dtype, nw.Enum) and not bad:
+            cats = set(dtype.categories)
+            bad = [k for k in keys if k not in cats]
+    elif dtype == nw.Boolean:
+        bad = [k for k in keys if not isinstance(k, bool | np.bool_)]
+    else:
+        bad = []
+    if bad:
+        raise ParameterError(
+            f"group keys {bad!r} do not match column {column!r} of dtype {dtype}; declare keys "
+            "of the column's type (and, for an Enum, among its categories)"
+        )
+
+
+@dataclass
+class _Planned:
+    name: str
+    query: Query
+    plan: Plan
+    share: float
+    mechanisms: list[Any]  # one per measurement (None: built after earlier measurements)
+
+
+def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[str, Query]
+              ) -> list[_Planned]:
+    backend = facts.dataset.backend
+    columns = engine.frame_columns(frame)
+    native = backend.schema(frame)
+    n = facts.dataset.n
+    grouped = request.group_by is not None
+    n_groups = len(request.keys) if request.keys is not None else 1
+    if grouped:
+        assert request.group_by is not None and request.keys is not None
+        engine.validate_column(frame, request.group_by, numeric=False, columns=columns)
+        _check_keys_match(columns[request.group_by], request.group_by, request.keys)
+    out = []
+    for (name, q), share in zip(queries.items(), request.shares, strict=True):
+        read = q.columns_read()
+        for col in read:
+            engine.validate_column(frame, col, columns=columns)
+            if col not in facts.bounds:
+                raise BoundsError(
+                    f"no bounds declared for column {col!r}: declare them when protecting, "
+                    f"dpf.protect(frame, ..., bounds={{{col!r}: (lower, upper)}}), or when "
+                    "deriving it (frame.dp.with_columns(..., bounds=...)); bounds are public "
+                    "and never computed from the data"
+                )
+        drops = [c for c in read
+                 if facts.missing.get(c, DROP) == DROP and backend.can_hold_missing(native[c])]
+        ctx = PlanContext(
+            size_public=facts.size_public and not drops, n=n,
+            bounds=facts.bounds[q.column] if q.column is not None else None,
+            grouped=grouped, count_cap=float(n), column=q.column, drops=bool(drops),
+            n_groups=n_groups, all_bounds={c: facts.bounds[c] for c in read},
+        )
+        if q.needs_public_size and not ctx.size_public:
+            raise PrivateSizeError(
+                f"dp.{q.kind} needs the public row count: run it on the protected frame or a "
+                "derivation that keeps every row (with_columns/select), with a fill value "
+                "declared for missing values (dpf.protect(..., missing={column: value})) "
+                f"where the columns can hold them ({', '.join(drops) or 'none'} drop them)"
+            )
+        plan = q.plan(ctx)
+        group_factor = (plan.group_share or 0.5) if grouped else 1.0
+        mechs = [
+            None if m.domain_after is not None else _mechanism(
+                request, m, request.epsilon * share * m.weight * group_factor,
+                request.delta * share * m.weight * group_factor)
+            for m in plan.measurements
+        ]
+        out.append(_Planned(name, q, plan, share, mechs))
+    return out
+
+
+def _mechanism(request: Request, m: Measurement, epsilon: float, delta: float,
+               lower: float | None = None, upper: float | None = None,
+               sensitivity: float | None = None) -> Any:
+    lo = m.lower if lower is None else lower
+    hi = m.upper if upper is None else upper
+    return make_mechanism(
+        request.mechanism, epsilon=epsilon,
+        sensitivity=m.sensitivity if sensitivity is None else sensitivity,
+        lower=lo, upper=hi, delta=delta,
+        magnitude=None if math.isfinite(lo) and math.isfinite(hi) else m.magnitude,
+    )
+
+
+def run(
+    frame: Any,
+    queries: Mapping[str, Query],
+    *,
+    epsilon: Any,
+    delta: Any = 0.0,
+    weights: Any = None,
+    mechanism: Any = "bounded",
+    random_state: Any = None,
+    group_by: str | None = None,
+    keys: Sequence[Any] | None = None,
+    session: Session | str | None = None,
+) -> Outcome:
+    """Answer ``queries`` on ``frame`` as one release costing ``epsilon`` (and ``delta``)."""
+    facts = resolve(frame, session)
+    request = check_request(queries, epsilon=epsilon, delta=delta, weights=weights,
+                            mechanism=mechanism, random_state=random_state, group_by=group_by,
+                            keys=keys, facts=facts)
+    planned = _plan_all(frame, facts, request, queries)
+    dataset = facts.dataset
+    dataset.check_unchanged()
+    ledger = dataset.ledger
+    reservation = ledger.reserve(request.epsilon, request.delta)
+    try:
+        aggs = engine.aggregate(
+            frame, [a for p in planned for a in p.plan.aggregates],
+            missing={c: facts.missing.get(c, DROP) for p in planned
+                     for c in p.query.columns_read()},
+            group_by=request.group_by, keys=request.keys,
+        )
+        values, entries = _measure(frame, facts, request, planned, aggs)
+        release_id = ledger.commit(reservation, entries)
+    except BaseException:
+        ledger.cancel(reservation)  # no-op once committed
+        raise
+    keys_out = list(request.keys) if request.keys is not None else None
+    return Outcome(values, keys_out, request.group_by, entries, ledger.snapshot_document(),
+                   release_id, backend_of(frame))
+
+
+def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[_Planned],
+             aggs: Mapping[Any, np.ndarray]) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
+    """Noise every measurement, post-process every query, and build the log entries."""
+    context = _LogContext.of(frame, facts, request)
+    values: dict[str, np.ndarray] = {}
+    entries: list[dict[str, Any]] = []
+    for p in planned:
+        noisy: dict[str, np.ndarray] = {}
+        group_factor = (p.plan.group_share or 0.5) if request.group_by is not None else 1.0
+        for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True):
+            eps = request.epsilon * p.share * m.weight
+            dlt = request.delta * p.share * m.weight
+            exact = np.asarray(m.statistic(aggs), dtype=float)
+            if mech is None:  # domain from the measurements released before it
+                assert m.domain_after is not None and m.sensitivity_after is not None
+                lo, hi = m.domain_after(noisy)
+                if not hi > lo:  # a single point: released without noise
+                    noisy[m.name] = np.full(exact.shape, lo)
+                    entries.append(context.entry(p, m, None, eps, dlt, (lo, hi)))
+                    continue
+                mech = _mechanism(request, m, eps * group_factor, dlt * group_factor, lo, hi,
+                                  m.sensitivity_after(lo, hi))
+                exact = np.clip(exact, lo, hi)
+            out = mech.sample(exact, random_state=request.rng)
+            noisy[m.name] = np.atleast_1d(np.asarray(out, dtype=float))
+            entries.append(context.entry(p, m, mech, eps, dlt, None))
+        values[p.name] = np.asarray(p.plan.finalize(noisy), dtype=float)
+    return values, entries
+
+
+@dataclass(frozen=True)
+class _LogContext:
+    """The fields every entry of one release shares."""
+
+    time: str
+    engine: str
+    random_source: str
+    group_by: str | None
+    keys_json: str | None
+    n_keys: int
+    derivation: str
+    facts: FrameFacts
+
+    @classmethod
+    def of(cls, frame: Any, facts: FrameFacts, request: Request) -> _LogContext:
+        return cls(
+            time=_dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds"),
+            engine=engine.engine_name(frame),
+            random_source=request.random_source,
+            group_by=request.group_by,
+            keys_json=None if request.keys is None else json.dumps(
+                [_key_json(k) for k in request.keys]),
+            n_keys=len(request.keys or ()),
+            derivation=" > ".join(facts.derivation),
+            facts=facts,
+        )
+
+    def entry(self, p: _Planned, m: Measurement, mech: Any, epsilon: float, delta: float,
+              point: tuple[float, float] | None) -> dict[str, Any]:
+        cols = p.query.columns_read()
+        facts = self.facts
+        clamping = "; ".join(
+            f"{c} clamped to [{facts.bounds[c][0]:g}, {facts.bounds[c][1]:g}]" for c in cols
+        ) or "none (row count)"
+        missing = "; ".join(f"{c}: {_policy_text(facts.missing.get(c, DROP))}" for c in cols)
+        grouped = self.group_by is not None
+        lower, upper = (point if point is not None else (m.lower, m.upper))
+        if mech is not None:
+            lower, upper = mech.domain.lower, mech.domain.upper
+        quanta = sorted({a.fp.q for a in m.needs if a.fp is not None})
+        return {
+            "time": self.time,
+            "name": p.name,
+            "query": p.plan.query,
+            "part": m.name,
+            "columns": ",".join(cols),
+            "group_by": self.group_by,
+            "group_keys": self.keys_json,
+            "epsilon": float(epsilon),
+            "delta": float(delta),
+            "mechanism_epsilon": float(mech.epsilon) if mech is not None else 0.0,
+            "epsilon_overhead": float(getattr(mech, "epsilon_overhead", 0.0)),
+            "sensitivity": float(mech.sensitivity if mech is not None else m.sensitivity),
+            "mechanism": str(mech.name) if mech is not None else "none (single-point domain)",
+            "scale": float(mech.scale) if mech is not None else 0.0,
+            "grid": _json_num(getattr(mech, "grid", 0.0) or 0.0),
+            "domain_lower": _json_num(lower),
+            "domain_upper": _json_num(upper),
+            "clamping": clamping + (" in the engine; how many were clamped is not released"
+                                    if cols else ""),
+            "missing": missing or "n/a (row count)",
+            "random_source": self.random_source,
+            "engine": self.engine,
+            "size": "public" if p.plan.public_size else "private",
+            "formulation": p.plan.formulation,
+            "composition": (
+                f"parallel over {self.n_keys} declared groups (ε share "
+                f"{(p.plan.group_share or 0.5):g} per group: a replaced row can move between "
+                "two groups)" if grouped else "sequential"
+            ),
+            "fixed_point_quantum": float(quanta[0]) if len(quanta) == 1 else (
+                None if not quanta else ",".join(f"{q:g}" for q in quanta)),
+            "derivation": self.derivation,
+            "verification": "verified from the plan structure",
+        }
+
+
+def _policy_text(policy: Any) -> str:
+    return "rows missing it are dropped (size private)" if policy == DROP else \
+        f"missing values filled with the public value {float(policy):g}"
+
+
+def _json_num(x: float) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _key_json(k: Any) -> Any:
+    if isinstance(k, bool | int | float | str):
+        return k
+    if hasattr(k, "item"):
+        return k.item()
+    return str(k)
+
+
+def require_columns(frame: Any, columns: Sequence[str]) -> None:
+    """Check that ``columns`` exist (schema only)."""
+    cols = engine.frame_columns(frame)
+    for c in columns:
+        if c not in cols:
+            raise UnsupportedInputError(f"column {c!r} is not in the frame")
