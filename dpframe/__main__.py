@@ -308,8 +308,10 @@ def run_demo(
             employed = pf.filter(pl.col("hours_worked") > 0)
             spelled_filter = "pf.filter(pl.col('hours_worked') > 0)"
         else:
-            employed = pf[pf.hours_worked > 0]
-            spelled_filter = "pf[pf.hours_worked > 0]"
+            import narwhals as nw
+
+            employed = pf.dp.filter(nw.col("hours_worked") > 0)
+            spelled_filter = "pf.dp.filter(nw.col('hours_worked') > 0)"
         mean_income_employed = employed.dp.mean("income", epsilon=eps["filtered_mean"], **seeded)
         say(
             f"{spelled_filter}.dp.mean('income', epsilon={eps['filtered_mean']:g})"

@@ -270,13 +270,14 @@ def _drops(column: str | None, columns: Mapping[str, Any], missing: Mapping[str,
 def _row_expressions(
     aggs: Sequence[Agg], columns: Mapping[str, Any], missing: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """One named per-row expression per aggregate (summed by the caller)."""
+    """One named per-row expression per aggregate (summed by the caller); None for a plain
+    row count (the caller uses the engine's ``len``)."""
     out: dict[str, Any] = {}
     for i, agg in enumerate(aggs):
         name = f"__dp_{i}"
         if agg.kind == "rows":
             if agg.column is None or not _drops(agg.column, columns, missing):
-                out[name] = nw.lit(1.0)
+                out[name] = None
             else:
                 out[name] = _present(agg.column, columns[agg.column]).cast(nw.Float64)
             continue
@@ -323,10 +324,13 @@ def _narwhals_sums(
         frame = frame.filter(nw.col(group_by).is_in(list(keys or [])))
         # materialise the per-row columns first: simple per-column sums group efficiently in
         # every backend (pandas cannot group arbitrary expressions)
-        frame = frame.select(nw.col(group_by), *(e.alias(n) for n, e in exprs.items()))
-        result = frame.group_by(group_by).agg(*(nw.col(n).sum() for n in exprs))
+        frame = frame.select(nw.col(group_by),
+                             *(e.alias(n) for n, e in exprs.items() if e is not None))
+        result = frame.group_by(group_by).agg(
+            *(nw.len().alias(n) if e is None else nw.col(n).sum() for n, e in exprs.items()))
     else:
-        result = frame.select(*(e.sum().alias(n) for n, e in exprs.items()))
+        result = frame.select(
+            *(nw.len().alias(n) if e is None else e.sum().alias(n) for n, e in exprs.items()))
     if isinstance(result, nw.LazyFrame):
         result = result.collect()
     found = {None: 0}
