@@ -157,7 +157,7 @@ def _check_expression(nt: Any, node_id: int, where: str) -> None:
             if type(e.value).__name__ in ("PySeries", "PyDataFrame"):
                 raise DerivationError(
                     f"{where}: a Series literal brings rows from outside the protected data. "
-                    + _ALLOWED_NOTE
+                    + _ALLOWED_NOTE + "Nothing was read or spent."
                 )
             continue
         if kind == "BinaryExpr":
@@ -173,7 +173,7 @@ def _check_expression(nt: Any, node_id: int, where: str) -> None:
                     f"{where}: {name!r} is not a row-wise function (it can read other rows, "
                     "or dpframe has not verified it). " + _ALLOWED_NOTE
                     + "Aggregates, windows (over), shift, cumulative, rank, fill strategies, "
-                    "unique and sampling are refused."
+                    "unique and sampling are refused. Nothing was read or spent."
                 )
             stack += list(e.input)
         else:
@@ -184,7 +184,8 @@ def _check_expression(nt: Any, node_id: int, where: str) -> None:
             }.get(kind, f"a {kind} expression")
             raise DerivationError(
                 f"{where}: {what} reads other rows of the data. " + _ALLOWED_NOTE
-                + "Compute such values from released statistics instead."
+                + "Compute such values from released statistics instead. Nothing was read or "
+                "spent."
             )
 
 
@@ -306,7 +307,7 @@ def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str) -> list[Ste
         raise
     except Exception as exc:
         raise DerivationError(
-            f"dp.{verb}() refused before reading any data: {exc}. " + _ALLOWED_NOTE
+            f"dp.{verb}() refused: {exc}. " + _ALLOWED_NOTE + "Nothing was read or spent."
         ) from None
     _marker, steps = walk_lazy_plan(derived)
     return steps

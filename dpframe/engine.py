@@ -217,13 +217,16 @@ def aggregate(
     aggs = list(dict.fromkeys(aggs))
     columns = frame_columns(native)
     data = None
-    if method != "narwhals":
-        data = _numpy_sums(native, aggs, columns, missing, group_by, keys)
-        if data is None and method == "numpy":
-            raise ParameterError("method='numpy' needs plain numeric columns of an in-memory "
-                                 "frame and no products of columns")
-    if data is None:
-        data = _narwhals_sums(native, aggs, columns, missing, group_by, keys)
+    # values near ±1.8e308 overflow to ±inf when scaled by 1/q; clamping maps them to the
+    # bounds, exactly as for any value outside them (a value is never an error)
+    with np.errstate(over="ignore"):
+        if method != "narwhals":
+            data = _numpy_sums(native, aggs, columns, missing, group_by, keys)
+            if data is None and method == "numpy":
+                raise ParameterError("method='numpy' needs plain numeric columns of an "
+                                     "in-memory frame and no products of columns")
+        if data is None:
+            data = _narwhals_sums(native, aggs, columns, missing, group_by, keys)
     for agg, values in data.items():
         if not np.all(np.mod(values, 1.0) == 0.0):  # pragma: no cover - engine invariant
             raise RuntimeError(f"internal error: aggregate {agg} is not an integer; please report")

@@ -527,19 +527,55 @@ def derive(facts: FrameFacts, result: Any) -> Any:
     return _register(result, facts)
 
 
+_originals: dict[int, tuple[Any, Dataset]] = {}  # objects passed to protect, by identity
+_files: dict[str, Dataset] = {}  # files read by protected lazy sources
+
+
 def _refuse_live(frame: Any, backend: Backend) -> None:
+    """Refuse to open a second budget on data that already has one in this process: a frame
+    that is protected or derived from a protected one, the very object protected before (a
+    re-run notebook cell), or a lazy source over files a protected frame already reads."""
     if backend.family == "pandas":
         live = isinstance(frame.attrs.get(ATTRS_KEY), _Handle)
     elif backend.lazy:
         live = _registered(frame) is not None or bool(derivations.plan_markers(frame))
     else:
         live = _registered(frame) is not None
+    with _registry_lock:
+        seen = _originals.get(id(frame))
+    if seen is not None and seen[0]() is frame:
+        live = True
+    if not live and backend.lazy:
+        paths, _other = derivations.plan_sources(frame)
+        with _registry_lock:
+            live = any(p in _files for p in _stat_all(paths))
     if live:
         raise LedgerError(
-            "this frame already carries a privacy budget (it is protected, or derived from a "
-            "protected frame); protecting it again would open a second budget on the same "
-            "people. Keep querying it, or protect the original data once."
+            "this data already carries a privacy budget in this process (the frame is "
+            "protected, derived from a protected frame, was passed to dpf.protect before, or "
+            "reads files a protected frame reads); protecting it again would open a second "
+            "budget on the same people. Keep querying the protected frame (re-running a "
+            "notebook cell: use the frame from the first run), or use a durable "
+            "dpf.Session(path=...) to continue one budget across runs."
         )
+
+
+def _remember_original(frame: Any, dataset: Dataset) -> None:
+    key = id(frame)
+
+    def _forget(_: Any, key: int = key) -> None:
+        with _registry_lock:
+            _originals.pop(key, None)
+
+    try:
+        ref = weakref.ref(frame, _forget)
+    except TypeError:  # pragma: no cover - every supported frame type is weak-referenceable
+        return
+    with _registry_lock:
+        _originals[key] = (ref, dataset)
+        if dataset.source is not None:
+            for path in dataset.source.files:
+                _files[path] = dataset
 
 
 # -- protect --------------------------------------------------------------------------------
@@ -634,4 +670,5 @@ def protect(
         dataset.source = SourceBinding.of(frame)
     else:
         dataset.root_shape = _shape(protected, backend)
+    _remember_original(frame, dataset)
     return protected  # type: ignore[no-any-return]

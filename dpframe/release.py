@@ -38,7 +38,7 @@ from dpframe.mechanisms import make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
 from dpframe.queries import Measurement, Plan, PlanContext, Query
 
-__all__ = ["MECHANISMS", "Outcome", "Request", "check_request", "run"]
+__all__ = ["MECHANISMS", "Outcome", "Request", "check_request", "exact_measurements", "run"]
 
 MECHANISMS = ("bounded", "truncated", "laplace")
 
@@ -333,6 +333,36 @@ def run(
     keys_out = list(request.keys) if request.keys is not None else None
     return Outcome(values, keys_out, request.group_by, entries, ledger.snapshot_document(),
                    release_id, backend_of(frame))
+
+
+def exact_measurements(
+    frame: Any,
+    queries: Mapping[str, Query],
+    *,
+    group_by: str | None = None,
+    keys: Sequence[Any] | None = None,
+) -> dict[tuple[str, str], tuple[np.ndarray, float]]:
+    """For audits and tests only: the *exact* value of every measurement a release of
+    ``queries`` would noise, with the sensitivity its log entry would record, as
+    ``{(query name, part): (values per group, sensitivity)}``. Runs the same plan and
+    aggregation pass as :func:`run` but adds no noise, spends nothing and logs nothing — the
+    neighbour-pair tests compare these across neighbouring data sets. Measurements whose
+    domain depends on earlier noisy values (covariances) are left out."""
+    facts = resolve(frame)
+    request = check_request(queries, epsilon=1.0, delta=0.0, weights=None,
+                            mechanism="bounded", random_state=None, group_by=group_by,
+                            keys=keys, facts=facts)
+    planned = _plan_all(frame, facts, request, queries)
+    aggs = engine.aggregate(
+        frame, [a for p in planned for a in p.plan.aggregates],
+        missing={c: facts.missing.get(c, DROP) for p in planned for c in p.query.columns_read()},
+        group_by=request.group_by, keys=request.keys,
+    )
+    return {
+        (p.name, m.name): (np.asarray(m.statistic(aggs), dtype=float), float(mech.sensitivity))
+        for p in planned for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True)
+        if mech is not None
+    }
 
 
 def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[_Planned],
