@@ -56,9 +56,6 @@ class LossCertificate:
     q: float
     q_prime: float
 
-    def ratio_to(self, epsilon: float) -> float:
-        return self.loss / epsilon
-
 
 def _grid(domain: FeasibleSet, b: float, reach: float) -> np.ndarray:
     pts = []

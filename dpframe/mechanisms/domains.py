@@ -103,9 +103,6 @@ class FeasibleSet:
     def min_component_width(self) -> float:
         return min(hi - lo for lo, hi in self.components)
 
-    def as_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "intervals": [list(c) for c in self.components]}
-
     def __str__(self) -> str:
         def fmt(c: tuple[float, float]) -> str:
             lo, hi = c

@@ -154,22 +154,22 @@ class _LaplaceFamily:
         return RandomSource(random_state).kind
 
     def _validate_values(self, value: Any) -> np.ndarray:
-        q = np.asarray(value, dtype=float)
-        if np.isnan(q).any():
+        true = np.asarray(value, dtype=float)
+        if np.isnan(true).any():
             raise ParameterError("the true value is NaN; drop or impute missing data first")
-        if not np.isfinite(q).all():
+        if not np.isfinite(true).all():
             raise ParameterError("the true value is infinite; check the data and its bounds")
-        if not self.domain.contains(q).all():
+        if not self.domain.contains(true).all():
             raise ParameterError(
                 f"the true value lies outside the feasible set {self.domain}; the query's output"
                 " domain must contain every possible true answer (clamp the data to its bounds)"
             )
-        if (np.abs(q) > self.magnitude).any():
+        if (np.abs(true) > self.magnitude).any():
             raise ParameterError(
                 f"|true value| exceeds magnitude={self.magnitude:g}, the public bound snapping"
                 " needs on an unbounded domain; pass a larger magnitude="
             )
-        return q
+        return true
 
     def sample(
         self,
@@ -182,20 +182,20 @@ class _LaplaceFamily:
         ``size`` broadcasts a scalar to that many draws. ``random_state`` (int or Generator) is
         for tests and simulations; without it randomness comes from the OS CSPRNG.
         """
-        q = self._validate_values(value)
+        true = self._validate_values(value)
         if size is not None:
-            q = np.broadcast_to(q, size)
-        shape = q.shape
-        flat = np.ascontiguousarray(q, dtype=float).ravel()
+            true = np.broadcast_to(true, size)
+        shape = true.shape
+        flat = np.ascontiguousarray(true, dtype=float).ravel()
         source = RandomSource(random_state)
         out = self._draw(flat, source)
         if shape == ():
             return float(out[0])
         return out.reshape(shape)
 
-    def _draw(self, q: np.ndarray, source: RandomSource) -> np.ndarray:
+    def _draw(self, true: np.ndarray, source: RandomSource) -> np.ndarray:
         sampling_set = self._sampling_set()
-        anchor, offset, comp = sample_offsets(sampling_set, q, self.scale, source)
+        anchor, offset, comp = sample_offsets(sampling_set, true, self.scale, source)
         if self.plan is None:
             out = anchor + offset
         else:
@@ -360,7 +360,7 @@ def make_mechanism(
     params = (epsilon, sensitivity, lower, upper, delta)
     if not any(isinstance(v, bool) for v in params):  # True == 1 must not hit the cache
         try:
-            return _cached(cls, *params, tuple(sorted(options.items())))
+            return _cached(name, *params, tuple(sorted(options.items())))
         except TypeError:  # unhashable arguments: build uncached (the constructor validates)
             pass
     return cls(epsilon, sensitivity, lower=lower, upper=upper, delta=delta, **options)
@@ -368,7 +368,7 @@ def make_mechanism(
 
 @functools.lru_cache(maxsize=512)
 def _cached(
-    cls: type[_LaplaceFamily],
+    name: str,
     epsilon: float,
     sensitivity: float,
     lower: float | None,
@@ -378,4 +378,6 @@ def _cached(
 ) -> _LaplaceFamily:
     """Mechanisms are immutable after construction, so equal parameters can share one
     (the scale solve and the snapping plan then run once)."""
-    return cls(epsilon, sensitivity, lower=lower, upper=upper, delta=delta, **dict(options))
+    return _CLASSES[name](
+        epsilon, sensitivity, lower=lower, upper=upper, delta=delta, **dict(options)
+    )
