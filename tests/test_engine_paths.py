@@ -1,4 +1,7 @@
-"""The engine's fast paths give bit-identical exact aggregates to the generic narwhals path."""
+"""The engine's paths agree bit for bit, selected through its public ``method=`` argument
+(scipy-style: ``method="numpy"``, the cache-blocked numpy kernel on zero-copy views, against
+``method="narwhals"``, the generic path that runs inside pandas or Polars), and both equal exact
+integer arithmetic done in Python."""
 
 from __future__ import annotations
 
@@ -7,65 +10,103 @@ import pandas as pd
 import polars as pl
 import pytest
 
+import dpframe as dpf
 from dpframe import engine
-from dpframe.engine import FixedPoint
+from dpframe.engine import Agg, FixedPoint
 
 
-def generic(native, column, fp, squares):
-    cols = engine._row_expressions(column, engine.frame_columns(native)[column], fp, squares,
-                                   masked=False)
-    return engine._aggregates(engine._sums(native, cols, None, None), fp, 10**9, None,
-                              None)[None]
+def _aggs(fp: FixedPoint, squares: bool, column: str = "x") -> list[Agg]:
+    out = [Agg("rows"), Agg("rows", column), Agg("sum", column, fp)]
+    if squares:
+        out.append(Agg("sum_sq", column, fp))
+    return out
+
+
+def _python_k(values: np.ndarray, fp: FixedPoint) -> np.ndarray:
+    """round(clip((x − c)/q)) in exact integer arithmetic (round-half-even, like the engine)."""
+    xs = (np.asarray(values, dtype=float) - fp.center) / fp.q
+    return np.round(np.clip(xs, fp.k_lo, fp.k_hi)).astype(np.int64)
 
 
 @pytest.mark.parametrize("squares", [False, True])
 @pytest.mark.parametrize(("lo", "hi", "center"), [(0.0, 250_000.0, 0.0), (-3.0, 7.5, 2.25),
                                                    (1e12, 1e12 + 1, 1e12)])
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32"])
-def test_numpy_kernel_matches_narwhals(squares, lo, hi, center, dtype):
+@pytest.mark.parametrize("missing", ["drop", 0.5])
+def test_numpy_method_matches_narwhals_method(squares, lo, hi, center, dtype, missing):
     rng = np.random.default_rng(7)
     n = 200_003  # several blocks plus a ragged tail
     x = rng.uniform(lo - (hi - lo) * 0.2, hi + (hi - lo) * 0.2, n)
     if dtype.startswith("int"):
         x = np.round(x).clip(np.iinfo(dtype).min, np.iinfo(dtype).max)
+    else:
+        x[::1009] = np.nan  # missing values follow the declared policy in both paths
+        x[7] = np.inf  # infinities are values: clamped to the bounds
+        x[8] = -np.inf
     df = pd.DataFrame({"x": x.astype(dtype)})
-    fp = FixedPoint.choose(lo, hi, center, 4 * n, squares)
-    fast = engine.aggregate(df, column="x", fixed_point=fp, squares=squares, row_cap=4 * n)[None]
-    assert engine._numpy_column_sums(df, "x", fp, squares) is not None
-    assert fast == generic(df, "x", fp, squares)
-    assert fast == generic(pl.from_pandas(df), "x", fp, squares)
-    polars_eager = pl.from_pandas(df)
-    assert engine._numpy_view(polars_eager, "x", grouped=False) is not None
-    fast_pl = engine.aggregate(polars_eager, column="x", fixed_point=fp, squares=squares,
-                               row_cap=4 * n)[None]
-    assert fast_pl == fast
+    fill = lo + (hi - lo) * missing if missing != "drop" else "drop"
+    policy = {"x": fill}
+    fp = FixedPoint.choose(lo, hi, center, n, squares)
+    aggs = _aggs(fp, squares)
+    fast = engine.aggregate(df, aggs, missing=policy, method="numpy")
+    generic = engine.aggregate(df, aggs, missing=policy, method="narwhals")
+    assert engine.aggregate(df, aggs, missing=policy) == pytest.approx(fast)  # auto = numpy
+    for a in aggs:
+        assert np.array_equal(fast[a], generic[a]), a
+    polars_lazy = engine.aggregate(pl.from_pandas(df, nan_to_null=False).lazy(), aggs,
+                                   missing=policy, method="narwhals")
+    for a in aggs:
+        assert np.array_equal(polars_lazy[a], fast[a]), a
+    if dtype.startswith("int"):  # a Polars column without nulls takes the numpy path too
+        polars_eager = pl.from_pandas(df)
+        fast_pl = engine.aggregate(polars_eager, aggs, missing=policy, method="numpy")
+        for a in aggs:
+            assert np.array_equal(fast_pl[a], fast[a]), a
     # and both equal exact integer arithmetic done in Python
-    xs = (df["x"].to_numpy().astype(float) - center) / fp.q
-    k = np.clip(xs, fp.k_lo, fp.k_hi)
-    k = np.round(k).astype(np.int64)  # round-half-even, as the engine's rounder
-    assert fast.k_sum == int(k.sum())
+    values = df["x"].to_numpy().astype(float)
+    present = ~np.isnan(values)
+    if fill != "drop":
+        values = np.where(present, values, fill)
+        present = np.ones(n, dtype=bool)
+    k = _python_k(np.where(present, values, center), fp)[present]
+    assert fast[Agg("rows")][0] == n
+    assert fast[Agg("rows", "x")][0] == present.sum()
+    assert fast[Agg("sum", "x", fp)][0] == int(k.sum())
     if squares:
-        assert fast.k_sq == sum(int(v) * int(v) for v in k)
+        assert fast[Agg("sum_sq", "x", fp)][0] == sum(int(v) * int(v) for v in k)
 
 
 def test_extension_dtypes_take_the_narwhals_path():
-    df = pd.DataFrame({"x": pd.array([1.0, 2.0, 3.5], dtype="Float64")})
+    df = pd.DataFrame({"x": pd.array([1.0, 2.0, 3.5, None], dtype="Float64")})
     fp = FixedPoint.choose(0.0, 10.0, 0.0, 12, False)
-    assert engine._numpy_column_sums(df, "x", fp, False) is None
-    agg = engine.aggregate(df, column="x", fixed_point=fp, squares=False, row_cap=12)[None]
-    assert agg.k_sum * agg.q == 6.5
+    aggs = [Agg("sum", "x", fp), Agg("rows", "x")]
+    with pytest.raises(dpf.ParameterError, match="numpy"):
+        engine.aggregate(df, aggs, missing={"x": "drop"}, method="numpy")
+    out = engine.aggregate(df, aggs, missing={"x": "drop"})
+    assert out[aggs[0]][0] * fp.q == 6.5
+    assert out[aggs[1]][0] == 3  # the pd.NA row is missing, dropped
 
 
-def generic_grouped(native, column, fp, squares, group_by, keys):
-    cols = engine._row_expressions(column, engine.frame_columns(native)[column], fp, squares,
-                                   masked=False)
-    data = engine._sums(native, cols, group_by, keys)
-    return engine._aggregates(data, fp, 10**9, group_by, keys).values()
+def test_products_of_columns_need_the_narwhals_path():
+    df = pd.DataFrame({"x": [1.0, 2.0, 3.0], "y": [1.0, -1.0, 2.0]})
+    fx = FixedPoint.choose(0.0, 4.0, 2.0, 3, True)
+    fy = FixedPoint.choose(-2.0, 2.0, 0.0, 3, True)
+    prod = Agg("sum_prod", "x", fx, "y", fy)
+    with pytest.raises(dpf.ParameterError, match="products"):
+        engine.aggregate(df, [prod], missing={}, method="numpy")
+    out = engine.aggregate(df, [prod], missing={})
+    kx, ky = _python_k(df["x"], fx), _python_k(df["y"], fy)
+    assert out[prod][0] == int((kx * ky).sum())
+
+
+def test_unknown_method_is_a_parameter_error():
+    with pytest.raises(dpf.ParameterError, match="'numpy' or 'narwhals'"):
+        engine.aggregate(pd.DataFrame({"x": [1.0]}), [Agg("rows")], missing={}, method="fast")
 
 
 @pytest.mark.parametrize("squares", [False, True])
 @pytest.mark.parametrize("kind", ["int", "str", "categorical"])
-def test_grouped_numpy_kernel_matches_narwhals(squares, kind):
+def test_grouped_numpy_method_matches_narwhals_method(squares, kind):
     rng = np.random.default_rng(3)
     n = 150_001
     raw_keys = rng.integers(0, 12, n)
@@ -76,13 +117,22 @@ def test_grouped_numpy_kernel_matches_narwhals(squares, kind):
         g = np.array([f"k{v}" for v in raw_keys], dtype=object)
         g[::97] = None  # missing keys are never aggregated
         declared = ["k0", "k2", "k3", "k5", "k7", "k11", "k99"]
-    df = pd.DataFrame({"x": rng.normal(3.0, 4.0, n), "g": g})
+    x = rng.normal(3.0, 4.0, n)
+    x[::101] = np.nan
+    df = pd.DataFrame({"x": x, "g": g})
     if kind == "categorical":
         df["g"] = df["g"].astype("category")
-    fp = FixedPoint.choose(-2.0, 9.0, 3.5, 4 * n, squares)
-    fast = engine.aggregate(df, column="x", fixed_point=fp, squares=squares, row_cap=4 * n,
-                            group_by="g", keys=declared)
-    assert engine._numpy_column_sums(df, "x", fp, squares, "g", declared) is not None
-    assert fast.values() == generic_grouped(df, "x", fp, squares, "g", declared)
-    assert fast.values() == generic_grouped(pl.from_pandas(df), "x", fp, squares, "g", declared)
-    assert fast.values()[-1].rows == 0  # the empty declared group is present
+    fp = FixedPoint.choose(-2.0, 9.0, 3.5, n, squares)
+    aggs = _aggs(fp, squares)
+    kw = {"missing": {"x": "drop"}, "group_by": "g", "keys": declared}
+    fast = engine.aggregate(df, aggs, method="numpy", **kw)
+    generic = engine.aggregate(df, aggs, method="narwhals", **kw)
+    in_polars = engine.aggregate(pl.from_pandas(df, nan_to_null=False), aggs, **kw)
+    for a in aggs:
+        assert fast[a].shape == (len(declared),)
+        assert np.array_equal(fast[a], generic[a]), a
+        assert np.array_equal(fast[a], in_polars[a]), a
+    assert fast[Agg("rows")][-1] == 0  # the empty declared group is present
+    # per group, the row counts are those of the declared keys only
+    keys = pd.Series(g).astype(object)
+    assert list(fast[Agg("rows")]) == [int((keys == k).sum()) for k in declared]

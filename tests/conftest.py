@@ -1,0 +1,116 @@
+"""One backend fixture for the whole suite (issue 16 item 5).
+
+``constructor`` is parametrised over every backend dpframe supports — ``"pandas"``,
+``"polars"`` (eager) and ``"polars-lazy"`` — and builds a native frame from a dict of columns
+(modelled on narwhals' ``tests/conftest.py``)::
+
+    def test_mean(constructor):
+        pf = dpf.protect(constructor({"x": [1.0, 2.0]}), epsilon=1, bounds={"x": (0, 5)})
+
+Pick backends on the command line: ``pytest --backends=pandas,polars`` (default: all). A test
+that only makes sense for some backends says so with ``@pytest.mark.backends("pandas",
+"polars")``; it is parametrised over the intersection (never generated just to be skipped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+BACKENDS = ("pandas", "polars", "polars-lazy")
+
+
+class Constructor:
+    """Builds native frames of one backend from a dict of columns (or a pandas frame).
+
+    ``name`` is the backend's name as dpframe logs it; ``family`` the library results come
+    back in (``"pandas"`` or ``"polars"``); ``lazy`` whether frames are ``LazyFrame``s.
+    Missing values are kept as given: in Polars ``None`` becomes a null and ``NaN`` stays a
+    float NaN (both are missing values to dpframe); pandas holds both as NaN in float columns.
+    A pandas frame passed in is converted with ``nan_to_null=False``.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.family = "pandas" if name == "pandas" else "polars"
+        self.lazy = name == "polars-lazy"
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __call__(self, data: Mapping[str, Any] | Any) -> Any:
+        import pandas as pd
+
+        if self.family == "pandas":
+            return data.copy() if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
+        import polars as pl
+
+        if isinstance(data, pd.DataFrame):
+            frame = pl.from_pandas(data, nan_to_null=False)
+        else:
+            frame = pl.DataFrame({k: _plain(v) for k, v in dict(data).items()})
+        return frame.lazy() if self.lazy else frame
+
+    # -- reading release tables (always eager, of this backend's library) -----------------
+    def column(self, table: Any, name: str) -> list[Any]:
+        """A column of a release table or log as a Python list."""
+        values = table[name]
+        return values.to_list() if hasattr(values, "to_list") else list(values)
+
+    def values(self, table: Any, name: str) -> np.ndarray:
+        """A numeric column of a release table or log as a float array."""
+        return np.asarray(self.column(table, name), dtype=float)
+
+
+def _plain(values: Any) -> Any:
+    """numpy object/str arrays as lists (Polars then infers String with nulls for None)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "OU":
+        return values.tolist()
+    return values
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backends",
+        action="store",
+        default=",".join(BACKENDS),
+        help="comma-separated backends for the `constructor` fixture "
+        f"(default: all of {', '.join(BACKENDS)})",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "backends(*names): run a `constructor` test only on these backends (intersected with "
+        "--backends)",
+    )
+
+
+def selected_backends(config: pytest.Config) -> list[str]:
+    raw = str(config.getoption("--backends"))
+    chosen = [b.strip() for b in raw.split(",") if b.strip()]
+    unknown = [b for b in chosen if b not in BACKENDS]
+    if unknown or not chosen:
+        raise pytest.UsageError(
+            f"--backends: unknown backend(s) {unknown or raw!r}; choose from {', '.join(BACKENDS)}"
+        )
+    return chosen
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "constructor" not in metafunc.fixturenames:
+        return
+    chosen = selected_backends(metafunc.config)
+    marker = metafunc.definition.get_closest_marker("backends")
+    if marker is not None:
+        bad = [b for b in marker.args if b not in BACKENDS]
+        if bad:
+            raise pytest.UsageError(f"@pytest.mark.backends: unknown backend(s) {bad}")
+        chosen = [b for b in chosen if b in marker.args]
+    # an empty selection yields one test skipped by pytest ("got empty parameter set"): the
+    # command line excluded every backend this test runs on
+    metafunc.parametrize("constructor", [Constructor(b) for b in chosen], ids=chosen)
