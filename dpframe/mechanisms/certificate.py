@@ -28,23 +28,24 @@ from dpframe.mechanisms.domains import LOG_HALF, FeasibleSet
 __all__ = ["LossCertificate", "log_mass", "log_normalizer", "worst_case_loss"]
 
 
-def log_mass(q: np.ndarray, b: float, lo: float, hi: float) -> np.ndarray:
-    """``ln P(Lap(q, b) ∈ [lo, hi])``, stable for any position of ``q`` (vectorised in q)."""
-    q = np.asarray(q, dtype=float)
+def log_mass(centre: np.ndarray, b: float, lo: float, hi: float) -> np.ndarray:
+    """``ln P(Lap(centre, b) ∈ [lo, hi])`` for true answers ``centre`` (vectorised), stable for
+    any position of the centre."""
+    centre = np.asarray(centre, dtype=float)
     width = hi - lo
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        # q left of the interval: ½ e^{-(lo-q)/b} (1 - e^{-width/b})
+        # centre left of the interval: ½ e^{-(lo-centre)/b} (1 - e^{-width/b})
         tail = np.log(-np.expm1(-width / b)) if math.isfinite(width) else 0.0
-        left = LOG_HALF - (lo - q) / b + tail
-        right = LOG_HALF - (q - hi) / b + tail
-        # q inside: 1 - ½ e^{-(q-lo)/b} - ½ e^{-(hi-q)/b}
-        inner = np.log1p(-0.5 * (np.exp(-(q - lo) / b) + np.exp(-(hi - q) / b)))
-    return np.where(q < lo, left, np.where(q > hi, right, inner))
+        left = LOG_HALF - (lo - centre) / b + tail
+        right = LOG_HALF - (centre - hi) / b + tail
+        # centre inside: 1 - ½ e^{-(centre-lo)/b} - ½ e^{-(hi-centre)/b}
+        inner = np.log1p(-0.5 * (np.exp(-(centre - lo) / b) + np.exp(-(hi - centre) / b)))
+    return np.where(centre < lo, left, np.where(centre > hi, right, inner))
 
 
-def log_normalizer(domain: FeasibleSet, q: np.ndarray, b: float) -> np.ndarray:
-    """``ln C(q)`` for the feasible set (log-sum over its components)."""
-    parts = np.stack([log_mass(q, b, lo, hi) for lo, hi in domain.components])
+def log_normalizer(domain: FeasibleSet, centre: np.ndarray, b: float) -> np.ndarray:
+    """``ln C(centre)`` for the feasible set (log-sum over its components)."""
+    parts = np.stack([log_mass(centre, b, lo, hi) for lo, hi in domain.components])
     return np.logaddexp.reduce(parts, axis=0)
 
 
@@ -73,27 +74,32 @@ def _grid(domain: FeasibleSet, b: float, reach: float) -> np.ndarray:
     return np.unique(np.concatenate(pts))
 
 
-def _loss_at(domain: FeasibleSet, b: float, reach: float, q: np.ndarray) -> tuple:
-    ln_c = log_normalizer(domain, q, b)
-    best = np.full(q.shape, -np.inf)
-    partner = q.copy()
+def _loss_at(
+    domain: FeasibleSet, b: float, reach: float, answers: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. (1) at each true answer ``q`` in ``answers`` against its worst neighbour, and that
+    neighbour ``q'``."""
+    ln_c = log_normalizer(domain, answers, b)
+    best = np.full(answers.shape, -np.inf)
+    partner = answers.copy()
     for direction in (1, -1):
-        qp = domain.farthest_within(q, reach, direction)
-        loss = np.abs(qp - q) / b + np.abs(log_normalizer(domain, qp, b) - ln_c)
+        neighbour = domain.farthest_within(answers, reach, direction)
+        shift = np.abs(neighbour - answers) / b
+        loss = shift + np.abs(log_normalizer(domain, neighbour, b) - ln_c)
         better = loss > best
         best = np.where(better, loss, best)
-        partner = np.where(better, qp, partner)
+        partner = np.where(better, neighbour, partner)
     return best, partner
 
 
 def worst_case_loss(domain: FeasibleSet, b: float, sensitivity: float) -> LossCertificate:
     """Largest ``ε(q, q')`` of eq. (1) over neighbouring ``q, q' ∈ D`` at scale ``b``."""
-    q = _grid(domain, b, sensitivity)
-    losses, partners = _loss_at(domain, b, sensitivity, q)
+    answers = _grid(domain, b, sensitivity)
+    losses, partners = _loss_at(domain, b, sensitivity, answers)
     i = int(np.argmax(losses))
-    best = LossCertificate(float(losses[i]), float(q[i]), float(partners[i]))
+    best = LossCertificate(float(losses[i]), float(answers[i]), float(partners[i]))
     # local refinement between the grid neighbours of the best point
-    lo_q, hi_q = q[max(i - 1, 0)], q[min(i + 1, q.size - 1)]
+    lo_q, hi_q = answers[max(i - 1, 0)], answers[min(i + 1, answers.size - 1)]
     if hi_q > lo_q:
         res = minimize_scalar(
             lambda x: -_loss_at(domain, b, sensitivity, np.array([x]))[0][0],

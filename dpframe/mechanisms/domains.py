@@ -131,20 +131,20 @@ class FeasibleSet:
             out = np.where(in_gap, np.where(out <= mid, hi, lo_next), out)
         return out
 
-    def farthest_within(self, q: np.ndarray, reach: float, direction: int) -> np.ndarray:
-        """For each ``q`` in the set, the point of the set farthest from ``q`` in ``direction``
-        (+1 or -1) at distance at most ``reach``: the worst neighbour of ``q`` (see
-        :mod:`dpframe.mechanisms.certificate`)."""
-        q = np.asarray(q, dtype=float)
-        target = q + direction * reach
-        best = q.copy()
+    def farthest_within(self, points: np.ndarray, reach: float, direction: int) -> np.ndarray:
+        """For each point ``q`` of ``points`` (in the set), the point of the set farthest from ``q``
+        in ``direction`` (+1 or -1) at distance at most ``reach``: the worst neighbour of ``q``
+        (see :mod:`dpframe.mechanisms.certificate`)."""
+        points = np.asarray(points, dtype=float)
+        target = points + direction * reach
+        best = points.copy()
         for lo, hi in self.components:
             if direction > 0:
                 cand = np.minimum(target, hi)
-                ok = cand >= np.maximum(lo, q)
+                ok = cand >= np.maximum(lo, points)
             else:
                 cand = np.maximum(target, lo)
-                ok = cand <= np.minimum(hi, q)
+                ok = cand <= np.minimum(hi, points)
             best = np.where(ok & ((cand - best) * direction > 0), cand, best)
         return best
 

@@ -27,19 +27,19 @@ from dpframe.mechanisms.randomness import RandomSource
 __all__ = ["draw_pieces", "sample_offsets", "truncated_exponential"]
 
 
-def _pieces(domain: FeasibleSet, q: np.ndarray, b: float) -> tuple[np.ndarray, ...]:
-    """Per row of ``q``: anchors, lengths and log-masses of the 2K pieces.
+def _pieces(domain: FeasibleSet, centre: np.ndarray, b: float) -> tuple[np.ndarray, ...]:
+    """Per true value ``q`` in ``centre``: anchors, lengths and log-masses of the 2K pieces.
 
     Column ``j < K`` is the part of component ``j`` below ``q`` (anchored at ``min(u_j, q)``,
     going down); column ``K + j`` the part above ``q`` (anchored at ``max(l_j, q)``, going up).
     """
     lo = np.array([c[0] for c in domain.components])
     hi = np.array([c[1] for c in domain.components])
-    qc = q[:, None]
-    anchors = np.concatenate([np.minimum(hi, qc), np.maximum(lo, qc)], axis=1)
+    col_centre = centre[:, None]
+    anchors = np.concatenate([np.minimum(hi, col_centre), np.maximum(lo, col_centre)], axis=1)
     with np.errstate(invalid="ignore"):
         lengths = np.concatenate([anchors[:, : lo.size] - lo, hi - anchors[:, lo.size :]], axis=1)
-        dists = np.abs(anchors - qc)
+        dists = np.abs(anchors - col_centre)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         log_mass = np.log(-np.expm1(-lengths / b))  # 0 for infinite length, -inf for empty
         log_mass += LOG_HALF
@@ -91,20 +91,21 @@ def truncated_exponential(scaled_len: np.ndarray, w: np.ndarray, log_w: np.ndarr
 
 
 def sample_offsets(
-    domain: FeasibleSet, q: np.ndarray, b: float, source: RandomSource
+    domain: FeasibleSet, centre: np.ndarray, b: float, source: RandomSource
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Draw ``Y = anchor + offset`` from Laplace(q, b) conditioned on ``domain``.
+    """Draw ``Y = anchor + offset`` from Laplace(q, b) conditioned on ``domain``, one draw per
+    true value ``q`` in ``centre``.
 
     Returns ``(anchor, offset, component_index)``; ``anchor`` is an exact double (``q`` or an
     endpoint), so the caller can add the two on a grid without floating-point error.
     """
-    anchors, lengths, log_mass = _pieces(domain, q, b)
+    anchors, lengths, log_mass = _pieces(domain, centre, b)
     col = draw_pieces(log_mass, source)
-    rows = np.arange(q.size)
+    rows = np.arange(centre.size)
     anchor = anchors[rows, col]
     n_comp = len(domain.components)
     direction = np.where(col < n_comp, -1.0, 1.0)
     scaled_len = lengths[rows, col] / b
-    w, log_w = source.uniform(q.size)
+    w, log_w = source.uniform(centre.size)
     e = truncated_exponential(scaled_len, w, log_w)
     return anchor, direction * (b * e), col % n_comp
