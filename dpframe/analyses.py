@@ -4,11 +4,11 @@ Pure functions over *already aggregated, exact* statistics: nothing here reads a
 ledger. The frames layer computes the aggregates, calls these functions and spends the budget
 they report (one :class:`ReleaseRecord` per released number).
 
-Naming (see ``DESIGN.md`` §3): Liu's "truncated" Laplace is our ``"bounded"`` mechanism
+Naming (see ``docs/privacy.md`` §1): Liu's "truncated" Laplace is our ``"bounded"`` mechanism
 (Laplace conditioned on the interval, Holohan's scale ``b*``); Liu's "BIT" is our
 ``"truncated"`` mechanism (clamp to the interval, scale ``Δ/ε``).
 
-Neighbours: replacement of one row, public row count ``n`` (DESIGN §2).
+Neighbours: replacement of one row, public row count ``n`` (``docs/audit.md``).
 
 Proportions (Liu §4.2)
 ----------------------
@@ -80,8 +80,8 @@ by ``M``; that slack is added to every sensitivity (Casacuberta et al. 2022).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -94,7 +94,6 @@ from dpframe.mechanisms.randomness import RandomState
 __all__ = [
     "BoundedMechanismName",
     "CovarianceRelease",
-    "DescribeRelease",
     "ProportionsRelease",
     "ReleaseRecord",
     "correlation_from_covariance",
@@ -103,7 +102,6 @@ __all__ = [
     "project_psd",
     "proportion_epsilon_share",
     "release_covariance",
-    "release_describe",
     "release_proportions",
     "sum_to_one",
     "variance_domain_upper",
@@ -142,23 +140,6 @@ class ReleaseRecord:
     noise: bool = True
     notes: str = ""
     grid: float = 0.0  # snapping grid Λ of the mechanism (0: not snapped)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain dict for a log entry."""
-        return {
-            "statistic": self.statistic,
-            "columns": list(self.columns),
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "mechanism": self.mechanism,
-            "sensitivity": self.sensitivity,
-            "scale": self.scale,
-            "domain": list(self.domain),
-            "epsilon_overhead": self.epsilon_overhead,
-            "noise": self.noise,
-            "notes": self.notes,
-            "grid": self.grid,
-        }
 
 
 def _mechanism_class(name: str) -> type[BoundedLaplace] | type[TruncatedLaplace]:
@@ -554,63 +535,3 @@ def release_covariance(
     final = nearest_psd(out, diagonal=np.diag(out)) if project else out
     return CovarianceRelease(final, correlation_from_covariance(final), raw, cols,
                              tuple(records))
-
-
-# -- describe -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DescribeRelease:
-    """A DP ``describe()`` table (rows: count, mean, std, lower, upper; one column per input
-    column) and one record per released statistic."""
-
-    table: pd.DataFrame
-    records: tuple[ReleaseRecord, ...] = field(default_factory=tuple)
-
-
-def release_describe(
-    stats: Mapping[str, tuple[float, float]],
-    n: int,
-    bounds: Mapping[str, tuple[float, float]],
-    epsilon: float,
-    *,
-    mechanism: BoundedMechanismName = "bounded",
-    delta: float = 0.0,
-    random_state: RandomState = None,
-) -> DescribeRelease:
-    r"""DP analogue of ``DataFrame.describe()`` on a frame with public size ``n``.
-
-    ``stats[col] = (mean, variance)``: exact mean and ddof=1 variance of the column clamped to
-    ``bounds[col] = (l, u)``. For ``C`` columns the ``2C`` releases share ε equally (ε/(2C),
-    likewise δ): mean on ``[l, u]`` with ``Δ = w/n``; variance on ``[0, n w²/(4(n−1))]`` with
-    ``Δ = w²/n``; ``std = √variance`` (post-processing). ``count`` is the public ``n`` (no
-    budget); ``lower``/``upper`` are the declared bounds (public). On frames of private size
-    use the frames layer, which noises the count too.
-    """
-    eps, dlt = _check_budget(epsilon, delta, mechanism)
-    cls = _mechanism_class(mechanism)
-    n_rows = _check_n(n, 2)
-    names = list(stats)
-    if not names:
-        raise ParameterError("describe needs at least one column")
-    share = 1.0 / (2 * len(names))
-    rng = _generator(random_state)
-    records: list[ReleaseRecord] = []
-    table: dict[str, list[float]] = {}
-    for col in names:
-        if col not in bounds:
-            raise ParameterError(f"column {col!r} has no declared bounds")
-        lo, hi = (float(v) for v in bounds[col])
-        w = hi - lo
-        mean, var = (float(v) for v in stats[col])
-        m_sens = min(w / n_rows + _FP_SLACK * max(abs(lo), abs(hi)), w)
-        m_mech = cls(eps * share, m_sens, lower=lo, upper=hi, delta=dlt * share)
-        m_val = float(m_mech.sample(float(np.clip(mean, lo, hi)), random_state=rng))
-        records.append(_record(m_mech, "mean", (col,), notes=f"describe: ε/{2 * len(names)}"))
-        upper = variance_domain_upper(n_rows, w)
-        v_sens = min(variance_sensitivity(n_rows, w) + _FP_SLACK * upper, upper)
-        v_mech = cls(eps * share, v_sens, lower=0.0, upper=upper, delta=dlt * share)
-        v_val = float(v_mech.sample(float(np.clip(var, 0.0, upper)), random_state=rng))
-        records.append(_record(v_mech, "variance", (col,),
-                               notes=f"describe: ε/{2 * len(names)}; std = √variance"))
-        table[col] = [float(n_rows), m_val, math.sqrt(v_val), lo, hi]
-    frame = pd.DataFrame(table, index=["count", "mean", "std", "lower", "upper"])
-    return DescribeRelease(frame, tuple(records))

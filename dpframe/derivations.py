@@ -2,7 +2,7 @@
 and is no input row used twice?
 
 dpframe answers a query on a derived frame only when it has verified this from the
-derivation's *structure* (DESIGN §2, "verified derivations"); nothing here reads data.
+derivation's *structure* (``docs/frames.md``, "Verified derivations"); nothing here reads data.
 
 How the structure is read
 -------------------------

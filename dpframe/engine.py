@@ -48,6 +48,7 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import numpy as np
 
+from dpframe.backends import is_pandas_frame, is_polars_eager
 from dpframe.errors import ParameterError, UnsupportedInputError
 
 __all__ = [
@@ -308,9 +309,7 @@ def _row_expressions(
 def _engine_frame(native: Any) -> Any:
     """The narwhals frame aggregations run on. Polars eager frames run through their lazy
     plan (zero-copy) so the per-row expressions fuse with the sums."""
-    pl_frame = type(native).__module__.startswith("polars") and type(native).__name__ == \
-        "DataFrame"
-    return nw.from_native(native.lazy() if pl_frame else native)
+    return nw.from_native(native.lazy() if is_polars_eager(native) else native)
 
 
 def _narwhals_sums(
@@ -375,7 +374,7 @@ def _numpy_sums(
     double, so every partial sum, in any order, is exact: the results equal the narwhals
     path's.
     """
-    in_memory = hasattr(native, "iloc") or type(native).__name__ == "DataFrame"
+    in_memory = is_pandas_frame(native) or is_polars_eager(native)
     if not in_memory or any(a.kind == "sum_prod" for a in aggs):
         return None
     needed = sorted({c for a in aggs for c in a.columns()})
@@ -462,7 +461,7 @@ def _per_group(weights: np.ndarray | None, size: int, group: np.ndarray | None,
 
 
 def _row_count(native: Any) -> int:
-    return len(native) if hasattr(native, "iloc") else int(native.height)
+    return len(native) if is_pandas_frame(native) else int(native.height)
 
 
 def _numpy_view(native: Any, column: str, *, grouped: bool) -> np.ndarray | None:
@@ -472,14 +471,13 @@ def _numpy_view(native: Any, column: str, *, grouped: bool) -> np.ndarray | None
     return None). Polars: an eager ``DataFrame`` column with one chunk and no nulls, which
     Polars exposes without copying (``allow_copy=False``); LazyFrames stay lazy (None), and
     Polars group-bys run in Polars."""
-    module = type(native).__module__.split(".")[0]
-    if module == "pandas" and hasattr(native, "columns"):
+    if is_pandas_frame(native):
         series = native[column]
         dtype = getattr(series, "dtype", None)
         if not isinstance(dtype, np.dtype) or dtype.kind not in "fiu":
             return None
         return series.to_numpy(copy=False)
-    if module == "polars" and type(native).__name__ == "DataFrame" and not grouped:
+    if is_polars_eager(native) and not grouped:
         series = native.get_column(column)
         if not series.dtype.is_numeric() or series.null_count() or series.n_chunks() != 1:
             return None
@@ -494,10 +492,10 @@ def _numpy_view(native: Any, column: str, *, grouped: bool) -> np.ndarray | None
 def _declared_codes(native: Any, group_by: str, keys: list[Any]) -> np.ndarray | None:
     """Position of each row's key among the declared keys (-1: undeclared or missing), or
     None when the keys cannot be matched this way (then the narwhals path runs)."""
+    if not is_pandas_frame(native):
+        return None
     import pandas as pd
 
-    if not hasattr(native, "iloc"):
-        return None
     declared = pd.Index(keys)
     key_col = native[group_by]
     try:

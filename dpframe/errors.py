@@ -39,7 +39,7 @@ class UnsupportedInputError(ParameterError):
 
 class DerivationError(ParameterError):
     """A derived frame is refused: dpframe could not verify from its structure that every row
-    comes from one row of the protected data (DESIGN §2). Raised before any data is read."""
+    comes from one row of the protected data (docs/audit.md). Raised before any data is read."""
 
 
 class SourceChangedError(DPFrameError):

@@ -15,7 +15,7 @@ integer ``k ∈ [k_lo, k_hi]``, a public centre ``c`` and a power-of-two quantum
 ``[l, u]``, so the fixed-point data is itself a data set in ``[l, u]`` and every bound below
 holds for it exactly.
 
-Neighbours (DESIGN §2). The privacy unit is one row of the protected frame and neighbouring
+Neighbours (docs/audit.md). The privacy unit is one row of the protected frame and neighbouring
 data sets differ by *replacing* one row. On the protected frame itself ``n`` is public.
 
 * **Public size** (the frame returned by :func:`dpframe.protect`): replacement neighbours of
