@@ -256,7 +256,7 @@ def run_demo(
     t0 = time.perf_counter()
 
     _print_section("1. data", out)
-    df = census(rows, seed=seed, backend=backend)
+    df = census(rows, seed=seed, backend="polars" if polars else "pandas")
     say(
         f"Synthetic census table (dpframe.datasets.census, seed {seed}, {backend}): "
         f"{len(df):,} rows, columns {', '.join(df.columns)}; generated in "

@@ -53,7 +53,6 @@ Two tools for anyone who wants evidence, not just a claim, that a release keeps 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,7 +78,9 @@ CERTIFY_RTOL = 1e-9
 #: Tolerance of the agreement between the analytic and the brute-force computations.
 AGREEMENT_RTOL = 1e-7
 
-Sampler = Callable[..., Any]
+#: A mechanism (anything with ``sample(value, size=, random_state=)`` and ``epsilon``) or a
+#: plain function ``sampler(value, size, rng) -> array``.
+Sampler = Any
 _LOG_HALF = -math.log(2.0)
 
 

@@ -283,18 +283,28 @@ class FrameFacts:
     def _apply(self, step: derivations.Step) -> FrameFacts:
         if step.kind == "filter":
             return replace(self, size_public=False, derivation=(*self.derivation, "filter"))
-        bounds, missing, keys = (
-            ({}, {}, {}) if step.kind == "select" else
-            (dict(self.bounds), dict(self.missing), dict(self.keys))
+        keep = step.kind != "select"
+        return replace(
+            self,
+            bounds=_carry(self.bounds, step.outputs, keep),
+            missing=_carry(self.missing, step.outputs, keep),
+            keys=_carry(self.keys, step.outputs, keep),
+            derivation=(*self.derivation, step.kind),
         )
-        for name, source in step.outputs.items():
-            for own, table in ((self.bounds, bounds), (self.missing, missing),
-                               (self.keys, keys)):
-                table.pop(name, None)
-                if source is not None and source in own:
-                    table[name] = own[source]  # type: ignore[index]
-        return replace(self, bounds=bounds, missing=missing, keys=keys,
-                       derivation=(*self.derivation, step.kind))
+
+
+V = TypeVar("V")
+
+
+def _carry(own: Mapping[str, V], outputs: Mapping[str, str | None], keep: bool) -> dict[str, V]:
+    """A per-column table after a step: outputs that copy a column take its entry, computed
+    outputs lose theirs; other columns stay (``keep``, for ``with_columns``) or go (select)."""
+    table = dict(own) if keep else {}
+    for name, source in outputs.items():
+        table.pop(name, None)
+        if source is not None and source in own:
+            table[name] = own[source]
+    return table
 
 
 _current: contextvars.ContextVar[tuple[Session, ...]] = contextvars.ContextVar(
@@ -391,7 +401,7 @@ def lookup_session(session: Session | str | None) -> Session | None:
 
 
 # -- registry: which frame objects are verified ---------------------------------------------
-class _Handle(dict):  # type: ignore[type-arg]
+class _Handle(dict[str, str]):
     """What a verified pandas frame keeps in ``attrs["dpframe"]``.
 
     It serialises (``to_parquet`` writes ``attrs``) as a short notice, never as a log. It knows
@@ -660,7 +670,8 @@ def protect(
         ledger: Ledger = open_ledger(epsilon, delta, path=sess.path)
     else:
         ledger = Ledger(epsilon, delta)
-    protected: Any = frame.copy(deep=False) if backend.family == "pandas" else frame
+    original: Any = frame
+    protected: Any = original.copy(deep=False) if backend.family == "pandas" else original
     dataset = Dataset(ledger, n, backend, sess)
     facts = FrameFacts(dataset, True, clean_bounds, clean_missing, clean_keys)
     sess._bind(dataset)
@@ -671,4 +682,4 @@ def protect(
     else:
         dataset.root_shape = _shape(protected, backend)
     _remember_original(frame, dataset)
-    return protected  # type: ignore[no-any-return]
+    return protected  # the same type as ``frame``

@@ -343,10 +343,10 @@ class Mean(Query):
             m = Measurement("mean", stat, _interval_sensitivity(delta, 0.0, wf), 0.0, wf, 1.0,
                             (agg,))
 
-            def fin(v: dict[str, np.ndarray]) -> np.ndarray:
+            def shifted(v: dict[str, np.ndarray]) -> np.ndarray:
                 return np.clip(lo + v["mean"], lo, hi)
 
-            return Plan("mean", self.column, (m,), fin, "shifted mean l + Σ(x−l)/n (public n)",
+            return Plan("mean", self.column, (m,), shifted, "shifted mean l + Σ(x−l)/n (public n)",
                         public_size=True)
         c = _center(lo, hi)
         count_upper = float(ctx.count_cap)

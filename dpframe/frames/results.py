@@ -69,7 +69,8 @@ def log_frame(document: dict[str, Any], backend: Backend | str) -> Any:
         return pd.DataFrame(rows, columns=list(LOG_COLUMNS))
     import polars as pl
 
-    schema = {c: pl.Float64 if c in _FLOAT_COLUMNS else pl.String for c in LOG_COLUMNS}
+    schema: dict[str, Any] = {c: pl.Float64 if c in _FLOAT_COLUMNS else pl.String
+                              for c in LOG_COLUMNS}
     schema["release_id"] = pl.Int64
     fixed = [{c: (str(v) if v is not None and schema[c] == pl.String else v)
               for c, v in r.items()} for r in rows]
