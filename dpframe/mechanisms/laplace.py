@@ -270,8 +270,9 @@ class BoundedLaplace(_LaplaceFamily):
 
     The scale solves the exact privacy condition for the set: Holohan's fixed point b* for an
     interval (honouring δ through eq. 3.1), the closed form ``Δ/ln((e^ε+1)/2)`` for a half-line,
-    and a monotone search on the exact worst-case loss for a union of intervals. Sampling is by
-    exact inversion (no rejection loop).
+    and a search for the smallest scale whose certified worst-case loss is within ε for a union
+    of intervals (standard ε-DP; not Croft's stronger criterion, see :mod:`.scales`). Sampling
+    is by exact inversion (no rejection loop).
     """
 
     name = "bounded"

@@ -7,15 +7,33 @@
   non-increasing (Lemma 4.3) and ``f(b0) ≥ b0`` for ``b0 = Δ/(ε - ln(1 - δ))`` (Lemma 4.2), so the
   unique fixed point ``b*`` lies in ``[b0, f(b0)]`` (Thm 4.4). We bisect that bracket
   (Alg. 1) until its relative width is below ``SCALE_RTOL`` and return the *upper* end, which
-  satisfies (3.1). When ``Δ = W``, ``b* = b0`` exactly (Cor. 4.5) and no search runs.
+  satisfies (3.1) *as evaluated in double precision*. ``f`` itself carries rounding error (at
+  small ε the normalisers are differences of nearly equal numbers), so the result can lie below
+  the exact ``b*``: by at most 8.6e-13 relative against a 60-digit solution over the grid of
+  ``tests/test_mechanism_scales.py`` (ε ≥ 0.01), which raises the exact loss by the same relative
+  amount of ε. When ``Δ = W``, ``b* = b0`` exactly (Cor. 4.5) and no search runs.
 * Half-line ``[l, ∞)`` (or ``(-∞, u]``): ``C_q = 1 - ½ e^{-(q-l)/b}``; the worst pair is again
   ``(l, l + Δ)`` (the ``u → ∞`` limit of Lemma 3.3), where the loss is
   ``Δ/b + ln(2 - e^{-Δ/b})``. Setting ``x = e^{Δ/b}`` the condition ``ln(2x - 1) ≤ ε - ln(1-δ)``
   gives the closed form ``b = Δ / ln((e^ε/(1-δ) + 1)/2)``, which is also the ``u → ∞`` limit of
   Holohan's fixed point.
-* Finite unions (Croft et al. §4.2–4.3, Thm 3 / Cor. 1, uniform scale): the exact worst-case
-  loss of :mod:`.certificate` is non-increasing in ``b``; we bisect on ``log b`` for the smallest
-  ``b`` whose certified loss is at most ``ε - ln(1 - δ)``, returning the upper end.
+* Finite unions (one uniform scale, as in Croft et al. §4.2–4.3): no closed form. We bisect on
+  ``log b`` for the smallest ``b`` whose certified worst-case loss (:mod:`.certificate`, the
+  maximum of eq. (1) over true answers ``|q - q'| ≤ Δ``) is at most ``ε - ln(1 - δ)``, returning
+  the upper end: the minimal uniform scale for *standard* (ε, δ)-DP.
+
+  This is **not** Croft's scale. Croft et al. (§3.4, Lemma 7, Thm 3, Cor. 1) demand the bound
+  ``e^{ε|q - q'|/Δ}`` at *every* distance ``|q - q'|``, not only ``e^ε`` up to distance ``Δ``. At a
+  finite outer end of ``D`` the log-normaliser ``ln C`` has slope exactly ``1/b``, so the loss
+  grows like ``2|q - q'|/b`` there and their criterion forces ``b ≥ 2Δ/ε`` on every set with a
+  finite outer end (intervals, half-lines, unions bounded on one side); with both outer ends
+  infinite it gives a value in ``(Δ/ε, 2Δ/ε)`` (their Lemma 10). dpframe's scale is smaller
+  (``1.41 Δ/ε`` on ``[0, 1] ∪ [2, 5] ∪ [7, 8]`` at ``ε = Δ = 1``) and violates Croft's criterion
+  at short distances, while satisfying ε-DP (certified). Croft's Lemmas 8–9 (a larger scale
+  never breaks the guarantee) are about their criterion; for ours that monotonicity, which
+  makes the bisection's answer the smallest, is checked numerically
+  (``tests/test_paper_claims.py``). Privacy does not depend on it: the returned ``b`` itself
+  passes the certificate.
 * The real line: the plain Laplace scale ``Δ/ε``.
 
 All scales are cached per ``(ε, δ, Δ, domain)``.
