@@ -254,6 +254,7 @@ class Count(Query):
         return Plan(
             "count", None, (m,), lambda v: np.clip(v["count"], 0.0, upper),
             "noisy count" + (" (public n)" if ctx.size_public else " (private size)"),
+            public_size=ctx.size_public and not ctx.grouped,  # the log's size field
         )
 
 
