@@ -19,6 +19,7 @@ from dpframe.errors import (
     SourceChangedError,
     UnsupportedInputError,
 )
+from dpframe.frames.namespace import dp
 from dpframe.io import read_log
 from dpframe.provenance import Session, protect
 from dpframe.queries import count, mean, std, sum, variance
@@ -38,6 +39,7 @@ __all__ = [
     "UnsupportedInputError",
     "__version__",
     "count",
+    "dp",
     "mean",
     "protect",
     "read_log",

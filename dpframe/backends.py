@@ -6,8 +6,10 @@ frame, and the backend's methods answer the few questions that differ between li
 Detection never imports a library: a frame of library X can only exist if X is already in
 ``sys.modules``, so we look there (the approach narwhals takes).
 
-Adding an engine is one :class:`Backend` entry in :data:`BACKENDS` plus, where it needs one,
-its aggregation path in :mod:`dpframe.engine`.
+Adding an engine is one :class:`Backend` entry in :data:`BACKENDS` (and its type guard) plus,
+where narwhals does not already run the per-row expressions there, an aggregation path in
+:mod:`dpframe.engine`. DuckDB, PySpark and Dask need none: the same narwhals expressions run
+inside them and only per-group aggregates are collected.
 """
 
 from __future__ import annotations
@@ -21,14 +23,20 @@ from dpframe.errors import UnsupportedInputError
 
 __all__ = [
     "BACKENDS",
+    "DASK",
+    "DUCKDB",
     "PANDAS",
     "POLARS",
     "POLARS_LAZY",
+    "SPARK",
     "Backend",
     "backend_of",
+    "is_dask_frame",
+    "is_duckdb_relation",
     "is_pandas_frame",
     "is_polars_eager",
     "is_polars_lazy",
+    "is_spark_frame",
 ]
 
 
@@ -50,38 +58,70 @@ def is_polars_lazy(obj: Any) -> bool:
     return pl is not None and isinstance(obj, pl.LazyFrame)
 
 
+def is_duckdb_relation(obj: Any) -> bool:
+    """True for a DuckDB relation (``duckdb.DuckDBPyRelation``)."""
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(obj, duckdb.DuckDBPyRelation)
+
+
+def is_spark_frame(obj: Any) -> bool:
+    """True for a PySpark ``DataFrame`` (classic or Spark Connect)."""
+    for name in ("pyspark.sql.dataframe", "pyspark.sql.connect.dataframe"):
+        mod = sys.modules.get(name)
+        if mod is not None and isinstance(obj, mod.DataFrame):
+            return True
+    return False
+
+
+def is_dask_frame(obj: Any) -> bool:
+    """True for a Dask ``DataFrame``."""
+    dd = sys.modules.get("dask.dataframe")
+    return dd is not None and isinstance(obj, dd.DataFrame)
+
+
 @dataclass(frozen=True)
 class Backend:
     """What dpframe needs to know about one kind of frame.
 
-    ``name``: as logged; ``family``: the library (results are built in it); ``lazy``: the frame
-    is a plan, not data (its structure is verified from the plan; its size is counted once at
-    protect time); ``keeps_metadata``: the library carries ``attrs`` through operations
-    (pandas), so a protected frame can carry a handle to its ledger.
+    ``name``: as logged; ``family``: the library; ``lazy``: the frame is a plan, not data (its
+    size is counted once at protect time); ``keeps_metadata``: the library carries ``attrs``
+    through operations (pandas), so a protected frame can carry a handle to its ledger;
+    ``readable_plans``: dpframe can read and verify the frame's logical plan (Polars
+    LazyFrames), so native derivations are accepted; ``result_family``: the library small
+    result tables are built in (pandas for the distributed engines: results are a few rows).
     """
 
     name: str
     family: str
     lazy: bool
     keeps_metadata: bool
+    readable_plans: bool = False
+    result_family: str = ""
+
+    @property
+    def results_in(self) -> str:
+        return self.result_family or self.family
 
     def count_rows(self, frame: Any) -> int:
         """The number of rows (for a lazy frame this runs the plan's count once)."""
         if self.family == "pandas":
             return len(frame)
-        if not self.lazy:
+        if self.family == "polars" and not self.lazy:
             return int(frame.height)
-        import polars as pl
+        import narwhals as nw
 
-        return int(frame.select(pl.len()).collect().item())
+        return int(nw.from_native(frame).select(nw.len()).lazy().collect().item())
 
     def schema(self, frame: Any) -> dict[str, Any]:
-        """Column name → native dtype, from the schema only (no data is read)."""
+        """Column name → dtype (native for pandas and Polars, narwhals otherwise), from the
+        schema only (no data is read)."""
         if self.family == "pandas":
             return dict(frame.dtypes.items())
-        if self.lazy:
-            return dict(frame.collect_schema().items())
-        return dict(frame.schema.items())
+        if self.family == "polars":
+            return dict(frame.collect_schema().items() if self.lazy else frame.schema.items())
+        import narwhals as nw
+
+        return dict(nw.from_native(frame).collect_schema().items())
 
     def polars_schema(self, frame: Any) -> dict[str, Any]:
         """The frame's schema as Polars dtypes (for verifying expressions on an empty frame)."""
@@ -89,7 +129,9 @@ class Backend:
             return self.schema(frame)
         import narwhals as nw
 
-        return dict(nw.from_native(frame.iloc[:0], eager_only=True).schema.to_polars().items())
+        if self.family == "pandas":
+            return dict(nw.from_native(frame.iloc[:0], eager_only=True).schema.to_polars().items())
+        return dict(nw.from_native(frame).collect_schema().to_polars().items())
 
     def can_hold_missing(self, dtype: Any) -> bool:
         """Whether a column of this dtype can hold a missing value (null or NaN). A schema
@@ -101,8 +143,8 @@ class Backend:
         return True
 
     def table(self, data: Mapping[str, Sequence[Any]], index: Sequence[Any] | None = None) -> Any:
-        """A small result table of this library (eager, even for lazy inputs)."""
-        if self.family == "pandas":
+        """A small result table (eager, even for lazy inputs): pandas or Polars."""
+        if self.results_in == "pandas":
             import pandas as pd
 
             return pd.DataFrame(dict(data), index=None if index is None else list(index))
@@ -113,13 +155,20 @@ class Backend:
 
 PANDAS = Backend("pandas", "pandas", lazy=False, keeps_metadata=True)
 POLARS = Backend("polars", "polars", lazy=False, keeps_metadata=False)
-POLARS_LAZY = Backend("polars-lazy", "polars", lazy=True, keeps_metadata=False)
+POLARS_LAZY = Backend("polars-lazy", "polars", lazy=True, keeps_metadata=False,
+                      readable_plans=True)
+DUCKDB = Backend("duckdb", "duckdb", lazy=True, keeps_metadata=False, result_family="pandas")
+SPARK = Backend("spark", "spark", lazy=True, keeps_metadata=False, result_family="pandas")
+DASK = Backend("dask", "dask", lazy=True, keeps_metadata=False, result_family="pandas")
 
 #: (type guard, backend), in the order they are tried.
 BACKENDS = (
     (is_pandas_frame, PANDAS),
     (is_polars_eager, POLARS),
     (is_polars_lazy, POLARS_LAZY),
+    (is_duckdb_relation, DUCKDB),
+    (is_spark_frame, SPARK),
+    (is_dask_frame, DASK),
 )
 
 
@@ -129,6 +178,7 @@ def backend_of(frame: Any) -> Backend:
         if guard(frame):
             return backend
     raise UnsupportedInputError(
-        "dpframe protects pandas DataFrames and Polars DataFrames/LazyFrames, got "
+        "dpframe protects pandas DataFrames, Polars DataFrames/LazyFrames, DuckDB relations, "
+        "PySpark DataFrames and Dask DataFrames, got "
         f"{type(frame).__module__}.{type(frame).__name__}"
     )

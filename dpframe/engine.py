@@ -322,17 +322,18 @@ def _narwhals_sums(
 ) -> dict[Agg, np.ndarray]:
     frame = _engine_frame(native)
     exprs = _row_expressions(aggs, columns, missing)
+    sums = {n: e for n, e in exprs.items() if e is not None}
+    length = "__dp_len"  # one row count serves every plain "rows" aggregate
     if group_by is not None:
         frame = frame.filter(nw.col(group_by).is_in(list(keys or [])))
         # materialise the per-row columns first: simple per-column sums group efficiently in
         # every backend (pandas cannot group arbitrary expressions)
-        frame = frame.select(nw.col(group_by),
-                             *(e.alias(n) for n, e in exprs.items() if e is not None))
-        result = frame.group_by(group_by).agg(
-            *(nw.len().alias(n) if e is None else nw.col(n).sum() for n, e in exprs.items()))
+        frame = frame.select(nw.col(group_by), *(e.alias(n) for n, e in sums.items()))
+        result = frame.group_by(group_by).agg(nw.len().alias(length),
+                                              *(nw.col(n).sum() for n in sums))
     else:
-        result = frame.select(
-            *(nw.len().alias(n) if e is None else e.sum().alias(n) for n, e in exprs.items()))
+        result = frame.select(nw.len().alias(length),
+                              *(e.sum().alias(n) for n, e in sums.items()))
     if isinstance(result, nw.LazyFrame):
         result = result.collect()
     found = {None: 0}
@@ -344,8 +345,9 @@ def _narwhals_sums(
     present = pos >= 0
     out: dict[Agg, np.ndarray] = {}
     for i, agg in enumerate(aggs):
+        name = length if exprs[f"__dp_{i}"] is None else f"__dp_{i}"
         raw = np.asarray([0.0 if v is None else v
-                          for v in result.get_column(f"__dp_{i}").to_list()], dtype=np.float64)
+                          for v in result.get_column(name).to_list()], dtype=np.float64)
         aligned = np.zeros(len(order), dtype=np.float64)
         aligned[present] = raw[pos[present]]
         out[agg] = aligned

@@ -226,6 +226,7 @@ class Dataset:
     root_ref: Any = field(default=None, repr=False)  # weakref to the protected frame
     root_shape: tuple[int, tuple[tuple[str, str], ...]] | None = None  # eager roots
     source: SourceBinding | None = None  # lazy roots
+    root_strong: Any = field(default=None, repr=False)  # kept alive for re-counting
 
     def check_unchanged(self) -> None:
         """Refuse (before anything is read or spent) if the protected data changed under us:
@@ -245,7 +246,8 @@ class Dataset:
                     "(added, removed, grown or replaced); its public size no longer holds. "
                     "Protect the new data as a new data set. Nothing was read or spent."
                 )
-            if self.source.recount and self.backend.count_rows(root) != self.n:
+            if self.source.recount and self.backend.count_rows(
+                    root if root is not None else self.root_strong) != self.n:
                 raise SourceChangedError(
                     "the protected LazyFrame's source now has a different number of rows than "
                     "at dpf.protect(); protect the new data as a new data set. Nothing was spent."
@@ -435,7 +437,7 @@ def _register(frame: Any, facts: FrameFacts) -> Any:
         frame.attrs = {**{k: v for k, v in frame.attrs.items() if k != ATTRS_KEY},
                        ATTRS_KEY: _Handle(facts, frame)}
         return frame
-    if backend.lazy:
+    if backend.readable_plans:
         marker = derivations.new_marker()
         frame = derivations.add_marker(frame, marker)
         with _registry_lock:
@@ -472,6 +474,12 @@ _NO_ROOT_PANDAS = (
     "a .dp derivation of one. Call dpf.protect(frame, epsilon=..., bounds=...) on the full "
     "data, and derive frames with frame.dp.filter / frame.dp.with_columns."
 )
+_NO_ROOT_ENGINE = (
+    "this {engine} frame has no protected root: it is not a frame returned by dpf.protect or "
+    "by a .dp derivation of one ({engine} plans cannot be read by dpframe, so frames derived "
+    "with native operations cannot be verified). Derive with frame.dp.filter(nw.col('age') >= "
+    "65) / frame.dp.with_columns(...) (import narwhals as nw). Nothing was read or spent."
+)
 _NO_ROOT_POLARS = (
     "this Polars DataFrame has no protected root: it is not a frame returned by dpf.protect or "
     "by a .dp derivation of one (eager Polars frames keep no plan, so frames derived with "
@@ -492,8 +500,9 @@ def _facts_of(frame: Any, backend: Backend) -> FrameFacts:
     facts = _registered(frame)
     if facts is not None:
         return facts
-    if not backend.lazy:
-        raise NoLedgerError(_NO_ROOT_POLARS)
+    if not backend.readable_plans:
+        raise NoLedgerError(_NO_ROOT_POLARS if backend.family == "polars" else
+                            _NO_ROOT_ENGINE.format(engine=backend.name))
     marker, steps = derivations.walk_lazy_plan(frame)
     with _registry_lock:
         base = _markers.get(marker)
@@ -547,7 +556,7 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
     re-run notebook cell), or a lazy source over files a protected frame already reads."""
     if backend.family == "pandas":
         live = isinstance(frame.attrs.get(ATTRS_KEY), _Handle)
-    elif backend.lazy:
+    elif backend.readable_plans:
         live = _registered(frame) is not None or bool(derivations.plan_markers(frame))
     else:
         live = _registered(frame) is not None
@@ -555,7 +564,7 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
         seen = _originals.get(id(frame))
     if seen is not None and seen[0]() is frame:
         live = True
-    if not live and backend.lazy:
+    if not live and backend.readable_plans:
         paths, _other = derivations.plan_sources(frame)
         with _registry_lock:
             live = any(p in _files for p in _stat_all(paths))
@@ -644,6 +653,9 @@ def protect(
     """
     backend = backend_of(frame)
     _refuse_live(frame, backend)
+    from dpframe.frames.engines import ensure_namespace
+
+    ensure_namespace(backend)
     clean_bounds = validate_bounds(bounds)
     clean_keys = validate_keys(keys)
     clean_missing = validate_missing(missing, clean_bounds)
@@ -677,8 +689,11 @@ def protect(
     sess._bind(dataset)
     protected = _register(protected, facts)
     dataset.root_ref = weakref.ref(protected)
-    if backend.lazy:
+    if backend.readable_plans:
         dataset.source = SourceBinding.of(frame)
+    elif backend.lazy:  # a plan dpframe cannot read: re-count its rows before each release
+        dataset.source = SourceBinding({}, (), recount=True)
+        dataset.root_strong = protected
     else:
         dataset.root_shape = _shape(protected, backend)
     _remember_original(frame, dataset)

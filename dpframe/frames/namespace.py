@@ -18,7 +18,7 @@ from dpframe.frames import results
 from dpframe.integrity import attach_release_log, release_log_of
 from dpframe.provenance import Missing, Session
 
-__all__ = ["DPGroupBy", "DPNamespace"]
+__all__ = ["DPGroupBy", "DPNamespace", "dp"]
 
 _COMMON = """
     epsilon : float
@@ -443,6 +443,14 @@ class DPNamespace:
                 "written with a log; this frame is not one"
             )
         io.write_parquet(self._frame, path, doc)
+
+
+def dp(frame: Any) -> DPNamespace:
+    """The ``.dp`` namespace of any supported frame: ``dpf.dp(frame).mean("x", epsilon=1)``
+    is ``frame.dp.mean("x", epsilon=1)``. Useful where a library has no ``.dp`` attribute yet
+    (an engine frame before its first ``protect``) or in generic code."""
+    backend_of(frame)  # a clear error for unsupported objects
+    return DPNamespace(frame)
 
 
 class DPGroupBy:

@@ -39,7 +39,7 @@ def matrix_frame(matrix: np.ndarray, columns: Sequence[str], backend: Backend) -
     """A labelled square matrix: pandas index and columns are the names; Polars has a leading
     ``column`` column."""
     data = {c: [float(v) for v in matrix[:, j]] for j, c in enumerate(columns)}
-    if backend.family == "pandas":
+    if backend.results_in == "pandas":
         return backend.table(data, index=list(columns))
     return backend.table({"column": list(columns), **data})
 
@@ -54,14 +54,14 @@ def describe_frame(out: Outcome, columns: Sequence[str],
             float(bounds[c][0]), float(bounds[c][1])]
         for c in columns
     }
-    if out.backend.family == "pandas":
+    if out.backend.results_in == "pandas":
         return out.backend.table(data, index=rows)
     return out.backend.table({"statistic": rows, **data})
 
 
 def log_frame(document: dict[str, Any], backend: Backend | str) -> Any:
     """The log's entries as a frame (pandas or Polars), columns in :data:`LOG_COLUMNS`."""
-    family = backend if isinstance(backend, str) else backend.family
+    family = backend if isinstance(backend, str) else backend.results_in
     rows = [{c: e.get(c) for c in LOG_COLUMNS} for e in document.get("entries", [])]
     if family == "pandas":
         import pandas as pd
