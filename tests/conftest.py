@@ -88,6 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "backends(*names): run a `constructor` test only on these backends (intersected with "
         "--backends)",
     )
+    selected_backends(config)  # a bad --backends is a usage error before collection
 
 
 def selected_backends(config: pytest.Config) -> list[str]:

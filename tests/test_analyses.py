@@ -1,4 +1,5 @@
-"""Tests of dpframe.analyses: proportions, covariance/correlation, PSD projection, describe."""
+"""Tests of dpframe.analyses (the papers' formulas: proportions, covariance/correlation, PSD
+projection) and of the same analyses through ``.dp`` (describe, proportions, cov/corr)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from dpframe.analyses import (
     project_psd,
     proportion_epsilon_share,
     release_covariance,
-    release_describe,
     release_proportions,
     variance_domain_upper,
     variance_sensitivity,
@@ -70,24 +70,6 @@ def test_proportions_budget_share():
                               random_state=0)
     assert len(rel.records) == 2 and all(r.epsilon == 0.5 for r in rel.records)
     assert np.isnan(rel.raw[0]) and not np.isnan(rel.raw[1:]).any()
-
-
-def test_proportion_sensitivity_brute_force():
-    """Replacement neighbours: each proportion moves by ≤ 1/n and at most two move."""
-    n, k = 4, 3
-    rows = list(itertools.product(range(k), repeat=n))
-    worst, most_changed = 0.0, 0
-    for data in rows:
-        c = np.bincount(data, minlength=k) / n
-        for i in range(n):
-            for v in range(k):
-                other = list(data)
-                other[i] = v
-                d = np.abs(np.bincount(other, minlength=k) / n - c)
-                worst = max(worst, float(d.max()))
-                most_changed = max(most_changed, int((d > 0).sum()))
-    assert math.isclose(worst, 1 / n)
-    assert most_changed == 2
 
 
 def test_proportions_deterministic_with_seed():
@@ -264,24 +246,10 @@ def test_covariance_errors():
                            delta=1e-6)
 
 
-# -- describe -------------------------------------------------------------------------------
-def test_describe_table_and_records():
-    stats = {"age": (40.0, 100.0), "income": (5e4, 1e8)}
-    bounds = {"age": (0.0, 120.0), "income": (0.0, 2.5e5)}
-    rel = release_describe(stats, 1000, bounds, 1.0, random_state=2)
-    t = rel.table
-    assert list(t.index) == ["count", "mean", "std", "lower", "upper"]
-    assert list(t.columns) == ["age", "income"]
-    assert (t.loc["count"] == 1000).all()
-    for col, (lo, hi) in bounds.items():
-        assert lo <= t.loc["mean", col] <= hi
-        assert t.loc["std", col] >= 0
-        assert (t.loc["lower", col], t.loc["upper", col]) == (lo, hi)
-    assert len(rel.records) == 4
-    assert all(math.isclose(r.epsilon, 0.25) for r in rel.records)
+# -- through the frames layer (.dp accessor): the same pipeline as every other statistic --
+FILL = {"a": 0.5, "b": 1.0, "c": 0.5}  # public fill values keep n public (cov/corr need it)
 
 
-# -- through the frames layer (.dp accessor) ------------------------------------------------
 def _frame(n: int = 400, seed: int = 0):
     import pandas as pd
 
@@ -295,22 +263,32 @@ def _frame(n: int = 400, seed: int = 0):
     return df
 
 
-def _protect(df, epsilon: float = 10.0):
+def _protect(df, epsilon: float = 10.0, missing=None):
     import dpframe as dpf
 
     return dpf.protect(df, epsilon=epsilon, bounds={"a": (0, 1), "b": (0, 2), "c": (0, 1)},
-                       keys={"cat": ["x", "y", "z", "w"]})
+                       keys={"cat": ["x", "y", "z", "w"]},
+                       missing=FILL if missing is None else missing)
 
 
 def test_exact_covariance_matches_pandas_on_clamped_data():
-    from dpframe.frame_analyses import _exact_covariance
+    """The exact (pre-noise) covariance the pipeline computes — queries.Covariance's
+    statistics over the engine's fixed-point sums — equals pandas' on the clamped data."""
+    from dpframe import engine
+    from dpframe.queries import Covariance, PlanContext
 
     df = _frame()
-    ex = _exact_covariance(df, ["a", "b", "c"], {"a": (0, 1), "b": (0, 2), "c": (0, 1)},
-                           len(df), 4 * len(df))
+    bounds = {"a": (0, 1), "b": (0, 2), "c": (0, 1)}
+    ctx = PlanContext(True, len(df), None, all_bounds=bounds)
+    plan = Covariance(["a", "b", "c"]).plan(ctx)
+    aggs = engine.aggregate(df, plan.aggregates, missing=FILL)
+    exact = {m.name: float(m.statistic(aggs)[0]) for m in plan.measurements}
     ref = df.assign(a=df["a"].clip(0, 1), c=df["c"].clip(0, 1))[["a", "b", "c"]].cov()
     # equal up to the fixed-point quantum (2^-22 of the width here)
-    assert np.allclose(ex, ref.to_numpy(), atol=1e-6)
+    for j, cj in enumerate("abc"):
+        assert exact[f"variance[{cj}]"] == pytest.approx(ref.iloc[j, j], abs=1e-6)
+        for ck in "abc"[j + 1:]:
+            assert exact[f"covariance[{cj},{ck}]"] == pytest.approx(ref.loc[cj, ck], abs=1e-6)
 
 
 @pytest.mark.parametrize("method", ["rescale", "all_but_one"])
@@ -327,18 +305,46 @@ def test_accessor_proportions(method):
     assert log["mechanism_epsilon"].iloc[0] == pytest.approx(0.5)  # ε/2 per cell
 
 
+def test_accessor_proportions_same_noise_as_the_formula():
+    """Issue 10 item 7: the same all_but_one analysis got 2.2× more noise through one path
+    than the other. The frames path now plans exactly what analyses.release_proportions does:
+    same per-cell ε share, sensitivity 1/n (plus float slack) and domain [0, 1]."""
+    pf = _protect(_frame())
+    pf.dp.proportions("cat", epsilon=1.0, method="all_but_one", random_state=1)
+    log = pf.dp.log
+    rel = release_proportions([40, 80, 120, 160], 400, 1.0, method="all_but_one",
+                              random_state=1)
+    assert len(log) == 1  # one measurement over the groups (the remainder is not released)
+    assert log["mechanism_epsilon"].iloc[0] == pytest.approx(rel.records[0].epsilon)
+    assert log["sensitivity"].iloc[0] == pytest.approx(rel.records[0].sensitivity, rel=1e-12)
+    assert (log["domain_lower"].iloc[0], log["domain_upper"].iloc[0]) == (0.0, 1.0)
+
+
 def test_accessor_proportions_private_size_and_errors():
+    import narwhals as nw
+
     from dpframe.errors import ParameterError, PrivateSizeError
 
     pf = _protect(_frame())
-    sub = pf[pf["a"] > 0.3]
+    sub = pf.dp.filter(nw.col("a") > 0.3)
     out = sub.dp.proportions("cat", epsilon=1.0, random_state=2)
     assert math.isclose(out["proportion"].sum(), 1.0)
     with pytest.raises(PrivateSizeError):
         sub.dp.proportions("cat", epsilon=1.0, method="all_but_one")
-    with pytest.raises(ParameterError):
-        pf.dp.proportions("cat", epsilon=1.0, mechanism="laplace")
+    with pytest.raises(ParameterError, match="'rescale' or 'all_but_one'"):
+        pf.dp.proportions("cat", epsilon=1.0, method="tree")
+    with pytest.raises(ParameterError, match="remainder"):
+        pf.dp.proportions("cat", epsilon=1.0, method="all_but_one", remainder="nope")
+    with pytest.raises(ParameterError, match="random_state"):
+        pf.dp.proportions("cat", epsilon=1.0, random_state="abc")
+    with pytest.raises(ParameterError, match="random_state"):
+        pf.dp.cov(["a", "b"], epsilon=1.0, random_state="abc")
     assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)  # failures spent nothing
+    # one pipeline: every mechanism is available; the plain Laplace output is post-processed
+    # into [0, 1] with Σ = 1 like the others
+    out = pf.dp.proportions("cat", epsilon=1.0, mechanism="laplace", random_state=3)
+    assert math.isclose(out["proportion"].sum(), 1.0)
+    assert ((out["proportion"] >= 0) & (out["proportion"] <= 1)).all()
 
 
 def test_accessor_cov_and_corr():
@@ -353,32 +359,49 @@ def test_accessor_cov_and_corr():
     assert len(log) == 12  # 3 variances + 3 covariances, twice
     assert log["epsilon"].sum() == pytest.approx(6.0)
     assert pf.dp.budget.epsilon_spent == pytest.approx(6.0)
+    assert (log["size"] == "public").all()
+    # cov quantises (exact fixed-point sums): the quantum is logged (issue 10 item 7)
+    assert log["fixed_point_quantum"].notna().all()
 
 
 def test_accessor_cov_refuses_private_size_and_missing_bounds():
+    import narwhals as nw
+
     import dpframe as dpf
     from dpframe.errors import BoundsError, PrivateSizeError
 
     df = _frame()
-    pf = dpf.protect(df, epsilon=1.0, bounds={"a": (0, 1), "b": (0, 2)})
+    pf = dpf.protect(df, epsilon=1.0, bounds={"a": (0, 1), "b": (0, 2)}, missing=0.5)
     with pytest.raises(PrivateSizeError):
-        pf[pf["a"] > 0.5].dp.cov(["a", "b"], epsilon=0.5)
+        pf.dp.filter(nw.col("a") > 0.5).dp.cov(["a", "b"], epsilon=0.5)
     with pytest.raises(BoundsError):
         pf.dp.cov(["a", "c"], epsilon=0.5)
-    assert pf.dp.budget.epsilon_spent == 0.0
+    # float columns under the "drop" policy: the size is private (a schema fact, not data)
+    dropping = dpf.protect(_frame(), epsilon=1.0, bounds={"a": (0, 1), "b": (0, 2)})
+    with pytest.raises(PrivateSizeError, match="missing="):
+        dropping.dp.cov(["a", "b"], epsilon=0.5)
+    # a derivation that keeps every row keeps the public size
+    kept = pf.dp.select("a", "b")
+    assert kept.dp.cov(["a", "b"], epsilon=0.5, random_state=0).shape == (2, 2)
+    assert pf.dp.budget.epsilon_spent == 0.5
+    assert dropping.dp.budget.epsilon_spent == 0.0
 
 
 def test_accessor_describe():
+    import narwhals as nw
+
     pf = _protect(_frame())
     t = pf.dp.describe(epsilon=1.2, columns=["a", "b"], random_state=5)
     assert list(t.index) == ["count", "mean", "std", "lower", "upper"]
-    assert (t.loc["count"] == len(pf)).all()
+    assert (t.loc["count"] >= 0).all() and (t.loc["count"] <= len(pf)).all()
+    assert t.loc["count", "a"] == t.loc["count", "b"]  # one noisy count for the table
     assert t.loc["upper", "b"] == 2.0
     log = pf.dp.log
-    assert len(log) == 4  # mean and std per column (count is public on the protected frame)
+    assert list(log["name"]) == ["count", "mean[a]", "std[a]", "mean[b]", "std[b]"]
     assert log["epsilon"].sum() == pytest.approx(1.2)
-    sub = pf[pf["b"] > 1].dp.describe(epsilon=0.5, columns=["a"], random_state=6)
-    assert sub.loc["count", "a"] > 0
+    sub = pf.dp.filter(nw.col("b") > 1).dp.describe(epsilon=0.5, columns=["a"],
+                                                    random_state=6)
+    assert 0 <= sub.loc["count", "a"] <= len(pf)
 
 
 def test_accessor_polars():
@@ -386,13 +409,12 @@ def test_accessor_polars():
     import dpframe as dpf
 
     df = pl.from_pandas(_frame())
-    with dpf.Session():
-        pf = dpf.protect(df.lazy(), epsilon=5.0, bounds={"a": (0, 1), "b": (0, 2)},
-                         keys={"cat": ["x", "y", "z", "w"]})
-        cov = pf.dp.cov(["a", "b"], epsilon=1.0, random_state=1)
-        assert cov.columns == ["column", "a", "b"]
-        props = pf.dp.proportions("cat", epsilon=1.0, random_state=1)
-        assert props["proportion"].sum() == pytest.approx(1.0)
-        desc = pf.dp.describe(epsilon=1.0, random_state=1)
-        assert desc["statistic"].to_list() == ["count", "mean", "std", "lower", "upper"]
-        assert pf.dp.budget.epsilon_spent == pytest.approx(3.0)
+    pf = dpf.protect(df.lazy(), epsilon=5.0, bounds={"a": (0, 1), "b": (0, 2)},
+                     keys={"cat": ["x", "y", "z", "w"]}, missing={"a": 0.5, "b": 1.0})
+    cov = pf.dp.cov(["a", "b"], epsilon=1.0, random_state=1)
+    assert cov.columns == ["column", "a", "b"]
+    props = pf.dp.proportions("cat", epsilon=1.0, random_state=1)
+    assert props["proportion"].sum() == pytest.approx(1.0)
+    desc = pf.dp.describe(epsilon=1.0, random_state=1)
+    assert desc["statistic"].to_list() == ["count", "mean", "std", "lower", "upper"]
+    assert pf.dp.budget.epsilon_spent == pytest.approx(3.0)
