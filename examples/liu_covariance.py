@@ -7,10 +7,11 @@ per setting. Elements are released as in :func:`dpframe.analyses.release_covaria
 Table 1): variances on ``[0, n w²/(4(n−1))]`` with ``Δ = w²/n``, then the covariance on
 ``[−√(S*11 S*22), √(S*11 S*22)]`` with ``Δ = w1 w2/n``; ``r* = S*12/√(S*11 S*22)``.
 
-Mechanisms (naming, DESIGN §3): dpframe's ``bounded`` is Liu's "truncated" Laplace, but with
-Holohan's scale ``b*`` (ε-DP) instead of Liu's ``λ = Δ/ε`` (which Holohan shows is *not* ε-DP
-for a conditioned Laplace); dpframe's ``truncated`` is Liu's BIT. The script also prints the
-closed-form bias (Liu Prop. 1) of the variances at Liu's ``λ`` to separate the two effects.
+Mechanisms (naming: ``docs/papers.md``, "Names"): dpframe's ``bounded`` is Liu's "truncated"
+Laplace, but with Holohan's scale ``b*`` (ε-DP) instead of Liu's ``λ = Δ/ε`` (which Holohan
+shows is *not* ε-DP for a conditioned Laplace); dpframe's ``truncated`` is Liu's BIT. The script
+also prints the closed-form bias (Liu Prop. 1) of the variances at Liu's ``λ`` to separate the
+two effects.
 
 The variances are sampled vectorised over the 500 runs (their domain is fixed for a given n);
 the covariance, whose domain depends on each run's released variances, is released run by run,
