@@ -1,4 +1,5 @@
-"""DESIGN §1 runs verbatim (pandas), plus its Polars eager and lazy translations."""
+"""The first-page example (verified derivations, budget spent to exactly 1.0) runs verbatim on
+pandas, plus its Polars eager and lazy translations."""
 
 from __future__ import annotations
 
@@ -21,32 +22,35 @@ def _census(n: int = 2000) -> pd.DataFrame:
 
 
 SNIPPET = """\
+import narwhals as nw            # row-wise expressions for any backend
 import pandas as pd
 import dpframe as dpf            # importing registers the .dp accessor / namespaces
 
 df = pd.read_parquet("census.parquet")
 pf = dpf.protect(df, epsilon=1.0, delta=1e-6,
-                 bounds={"age": (0, 120), "income": (0, 250_000)})
+                 bounds={"age": (0, 120), "income": (0, 250_000)},
+                 missing={"income": 0.0})        # public rule for missing values
 
 pf.dp.count(epsilon=0.1)                         # -> float
 pf.dp.mean("age", epsilon=0.2)                   # bounded Laplace by default
 pf.dp.variance("income", epsilon=0.2, mechanism="truncated")
-pf[pf.age >= 18].dp.mean("income", epsilon=0.2)  # same budget: derived frames share it
+adults = pf.dp.filter(nw.col("age") >= 18)       # a verified, row-wise derivation
+adults.dp.mean("income", epsilon=0.2)            # same budget: derived frames share it
 pf.dp.budget                                     # spent / remaining epsilon and delta
-pf.dp.log                                        # a DataFrame, one row per release
+pf.dp.log                                        # a DataFrame, one row per measurement
 
 table = pf.dp.release(                           # one call, epsilon split across queries
     {"n": dpf.count(), "mean_age": dpf.mean("age"), "var_income": dpf.variance("income")},
     epsilon=0.3)                                 # -> one-row frame; its log travels with it
 table.to_parquet("release.parquet")             # log stored in the file's metadata
-"""  # DESIGN.md §1, character for character
+"""
 
 
 def test_design_snippet_verbatim_pandas(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _census().to_parquet("census.parquet")
     ns: dict = {}
-    exec(compile(SNIPPET, "DESIGN.md §1", "exec"), ns)
+    exec(compile(SNIPPET, "snippet", "exec"), ns)
     pf, table = ns["pf"], ns["table"]
     assert isinstance(table, pd.DataFrame) and table.shape == (1, 3)
     # 0.1 + 0.2 + 0.2 + 0.2 + 0.3 == 1.0000000000000002 in floats, and it fitted:
@@ -57,6 +61,9 @@ def test_design_snippet_verbatim_pandas(tmp_path, monkeypatch):
     assert set(log["release_id"]) == {1, 2, 3, 4, 5}
     assert math.isclose(log["epsilon"].sum(), 1.0)
     assert (log["random_source"] == "secure").all()
+    assert set(log["derivation"]) == {"protect", "protect > filter"}
+    # age is int64 and income has a fill value: only the filtered release has a private size
+    assert set(log.loc[log["derivation"] == "protect", "size"]) == {"public"}
     saved = dpf.read_log("release.parquet")
     assert saved["version"] == 1 and len(saved["entries"]) == len(log)
     # a share that truly exceeds the budget is refused and spends nothing
@@ -65,14 +72,27 @@ def test_design_snippet_verbatim_pandas(tmp_path, monkeypatch):
     assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)
 
 
-def _polars_snippet(frame, session, path):
+@pytest.mark.backends("polars", "polars-lazy")
+def test_design_snippet_polars(constructor, tmp_path):
+    log = _polars_snippet(constructor(_census()), constructor.lazy,
+                          tmp_path / "release.parquet")
+    engine = log["engine"][0]
+    assert engine.startswith("polars-lazy" if constructor.lazy else "polars")
+    if not constructor.lazy:
+        assert not engine.startswith("polars-lazy")
+
+
+def _polars_snippet(frame, lazy, path):
     pf = dpf.protect(frame, epsilon=1.0, delta=1e-6,
-                     bounds={"age": (0, 120), "income": (0, 250_000)}, session=session)
+                     bounds={"age": (0, 120), "income": (0, 250_000)},
+                     missing={"income": 0.0})
     a = pf.dp.count(epsilon=0.1)
     b = pf.dp.mean("age", epsilon=0.2)
     c = pf.dp.variance("income", epsilon=0.2, mechanism="truncated")
-    with session:  # derived Polars frames find their budget through the session
-        d = pf.filter(pl.col("age") >= 18).dp.mean("income", epsilon=0.2)
+    # derived frames find their budget by provenance (no session needed): a LazyFrame's
+    # native plan is verified; an eager frame derives through .dp
+    adults = pf.filter(pl.col("age") >= 18) if lazy else pf.dp.filter(pl.col("age") >= 18)
+    d = adults.dp.mean("income", epsilon=0.2)
     for v in (a, b, c, d):
         assert isinstance(v, float)
     assert 0 <= b <= 120
@@ -89,19 +109,6 @@ def _polars_snippet(frame, session, path):
     with pytest.raises(dpf.BudgetExceededError):
         pf.dp.count(epsilon=1e-6)
     return log
-
-
-def test_design_snippet_polars_eager(tmp_path):
-    df = pl.from_pandas(_census())
-    log = _polars_snippet(df, dpf.Session(), tmp_path / "release.parquet")
-    assert log["engine"][0].startswith("polars")
-    assert not log["engine"][0].startswith("polars-lazy")
-
-
-def test_design_snippet_polars_lazy(tmp_path):
-    lf = pl.from_pandas(_census()).lazy()
-    log = _polars_snippet(lf, dpf.Session(), tmp_path / "release.parquet")
-    assert log["engine"][0].startswith("polars-lazy")
 
 
 def test_lazy_frame_stays_lazy_only_aggregates_collected(monkeypatch):
