@@ -164,3 +164,13 @@ def test_bounded_release_never_sits_on_the_boundary():
     assert 0.0 < lo_rep < m.grid * 1.5
     t = TruncatedLaplace(1.25, 0.156, lower=0.0, upper=1e10)
     assert (t.sample(0.011, size=1000, random_state=0) == 0.0).any()  # clamping does
+
+
+def test_grid_example_in_privacy_doc():
+    """docs/privacy.md §4.3: ε = Δ = 1 on [0, 10] gives b = 1.6116, Λ = 2^-21, overhead 6.9e-7."""
+    m = BoundedLaplace(1.0, 1.0, lower=0.0, upper=10.0)
+    assert m.scale == pytest.approx(1.6116, abs=1e-4)
+    assert m.grid == 2.0**-21
+    assert m.epsilon_overhead == pytest.approx(6.9e-7, abs=5e-9)
+    assert m.epsilon_overhead <= 1e-6 * m.epsilon
+    assert m.scale / m.grid == pytest.approx(3.4e6, rel=0.01)
