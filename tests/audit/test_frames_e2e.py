@@ -2,14 +2,19 @@
 statistic handed to each mechanism moves by no more than the sensitivity the log records.
 
 The frames layer does not expose pre-noise values, so the test instruments the mechanisms
-themselves (``sample`` of the Laplace family, at class level, so every release path is seen:
-``run_queries``, group-by, proportions, describe, cov/corr) and records the exact value each
-one is asked to perturb. Both neighbours are released with the same ``random_state``.
+themselves (``sample`` of the Laplace family, at class level, so every release is seen: single
+statistics, batch release, group-by, proportions, describe, cov/corr — all one pipeline) and
+records the exact value each one is asked to perturb. Both neighbours are released with the
+same ``random_state``. Every backend (the ``constructor`` fixture) and every view of the data:
+the protected root with a public fill value (public size), the root under the default
+``"drop"`` policy (private size for the float columns), a verified filter, and a group-by.
+The neighbours include a row that goes missing (NaN): a replacement by the fill value, or a
+removal under ``"drop"``.
 
 cov/corr are adaptive (Liu §4.1): each covariance is released on ``±√(S*_jj S*_kk)`` built from
 the *released* variances, so the statement is about the same released domain: with ``c`` fixed,
 ``clip(s_jk, −c, c)`` moves by at most the logged sensitivity. The test records the exact
-covariance matrices and checks exactly that.
+(unclipped) covariances the plan computes and checks exactly that.
 """
 
 from __future__ import annotations
@@ -17,13 +22,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import narwhals as nw
 import numpy as np
 import pandas as pd
-import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import frame_analyses
+from dpframe import queries as queries_module
 from dpframe.mechanisms import laplace as laplace_module
 
 LO, HI = -3.0, 7.0
@@ -34,11 +39,14 @@ QUERIES = ["count", "sum", "mean", "variance", "std", "proportions", "cov", "cor
            "release"]
 BATCH = {"n": dpf.count(), "s": dpf.sum("x"), "m": dpf.mean("x"), "v": dpf.variance("x"),
          "sd": dpf.std("y")}
-ROOT_ONLY = {"cov", "corr"}  # need the public n: refused on derived frames (PrivateSizeError)
+ROOT_ONLY = {"cov", "corr"}  # need the public n: refused elsewhere (PrivateSizeError)
+BOUNDS = {"x": (LO, HI), "y": (YLO, YHI)}
+FILL = {"x": 0.0, "y": 0.0}
+VIEWS = ["root", "root-drop", "filter", "groupby"]
 
 
 class _Calls(list):
-    """Recorded mechanism calls, plus the exact covariance matrices (``exact_cov``)."""
+    """Recorded mechanism calls, plus the exact (co)variances (``exact_cov``)."""
 
     exact_cov: list
 
@@ -55,15 +63,22 @@ def recorder(monkeypatch):
         return real(self, value, size=size, random_state=random_state)
 
     monkeypatch.setattr(laplace_module._LaplaceFamily, "sample", sample)
-    exact_cov: list[np.ndarray] = []
-    real_cov = frame_analyses._exact_covariance
+    exact_cov: list[dict] = []
+    real_stat = queries_module._covariance_statistic
 
-    def cov(*args, **kwargs):
-        out = real_cov(*args, **kwargs)
-        exact_cov.append(out.copy())
-        return out
+    def covariance_statistic(sum_a, sum_b, prod, n):
+        stat = real_stat(sum_a, sum_b, prod, n)
 
-    monkeypatch.setattr(frame_analyses, "_exact_covariance", cov)
+        def recorded(aggs):
+            out = stat(aggs)
+            if not exact_cov or (sum_a.column, sum_b.column) in exact_cov[-1]:
+                exact_cov.append({})
+            exact_cov[-1][(sum_a.column, sum_b.column)] = float(out[0])
+            return out
+
+        return recorded
+
+    monkeypatch.setattr(queries_module, "_covariance_statistic", covariance_statistic)
     calls.exact_cov = exact_cov
     return calls
 
@@ -90,6 +105,10 @@ def _neighbours() -> list[tuple[pd.DataFrame, pd.DataFrame, str]]:
     i = int(np.flatnonzero(base["flag"].to_numpy() == 0)[0])
     alt2.loc[i, ["x", "y", "flag"]] = [LO, YHI, 1]
     out.append((base, alt2, "joins-filter"))
+    # a row's values go missing (filled, or dropped from the column's statistics)
+    alt3 = base.copy()
+    alt3.loc[5, ["x", "y"]] = [np.nan, np.nan]
+    out.append((base, alt3, "goes-missing"))
     return out
 
 
@@ -108,93 +127,81 @@ def _ask(ns, query: str, **kw) -> None:
         ns.describe(columns=["x", "y"], **kw)
 
 
-def _run(frame_kind: str, df: pd.DataFrame, query: str, seed: int) -> list[dict]:
-    bounds = {"x": (LO, HI), "y": (YLO, YHI)}
+def _run(constructor, view: str, df: pd.DataFrame, query: str, seed: int) -> list[dict]:
     kw: dict = {"epsilon": 0.5, "random_state": seed}
-    if frame_kind.startswith("pandas"):
-        pf = dpf.protect(df, epsilon=5.0, bounds=bounds, keys={"g": KEYS})
-        if frame_kind == "pandas-root":
-            target = pf
-        elif frame_kind == "pandas-filter":
-            target = pf[pf["flag"] == 1]
-        elif frame_kind == "pandas-nulls-drop":
-            target = pf
-            kw["nulls"] = "drop"
-        else:  # pandas-groupby
-            gb = pf.dp.groupby("g")
-            if query == "count":
-                gb.count(**kw)
-            elif query == "release":
-                gb.release(BATCH, **kw)
-            else:
-                getattr(gb, query)("x", **kw)
-            return pf.dp.log.to_dict("records")
-        _ask(target.dp, query, **kw)
-        return pf.dp.log.to_dict("records")
-    pdf = pl.from_pandas(df)
     s = dpf.Session()
-    if frame_kind == "polars-lazy":
-        target = dpf.protect(pdf.lazy(), epsilon=5.0, bounds=bounds, session=s)
+    pf = dpf.protect(constructor(df), epsilon=5.0, bounds=BOUNDS, keys={"g": KEYS},
+                     missing="drop" if view == "root-drop" else FILL, session=s)
+    if view == "groupby":
+        gb = pf.dp.groupby("g")
+        if query == "count":
+            gb.count(**kw)
+        elif query == "release":
+            gb.release(BATCH, **kw)
+        else:
+            getattr(gb, query)("x", **kw)
     else:
-        pf = dpf.protect(pdf, epsilon=5.0, bounds=bounds, session=s)
-        target = pf if frame_kind == "polars-root" else pf.filter(pl.col("flag") == 1)
-    kw["session"] = s
-    _ask(target.dp, query, **kw)
-    return s.ledger.snapshot_document()["entries"]
+        target = pf.dp.filter(nw.col("flag") == 1) if view == "filter" else pf
+        _ask(target.dp, query, **kw)
+    return [e for e in s.ledger.entries if e["mechanism"] != "none (single-point domain)"]
 
 
-FRAME_KINDS = ["pandas-root", "pandas-filter", "pandas-nulls-drop", "pandas-groupby",
-               "polars-root", "polars-filter", "polars-lazy"]
-PUBLIC = {"pandas-root", "polars-root", "polars-lazy"}
+def _expected_size(view: str, entry: dict) -> str:
+    """Public only for the protected rows, and only for queries whose columns keep every row
+    (the fill policy, or no column read)."""
+    if view == "root" or (view == "root-drop" and entry["columns"] == ""):
+        return "public"
+    return "private"
 
 
 def _cases():
-    for fk in FRAME_KINDS:
+    for view in VIEWS:
         for q in QUERIES:
-            if q in ROOT_ONLY and fk not in PUBLIC:
+            if q in ROOT_ONLY and view != "root":
                 continue
-            if fk == "pandas-groupby" and q in ("proportions", "describe", "cov", "corr"):
+            if view == "groupby" and q in ("proportions", "describe", "cov", "corr"):
                 continue
-            yield fk, q
+            yield pytest.param(view, q, id=f"{view}-{q}")
 
 
-@pytest.mark.parametrize(("frame_kind", "query"), list(_cases()))
-def test_pre_noise_statistic_moves_at_most_the_logged_sensitivity(recorder, frame_kind, query):
+@pytest.mark.parametrize(("view", "query"), list(_cases()))
+def test_pre_noise_statistic_moves_at_most_the_logged_sensitivity(recorder, constructor, view,
+                                                                  query):
     for d, d_prime, what in _neighbours():
         recorder.clear()
         recorder.exact_cov.clear()
-        log = [e for e in _run(frame_kind, d, query, seed=42) if e.get("grid") is not None]
+        log = _run(constructor, view, d, query, seed=42)
         first, cov_first = list(recorder), list(recorder.exact_cov)
         recorder.clear()
         recorder.exact_cov.clear()
-        log_p = [e for e in _run(frame_kind, d_prime, query, seed=42) if e.get("grid") is not None]
+        log_p = _run(constructor, view, d_prime, query, seed=42)
         second, cov_second = list(recorder), list(recorder.exact_cov)
         assert len(first) == len(log) >= 1 and len(second) == len(log_p)
+        for entry in log:
+            assert entry["size"] == _expected_size(view, entry), (view, query, entry["part"])
         if query in ROOT_ONLY:
-            _check_covariance(first, second, cov_first[0], cov_second[0], log, what)
+            _check_covariance(first, cov_first[0], cov_second[0], log, what)
             continue
         assert len(first) == len(second)
         for a, b, entry in zip(first, second, log, strict=True):
             # the log states the sensitivity the mechanism was calibrated to
             assert entry["sensitivity"] == a["sensitivity"] == b["sensitivity"]
             moved = np.abs(a["value"] - b["value"])
-            assert (moved <= a["sensitivity"]).all(), (frame_kind, query, what, entry["part"],
-                                                       moved, a["sensitivity"])
-            expected = "public" if frame_kind in PUBLIC else "private"
-            assert entry["size"] == expected
+            assert (moved <= a["sensitivity"]).all(), (constructor, view, query, what,
+                                                       entry["part"], moved, a["sensitivity"])
 
 
-def _check_covariance(first, second, s, s_prime, log, what) -> None:
+def _check_covariance(first, s, s_prime, log, what) -> None:
     """Variances: plain check. Covariance: same released domain ±c for both neighbours."""
-    p = s.shape[0]
-    pairs = [(j, j) for j in range(p)] + [(j, k) for j in range(p) for k in range(j + 1, p)]
+    pairs = list(s)  # (x, x), (y, y), (x, y): the plan's measurement order
+    assert pairs == [("x", "x"), ("y", "y"), ("x", "y")]
     assert len(first) == len(pairs)
-    for (j, k), call, entry in zip(pairs, first, log, strict=True):
+    for pair, call, entry in zip(pairs, first, log, strict=True):
         assert entry["sensitivity"] == call["sensitivity"]
         lo, hi = call["domain"]
-        moved = abs(np.clip(s[j, k], lo, hi) - np.clip(s_prime[j, k], lo, hi))
-        assert moved <= call["sensitivity"], (what, (j, k), moved, call["sensitivity"])
-        assert math.isclose(call["value"][0], float(np.clip(s[j, k], lo, hi)), rel_tol=1e-12,
+        moved = abs(np.clip(s[pair], lo, hi) - np.clip(s_prime[pair], lo, hi))
+        assert moved <= call["sensitivity"], (what, pair, moved, call["sensitivity"])
+        assert math.isclose(call["value"][0], float(np.clip(s[pair], lo, hi)), rel_tol=1e-12,
                             abs_tol=1e-15)
 
 
@@ -202,7 +209,7 @@ def test_recorded_values_are_the_exact_statistics(recorder):
     """Sanity check of the instrumentation: the recorded pre-noise values are the statistics."""
     rng = np.random.default_rng(3)
     df = pd.DataFrame({"x": rng.uniform(LO - 1, HI + 1, N)})
-    pf = dpf.protect(df, epsilon=5.0, bounds={"x": (LO, HI)})
+    pf = dpf.protect(df, epsilon=5.0, bounds={"x": (LO, HI)}, missing=0.0)
     clipped = df["x"].clip(LO, HI)
     expected: dict[str, Callable[[], float]] = {
         "count": lambda: N,
@@ -235,10 +242,12 @@ def test_proportions_log_size_field():
 SWEEP_QUERIES = ["count", "sum", "mean", "variance", "proportions", "describe"]
 
 
+@pytest.mark.backends("pandas")
 @pytest.mark.parametrize("n", [2, 3, 5])
-def test_random_small_neighbours(recorder, n):
+def test_random_small_neighbours(recorder, constructor, n):
     """Random tiny data sets with values at the bounds, the centre or anywhere (the extremes
-    make the sensitivity bounds tight), random replacements; root and filtered pandas frames."""
+    make the sensitivity bounds tight), random replacements; root (fill and drop) and filtered
+    pandas frames."""
     rng = np.random.default_rng(100 + n)
     xs = np.array([LO, HI, (LO + HI) / 2])
     for trial in range(4):
@@ -252,16 +261,16 @@ def test_random_small_neighbours(recorder, n):
         i = int(rng.integers(n))
         d2.loc[i, ["x", "flag", "g"]] = [float(draw(1)[0]), int(rng.integers(0, 2)),
                                          str(rng.choice(KEYS))]
-        for frame_kind in ("pandas-root", "pandas-filter"):
+        for view in ("root", "root-drop", "filter"):
             for query in SWEEP_QUERIES:
                 recorder.clear()
-                _run(frame_kind, d, query, seed=trial)
+                _run(constructor, view, d, query, seed=trial)
                 first = list(recorder)
                 recorder.clear()
-                _run(frame_kind, d2, query, seed=trial)
+                _run(constructor, view, d2, query, seed=trial)
                 second = list(recorder)
                 assert len(first) == len(second)
                 for a, b in zip(first, second, strict=True):
                     moved = np.abs(a["value"] - b["value"])
-                    assert (moved <= a["sensitivity"]).all(), (n, trial, frame_kind, query,
+                    assert (moved <= a["sensitivity"]).all(), (n, trial, view, query,
                                                                moved, a["sensitivity"])
