@@ -1,5 +1,7 @@
-"""Threads hammering one budget through ``.dp`` (pandas root, derived frames and Polars under a
-named Session, and a durable ledger): no overspend, no lost or duplicated log entries."""
+"""Threads hammering one budget through ``.dp`` (pandas root and verified derived frames,
+Polars eager and lazy roots with derived frames — a LazyFrame's native plan is verified in every
+thread — under a session they name, and a durable ledger): no overspend, no lost or duplicated
+log entries."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import threading
 from collections import Counter
 from fractions import Fraction
 
+import narwhals as nw
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -73,7 +76,7 @@ def _frame() -> pd.DataFrame:
 
 def test_threads_on_pandas_root_and_derived_frames():
     pf = dpf.protect(_frame(), epsilon=BUDGET, bounds={"x": (0, 10)}, keys={"g": ["a", "b"]})
-    derived = pf[pf.x > 3]
+    derived = pf.dp.filter(nw.col("x") > 3)
 
     def ask(k: int, i: int) -> None:
         choice = (k + i) % 4
@@ -90,13 +93,15 @@ def test_threads_on_pandas_root_and_derived_frames():
     _check(ok, refused, errors, pf.dp.log.to_dict("records"), pf.dp.budget.epsilon_spent)
 
 
-def test_threads_on_polars_frames_under_one_session():
+@pytest.mark.backends("polars", "polars-lazy")
+def test_threads_on_polars_frames_under_one_session(constructor):
     s = dpf.Session()
-    pf = dpf.protect(pl.from_pandas(_frame()), epsilon=BUDGET, bounds={"x": (0, 10)}, session=s)
-    lazy = pf.lazy().filter(pl.col("x") < 8)
+    pf = dpf.protect(constructor(_frame()), epsilon=BUDGET, bounds={"x": (0, 10)}, session=s)
+    derived = pf.filter(pl.col("x") < 8) if constructor.lazy else pf.dp.filter(
+        pl.col("x") < 8)
 
     def ask(k: int, i: int) -> None:
-        target = pf if k % 2 else lazy
+        target = pf if k % 2 else derived
         target.dp.mean("x", epsilon=EPS, session=s, random_state=i)
 
     ok, refused, errors = _hammer(ask)
