@@ -121,12 +121,27 @@ def test_realistic_structure(df: pd.DataFrame) -> None:
     np.testing.assert_allclose(income * 100, np.round(income * 100), atol=1e-6)
 
 
-@pytest.mark.parametrize("backend", ["pandas", "polars"])
-def test_sizes(backend: str) -> None:
+@pytest.mark.backends("pandas", "polars")  # census builds eager frames
+def test_sizes(constructor) -> None:
     for n in (0, 1, 17):
-        frame = census(n, backend=backend)
+        frame = census(n, backend=constructor.name)
         assert len(frame) == n
         assert tuple(frame.columns) == CENSUS_COLUMNS
+
+
+def test_census_protects_with_its_public_metadata(constructor) -> None:
+    """The published bounds and keys are what dpf.protect needs, on every backend."""
+    import dpframe as dpf
+
+    frame = census(500, seed=2, backend=constructor.family)
+    if constructor.lazy:
+        frame = frame.lazy()
+    pf = dpf.protect(frame, epsilon=1.0, bounds=CENSUS_BOUNDS, keys=CENSUS_KEYS)
+    assert pf.dp.size == 500
+    t = pf.dp.groupby("region").mean("age", epsilon=0.5, random_state=0)
+    assert [str(k) for k in constructor.column(t, "region")] == CENSUS_KEYS["region"]
+    lo, hi = CENSUS_BOUNDS["age"]
+    assert all(lo <= v <= hi for v in constructor.values(t, "mean"))
 
 
 @pytest.mark.parametrize(
