@@ -2,13 +2,18 @@
 
 cProfile cannot see inside Polars (all of it is one ``PyLazyFrame.collect`` call) and only
 sees pandas op by op, so this module rebuilds the per-row pipeline of
-``dpframe.engine.aggregate`` (clamp, finiteness mask, fixed-point quantisation, integer
-cast, masked sums) natively, one stage at a time, and times each cumulative stage; then the
-same aggregation through ``dpframe.engine.aggregate`` (narwhals) and the full
-``frame.dp.mean`` call. Differences between consecutive lines are the cost of a stage.
+``dpframe.engine.aggregate`` (missing values filled with the declared public value,
+fixed-point quantisation with clamping, rounding, sums) natively, one stage at a time, and
+times each cumulative stage; then the aggregates the public-size mean's plan asks for
+(``dpframe.queries.Mean(...).plan(...)``) through ``dpframe.engine.aggregate`` with each
+``method=`` (``"numpy"`` where it applies, ``"narwhals"``), and the full ``frame.dp.mean`` call.
+Differences between consecutive lines are the cost of a stage.
 
 With a key count (``KEYS``) it does the same for the group-by mean: native floor, a suggested
 numpy kernel (pandas), ``engine.aggregate`` with ``group_by`` and ``frame.dp.groupby().mean``.
+
+The frame is protected with a public fill value for the mean column (``missing=``), so the
+mean uses the public size, as in the other benchmarks.
 
 ``python -m benchmarks.ablation ENGINE ROWS DATA_PATH [REPEATS [KEYS]]`` prints one JSON line
 (``@@ABLATION {...}``); :func:`benchmarks.run.main` runs it in a subprocess when a DP-mean
@@ -31,15 +36,29 @@ from benchmarks.scenarios import BUDGET_EPSILON, MEAN_COLUMN, QUERY_EPSILON, _lo
 
 ROUNDER = 1.5 * 2.0**52
 
-def _fixed_point(lo: float, hi: float, rows: int) -> Any:
-    from dpframe.engine import FixedPoint
 
-    # the cap dpframe uses for a protected frame (4 × its rows) and the mean's centre
-    return FixedPoint.choose(lo, hi, 0.5 * (lo + hi), 4 * rows, squares=False)
+def _fill(lo: float) -> dict[str, float]:
+    """The declared missing-value policy of the benchmark: a public fill value."""
+    return {MEAN_COLUMN: lo}
+
+
+def _mean_aggregates(lo: float, hi: float, rows: int) -> list[Any]:
+    """The exact aggregates the public-size mean's plan asks the engine for."""
+    from dpframe.queries import Mean, PlanContext
+
+    ctx = PlanContext(True, rows, (lo, hi), count_cap=float(rows), column=MEAN_COLUMN,
+                      all_bounds={MEAN_COLUMN: (lo, hi)})
+    return list(Mean(MEAN_COLUMN).plan(ctx).aggregates)
+
+
+def _fixed_point(lo: float, hi: float, rows: int) -> Any:
+    """The fixed-point grid of the mean's sum (from its plan)."""
+    (agg,) = [a for a in _mean_aggregates(lo, hi, rows) if a.fp is not None]
+    return agg.fp
 
 
 def polars_stages(frame: Any, lo: float, hi: float, fp: Any) -> list[tuple[str, Callable]]:
-    """Cumulative stages of dpframe's unmasked fast path (``engine._row_expressions``)."""
+    """Cumulative stages of the engine's per-row pipeline under a fill value."""
     import polars as pl
 
     lf = frame.lazy()
@@ -47,7 +66,9 @@ def polars_stages(frame: Any, lo: float, hi: float, fp: Any) -> list[tuple[str, 
     c, inv_q = fp.center, 1.0 / fp.q
     kf = ((x - c) * inv_q).clip(fp.k_lo, fp.k_hi)
     k = (kf + ROUNDER) - ROUNDER
-    nulls = x.is_null().cast(pl.Int64).sum()
+    present = ~(x.is_null() | x.is_nan()).fill_null(True)
+    filled = pl.when(present).then(x).otherwise(pl.lit(lo))
+    kfill = (((filled - c) * inv_q).clip(fp.k_lo, fp.k_hi) + ROUNDER) - ROUNDER
 
     def q(*exprs: Any) -> Callable:
         named = [e.alias(f"a{i}") for i, e in enumerate(exprs)]
@@ -58,11 +79,8 @@ def polars_stages(frame: Any, lo: float, hi: float, fp: Any) -> list[tuple[str, 
         ("floor: clip + sum + count", q(x.clip(lo, hi).sum(), x.count())),
         ("Σ clip((x − c)·(1/q), k_lo, k_hi) + len", q(kf.sum(), pl.len())),
         ("+ round (+1.5·2⁵² − 1.5·2⁵²)", q(k.sum(), pl.len())),
-        ("+ raw Σx (NaN/±inf detector)", q(k.sum(), pl.len(), x.sum())),
-        ("+ is_null().cast(Int64).sum() (= dpframe's fast path)",
-         q(k.sum(), pl.len(), x.sum(), nulls)),
-        ("suggested: null_count() (O(1) from Arrow metadata) instead of is_null().sum()",
-         q(k.sum(), pl.len(), x.sum(), x.null_count())),
+        ("+ fill missing values (when(is_null | is_nan)) (= dpframe's path)",
+         q(kfill.sum(), pl.len())),
     ]
 
 
@@ -109,26 +127,25 @@ def groupby_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any, keys:
              "(exact: per-group partial sums < 2⁵³; no isin filter, no materialised frame)",
              bincount),
         ]
-        pf = dpf.protect(frame, epsilon=BUDGET_EPSILON, bounds={MEAN_COLUMN: (lo, hi)})
-        kw: dict[str, Any] = {}
     else:
         import polars as pl
 
         x = pl.col(MEAN_COLUMN)
         out.append(("native floor: clip + group_by sum + len",
                     lambda: frame.group_by(by).agg(x.clip(lo, hi).sum(), pl.len())))
-        session = dpf.Session()
-        pf = dpf.protect(frame, epsilon=BUDGET_EPSILON, bounds={MEAN_COLUMN: (lo, hi)},
-                         session=session)
-        kw = {"session": session}
+    pf = dpf.protect(frame, epsilon=BUDGET_EPSILON, bounds={MEAN_COLUMN: (lo, hi)},
+                     missing=_fill(lo))
     grouped = pf.dp.groupby(by, keys=declared)
+    # a group-by mean is planned with the private (per-group) formulation: count + centred sum
+    from dpframe.engine import Agg, FixedPoint
+
+    gfp = FixedPoint.choose(lo, hi, 0.5 * (lo + hi), rows, False)
+    aggs = [Agg("rows"), Agg("sum", MEAN_COLUMN, gfp)]
     out += [
         ("dpframe.engine.aggregate (group_by)",
-         lambda: dp_engine.aggregate(frame, column=MEAN_COLUMN, fixed_point=fp, squares=False,
-                                     row_cap=4 * rows, bounds=(lo, hi), group_by=by,
+         lambda: dp_engine.aggregate(frame, aggs, missing=_fill(lo), group_by=by,
                                      keys=declared)),
-        ("frame.dp.groupby(...).mean", lambda: grouped.mean(MEAN_COLUMN, epsilon=QUERY_EPSILON,
-                                                            **kw)),
+        ("frame.dp.groupby(...).mean", lambda: grouped.mean(MEAN_COLUMN, epsilon=QUERY_EPSILON)),
     ]
     return out
 
@@ -138,24 +155,25 @@ def dpframe_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any,
     import dpframe as dpf
     from dpframe import engine as dp_engine
 
-    kw: dict[str, Any] = {}
-    if engine == "pandas":
-        pf = dpf.protect(frame, epsilon=BUDGET_EPSILON, bounds={MEAN_COLUMN: (lo, hi)})
+    pf = dpf.protect(frame, epsilon=BUDGET_EPSILON, bounds={MEAN_COLUMN: (lo, hi)},
+                     missing=_fill(lo))
+    aggs = _mean_aggregates(lo, hi, rows)
+    out: list[tuple[str, Callable]] = []
+    try:  # in-memory plain numeric columns: the numpy kernel applies
+        dp_engine.aggregate(frame, aggs, missing=_fill(lo), method="numpy")
+    except dpf.ParameterError:
+        pass
     else:
-        session = dpf.Session()
-        pf = dpf.protect(frame, epsilon=BUDGET_EPSILON, bounds={MEAN_COLUMN: (lo, hi)},
-                         session=session)
-        kw["session"] = session
-
-    def agg() -> Any:
-        return dp_engine.aggregate(frame, column=MEAN_COLUMN, fixed_point=fp, squares=False,
-                                   row_cap=4 * rows, bounds=(lo, hi))
-
-    return [
-        ("dpframe.engine.aggregate (same sums via narwhals)", agg),
-        ("frame.dp.mean (aggregate + plan + mechanism + ledger)",
-         lambda: pf.dp.mean(MEAN_COLUMN, epsilon=QUERY_EPSILON, **kw)),
+        out.append(("dpframe.engine.aggregate(method='numpy')",
+                    lambda: dp_engine.aggregate(frame, aggs, missing=_fill(lo),
+                                                method="numpy")))
+    out += [
+        ("dpframe.engine.aggregate(method='narwhals')",
+         lambda: dp_engine.aggregate(frame, aggs, missing=_fill(lo), method="narwhals")),
+        ("frame.dp.mean (plan + aggregate + mechanism + ledger)",
+         lambda: pf.dp.mean(MEAN_COLUMN, epsilon=QUERY_EPSILON)),
     ]
+    return out
 
 
 def run(engine: str, rows: int, path: str, repeats: int = 5,
