@@ -17,7 +17,7 @@ choice".
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -41,9 +41,6 @@ __all__ = [
 #: Search range of :func:`epsilon_for_half_width`.
 EPS_MIN = 1e-6
 EPS_MAX = 1e6
-#: Distance from every finite end (in units of the scale b) beyond which the closed-form
-#: bounds of the "far" region are used (e^-40 ≈ 4e-18).
-FAR = 40.0
 #: Brackets of worst-case MSEs are refined to this relative width (or the cell budget).
 MSE_RTOL = 1e-9
 _MAX_CELLS = 1 << 18
@@ -172,7 +169,12 @@ def half_width(mechanism: Any, alpha: float = 0.05) -> float:
     """
     a = _alpha(alpha)
     r, dt = _snap_radius(mechanism)
-    return _continuous_half_width(mechanism, a) + r + dt
+    h = _continuous_half_width(mechanism, a) + r + dt
+    dom = mechanism.domain
+    if mechanism.name != "laplace" and dom.is_bounded:
+        # releases and true values both lie in [l, u]: no error exceeds the width
+        h = min(h, dom.upper - dom.lower)
+    return h
 
 
 def _mechanism_at(kind: str, epsilon: float, sensitivity: float, lower: float | None,
@@ -326,49 +328,41 @@ def split_epsilon(requests: Sequence[AccuracyTarget], total_epsilon: float,
 
 
 # -- worst-case MSE and the mechanism choice ------------------------------------------------
-def _cell_bound(kind: str, b: float) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """Upper bound of the MSE on a cell of width ``s`` whose end values are at most ``phi``.
+def _mse_in_units(name: str, a1: np.ndarray, a2: np.ndarray) -> np.ndarray:
+    """``mse / b²`` with ``a1, a2`` the distances (in units of b) from the true value to the
+    lower and upper end (``inf`` for an infinite end), via regularised incomplete gamma
+    functions ``P_k(a) = P(Gamma(k) ≤ a)``:
 
-    With ``φ(x) = E_x[(Y − x)²]``: conditioned noise has ``|∂_x log p_x| ≤ 2/b``, so
-    ``|φ'| ≤ 2√φ + 2φ/b``, i.e. ``(√φ)' ≤ 1 + √φ/b``; clamped noise has ``|φ'| ≤ 2√φ``, i.e.
-    ``(√φ)' ≤ 1``. Every point of the cell is within ``s/2`` of an end (docs).
+    * one side of the Laplace law up to distance ``a``: mass ``½P_1(a)``, second moment
+      ``P_3(a)`` (``∫_0^a t² e^{-t}/2 dt``);
+    * conditioned: ``mse/b² = 2(P_3(a1) + P_3(a2)) / (P_1(a1) + P_1(a2))``;
+    * clamped: the mass beyond an end sits at distance ``a`` and adds ``a²·½e^{-a}``, so each
+      side contributes ``P_3(a) + ½a²e^{-a} = 1 − e^{-a}(1 + a) = P_2(a)``: ``mse/b² = P_2(a1)
+      + P_2(a2)``.
+
+    The same closed forms as :meth:`mse` (Liu Prop. 2), written so that every term is
+    increasing in ``a1`` and in ``a2`` — which gives the cell bounds of :func:`_cell_upper`.
     """
-    if kind == "bounded":
-        def bound(phi: np.ndarray, s: np.ndarray) -> np.ndarray:
-            with np.errstate(over="ignore"):
-                return ((np.sqrt(phi) + b) * np.exp(s / (2 * b)) - b) ** 2
-        return bound
+    from scipy.special import gammainc
 
-    def bound_t(phi: np.ndarray, s: np.ndarray) -> np.ndarray:
-        return (np.sqrt(phi) + s / 2) ** 2
-    return bound_t
+    if name == "bounded":
+        return 2.0 * (gammainc(3, a1) + gammainc(3, a2)) / (gammainc(1, a1) + gammainc(1, a2))
+    return gammainc(2, a1) + gammainc(2, a2)
 
 
-def _sup_on(mse: Callable[[np.ndarray], np.ndarray], bound: Callable, a: float, c: float,
-            rtol: float) -> tuple[float, float, float]:
-    """Certified ``(lower, upper, argmax)`` of ``sup mse`` on ``[a, c]`` (branch and bound)."""
-    edges = np.linspace(a, c, 1025)
-    vals = np.asarray(mse(edges), dtype=float)
-    best = float(vals.max())
-    arg = float(edges[int(vals.argmax())])
-    x1, x2, v1, v2 = edges[:-1], edges[1:], vals[:-1], vals[1:]
-    for _ in range(_MAX_ROUNDS):
-        ub = bound(np.maximum(v1, v2), x2 - x1)
-        keep = ub > best * (1 + rtol)
-        if not keep.any():
-            return best, best * (1 + rtol), arg
-        x1, x2, v1, v2 = x1[keep], x2[keep], v1[keep], v2[keep]
-        if x1.size > _MAX_CELLS or not (x2 - x1 > 4 * np.spacing(np.abs(x2) + 1)).all():
-            return best, float(max(ub[keep].max(), best * (1 + rtol))), arg
-        xm = x1 + (x2 - x1) / 2
-        vm = np.asarray(mse(xm), dtype=float)
-        if vm.max() > best:
-            best = float(vm.max())
-            arg = float(xm[int(vm.argmax())])
-        x1, x2 = np.concatenate([x1, xm]), np.concatenate([xm, x2])
-        v1, v2 = np.concatenate([v1, vm]), np.concatenate([vm, v2])
-    ub = bound(np.maximum(v1, v2), x2 - x1)
-    return best, float(max(ub.max(), best * (1 + rtol))), arg
+def _cell_upper(name: str, a_lo: np.ndarray, a_hi: np.ndarray, omega: float) -> np.ndarray:
+    """Upper bound of ``mse/b²`` for ``a1 ∈ [a_lo, a_hi]``, ``a2 = ω − a1`` (ω = width/b,
+    ``inf`` for a half-line): numerators at their largest ``a``, denominators at their
+    smallest (every ``P_k`` is increasing)."""
+    from scipy.special import gammainc
+
+    with np.errstate(invalid="ignore"):
+        a2_hi = omega - a_lo
+        a2_lo = omega - a_hi
+    if name == "bounded":
+        num = 2.0 * (gammainc(3, a_hi) + gammainc(3, a2_hi))
+        return num / (gammainc(1, a_lo) + gammainc(1, a2_lo))
+    return gammainc(2, a_hi) + gammainc(2, a2_hi)
 
 
 class WorstCaseMSE(NamedTuple):
@@ -379,54 +373,61 @@ class WorstCaseMSE(NamedTuple):
 
 def worst_case_mse(mechanism: Any, rtol: float = MSE_RTOL) -> WorstCaseMSE:
     """Certified bracket ``lower ≤ sup_x mse(x) ≤ upper`` over the true values ``x`` the
-    mechanism accepts, from the closed-form ``mechanism.mse`` (snapping excluded).
+    mechanism accepts (within ``±magnitude`` on unbounded domains), from the closed-form MSE
+    (snapping excluded, as in ``mechanism.mse``).
 
-    Near each finite end (within ``40 b``) a branch and bound on cells with the derivative
-    bounds of :func:`_cell_bound`; farther away the closed forms give ``2b²/(1 − e^{−40})``
-    (conditioned) or ``2b²`` (clamped) as an upper bound. Intervals, half-lines, the real line.
+    Branch and bound over cells of true values: a cell's upper bound takes every increasing
+    term of :func:`_mse_in_units` at its worst end, point values give the lower bound; cells
+    whose upper bound is within ``rtol`` of the best point are dropped. Intervals, half-lines
+    and the real line.
     """
     lo, hi = _single_component(mechanism, "worst_case_mse")
     b = float(mechanism.scale)
-    if mechanism.name == "laplace":
-        v = 2.0 * b * b
+    if mechanism.name == "laplace" or not (math.isfinite(lo) or math.isfinite(hi)):
+        v = 2.0 * b * b  # no finite end: Laplace at scale b wherever the true value is
         return WorstCaseMSE(v, v, 0.0)
-    if not (math.isfinite(lo) or math.isfinite(hi)):
-        # no finite end: the law does not depend on x (Laplace at scale b)
-        v = float(np.asarray(mechanism.mse(0.0)))
-        return WorstCaseMSE(v, v, 0.0)
+    name = mechanism.name
     x_lo, x_hi = _x_range(mechanism)
-    bound = _cell_bound(mechanism.name, b)
-    reach = FAR * b
-    # the far region: at least 40 b from every finite end
-    far_lo = x_lo + reach if math.isfinite(lo) else x_lo
-    far_hi = x_hi - reach if math.isfinite(hi) else x_hi
-    has_far = far_hi > far_lo
-    if not has_far:
-        regions = [(x_lo, x_hi)]
-    else:
-        regions = []
-        if math.isfinite(lo):
-            regions.append((x_lo, far_lo))
+    if math.isfinite(lo):
+        omega = (hi - lo) / b if math.isfinite(hi) else math.inf
+        top = (x_hi - lo) / b
         if math.isfinite(hi):
-            regions.append((far_hi, x_hi))
-    lower, upper, arg = 0.0, 0.0, x_lo
+            top = omega / 2  # the law is symmetric about the centre
 
-    def mse(x: np.ndarray) -> np.ndarray:
-        return np.asarray(mechanism.mse(x), dtype=float)
+        def to_x(a: float) -> float:
+            return lo + a * b
+    else:  # (-inf, u]: mirror image of a half-line
+        omega = math.inf
+        top = (hi - x_lo) / b
 
-    for a, c in regions:
-        lw, up, ag = _sup_on(mse, bound, a, c, rtol)
-        if lw > lower:
-            lower, arg = lw, ag
-        upper = max(upper, up)
-    if has_far:
-        far_up = (2.0 * b * b / -math.expm1(-FAR)) if mechanism.name == "bounded" else 2 * b * b
-        pt = far_lo + (far_hi - far_lo) / 2
-        v = float(mse(np.array([pt]))[0])
-        if v > lower:
-            lower, arg = v, pt
-        upper = max(upper, far_up)
-    return WorstCaseMSE(lower, max(upper, lower), arg)
+        def to_x(a: float) -> float:
+            return hi - a * b
+
+    edges = np.linspace(0.0, top, 1025)
+    vals = _mse_in_units(name, edges, omega - edges)
+    best = float(vals.max())
+    arg = float(edges[int(vals.argmax())])
+    a1, a2 = edges[:-1], edges[1:]
+    upper = best * (1 + rtol)
+    for _ in range(_MAX_ROUNDS):
+        ub = _cell_upper(name, a1, a2, omega)
+        keep = ub > best * (1 + rtol)
+        if not keep.any():
+            break
+        a1, a2 = a1[keep], a2[keep]
+        if a1.size > _MAX_CELLS or not (a2 - a1 > 4 * np.spacing(a2 + 1)).all():
+            upper = max(upper, float(ub[keep].max()))
+            break
+        am = a1 + (a2 - a1) / 2
+        vm = _mse_in_units(name, am, omega - am)
+        if vm.max() > best:
+            best = float(vm.max())
+            arg = float(am[int(vm.argmax())])
+        a1, a2 = np.concatenate([a1, am]), np.concatenate([am, a2])
+    else:
+        upper = max(upper, float(_cell_upper(name, a1, a2, omega).max()))
+    upper = max(upper, best * (1 + rtol))
+    return WorstCaseMSE(best * b * b, upper * b * b, to_x(arg))
 
 
 class MechanismChoice(NamedTuple):
@@ -463,10 +464,18 @@ def choose_mechanism(
     if not dom.is_bounded:
         names.append("laplace")
     brackets: dict[str, WorstCaseMSE] = {}
+    refused: list[str] = []
     for name in names:
         d = delta if name == "bounded" else 0.0
-        m = _mechanism_at(name, epsilon, sensitivity, lower, upper, d, options)
+        try:
+            m = _mechanism_at(name, epsilon, sensitivity, lower, upper, d, options)
+        except ParameterError as exc:  # e.g. the bounded mechanism when Δ exceeds the width
+            refused.append(f"{name} not applicable ({exc})")
+            continue
         brackets[name] = worst_case_mse(m)
+    if not brackets:
+        raise ParameterError("no mechanism accepts these parameters: " + "; ".join(refused))
+    names = list(brackets)
     best_upper = min(brackets[n].upper for n in names)
     tied = [n for n in names if brackets[n].lower * (1.0 - TIE_RTOL) <= best_upper]
     tie = len(tied) > 1
@@ -481,5 +490,5 @@ def choose_mechanism(
     verdict = (f"tie within {TIE_RTOL:g} (relative) between {', '.join(tied)}: {winner}"
                if tie else f"{winner} has the smaller worst-case MSE")
     reason = (f"auto mechanism on {dom} with ε={epsilon:g}, Δ={sensitivity:g}, δ={delta:g}: "
-              + "; ".join(parts) + f" → {verdict}")
+              + "; ".join(parts + refused) + f" → {verdict}")
     return MechanismChoice(winner, reason, brackets)
