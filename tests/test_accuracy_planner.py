@@ -5,6 +5,7 @@ integrated worst-case MSEs."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -107,11 +108,12 @@ def test_bounded_half_width_matches_quadrature(eps: float, upper: float) -> None
     m = make_mechanism("bounded", epsilon=eps, sensitivity=1.0, lower=0.0, upper=upper)
     for alpha in (0.05, 0.2):
         h = half_width(m, alpha) - _radius(m)
-        sup = _indep_sup(lambda x: _indep_miss("bounded", m.scale, 0.0, upper, x, h), 0.0, upper)
+        sup = _indep_sup(lambda x, h=h: _indep_miss("bounded", m.scale, 0.0, upper, x, h),
+                         0.0, upper)
         assert sup <= alpha * (1 + 1e-7)
         assert sup >= alpha * (1 - 1e-5)
-        sup_less = _indep_sup(lambda x: _indep_miss("bounded", m.scale, 0.0, upper, x,
-                                                     0.999 * h), 0.0, upper)
+        sup_less = _indep_sup(lambda x, h=h: _indep_miss("bounded", m.scale, 0.0, upper, x,
+                                                          0.999 * h), 0.0, upper)
         assert sup_less > alpha
         # the dpframe miss function agrees with quadrature
         xs = np.linspace(0.0, upper, 7)
@@ -177,7 +179,7 @@ def test_half_width_is_non_increasing_in_epsilon() -> None:
     for name, kw in CASES:
         hs = [half_width(make_mechanism(name, epsilon=e, sensitivity=1.0, **kw))
               for e in np.geomspace(0.05, 20, 40)]
-        assert all(b <= a * (1 + 1e-6) for a, b in zip(hs, hs[1:], strict=False)), name
+        assert all(b <= a * (1 + 1e-6) for a, b in itertools.pairwise(hs)), name
 
 
 def test_epsilon_for_half_width_edges() -> None:

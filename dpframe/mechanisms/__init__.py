@@ -6,8 +6,24 @@ derivations (scales, snapping overhead, moments).
 
 from __future__ import annotations
 
+from dpframe.mechanisms.accuracy import (
+    AccuracyTarget,
+    EpsilonSplit,
+    MechanismChoice,
+    choose_mechanism,
+    epsilon_for_half_width,
+    half_width,
+    split_epsilon,
+    worst_case_mse,
+)
 from dpframe.mechanisms.certificate import LossCertificate, worst_case_loss
 from dpframe.mechanisms.domains import FeasibleSet, half_line, interval, real_line, union
+from dpframe.mechanisms.intervals import (
+    component_level,
+    composed_interval,
+    confidence_interval,
+    interval_from_components,
+)
 from dpframe.mechanisms.laplace import (
     MECHANISM_NAMES,
     BoundedLaplace,
@@ -20,18 +36,30 @@ from dpframe.mechanisms.scales import half_line_scale, holohan_scale
 
 __all__ = [
     "MECHANISM_NAMES",
+    "AccuracyTarget",
     "BoundedLaplace",
+    "EpsilonSplit",
     "FeasibleSet",
     "Laplace",
     "LossCertificate",
+    "MechanismChoice",
     "RandomSource",
     "TruncatedLaplace",
+    "choose_mechanism",
+    "component_level",
+    "composed_interval",
+    "confidence_interval",
+    "epsilon_for_half_width",
     "half_line",
     "half_line_scale",
+    "half_width",
     "holohan_scale",
     "interval",
+    "interval_from_components",
     "make_mechanism",
     "real_line",
+    "split_epsilon",
     "union",
     "worst_case_loss",
+    "worst_case_mse",
 ]
