@@ -48,7 +48,7 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import numpy as np
 
-from dpframe.backends import is_pandas_frame, is_polars_eager
+from dpframe.backends import is_pandas_frame, is_polars_eager, is_polars_lazy
 from dpframe.errors import ParameterError, UnsupportedInputError
 
 __all__ = [
@@ -335,7 +335,7 @@ def _narwhals_sums(
         result = frame.select(nw.len().alias(length),
                               *(e.sum().alias(n) for n, e in sums.items()))
     if isinstance(result, nw.LazyFrame):
-        result = result.collect()
+        result = _collect(result, native)
     found = {None: 0}
     order: list[Any] = [None]
     if group_by is not None:
@@ -352,6 +352,14 @@ def _narwhals_sums(
         aligned[present] = raw[pos[present]]
         out[agg] = aligned
     return out
+
+
+def _collect(result: Any, native: Any) -> Any:
+    """Collect the (tiny) aggregate frame. Polars LazyFrames use Polars' streaming engine, so
+    a scan larger than memory is aggregated batch by batch."""
+    if is_polars_lazy(native):
+        return result.collect(engine="streaming")
+    return result.collect()
 
 
 #: Rows per block of the numpy kernel: 64 K doubles (512 KB) stay in the CPU cache.
