@@ -66,13 +66,23 @@ def holohan_f(b: float, eps_eff: float, sensitivity: float, width: float) -> flo
     return math.inf if denom <= 0 else sensitivity / denom
 
 
+#: Relative margin added to the bisection's answer. ``f`` is evaluated in double precision with
+#: an error of a few hundred ulps, so the bracket's upper end can lie up to ~1e-12 (measured
+#: 8.6e-13) *below* the exact fixed point; 1e-11 covers that ten times over, so the returned
+#: scale is never below b* and the exact privacy loss never exceeds ε (the loss falls as b
+#: grows). It costs 1e-11 of the noise scale.
+SCALE_MARGIN = 1e-11
+
+
 @lru_cache(maxsize=4096)
 def holohan_scale(epsilon: float, delta: float, sensitivity: float, width: float) -> float:
-    """b* for the interval mechanism by bisection on ``[b0, f(b0)]`` (Holohan Alg. 1)."""
+    """b* for the interval mechanism by bisection on ``[b0, f(b0)]`` (Holohan Alg. 1), plus a
+    relative margin of :data:`SCALE_MARGIN` so that rounding in ``f`` can never return a scale
+    below the exact fixed point."""
     eps_eff = _effective_epsilon(epsilon, delta)
     b0 = sensitivity / eps_eff
     if sensitivity >= width:
-        return b0  # Cor. 4.5
+        return b0 * (1.0 + SCALE_MARGIN)  # Cor. 4.5 (b0 itself is rounded too)
     left, right = b0, holohan_f(b0, eps_eff, sensitivity, width)
     for _ in range(_MAX_BISECTIONS):
         if right - left <= SCALE_RTOL * right:
@@ -82,7 +92,7 @@ def holohan_scale(epsilon: float, delta: float, sensitivity: float, width: float
             left = mid
         else:
             right = mid
-    return right
+    return right * (1.0 + SCALE_MARGIN)
 
 
 @lru_cache(maxsize=4096)
