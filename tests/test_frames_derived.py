@@ -293,3 +293,75 @@ def test_large_private_size_frames_release_without_magnitude_errors(constructor)
 
 def test_no_dp_namespace_on_polars_expr():
     assert not hasattr(pl.col("x"), "dp")
+
+
+# -- known gaps in the verification (reported; strict xfail until derivations.py handles them) --
+FALLIBLE = "derivations.py allow-lists fallible row-wise functions: a strict cast, " \
+    "replace_strict or string parsing raises InvalidOperationError/ValueError depending on " \
+    "one value (at derivation time for eager frames, after the reservation for lazy ones), " \
+    "so the outcome class differs between neighbours (issue 10: total releases)"
+
+
+def _outcome(constructor, data, derive, column):
+    """'ok' or the exception class name: what a user sees, apart from the noisy value."""
+    pf = dpf.protect(constructor(data), epsilon=10.0, bounds={"x": (0, 500)})
+    try:
+        derive(pf).dp.mean(column, epsilon=0.1, random_state=0)
+    except Exception as exc:
+        return type(exc).__name__
+    return "ok"
+
+
+def _same_outcome_on_neighbours(constructor, data, derive, column):
+    outcomes = {_outcome(constructor, d, derive, column) for d in data}
+    assert len(outcomes) == 1, outcomes
+
+
+@pytest.mark.backends("polars", "polars-lazy")  # pandas wraps silently: same outcome
+@pytest.mark.xfail(strict=True, reason=FALLIBLE)
+def test_strict_cast_overflow_does_not_change_the_outcome(constructor):
+    _same_outcome_on_neighbours(
+        constructor, [{"x": [1.0, 2.0, 3.0]}, {"x": [1.0, 2.0, 300.0]}],
+        lambda pf: pf.dp.with_columns(nw.col("x").cast(nw.Int8)), "x")
+
+
+@pytest.mark.xfail(strict=True, reason=FALLIBLE)
+def test_replace_strict_with_an_unmapped_value_does_not_change_the_outcome(constructor):
+    _same_outcome_on_neighbours(
+        constructor,
+        [{"x": [1.0, 2.0, 3.0], "g": ["a", "b", v]} for v in ("a", "c")],
+        lambda pf: pf.dp.with_columns(
+            nw.col("g").replace_strict({"a": 1.0, "b": 2.0}, return_dtype=nw.Float64)
+            .alias("y"), bounds={"y": (0, 3)}), "y")
+
+
+@pytest.mark.xfail(strict=True, reason=FALLIBLE)
+def test_string_parsing_of_a_bad_value_does_not_change_the_outcome(constructor):
+    _same_outcome_on_neighbours(
+        constructor,
+        [{"x": [1.0, 2.0, 3.0], "s": ["1", "2", v]} for v in ("3", "x")],
+        lambda pf: pf.dp.with_columns(nw.col("s").cast(nw.Float64).alias("y"),
+                                      bounds={"y": (0, 5)}), "y")
+
+
+@pytest.mark.xfail(strict=True, reason="derivations.py: Python UDFs in a LazyFrame plan "
+                   "(map_batches, map_elements, cumulative_eval) raise a bare "
+                   "NotImplementedError from the plan walk instead of a DerivationError")
+def test_python_udfs_in_a_lazy_plan_are_a_derivation_error():
+    pf = dpf.protect(pl.LazyFrame({"x": [1.0, 2.0]}), epsilon=1.0, bounds={"x": (0, 5)})
+    frame = pf.with_columns(pl.col("x").map_batches(lambda s: s * 0 + s.sum()))
+    with pytest.raises(dpf.DerivationError):
+        frame.dp.count(epsilon=0.1)
+    assert pf.dp.budget.epsilon_spent == 0
+
+
+@pytest.mark.xfail(strict=True, reason="derivations.py: a LazyFrame select of literals only "
+                   "has ONE row whatever n is, but is verified as a row-preserving select "
+                   "(size public = n); dp.size and the public-size formulations are then wrong")
+def test_select_of_literals_only_is_not_a_row_preserving_derivation():
+    pf = dpf.protect(pl.LazyFrame({"x": [1.0, 2.0, 3.0, 4.0]}), epsilon=1.0,
+                     bounds={"x": (0, 5)})
+    frame = pf.select(pl.lit(5.0).alias("c"))
+    assert frame.collect().height == 1
+    with pytest.raises(dpf.DerivationError):
+        frame.dp.count(epsilon=0.1)
