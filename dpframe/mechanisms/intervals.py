@@ -365,7 +365,7 @@ def _variance_extreme(a: np.ndarray, bq: np.ndarray, n_lo: np.ndarray, n_hi: np.
 
 def interval_from_components(
     kind: str, components: Mapping[str, Any], **params: Any
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[Any, Any]:
     """Interval for a statistic computed from component values that lie (simultaneously) in the
     given component intervals: the exact range of the post-processing map over that box,
     intersected with the statistic's domain. Vectorised over groups.
@@ -381,7 +381,17 @@ def interval_from_components(
       (each cell's interval, all holding at once).
     * ``"correlation"``: ``cov``, ``var_x``, ``var_y``; statistic ``cov/√(var_x var_y)``.
     * ``"sqrt"``: ``value`` ≥ 0; ``"affine"``: ``value``, statistic ``offset + scale·value``.
+
+    Scalar components give floats, arrays give arrays.
     """
+    lo, hi = _range_of(kind, components, params)
+    if np.ndim(lo) == 0 and np.ndim(hi) == 0:
+        return float(lo), float(hi)
+    return lo, hi
+
+
+def _range_of(kind: str, components: Mapping[str, Any],
+              params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     if kind == "mean":
         n_lo, n_hi, none = _count_range(*_pair(components, "count", kind), least=1)
         s_lo, s_hi = _pair(components, "sum", kind)
@@ -465,7 +475,7 @@ def composed_interval(
     method: str = "sidak",
     slacks: Mapping[str, float] | None = None,
     **params: Any,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[Any, Any]:
     """Interval for a composed statistic from its measurements: each component's exact
     interval (:func:`confidence_interval`) at :func:`component_level`, then
     :func:`interval_from_components`. ``mechanisms`` and ``released`` are keyed by component
