@@ -21,6 +21,7 @@ from dpframe.mechanisms.accuracy import (
     choose_mechanism,
     epsilon_for_half_width,
     half_width,
+    mean_half_width,
     miss_probability,
     split_epsilon,
     worst_case_mse,
@@ -298,3 +299,28 @@ def test_mse_in_units_is_the_mechanisms_closed_form() -> None:
             a2 = (kw.get("upper", math.inf) - x) / m.scale
             ours = _mse_in_units(name, a1, a2) * m.scale**2
             assert np.allclose(ours, m.mse(x), rtol=1e-11, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["bounded", "truncated"])
+def test_mean_half_width_holds_for_groups_of_at_least_n(kind: str) -> None:
+    """The private-size mean clip(c + Ŝ/max(N̂, 1), l, u) is within mean_half_width of the
+    true mean with probability ≥ 1 − α, for groups of exactly n rows (the worst size the bound
+    allows) at the bounds and inside, and for larger groups."""
+    lo, hi, c = 0.0, 10.0, 5.0
+    cnt = make_mechanism(kind, epsilon=0.5, sensitivity=1.0, lower=0.0, upper=1000.0)
+    sm = make_mechanism(kind, epsilon=0.5, sensitivity=10.0)
+    alpha, runs = 0.1, 20_000
+    rng = np.random.default_rng(41)
+    for n in (5, 30, 200):
+        h = mean_half_width(cnt, sm, n, alpha, lower=lo, upper=hi)
+        assert 0 < h <= hi - lo
+        for size, mean in ((n, lo), (n, hi), (n, 3.7), (3 * n, lo)):
+            s_true = size * (mean - c)
+            n_hat = cnt.sample(np.full(runs, float(size)), random_state=rng)
+            s_hat = sm.sample(np.full(runs, s_true), random_state=rng)
+            released = np.clip(c + s_hat / np.maximum(n_hat, 1.0), lo, hi)
+            ok = float(np.mean(np.abs(released - mean) <= h))
+            assert ok >= 1 - alpha - 4 * math.sqrt(alpha * (1 - alpha) / runs), (n, size, ok)
+    # more rows, smaller half-width
+    assert mean_half_width(cnt, sm, 400, alpha, lower=lo, upper=hi) < mean_half_width(
+        cnt, sm, 200, alpha, lower=lo, upper=hi)

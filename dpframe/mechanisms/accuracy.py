@@ -33,6 +33,7 @@ __all__ = [
     "choose_mechanism",
     "epsilon_for_half_width",
     "half_width",
+    "mean_half_width",
     "miss_probability",
     "split_epsilon",
     "worst_case_mse",
@@ -241,6 +242,39 @@ def epsilon_for_half_width(
         else:
             lo = mid
     return hi
+
+
+def mean_half_width(
+    count_mechanism: Any,
+    sum_mechanism: Any,
+    n: float,
+    alpha: float = 0.05,
+    *,
+    lower: float,
+    upper: float,
+    center: float | None = None,
+    count_slack: float = 0.0,
+) -> float:
+    """Half-width, holding with probability ``≥ 1 − α``, of the private-size mean
+    ``clip(c + Ŝ/max(N̂, 1), l, u)`` for any group of ``N ≥ n`` rows (``Ŝ`` the released centred
+    sum, ``N̂`` the released count, ``c`` the centre, default the midpoint):
+
+        min(u − l, (h_S + m·h_N) / max(n − h_N, 1)),     m = max(u − c, c − l),
+
+    with ``h_N``, ``h_S`` the :func:`half_width` of the two releases at ``α' = 1 − √(1 − α)``
+    each (independent noises). ``count_slack``: the count was moved by at most this much
+    (e.g. ½ when rounded) before the division. Public facts only; see ``docs/privacy.md``.
+    """
+    a = _alpha(alpha)
+    lo, hi = float(lower), float(upper)
+    if not lo < hi:
+        raise ParameterError(f"lower={lo:g} must be below upper={hi:g}")
+    c = lo + (hi - lo) / 2 if center is None else float(center)
+    a_each = -math.expm1(0.5 * math.log1p(-a))  # 1 − √(1 − α)
+    h_n = half_width(count_mechanism, a_each) + float(count_slack)
+    h_s = half_width(sum_mechanism, a_each)
+    m = max(hi - c, c - lo)
+    return min(hi - lo, (h_s + m * h_n) / max(float(n) - h_n, 1.0))
 
 
 @dataclass(frozen=True)
