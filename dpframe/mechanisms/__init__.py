@@ -13,6 +13,7 @@ from dpframe.mechanisms.accuracy import (
     choose_mechanism,
     epsilon_for_half_width,
     half_width,
+    mean_half_width,
     split_epsilon,
     worst_case_mse,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "interval",
     "interval_from_components",
     "make_mechanism",
+    "mean_half_width",
     "real_line",
     "split_epsilon",
     "union",
