@@ -254,8 +254,8 @@ def confidence_interval(
         comps = mechanism.domain.components
         lo_b = np.full(y.shape, x_lo)
         hi_b = np.full(y.shape, x_hi)
-        tol = 1e-9 * b + 4 * np.spacing(np.maximum(np.abs(s), np.abs(t)))
-        tol = np.where(np.isfinite(tol), tol, 1e-9 * b)
+        ends = np.maximum(np.abs(s), np.abs(t))
+        tol = 1e-9 * b + 4 * np.spacing(np.where(np.isfinite(ends), ends, 0.0))
         g_up = g_lo = None
         if len(comps) == 1:  # closed-form starting points (mirror image for the lower end)
             d_lo, d_hi = comps[0]
