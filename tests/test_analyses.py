@@ -405,7 +405,8 @@ def test_accessor_describe():
 
 
 def test_accessor_polars():
-    pl = pytest.importorskip("polars")
+    import polars as pl  # a dependency of dpframe: never skipped
+
     import dpframe as dpf
 
     df = pl.from_pandas(_frame())
