@@ -325,7 +325,10 @@ def _narwhals_sums(
     sums = {n: e for n, e in exprs.items() if e is not None}
     length = "__dp_len"  # one row count serves every plain "rows" aggregate
     if group_by is not None:
-        frame = frame.filter(nw.col(group_by).is_in(list(keys or [])))
+        declared = list(keys or [])
+        if _is_float(columns[group_by]):  # int keys of a float column (Polars compares dtypes)
+            declared = [float(k) for k in declared]
+        frame = frame.filter(nw.col(group_by).is_in(declared))
         # materialise the per-row columns first: simple per-column sums group efficiently in
         # every backend (pandas cannot group arbitrary expressions)
         frame = frame.select(nw.col(group_by), *(e.alias(n) for n, e in sums.items()))

@@ -204,8 +204,19 @@ def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:
     """Key values must be of the group column's kind (from the schema, before any read)."""
     import narwhals.stable.v2 as nw
 
-    if dtype.is_numeric():
-        bad = [k for k in keys if isinstance(k, bool) or not isinstance(k, int | float | np.number)]
+    if dtype.is_integer():
+        # an integer column holds only integers of its width: a float or out-of-range key can
+        # never match (and Polars refuses to compare them, after the reservation)
+        try:
+            info: Any = np.iinfo(str(dtype).lower())
+        except (TypeError, ValueError):  # e.g. Int128: no numpy twin, no range check
+            info = None
+        bad = [k for k in keys if isinstance(k, bool | np.bool_)
+               or not isinstance(k, int | np.integer)
+               or (info is not None and not info.min <= int(k) <= info.max)]
+    elif dtype.is_numeric():
+        bad = [k for k in keys if isinstance(k, bool | np.bool_)
+               or not isinstance(k, int | float | np.number)]
     elif dtype in (nw.String, nw.Categorical) or isinstance(dtype, nw.Enum):
         bad = [k for k in keys if not isinstance(k, str)]
         if isinstance(dtype, nw.Enum) and not bad:

@@ -123,3 +123,20 @@ def test_groupby_missing_key_column():
     with pytest.raises(dpf.UnsupportedInputError, match="not in the frame"):
         pf.dp.groupby("nope", keys=["a"]).count(epsilon=0.5)
     assert pf.dp.budget.epsilon_spent == 0
+
+
+def test_numeric_keys_must_fit_the_column_type_on_every_backend(constructor):
+    """Keys are checked against the schema before anything is spent, alike on every backend
+    (Polars used to raise InvalidOperationError from inside the engine for float keys of an
+    integer column, or int keys of a float one, and TypeError for an out-of-range key)."""
+    data = {"g": [1, 2, 1, 3], "f": [1.0, 2.0, np.nan, 1.0], "age": [10.0, 20.0, 30.0, 40.0]}
+    pf = dpf.protect(constructor(data), epsilon=10.0, bounds={"age": (0, 100)})
+    for keys in ([1.0, 2.0], [1, 2.5], [1, 2**70], [True, 2]):
+        with pytest.raises(dpf.ParameterError, match="do not match column 'g'"):
+            pf.dp.groupby("g", keys=keys).count(epsilon=0.5)
+    assert pf.dp.budget.epsilon_spent == 0
+    t = pf.dp.groupby("g", keys=[1, np.int64(2), 99]).count(epsilon=1.0, random_state=0)
+    assert constructor.column(t, "g") == [1, 2, 99]
+    t = pf.dp.groupby("f", keys=[1, 2]).mean("age", epsilon=1.0, random_state=0)  # float col
+    assert len(constructor.column(t, "f")) == 2
+    assert pf.dp.budget.epsilon_spent == pytest.approx(2.0)
