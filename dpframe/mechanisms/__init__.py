@@ -19,6 +19,12 @@ from dpframe.mechanisms.accuracy import (
 )
 from dpframe.mechanisms.certificate import LossCertificate, worst_case_loss
 from dpframe.mechanisms.domains import FeasibleSet, half_line, interval, real_line, union
+from dpframe.mechanisms.histograms import (
+    HistogramRelease,
+    apportion,
+    noisy_histogram,
+    nonnegative_integers,
+)
 from dpframe.mechanisms.intervals import (
     component_level,
     composed_interval,
@@ -32,8 +38,17 @@ from dpframe.mechanisms.laplace import (
     TruncatedLaplace,
     make_mechanism,
 )
+from dpframe.mechanisms.quantiles import (
+    QuantileMechanism,
+    QuantileRelease,
+    bin_counts,
+    bin_edges,
+    bin_index,
+    release_quantiles,
+)
 from dpframe.mechanisms.randomness import RandomSource
 from dpframe.mechanisms.scales import half_line_scale, holohan_scale
+from dpframe.mechanisms.selection import KeySelection, SelectionRule, select_keys, selection_rule
 
 __all__ = [
     "MECHANISM_NAMES",
@@ -41,11 +56,20 @@ __all__ = [
     "BoundedLaplace",
     "EpsilonSplit",
     "FeasibleSet",
+    "HistogramRelease",
+    "KeySelection",
     "Laplace",
     "LossCertificate",
     "MechanismChoice",
+    "QuantileMechanism",
+    "QuantileRelease",
     "RandomSource",
+    "SelectionRule",
     "TruncatedLaplace",
+    "apportion",
+    "bin_counts",
+    "bin_edges",
+    "bin_index",
     "choose_mechanism",
     "component_level",
     "composed_interval",
@@ -59,7 +83,12 @@ __all__ = [
     "interval_from_components",
     "make_mechanism",
     "mean_half_width",
+    "noisy_histogram",
+    "nonnegative_integers",
     "real_line",
+    "release_quantiles",
+    "select_keys",
+    "selection_rule",
     "split_epsilon",
     "union",
     "worst_case_loss",
