@@ -41,17 +41,24 @@ def test_casacuberta_vector_one_row_change_within_sensitivity(constructor, query
             assert np.all(np.abs(s1[m.name] - s2[m.name]) <= m.sensitivity), (m.name, s1, s2)
 
 
-def test_naive_float_sum_would_break_the_sensitivity():
-    """Why this matters: numpy's float sum of the same vector moves by more than Δ = 1."""
+def test_naive_float_sum_would_break_the_sensitivity_the_engine_does_not():
+    """Why this matters: on the same one-row changes numpy's float sum moves by more than the
+    true change (rounding depends on every other row), while the engine's exact fixed-point
+    sum moves by at most Δ = w."""
     rng = np.random.default_rng(11)
     base = LO + rng.random(N)
-    worst = 0.0
+    plan, s_base = _pre_noise(pd.DataFrame({"x": base}), Sum("x"), True)
+    (m,) = plan.measurements
+    worst_float = worst_engine = 0.0
     for i in range(50):
         changed = base.copy()
         changed[i] = HI if base[i] < LO + 0.5 else LO
         moved = abs(float(np.sum(changed)) - float(np.sum(base)))
-        worst = max(worst, moved - abs(changed[i] - base[i]))
-    assert worst > 0  # float rounding error on top of the true change
+        worst_float = max(worst_float, moved - abs(changed[i] - base[i]))
+        _, s_changed = _pre_noise(pd.DataFrame({"x": changed}), Sum("x"), True)
+        worst_engine = max(worst_engine, float(abs(s_changed["sum"][0] - s_base["sum"][0])))
+    assert worst_float > 0  # float rounding error on top of the true change
+    assert worst_engine <= m.sensitivity == HI - LO
 
 
 def test_public_sum_is_released_in_shifted_exact_coordinates():
