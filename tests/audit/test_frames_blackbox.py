@@ -18,6 +18,9 @@ import dpframe as dpf
 from dpframe import release as release_module
 from dpframe.audit import audit
 
+#: statistical: every audit draws N = 50,000 releases per neighbour (still run by CI)
+pytestmark = pytest.mark.slow
+
 EPS = 2.0
 N = 50_000
 ROWS = 3
