@@ -204,10 +204,19 @@ def _log_exponentials(source: RandomSource, shape: tuple[int, ...]) -> np.ndarra
     size = int(np.prod(shape)) if shape else 1
     u, log_u = source.uniform(size)
     coin = (source.words(size) & np.uint64(1)).astype(bool)
+    return log_exponential(u, log_u, coin).reshape(shape)
+
+
+def log_exponential(u: np.ndarray, log_u: np.ndarray, coin: np.ndarray) -> np.ndarray:
+    """``ln E`` from a full-precision uniform ``(U, ln U)`` and a fair coin (see above)."""
     big = -(log_u - math.log(2.0))  # −ln(U/2), ≥ ln 2
     small = -np.log1p(-0.5 * u)  # −ln(1 − U/2), < ln 2
-    e = np.where(coin, big, small)
-    return np.log(e).reshape(shape)
+    out = np.log(np.where(coin, big, small))
+    # below 2^-1000 (probability 2^-1000) U/2 may be subnormal: there ln E = ln(U/2) + O(U)
+    tiny = ~coin & (u < 2.0**-1000)
+    if tiny.any():
+        out = np.where(tiny, log_u - math.log(2.0), out)
+    return out
 
 
 @dataclass(frozen=True)
