@@ -187,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="protect a pandas DataFrame, or a Polars LazyFrame inside a dpf.Session "
         "(default: %(default)s)",
     )
+    from dpframe.spec_run import add_release_parser
+
+    add_release_parser(sub)
     return parser
 
 
@@ -437,6 +440,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command == "release":
+        from dpframe.spec_run import release_command
+
+        return release_command(args)
     from dpframe.errors import DPFrameError
 
     try:

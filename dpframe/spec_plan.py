@@ -1,0 +1,476 @@
+"""The plan of a release spec, from public facts only: budget split, mechanisms, accuracy.
+
+:func:`plan_release` turns a checked :class:`~dpframe.spec.ReleaseSpec` and the
+:class:`SourceFacts` of its input (column names and types from the file schema, and the public
+row count ``n`` when the files' metadata holds it) into a :class:`ReleasePlan`: per query and
+measurement the ε and δ charged, the mechanism, its sensitivity, output domain, scale and a
+95% half-width. It builds the same :class:`~dpframe.queries.PlanContext` that
+:mod:`dpframe.release` builds for the real run, so the dry run shows the scales the run will
+use (``tests/test_release_spec.py`` checks this against the log). Nothing here reads data.
+
+When ``n`` is unknown (CSV files keep no row count in their metadata) the sensitivities,
+domains and scales that depend on ``n`` are shown as formulas in ``n``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from functools import reduce
+from typing import Any
+
+from dpframe.errors import DPFrameError
+from dpframe.spec import Condition, QuerySpec, ReleaseSpec, StatisticSpec
+
+__all__ = [
+    "ACCURACY_METHOD",
+    "ALPHA",
+    "MeasurementPlan",
+    "QueryPlan",
+    "ReleasePlan",
+    "SourceFacts",
+    "build_queries",
+    "check_schema",
+    "compile_filter",
+    "format_plan",
+    "plan_release",
+]
+
+#: Level of the half-widths shown: P(|release − true| ≤ h) ≥ 1 − ALPHA.
+ALPHA = 0.05
+
+_half_width: Callable[[Any, float], float] | None
+try:  # the exact worst-case half-width, when this dpframe has it
+    from dpframe.mechanisms.accuracy import half_width as _exact_half_width
+
+    _half_width = _exact_half_width
+
+    ACCURACY_METHOD = (
+        "dpframe.mechanisms.accuracy.half_width: exact worst case over the true value, "
+        "snapping included"
+    )
+except ImportError:  # pragma: no cover - older dpframe
+    _half_width = None
+    ACCURACY_METHOD = (
+        "simple bound scale·ln(1/α) + snapping grid (Laplace tail; clamping and conditioning "
+        "only move a release towards the domain)"
+    )
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """Public facts about the input, read from file metadata only.
+
+    ``columns``: name → ``"numeric"``, ``"string"``, ``"boolean"``, ``"other"`` or
+    ``"unknown"`` (CSV: names from the header line, types unknown until the engine infers them
+    from the data). ``n``: the public row count, or None. ``n_source``: where ``n`` comes from.
+    """
+
+    files: tuple[str, ...]
+    columns: dict[str, str]
+    n: int | None
+    n_source: str
+
+
+@dataclass(frozen=True)
+class MeasurementPlan:
+    """One noisy measurement of a statistic (a private-size mean has two: count and sum).
+
+    ``epsilon``/``delta``: charged to the ledger; ``mechanism_epsilon``: given to the
+    mechanism (half of it per group in a group-by, where one replaced row can move between two
+    groups). Numbers are None when they depend on an unknown ``n``; ``formula`` then says how.
+    """
+
+    statistic: str
+    kind: str
+    column: str | None
+    part: str
+    size: str
+    epsilon: float
+    delta: float
+    mechanism_epsilon: float
+    mechanism: str
+    sensitivity: float | None
+    lower: float | None
+    upper: float | None
+    scale: float | None
+    grid: float | None
+    epsilon_overhead: float | None
+    half_width: float | None
+    formula: str | None = None
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """One query: one release of ε, δ over its statistics."""
+
+    name: str
+    share: float
+    epsilon: float
+    delta: float
+    mechanism: str
+    group_by: str | None
+    keys: tuple[Any, ...] | None
+    filter: str | None
+    measurements: tuple[MeasurementPlan, ...]
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """The whole plan of one run of a spec."""
+
+    spec: ReleaseSpec
+    facts: SourceFacts
+    queries: tuple[QueryPlan, ...]
+    accuracy_method: str
+    alpha: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (infinite domain ends as None)."""
+        s = self.spec
+        return {
+            "spec": s.source,
+            "input": {"path": s.input.path, "format": s.input.format, "engine": s.input.engine,
+                      "files": list(self.facts.files)},
+            "n": self.facts.n,
+            "n_source": self.facts.n_source,
+            "unit": s.unit,
+            "budget": {"epsilon": s.epsilon, "delta": s.delta, "ledger": str(s.ledger),
+                       "run_epsilon": s.run_epsilon, "run_delta": s.run_delta},
+            "output": str(s.output),
+            "accuracy": {"method": self.accuracy_method, "alpha": self.alpha},
+            "queries": [
+                {**{k: v for k, v in asdict(q).items() if k != "measurements"},
+                 "keys": None if q.keys is None else list(q.keys),
+                 "measurements": [_finite(asdict(m)) for m in q.measurements]}
+                for q in self.queries
+            ],
+        }
+
+    def to_json(self) -> str:
+        """:meth:`as_dict` as JSON text."""
+        return json.dumps(self.as_dict(), indent=2, allow_nan=False, default=str)
+
+
+def _finite(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in d.items()}
+
+
+# -- schema checks ---------------------------------------------------------------------------
+def _need_column(spec: ReleaseSpec, facts: SourceFacts, column: str, path: tuple[Any, ...],
+                 what: str) -> str:
+    kind = facts.columns.get(column)
+    if kind is None:
+        shown = ", ".join(list(facts.columns)[:20])
+        raise spec.error(path, f"{what} {column!r} is not a column of the input "
+                         f"(columns: {shown})")
+    return kind
+
+
+def _condition_columns(conds: tuple[Condition, ...]) -> list[Condition]:
+    out: list[Condition] = []
+    for c in conds:
+        out.extend(_condition_columns(c.any_of) if c.any_of else [c])
+    return out
+
+
+def check_schema(spec: ReleaseSpec, facts: SourceFacts) -> None:
+    """Check the spec against the input's columns and types (schema only); errors name the
+    spec line."""
+    for col in spec.bounds:
+        kind = _need_column(spec, facts, col, ("bounds", col), "bounded column")
+        if kind not in ("numeric", "unknown"):
+            raise spec.error(("bounds", col), f"column {col!r} is {kind}, not numeric; only "
+                             "numeric columns can be bounded and aggregated")
+    for col in spec.keys:
+        _need_column(spec, facts, col, ("keys", col), "key column")
+    for q in spec.queries:
+        if q.group_by is not None:
+            kind = _need_column(spec, facts, q.group_by, (*q.path, "group_by"),
+                                "group_by column")
+            assert q.keys is not None
+            numeric_keys = all(isinstance(k, int | float) and not isinstance(k, bool)
+                               for k in q.keys)
+            if (kind == "numeric" and not numeric_keys) or (kind == "string" and any(
+                    not isinstance(k, str) for k in q.keys)):
+                raise spec.error((*q.path, "group_by"), f"keys of {q.group_by!r} do not match "
+                                 f"its type ({kind})")
+        for c in _condition_columns(q.filter):
+            assert c.column is not None
+            kind = _need_column(spec, facts, c.column, (*c.path, "column"), "filter column")
+            values = c.value if isinstance(c.value, list) else [c.value]
+            vpath = (*c.path, "value")
+            if c.value is None or kind in ("unknown", "other"):
+                continue
+            if kind == "numeric" and c.op != "between" and any(
+                    isinstance(v, str | bool) for v in values):
+                raise spec.error(vpath, f"column {c.column!r} is numeric; compare it with "
+                                 f"numbers, got {c.value!r}")
+            if kind == "string" and (c.op in ("<", "<=", ">", ">=", "between") or any(
+                    not isinstance(v, str) for v in values)):
+                raise spec.error(vpath, f"column {c.column!r} holds strings: use ==, !=, in, "
+                                 f"not in with string values, got {c.op} {c.value!r}")
+
+
+# -- filters and queries ---------------------------------------------------------------------
+def _expr(c: Condition) -> Any:
+    import narwhals as nw
+
+    if c.any_of:
+        return reduce(lambda a, b: a | b, (_expr(x) for x in c.any_of))
+    assert c.column is not None
+    col = nw.col(c.column)
+    op, v = c.op, c.value
+    if op == "==":
+        return col == v
+    if op == "!=":
+        return col != v
+    if op == "<":
+        return col < v
+    if op == "<=":
+        return col <= v
+    if op == ">":
+        return col > v
+    if op == ">=":
+        return col >= v
+    if op == "in":
+        return col.is_in(list(v))
+    if op == "not in":
+        return ~col.is_in(list(v))
+    if op == "between":
+        return col.is_between(v[0], v[1], closed="both")
+    if op == "is null":
+        return col.is_null()
+    if op == "is not null":
+        return ~col.is_null()
+    raise AssertionError(op)  # pragma: no cover - checked by the parser
+
+
+def compile_filter(conditions: tuple[Condition, ...]) -> list[Any]:
+    """The narwhals expressions of a filter (one per condition; all must hold)."""
+    return [_expr(c) for c in conditions]
+
+
+def describe_filter(conditions: tuple[Condition, ...]) -> str | None:
+    """The filter as readable text, e.g. ``age >= 18 and (region == 'north' or ...)``."""
+    if not conditions:
+        return None
+
+    def one(c: Condition) -> str:
+        if c.any_of:
+            return "(" + " or ".join(one(x) for x in c.any_of) + ")"
+        return f"{c.column} {c.op}" + ("" if c.value is None else f" {c.value!r}")
+
+    return " and ".join(one(c) for c in conditions)
+
+
+def build_queries(q: QuerySpec) -> tuple[dict[str, Any], dict[str, float]]:
+    """The ``{name: dpf.count()/dpf.mean(col)/...}`` of one query and its weights."""
+    from dpframe import queries as q_
+
+    builders: dict[str, Callable[[str], q_.Query]] = {
+        "sum": q_.sum, "mean": q_.mean, "variance": q_.variance, "std": q_.std}
+    stats: dict[str, Any] = {}
+    for s in q.statistics:
+        if s.kind == "count" or s.column is None:
+            stats[s.name] = q_.count()
+        else:
+            stats[s.name] = builders[s.kind](s.column)
+    return stats, {s.name: s.weight for s in q.statistics}
+
+
+# -- the plan --------------------------------------------------------------------------------
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    return f"{x:.4g}"
+
+
+def _formula(stat: StatisticSpec, part: str, public: bool, bounds: tuple[float, float] | None,
+             mech: str, eps: float) -> tuple[str, str, str, str]:
+    """(Δ, domain, scale, half-width) as text in n, for an unknown n."""
+    lo, hi = bounds if bounds is not None else (0.0, 0.0)
+    w = hi - lo
+    rel = "≥" if mech == "bounded" else "≈"
+    tail = math.log(1 / ALPHA)
+
+    def over_n(c: float) -> tuple[str, str, str]:
+        return f"{c:.4g}/n", f"{rel} {c / eps:.4g}/n", f"≈ {tail * c / eps:.4g}/n"
+
+    if part == "count":
+        d, dom = 1.0, "[0, n]"
+    elif stat.kind == "sum" and public:
+        d, dom = w, f"[0, {w:.4g}·n]"
+    elif stat.kind == "sum":
+        d = max(w, abs(lo), abs(hi))
+        dom = "[0, ∞)" if lo >= 0 else "(-∞, 0]" if hi <= 0 else "(-∞, ∞)"
+    elif part == "mean":
+        s, sc, hw = over_n(w)
+        return s, f"[0, {w:.4g}]", sc, hw
+    elif part == "variance":
+        s, sc, hw = over_n(w * w)
+        return s, f"[0, {w * w / 4:.4g}·n/(n−1)]", sc, hw
+    elif part == "sum":
+        d, dom = w, "(-∞, ∞)"
+    else:  # sum_sq
+        d, dom = (w / 2) ** 2, "[0, ∞)"
+    return f"{d:.4g}", dom, f"{rel} {d / eps:.4g}", f"≈ {tail * d / eps:.4g}"
+
+
+def _context(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, n: int) -> Any:
+    from dpframe.queries import PlanContext
+
+    read = (stat.column,) if stat.column is not None else ()
+    drops = [c for c in read if spec.missing.get(c, "drop") == "drop"]
+    grouped = q.group_by is not None
+    return PlanContext(
+        size_public=not q.filter and not drops, n=n,
+        bounds=spec.bounds[stat.column] if stat.column is not None else None,
+        grouped=grouped, count_cap=float(n), column=stat.column, drops=bool(drops),
+        n_groups=len(q.keys) if q.keys is not None else 1,
+        all_bounds={c: spec.bounds[c] for c in read},
+    )
+
+
+def _parts(stat: StatisticSpec, public: bool) -> tuple[tuple[str, float], ...]:
+    """Measurement names and their share of the statistic's ε (mirrors dpframe.queries)."""
+    if stat.kind in ("count", "sum") or public:
+        part = {"count": "count", "sum": "sum", "mean": "mean"}.get(stat.kind, "variance")
+        return ((part, 1.0),)
+    if stat.kind == "mean":
+        return (("count", 0.5), ("sum", 0.5))
+    return (("count", 1 / 3), ("sum", 1 / 3), ("sum_sq", 1 / 3))
+
+
+def _plan_query(spec: ReleaseSpec, q: QuerySpec, n: int | None) -> QueryPlan:
+    from dpframe.mechanisms import make_mechanism
+
+    eps_q, dlt_q = spec.query_epsilon(q), spec.query_delta(q)
+    total_w = math.fsum(s.weight for s in q.statistics)
+    grouped = q.group_by is not None
+    out: list[MeasurementPlan] = []
+    for stat in q.statistics:
+        share = stat.weight / total_w
+        drops = stat.column is not None and spec.missing.get(stat.column, "drop") == "drop"
+        public = not q.filter and not drops and not grouped
+        size = "public n" if public else "private"
+        if n is None:
+            for part, weight in _parts(stat, public):
+                gf = 0.5 if grouped else 1.0
+                eps, dlt = eps_q * share * weight, dlt_q * share * weight
+                bounds = spec.bounds.get(stat.column) if stat.column is not None else None
+                d, dom, sc, hw = _formula(stat, part, public, bounds, q.mechanism, eps * gf)
+                out.append(MeasurementPlan(
+                    stat.name, stat.kind, stat.column, part, size, eps, dlt, eps * gf,
+                    q.mechanism, None, None, None, None, None, None, None,
+                    formula=f"Δ = {d}; domain {dom}; scale {sc}; ±95% {hw}"))
+            continue
+        try:
+            plan = build_queries(QuerySpec(q.name, q.share, (stat,), q.group_by, q.keys,
+                                           q.filter, q.mechanism))[0][stat.name].plan(
+                _context(spec, q, stat, n))
+        except DPFrameError as exc:
+            raise spec.error(stat.path, f"{stat.name!r}: {exc}") from None
+        gf = (plan.group_share or 0.5) if grouped else 1.0
+        for m in plan.measurements:
+            eps, dlt = eps_q * share * m.weight, dlt_q * share * m.weight
+            finite = math.isfinite(m.lower) and math.isfinite(m.upper)
+            try:
+                mech = make_mechanism(q.mechanism, epsilon=eps * gf, sensitivity=m.sensitivity,
+                                      lower=m.lower, upper=m.upper, delta=dlt * gf,
+                                      magnitude=None if finite else m.magnitude)
+            except DPFrameError as exc:
+                raise spec.error((*q.path, "share"), f"{q.name!r}/{stat.name!r}: the "
+                                 f"{q.mechanism} mechanism cannot be built: {exc}") from None
+            h = (_half_width(mech, ALPHA) if _half_width is not None
+                 else float(mech.scale) * math.log(1 / ALPHA) + float(mech.grid or 0.0))
+            out.append(MeasurementPlan(
+                stat.name, stat.kind, stat.column, m.name, size, eps, dlt, eps * gf,
+                str(mech.name), float(mech.sensitivity), float(mech.domain.lower),
+                float(mech.domain.upper), float(mech.scale), float(mech.grid or 0.0),
+                float(getattr(mech, "epsilon_overhead", 0.0)), float(h)))
+    return QueryPlan(q.name, q.share, eps_q, dlt_q, q.mechanism, q.group_by, q.keys,
+                     describe_filter(q.filter), tuple(out))
+
+
+def plan_release(spec: ReleaseSpec, facts: SourceFacts) -> ReleasePlan:
+    """The plan of one run of ``spec`` on an input described by ``facts`` (no data read)."""
+    check_schema(spec, facts)
+    if facts.n is not None and facts.n == 0:
+        raise spec.error(("input", "path"), "the input has no rows (n = 0 is public); there "
+                         "is nothing to release")
+    queries = tuple(_plan_query(spec, q, facts.n) for q in spec.queries)
+    return ReleasePlan(spec, facts, queries, ACCURACY_METHOD, ALPHA)
+
+
+# -- text ------------------------------------------------------------------------------------
+def format_plan(plan: ReleasePlan) -> str:
+    """The dry run's report, as text."""
+    s, f = plan.spec, plan.facts
+    lines = [
+        "dpframe release plan (dry run: no data was read)",
+        f"  spec      {s.source}",
+        f"  input     {s.input.path}  ({s.input.format}, {len(f.files)} file"
+        f"{'' if len(f.files) == 1 else 's'}, engine {s.input.engine})",
+        f"  rows n    {f'{f.n:,}' if f.n is not None else 'unknown'}  ({f.n_source})",
+        f"  unit      one {s.unit}: neighbouring data sets differ by replacing one row",
+        f"  budget    data set total ε = {s.epsilon:g}, δ = {s.delta:g}; durable ledger "
+        f"{s.ledger}",
+        f"  this run  ε = {s.run_epsilon:g}, δ = {s.run_delta:g}, split by the queries' "
+        "shares (δ only to queries using the 'bounded' mechanism)",
+        f"  output    {s.output}",
+        f"  accuracy  ±{100 * (1 - plan.alpha):g}% = half-width h with P(|release − true| ≤ h)"
+        f" ≥ {1 - plan.alpha:g}; {plan.accuracy_method}",
+    ]
+    if f.n is None:
+        lines.append("            n is unknown, so quantities that depend on it are shown as "
+                     "formulas in n (pass --rows N to evaluate them at an assumed n)")
+    for q in plan.queries:
+        lines.append("")
+        extra = []
+        if q.group_by is not None:
+            assert q.keys is not None
+            extra.append(f"group_by {q.group_by} ({len(q.keys)} public keys: ε/2 per group)")
+        if q.filter is not None:
+            extra.append(f"filter {q.filter}")
+        lines.append(f"query {q.name!r}: share {q.share:g} → ε = {q.epsilon:.6g}, "
+                     f"δ = {q.delta:.3g}, mechanism {q.mechanism}"
+                     + ("; " + "; ".join(extra) if extra else ""))
+        header = ("statistic", "part", "size", "ε", "ε mech", "δ", "Δ", "domain", "scale",
+                  "±95%")
+        rows = []
+        for m in q.measurements:
+            what = f"{m.statistic} = {m.kind}({m.column or ''})"
+            if m.formula is not None:
+                rows.append((what, m.part, m.size, f"{m.epsilon:.4g}",
+                             f"{m.mechanism_epsilon:.4g}", f"{m.delta:.3g}", m.formula, "", "",
+                             ""))
+                continue
+            rows.append((what, m.part, m.size, f"{m.epsilon:.4g}", f"{m.mechanism_epsilon:.4g}",
+                         f"{m.delta:.3g}", _num(m.sensitivity),
+                         f"[{_num(m.lower)}, {_num(m.upper)}]", _num(m.scale),
+                         _num(m.half_width)))
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+        if any(m.formula is not None for m in q.measurements):
+            widths[6:] = [0, 0, 0, 0]
+            header = (*header[:6], "Δ, domain, scale, ±95% (formulas in n)", "", "", "")
+        lines.append("  " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+                     .rstrip())
+        for r in rows:
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
+                         .rstrip())
+    total = math.fsum(q.epsilon for q in plan.queries)
+    lines += ["", f"total: ε = {total:.6g} of this run's {s.run_epsilon:g}; Δ and the domain "
+              "are in the mechanism's coordinates (public-size sums and means are released "
+              "shifted by the lower bound); ε mech = the ε each group's mechanism gets."]
+    return "\n".join(lines)
+
+
+def weights_of(q: QuerySpec) -> Mapping[str, float]:
+    """The relative weights of a query's statistics."""
+    return {s.name: s.weight for s in q.statistics}

@@ -1,0 +1,362 @@
+"""``dpframe release spec.toml``: run a release spec (or, with ``--dry-run``, show its plan).
+
+* :func:`source_facts` — the input's columns, types and public row count from file metadata
+  only (Parquet footers; a CSV file's header line). The dry run reads nothing else.
+* :func:`load_frame` — the one place that opens the input with an engine's lazy reader
+  (Polars ``scan_parquet``/``scan_csv``, DuckDB ``read_parquet``/``read_csv``, Spark
+  ``read.parquet``/``read.csv`` in local mode, Dask ``read_parquet``/``read_csv``).
+* :func:`run_spec` — protects the frame with the spec's budget in its durable ledger, runs each
+  query as one release (one per group-by), writes every result into one Parquet file (long
+  format, the log inside) and returns a summary.
+* :func:`add_release_parser` / :func:`release_command` — the ``release`` subcommand.
+
+Exit codes: 0 success, 2 a bad spec or bad arguments (the message names the spec line), 1
+any other failure (budget exhausted, unreadable data, an engine error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dpframe.errors import BudgetExceededError, DPFrameError, UnsupportedInputError
+from dpframe.spec import InputSpec, ReleaseSpec, SpecError, load_spec
+from dpframe.spec_plan import (
+    ReleasePlan,
+    SourceFacts,
+    build_queries,
+    compile_filter,
+    format_plan,
+    plan_release,
+)
+
+__all__ = [
+    "OUTPUT_COLUMNS",
+    "SPEC_KEY",
+    "RunResult",
+    "add_release_parser",
+    "load_frame",
+    "release_command",
+    "run_spec",
+    "source_facts",
+]
+
+#: Columns of the output file: one row per (query, group, statistic).
+OUTPUT_COLUMNS = ("query", "group_by", "group", "statistic", "value")
+#: Parquet key-value metadata key holding the spec's text.
+SPEC_KEY = b"dpframe.spec"
+
+
+# -- the input's public facts ----------------------------------------------------------------
+def _files(inp: InputSpec) -> list[str]:
+    if glob.has_magic(inp.path):
+        return sorted(glob.glob(inp.path, recursive=True))
+    return [inp.path] if os.path.exists(inp.path) else []
+
+
+def _arrow_kind(t: Any) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        return _arrow_kind(t.value_type)
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "numeric"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    return "other"
+
+
+def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
+    """Columns, types and row count of the spec's input from metadata only.
+
+    Parquet: the schema and ``num_rows`` of every file's footer
+    (``pyarrow.parquet.read_metadata``), a public fact. CSV: the column names of the first
+    line; types and ``n`` are unknown without reading the data (``rows`` sets an assumed ``n``
+    for the plan). Raises :class:`SpecError` (naming ``input.path``) when nothing matches.
+    """
+    inp = spec.input
+    files = _files(inp)
+    if not files:
+        raise spec.error(("input", "path"), f"no file matches input.path {inp.path!r}")
+    if inp.format == "parquet":
+        import pyarrow.parquet as pq
+
+        n = 0
+        columns: dict[str, str] = {}
+        for i, f in enumerate(files):
+            try:
+                meta = pq.read_metadata(f)
+            except Exception as exc:
+                raise DPFrameError(f"cannot read the Parquet footer of {f}: {exc}") from None
+            n += meta.num_rows
+            if i == 0:
+                schema = meta.schema.to_arrow_schema()
+                columns = {name: _arrow_kind(schema.field(name).type) for name in schema.names}
+        note = (f"public: from the Parquet footer{'s' if len(files) > 1 else ''} of "
+                f"{len(files)} file{'s' if len(files) > 1 else ''}, no data read")
+        if rows is not None:
+            note += f"; --rows {rows} ignored"
+        return SourceFacts(tuple(files), columns, n, note)
+    import csv
+
+    with open(files[0], newline="", encoding="utf-8") as fh:
+        header = next(csv.reader([fh.readline()]), [])
+    if not header:
+        raise spec.error(("input", "path"), f"{files[0]} has no header line")
+    cols = dict.fromkeys(header, "unknown")
+    if rows is not None:
+        return SourceFacts(tuple(files), cols, rows,
+                           "ASSUMED with --rows: CSV files keep no row count in their metadata; "
+                           "the run counts the rows")
+    return SourceFacts(tuple(files), cols, None,
+                       "unknown: CSV files keep no row count in their metadata; the run counts "
+                       "the rows")
+
+
+# -- engines ---------------------------------------------------------------------------------
+def load_frame(inp: InputSpec) -> Any:
+    """The input as a lazy frame of ``inp.engine`` (nothing is read until a release runs,
+    except what the engine itself needs to plan: schema, file list)."""
+    path, fmt = inp.path, inp.format
+    if inp.engine == "polars":
+        import polars as pl
+
+        return pl.scan_parquet(path) if fmt == "parquet" else pl.scan_csv(path)
+    if inp.engine == "duckdb":
+        import duckdb
+
+        return duckdb.read_parquet(path) if fmt == "parquet" else duckdb.read_csv(path)
+    if inp.engine == "spark":
+        from pyspark.sql import SparkSession
+
+        spark = (SparkSession.builder.master("local[1]").appName("dpframe-release")
+                 .config("spark.ui.enabled", "false").getOrCreate())
+        reader = spark.read
+        return reader.parquet(path) if fmt == "parquet" else reader.csv(
+            path, header=True, inferSchema=True)
+    if inp.engine == "dask":
+        import dask.dataframe as dd
+
+        return dd.read_parquet(path) if fmt == "parquet" else dd.read_csv(path)
+    raise AssertionError(inp.engine)  # pragma: no cover - checked by the parser
+
+
+def _protect(spec: ReleaseSpec, frame: Any, session: Any) -> Any:
+    import dpframe as dpf
+
+    try:
+        return dpf.protect(frame, epsilon=spec.epsilon, delta=spec.delta,
+                           bounds=dict(spec.bounds),
+                           keys={k: list(v) for k, v in spec.keys.items()} or None,
+                           missing=dict(spec.missing), session=session)
+    except UnsupportedInputError as exc:
+        if spec.input.engine != "polars" and "protects" in str(exc):
+            raise DPFrameError(
+                f"engine {spec.input.engine!r} is not supported by dpf.protect in this dpframe "
+                f"version ({exc}); use engine = \"polars\" for now"
+            ) from None
+        raise
+
+
+# -- the run ---------------------------------------------------------------------------------
+@dataclass
+class RunResult:
+    """What a run released: the long result table (pandas), the output path, the budget
+    after the run, and the per-query ε spent."""
+
+    table: Any
+    output: Path
+    budget: Any
+    spent: dict[str, float]
+    seconds: float
+
+
+def _long_rows(query: str, group_by: str | None, table: Any) -> list[dict[str, Any]]:
+    pdf = table if hasattr(table, "iloc") else table.to_pandas()
+    rows = []
+    for _, r in pdf.iterrows():
+        group = None if group_by is None else str(r[group_by])
+        for col in pdf.columns:
+            if col == group_by:
+                continue
+            rows.append({"query": query, "group_by": group_by, "group": group,
+                         "statistic": str(col), "value": float(r[col])})
+    return rows
+
+
+def _write(path: Path, rows: list[dict[str, Any]], document: dict[str, Any] | None,
+           spec_text: str) -> Any:
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpframe.io import LOG_KEY
+
+    frame = pd.DataFrame(rows, columns=list(OUTPUT_COLUMNS))
+    table = pa.Table.from_pandas(frame, preserve_index=False, schema=pa.schema([
+        ("query", pa.string()), ("group_by", pa.string()), ("group", pa.string()),
+        ("statistic", pa.string()), ("value", pa.float64())]))
+    meta = dict(table.schema.metadata or {})
+    meta.pop(b"pandas", None)
+    if document is not None:
+        meta[LOG_KEY] = json.dumps(document, allow_nan=False).encode()
+    meta[SPEC_KEY] = spec_text.encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table.replace_schema_metadata(meta), tmp)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    return frame
+
+
+def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool = False,
+             random_state: Any = None, out: Any = None) -> RunResult:
+    """Run every query of ``spec`` and write the output file. Checks, before reading any
+    data: the plan (as in the dry run), the output path, and that the ledger has this run's
+    ε and δ left (so a run never stops half-way for lack of budget)."""
+    import numpy as np
+
+    import dpframe as dpf
+    from dpframe.integrity import release_log_of
+
+    out = sys.stdout if out is None else out
+    t0 = time.perf_counter()
+    target = spec.output if output is None else output
+    if target.exists() and not (overwrite or spec.overwrite):
+        raise SpecError(f"output {target} exists; remove it, pass --overwrite or set "
+                        "overwrite = true under [output]", source=spec.source,
+                        line=spec.line_of(("output", "path")))
+    facts = source_facts(spec)
+    plan_release(spec, facts)  # every check of the dry run, before protect
+    rng = None if random_state is None else np.random.default_rng(random_state)
+    session = dpf.Session(path=spec.ledger)
+    frame = load_frame(spec.input)
+    pf = _protect(spec, frame, session)
+    remaining = pf.dp.budget
+    try:
+        session.ledger.check(spec.run_epsilon, spec.run_delta)
+    except BudgetExceededError:
+        raise BudgetExceededError(
+            f"the ledger {spec.ledger} has ε = {remaining.epsilon_remaining:.6g} and "
+            f"δ = {remaining.delta_remaining:.3g} left of its ε = {spec.epsilon:g}, "
+            f"δ = {spec.delta:g}; this run needs ε = {spec.run_epsilon:g}, "
+            f"δ = {spec.run_delta:g} (privacy.run_epsilon / run_delta). Nothing was read or "
+            "spent."
+        ) from None
+    print(f"protected {spec.input.path} ({spec.input.engine}): n = {pf.dp.size:,}; ledger "
+          f"{spec.ledger}: {remaining}", file=out)
+    rows: list[dict[str, Any]] = []
+    spent: dict[str, float] = {}
+    document: dict[str, Any] | None = None
+    try:
+        for q in spec.queries:
+            stats, weights = build_queries(q)
+            derived = pf.dp.filter(*compile_filter(q.filter)) if q.filter else pf
+            kwargs = {"epsilon": spec.query_epsilon(q), "delta": spec.query_delta(q),
+                      "weights": weights, "mechanism": q.mechanism, "random_state": rng}
+            if q.group_by is not None:
+                table = derived.dp.groupby(q.group_by, keys=list(q.keys or ())).release(
+                    stats, **kwargs)
+            else:
+                table = derived.dp.release(stats, **kwargs)
+            document = release_log_of(table)
+            spent[q.name] = spec.query_epsilon(q)
+            rows.extend(_long_rows(q.name, q.group_by, table))
+            print(f"  released {q.name!r}: ε = {spec.query_epsilon(q):.6g}, "
+                  f"δ = {spec.query_delta(q):.3g}", file=out)
+    except BaseException:
+        if rows:  # what was released (and spent) is not lost
+            partial = target.with_name(target.name + ".partial")
+            _write(partial, rows, document, spec.text)
+            print(f"  the queries released so far are in {partial}", file=out)
+        raise
+    frame_out = _write(target, rows, document, spec.text)
+    return RunResult(frame_out, target, pf.dp.budget, spent, time.perf_counter() - t0)
+
+
+# -- command line ----------------------------------------------------------------------------
+def add_release_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``release`` on the ``python -m dpframe`` subparsers."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "release",
+        help="run a release spec (TOML): protect, release, write Parquet with the log",
+        description=(
+            "Run the release described by a spec file (docs/release-spec.md): protect the "
+            "input with the spec's budget in its durable ledger, run each query as one "
+            "release, write all results to one Parquet file with the accounting log inside. "
+            "--dry-run prints the plan (budget split, mechanisms, scales, 95%% half-widths) "
+            "without reading any data. Exit codes: 0 ok, 2 bad spec or arguments (the "
+            "message names the spec line), 1 other failures."
+        ),
+        epilog="examples:\n  dpframe release spec.toml --dry-run\n  dpframe release spec.toml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("spec", type=Path, help="the release spec (TOML)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan without reading any data (file metadata only)")
+    p.add_argument("--json", action="store_true", help="with --dry-run: print the plan as JSON")
+    p.add_argument("--rows", type=int, default=None, metavar="N",
+                   help="with --dry-run on CSV input: evaluate the plan at an assumed n")
+    p.add_argument("--output", type=Path, default=None, metavar="PATH",
+                   help="write the results here instead of the spec's output.path")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output file")
+    p.add_argument("--noise-seed", type=int, default=None, metavar="S",
+                   help="seed the noise (tests and teaching only: NOT private)")
+    return p
+
+
+def _print_summary(result: RunResult, spec: ReleaseSpec, out: Any) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.width", 160, "display.max_rows", 200):
+        shown = result.table.astype({"group_by": object, "group": object}).fillna("-")
+        print("", shown.to_string(index=False), "", sep="\n", file=out)
+    b = result.budget
+    print(f"spent ε = {math.fsum(result.spent.values()):.6g} in {len(result.spent)} releases; "
+          f"ledger {spec.ledger}: {b}", file=out)
+    print(f"wrote {result.output} ({len(result.table)} rows; the log is inside: "
+          f"dpf.read_log({str(result.output)!r})) in {result.seconds:.1f} s", file=out)
+
+
+def release_command(args: argparse.Namespace, out: Any = None, err: Any = None) -> int:
+    """Run the ``release`` subcommand; returns the exit code."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    try:
+        spec = load_spec(args.spec)
+        if args.rows is not None and args.rows < 1:
+            raise SpecError(f"--rows must be ≥ 1, got {args.rows}", source="arguments")
+        if args.dry_run:
+            plan: ReleasePlan = plan_release(spec, source_facts(spec, args.rows))
+            print(plan.to_json() if args.json else format_plan(plan), file=out)
+            return 0
+        result = run_spec(spec, output=args.output, overwrite=args.overwrite,
+                          random_state=args.noise_seed, out=out)
+        _print_summary(result, spec, out)
+        return 0
+    except SpecError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    except (DPFrameError, OSError) as exc:
+        print(f"error: {type(exc).__name__}: {exc}", file=err)
+        return 1
+    except Exception as exc:  # an engine's own error: report it, exit 1
+        print(f"error: {type(exc).__name__}: {exc}", file=err)
+        return 1
