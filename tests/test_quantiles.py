@@ -197,7 +197,7 @@ def test_log_exponential_accuracy():
     worst, worst_rel = 0.0, 0.0
     for coin in (True, False):
         got = log_exponential(u, log_u, np.full(u.size, coin))
-        for ui, gi in zip(u, got):
+        for ui, gi in zip(u, got, strict=True):
             x = mpmath.mpf(float(ui))
             e = -mpmath.log(x / 2) if coin else -mpmath.log1p(-x / 2)
             exact = mpmath.log(e)

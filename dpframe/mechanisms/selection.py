@@ -131,10 +131,11 @@ def selection_rule(
     # p ≤ 1 − e^{−ε_key}: the other direction stays pure (docs/privacy.md K.2)
     p_delta = -math.expm1(math.log1p(-d) / m)
     p_eps = -math.expm1(-eps_key)
-    p = min(p_delta, p_eps) * (1 - 1e-12)  # outward margin for the float evaluation
+    p = min(p_delta, p_eps)
     b = mech.scale
-    tau = c + mech.grid / 2 + mech.plan.delta_t + b * math.log(1.0 / (2.0 * p))
-    if p >= 0.5:  # only for absurd δ; τ must stay above the count of a new key
+    p_cal = p * (1 - 1e-9)  # outward margin: float error of τ's terms is ~1e-15 relative
+    tau = c + mech.grid / 2 + mech.plan.delta_t + b * math.log(1.0 / (2.0 * p_cal))
+    if p_cal >= 0.5:  # only for absurd δ; τ must stay above the count of a new key
         tau = c + mech.grid / 2 + mech.plan.delta_t
     tau = math.nextafter(tau, math.inf)
     return SelectionRule(eps, d, m, c, neighbours, eps_key, b, mech.grid, mech.plan.delta_t,
