@@ -111,8 +111,13 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
         return SourceFacts(tuple(files), columns, n, note)
     import csv
 
-    with open(files[0], newline="", encoding="utf-8") as fh:
-        header = next(csv.reader([fh.readline()]), [])
+    with open(files[0], "rb") as fh:  # the first line only; nothing after it is decoded
+        first = fh.readline(1 << 20)
+    try:
+        header = next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")]), [])
+    except UnicodeDecodeError:
+        raise spec.error(("input", "path"), f"the header line of {files[0]} is not UTF-8"
+                         ) from None
     if not header:
         raise spec.error(("input", "path"), f"{files[0]} has no header line")
     cols = dict.fromkeys(header, "unknown")
@@ -256,8 +261,8 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
             f"the ledger {spec.ledger} has ε = {remaining.epsilon_remaining:.6g} and "
             f"δ = {remaining.delta_remaining:.3g} left of its ε = {spec.epsilon:g}, "
             f"δ = {spec.delta:g}; this run needs ε = {spec.run_epsilon:g}, "
-            f"δ = {spec.run_delta:g} (privacy.run_epsilon / run_delta). Nothing was read or "
-            "spent."
+            f"δ = {spec.run_delta:g} (privacy.run_epsilon / run_delta). No release ran; "
+            "nothing was spent."
         ) from None
     print(f"protected {spec.input.path} ({spec.input.engine}): n = {pf.dp.size:,}; ledger "
           f"{spec.ledger}: {remaining}", file=out)

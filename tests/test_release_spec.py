@@ -1,0 +1,380 @@
+"""``dpframe release spec.toml``: the example spec end to end, the dry run reads no data, bad
+specs name their line, the durable ledger carries the budget across runs, engines.
+
+Every spec here is written to a temporary folder next to its generated data; the runs happen
+in-process through ``dpframe.__main__.main`` except where a second process is the point (a
+later run of the same spec on the same files continues the same durable ledger).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import narwhals as nw
+import numpy as np
+import polars as pl
+import pytest
+
+import dpframe as dpf
+from dpframe.__main__ import main
+from dpframe.spec import SpecError, parse_spec
+from dpframe.spec_plan import compile_filter
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "release_spec.toml"
+MARK = "# <-"
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["release", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _marked_line(text: str) -> int:
+    lines = [i for i, line in enumerate(text.splitlines(), 1) if MARK in line]
+    assert len(lines) == 1, "mark exactly one line of a bad spec"
+    return lines[0]
+
+
+def _make_example(tmp_path: Path, rows: int = 20_000) -> Path:
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from make_release_data import make_release_data
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    make_release_data(tmp_path / "release_data", rows=rows, files=3)
+    spec = tmp_path / "release_spec.toml"
+    shutil.copy(EXAMPLE, spec)
+    return spec
+
+
+# -- the shipped example -----------------------------------------------------------------------
+def test_example_spec_dry_run_then_run(tmp_path, capsys):
+    spec = _make_example(tmp_path)
+    code, out, err = _cli([str(spec), "--dry-run"], capsys)
+    assert code == 0, err
+    assert "no data was read" in out and "20,000" in out and "Parquet footers of 3 files" in out
+    for name in ("population", "by_region", "employed_adults", "by_education"):
+        assert f"query {name!r}" in out
+    code, out_json, err = _cli([str(spec), "--dry-run", "--json"], capsys)
+    assert code == 0, err
+    plan = json.loads(out_json)
+    assert plan["n"] == 20_000
+    assert sum(q["epsilon"] for q in plan["queries"]) == pytest.approx(0.5)
+
+    code, out, err = _cli([str(spec), "--noise-seed", "1"], capsys)
+    assert code == 0, err
+    output = tmp_path / "release_data" / "release.parquet"
+    table = pl.read_parquet(output)
+    assert table.columns == ["query", "group_by", "group", "statistic", "value"]
+    by_region = table.filter(pl.col("query") == "by_region")
+    assert sorted(set(by_region["group"])) == sorted(["Northeast", "Midwest", "South", "West"])
+    assert len(table.filter(pl.col("query") == "by_education")) == 7
+    assert np.isfinite(table["value"].to_numpy()).all()
+
+    # the log travels in the file, and its scales are the ones the dry run announced
+    doc = dpf.read_log(output)
+    entries = doc["entries"]
+    assert len({e["release_id"] for e in entries}) == 4
+    logged = {(e["name"], e["part"], e["group_by"]): e for e in entries}
+    for q in plan["queries"]:
+        for m in q["measurements"]:
+            e = logged[(m["statistic"], m["part"], q["group_by"])]
+            assert e["scale"] == pytest.approx(m["scale"], rel=1e-12)
+            assert e["sensitivity"] == pytest.approx(m["sensitivity"], rel=1e-12)
+            assert e["epsilon"] == pytest.approx(m["epsilon"], rel=1e-12)
+            assert e["mechanism"] == m["mechanism"]
+    assert doc["budget"]["epsilon_spent"] == pytest.approx(0.5)
+    import pyarrow.parquet as pq
+
+    assert pq.read_schema(output).metadata[b"dpframe.spec"].decode() == spec.read_text()
+    assert "spent ε = 0.5 in 4 releases" in out
+
+
+def test_example_generator_cli(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "make_release_data.py"), "--rows", "1000",
+         "--files", "2", "--out", str(tmp_path / "d")],
+        capture_output=True, text=True, check=True)
+    assert "1,000 rows" in proc.stdout
+    assert pl.scan_parquet(tmp_path / "d" / "*.parquet").select(pl.len()).collect().item() == 1000
+
+
+# -- the durable ledger ------------------------------------------------------------------------
+def test_later_runs_continue_the_ledger_and_stop_when_exhausted(tmp_path, capsys):
+    """run_epsilon = 0.5 of epsilon = 1: two runs fit, the third is refused before any
+    release. Later runs are new processes (as a steward runs them); the first is in-process."""
+    spec = _make_example(tmp_path, rows=5_000)
+    ledger = tmp_path / "release_data" / "census.ledger"
+    code, _, err = _cli([str(spec)], capsys)
+    assert code == 0, err
+    assert ledger.exists()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def again() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "dpframe", "release", str(spec),
+                               "--overwrite"], capture_output=True, text=True, env=env,
+                              cwd=tmp_path)
+
+    second = again()
+    assert second.returncode == 0, second.stderr
+    assert "spent 1 of 1" in second.stdout
+    before = ledger.read_bytes()
+    output = tmp_path / "release_data" / "release.parquet"
+    released = output.read_bytes()
+    third = again()
+    assert third.returncode == 1
+    assert "BudgetExceededError" in third.stderr and "this run needs ε = 0.5" in third.stderr
+    assert ledger.read_bytes() == before  # nothing spent
+    assert output.read_bytes() == released  # the released file is untouched
+    assert dpf.read_log(output)["budget"]["epsilon_spent"] == pytest.approx(1.0)
+
+
+def test_existing_output_is_not_overwritten(tmp_path, capsys):
+    spec = _make_example(tmp_path, rows=2_000)
+    assert _cli([str(spec)], capsys)[0] == 0
+    code, _, err = _cli([str(spec)], capsys)
+    assert code == 2
+    line = spec.read_text().splitlines().index(
+        next(x for x in spec.read_text().splitlines() if x.startswith('path = "release_data/r')))
+    assert f"release_spec.toml:{line + 1}: output" in err and "--overwrite" in err
+
+
+@pytest.mark.skipif(shutil.which("dpframe") is None, reason="console script not installed")
+def test_console_script(tmp_path):
+    spec = _make_example(tmp_path, rows=1_000)
+    proc = subprocess.run(["dpframe", "release", str(spec), "--dry-run"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "dry run" in proc.stdout
+
+
+# -- the dry run reads no data -----------------------------------------------------------------
+BASE = """\
+[input]
+path = "data.{fmt}"
+engine = "polars"
+
+[privacy]
+epsilon = 1.0
+ledger = "ledger.jsonl"
+
+[bounds]
+age = [0, 100]
+income = [0, 1000]
+
+[keys]
+region = ["a", "b"]
+
+[missing]
+income = 0
+
+[[query]]
+name = "n"
+share = 0.5
+kind = "count"
+
+[[query]]
+name = "m"
+share = 0.5
+[query.statistics]
+mean_age = "mean(age)"
+mean_income = {{ kind = "mean", column = "income", weight = 2 }}
+
+[output]
+path = "out.parquet"
+"""
+
+
+def _data(n: int = 50) -> pl.DataFrame:
+    rng = np.random.default_rng(0)
+    return pl.DataFrame({"age": rng.integers(0, 100, n), "income": rng.uniform(0, 1000, n),
+                         "region": rng.choice(["a", "b"], n)})
+
+
+def test_dry_run_reads_only_the_parquet_footer(tmp_path, capsys):
+    """Overwrite every data page with garbage, keep the footer: the dry run succeeds (it reads
+    the metadata only) and shows the public n; the real run cannot read the data."""
+    path = tmp_path / "data.parquet"
+    _data(5_000).write_parquet(path, statistics=False, compression="uncompressed")
+    raw = bytearray(path.read_bytes())
+    footer_len = int.from_bytes(raw[-8:-4], "little")
+    data_end = len(raw) - 8 - footer_len
+    raw[4:data_end] = b"\xff" * (data_end - 4)
+    path.write_bytes(bytes(raw))
+    spec = tmp_path / "spec.toml"
+    spec.write_text(BASE.format(fmt="parquet"))
+    code, out, err = _cli([str(spec), "--dry-run"], capsys)
+    assert code == 0, err
+    assert "5,000" in out and "public n" in out
+    code, _, err = _cli([str(spec)], capsys)
+    assert code == 1 and err.startswith("error:")
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_dry_run_on_csv_reads_only_the_header(tmp_path, capsys):
+    """A CSV whose body is not CSV at all: the dry run reads the header line only, says n is
+    unknown and shows n-dependent quantities as formulas; --rows evaluates them."""
+    (tmp_path / "data.csv").write_bytes(b"age,income,region\n" + bytes(range(256)) * 40)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(BASE.format(fmt="csv"))
+    code, out, err = _cli([str(spec), "--dry-run"], capsys)
+    assert code == 0, err
+    assert "unknown" in out and "formulas in n" in out
+    assert "Δ = 1000/n" in out  # public-size mean of income (filled): w/n
+    assert "Δ = 100; domain (-∞, ∞)" in out  # private-size mean of age (drops): its sum
+    assert "Δ = 1; domain [0, n]" in out  # the count
+    code, out, err = _cli([str(spec), "--dry-run", "--rows", "1000"], capsys)
+    assert code == 0, err
+    assert "ASSUMED" in out and "1,000" in out
+
+
+def test_csv_run_matches_parquet_run_plan(tmp_path, capsys):
+    """A well-formed CSV runs with the Polars engine (n counted by protect)."""
+    _data(400).write_csv(tmp_path / "data.csv")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(BASE.format(fmt="csv"))
+    code, _, err = _cli([str(spec)], capsys)
+    assert code == 0, err
+    out = pl.read_parquet(tmp_path / "out.parquet")
+    assert out["statistic"].to_list() == ["n", "mean_age", "mean_income"]
+
+
+# -- bad specs name their line -----------------------------------------------------------------
+def _bad(old: str, new: str) -> str:
+    base = BASE.format(fmt="parquet")
+    assert old in base, old
+    return base.replace(old, new, 1)
+
+
+BAD = {
+    "unknown key": (_bad('engine = "polars"', f'engin = "polars"  {MARK}'), "unknown key 'engin'"),
+    "unknown top-level key": (_bad("[output]", f"[outputs]  {MARK}"), "unknown key 'outputs'"),
+    "bad engine": (_bad('engine = "polars"', f'engine = "pandas"  {MARK}'), "input.engine"),
+    "missing budget": (_bad("[privacy]\nepsilon = 1.0\n", f"[privacy]  {MARK}\n"), "epsilon"),
+    "missing ledger": (_bad('[privacy]\nepsilon = 1.0\nledger = "ledger.jsonl"\n',
+                            f"[privacy]  {MARK}\nepsilon = 1.0\n"), "ledger"),
+    "share sum": (_bad('share = 0.5\n[query.statistics]',
+                       f'share = 0.4  {MARK}\n[query.statistics]'), "add up to 0.9"),
+    "negative weight": (_bad("weight = 2 }", f"weight = -2 }}  {MARK}"), "weight"),
+    "unknown query kind": (_bad('kind = "count"', f'kind = "median"  {MARK}'),
+                           "unknown query kind 'median'"),
+    "unknown shorthand kind": (_bad('mean_age = "mean(age)"', f'mean_age = "avg(age)"  {MARK}'),
+                               "unknown query kind"),
+    "unbounded column": (_bad('mean_age = "mean(age)"', f'mean_age = "mean(height)"  {MARK}'),
+                         "'height' has no bounds"),
+    "bounds reversed": (_bad("age = [0, 100]", f"age = [100, 0]  {MARK}"), "lower < upper"),
+    "fill outside bounds": (_bad("income = 0\n", f"income = 5000  {MARK}\n"), "outside"),
+    "group_by without keys": (_bad('kind = "count"', f'kind = "count"\ngroup_by = "sex"  {MARK}'),
+                              "no public keys"),
+    "filter op": (_bad('kind = "count"',
+                       f'kind = "count"\nfilter = [{{ column = "age", op = "=>", value = 1 }}]'
+                       f"  {MARK}"), "filter op"),
+    "filter element line": (_bad('kind = "count"',
+                                 'kind = "count"\nfilter = [\n'
+                                 '  { column = "age", op = ">=", value = 18 },\n'
+                                 f'  {{ column = "age", op = "in", value = 3 }},  {MARK}\n]'),
+                            "array of values"),
+    "run_epsilon over total": (_bad("epsilon = 1.0", f"epsilon = 1.0\nrun_epsilon = 2  {MARK}"),
+                               "exceeds"),
+    "toml syntax": (_bad("share = 0.5", f"share = = 0.5  {MARK}"), "TOML syntax error"),
+    "duplicate query name": (_bad('name = "m"', f'name = "n"  {MARK}'), "used twice"),
+    # found when the spec meets the file's schema (still no data read)
+    "column not in file": (_bad("income = [0, 1000]", f"income = [0, 1000]\nheight = [0, 3]"
+                                f"  {MARK}"), "not a column of the input"),
+    "filter type": (_bad('kind = "count"',
+                         f'kind = "count"\nfilter = [{{ column = "region", op = ">", value = 3 }}]'
+                         f"  {MARK}"), "holds strings"),
+    "no matching file": (_bad('path = "data.parquet"', f'path = "nothing/*.parquet"  {MARK}'),
+                         "no file matches"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_spec_names_its_line(case, tmp_path, capsys):
+    text, needle = BAD[case]
+    _data().write_parquet(tmp_path / "data.parquet")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    for argv in ([str(spec), "--dry-run"], [str(spec)]):
+        code, out, err = _cli(argv, capsys)
+        assert code == 2, (case, out, err)
+        assert f"spec.toml:{_marked_line(text)}: " in err, (case, err)
+        assert needle in err, (case, err)
+    assert not (tmp_path / "ledger.jsonl").exists()  # refused before protect
+
+
+def test_missing_table_is_named():
+    with pytest.raises(SpecError, match=r"missing \[privacy\] table"):
+        parse_spec(BASE.format(fmt="parquet").replace(
+            '[privacy]\nepsilon = 1.0\nledger = "ledger.jsonl"\n', ""))
+
+
+def test_bad_arguments_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["release"])
+    assert exc.value.code == 2
+    code, _, err = _cli(["/nonexistent/spec.toml", "--dry-run"], capsys)
+    assert code == 2 and "cannot read the spec" in err
+
+
+# -- filters -----------------------------------------------------------------------------------
+def test_filter_language_compiles_to_the_same_rows():
+    text = BASE.format(fmt="parquet").replace('kind = "count"', """kind = "count"
+filter = [
+  { column = "age", op = "between", value = [20, 60] },
+  { any = [ { column = "region", op = "==", value = "a" },
+            { column = "income", op = ">", value = 900 } ] },
+  { column = "income", op = "is not null" },
+  { column = "age", op = "not in", value = [30, 31] },
+]""")
+    spec = parse_spec(text)
+    df = _data(2_000)
+    got = nw.from_native(df).filter(*compile_filter(spec.queries[0].filter)).to_native()
+    want = df.filter(pl.col("age").is_between(20, 60)
+                     & ((pl.col("region") == "a") | (pl.col("income") > 900))
+                     & pl.col("income").is_not_null() & ~pl.col("age").is_in([30, 31]))
+    assert got.equals(want) and 0 < len(got) < len(df)
+
+
+def test_filtered_query_is_verified_and_private_size(tmp_path, capsys):
+    _data(3_000).write_parquet(tmp_path / "data.parquet")
+    text = BASE.format(fmt="parquet").replace('kind = "count"', """kind = "count"
+filter = [{ column = "age", op = ">=", value = 50 },
+          { column = "region", op = "in", value = ["a"] }]""")
+    (tmp_path / "spec.toml").write_text(text)
+    code, _, err = _cli([str(tmp_path / "spec.toml")], capsys)
+    assert code == 0, err
+    doc = dpf.read_log(tmp_path / "out.parquet")
+    entry = next(e for e in doc["entries"] if e["name"] == "n")
+    assert entry["size"] == "private" and "filter" in entry["derivation"]
+
+
+# -- engines -----------------------------------------------------------------------------------
+ENGINE_MODULES = {"duckdb": "duckdb", "spark": "pyspark", "dask": "dask.dataframe"}
+
+
+@pytest.mark.parametrize("engine", list(ENGINE_MODULES))
+def test_other_engines(engine, tmp_path, capsys):
+    """DuckDB, Spark (local mode) and Dask run the same spec through the one loader
+    (``spec_run.load_frame``); results come back as the same long table with the log."""
+    pytest.importorskip(ENGINE_MODULES[engine])
+    if engine == "spark" and shutil.which("java") is None:
+        pytest.skip("Java is not installed: Spark cannot start")
+    _data(500).write_parquet(tmp_path / "data.parquet")
+    text = BASE.format(fmt="parquet").replace('engine = "polars"', f'engine = "{engine}"')
+    text = text.replace('kind = "count"', 'kind = "count"\ngroup_by = "region"')
+    (tmp_path / "spec.toml").write_text(text)
+    code, _, err = _cli([str(tmp_path / "spec.toml")], capsys)
+    assert code == 0, err
+    table = pl.read_parquet(tmp_path / "out.parquet")
+    assert table.filter(pl.col("query") == "n")["group"].to_list() == ["a", "b"]
+    assert table.filter(pl.col("query") == "m")["statistic"].to_list() == [
+        "mean_age", "mean_income"]
+    assert len(dpf.read_log(tmp_path / "out.parquet")["entries"]) == 1 + 2 + 1
