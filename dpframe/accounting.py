@@ -26,6 +26,7 @@ more than one part in a billion (e.g. 1.0 + 1e-6 against 1.0) is refused.
 from __future__ import annotations
 
 import itertools
+import secrets
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
@@ -33,12 +34,19 @@ from typing import Any
 
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
 
-__all__ = ["LOG_VERSION", "RELATIVE_TOLERANCE", "Budget", "Ledger", "Reservation"]
+__all__ = [
+    "LOG_VERSION", "RELATIVE_TOLERANCE", "Budget", "Ledger", "Reservation", "new_ledger_id",
+]
 
 LOG_VERSION = 1
 RELATIVE_TOLERANCE = 1e-9
 
-_ids = itertools.count(1)
+
+
+def new_ledger_id() -> str:
+    """A random ledger id: 128 bits from the OS's secure source, as 32 hex digits. Two ledgers
+    (in any process, on any machine) share an id with probability about n²/2¹²⁹."""
+    return secrets.token_hex(16)
 
 
 def _check_budget_value(name: str, value: float, *, allow_zero: bool) -> float:
@@ -93,7 +101,7 @@ class Budget:
 class Reservation:
     """Pending ε/δ held by :meth:`Ledger.reserve` until commit or cancel."""
 
-    ledger_id: int
+    ledger_id: str
     token: int
     epsilon: Fraction
     delta: Fraction
@@ -102,9 +110,10 @@ class Reservation:
 class Ledger:
     """Budget and log of one protected dataset; thread-safe.
 
+    ``id`` is a random ledger id (:func:`new_ledger_id`); release ids are 1, 2, 3, ... per
+    ledger (for a :class:`~dpframe.durable.DurableLedger`, across processes and restarts).
     ``document`` is the live, JSON-serialisable log: ``{"version", "ledger_id", "budget",
-    "entries"}``. It is what pandas writes to Parquet (through ``attrs``) and what
-    :func:`dpframe.read_log` returns.
+    "entries"}``; release tables carry a sealed copy of it (:mod:`dpframe.integrity`).
     """
 
     def __init__(self, epsilon: float, delta: float = 0.0) -> None:
@@ -112,7 +121,7 @@ class Ledger:
         dlt = _check_budget_value("delta", delta, allow_zero=True)
         if dlt >= 1:
             raise ParameterError(f"delta must be < 1, got {dlt!r}; typical values are ≤ 1e-6")
-        self.id = next(_ids)
+        self.id: str = new_ledger_id()
         self._lock = threading.Lock()
         self._eps_total = Fraction(eps)
         self._delta_total = Fraction(dlt)

@@ -12,6 +12,7 @@ __all__ = [
     "BudgetExceededError",
     "DPFrameError",
     "DerivationError",
+    "IntegrityError",
     "LedgerError",
     "NoLedgerError",
     "ParameterError",
@@ -57,6 +58,12 @@ class BudgetExceededError(DPFrameError):
 
 class LedgerError(DPFrameError):
     """The accounting ledger is unusable (corrupt file, closed session, ...)."""
+
+
+class IntegrityError(DPFrameError):
+    """A released table's values or log were altered, its seal is missing, or its signature
+    does not match the steward's key: the log does not vouch for these numbers
+    (docs/ledger.md)."""
 
 
 class NoLedgerError(LedgerError):

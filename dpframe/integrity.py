@@ -1,13 +1,40 @@
-"""Release tables and their logs: which log a released table carries, and (issue 11) how that
-log is bound to the table's values.
+"""Release tables and their sealed logs: which log a released table carries, and how that log
+is bound to the table's values (issue 11).
 
 A release table is the frame a ``.dp`` release returns (``release()``, a group-by, ``cov``,
-``describe`` ...). It carries the log of the ledger it was drawn from, as of its release:
+``describe`` ...). It carries a **sealed log**: the log document of the ledger it was drawn
+from, as of its release, plus a ``seal``::
+
+    {"version", "kind": "dpframe.release", "ledger_id", "release_ids": [...], "budget",
+     "entries": [...], "chain": {...} (durable ledgers), "seal": {"scheme", "table", "digest",
+     "hmac" (only when signed)}}
+
+* ``seal.table`` is the SHA-256 of the table's canonical content (:func:`table_digest`): every
+  column's name and values in order, as Arrow sees them when the table is written to Parquet
+  (the pandas index included: as columns, or the range it is stored as);
+* ``seal.digest`` is the SHA-256 of ``"dpframe-release-v1" ‖ canonical JSON of the document
+  without "seal" ‖ seal.table``: changing a value, a column name, the index, or anything in
+  the log (an ε, a scale, an entry) changes it;
+* ``seal.hmac`` (optional, :func:`sign_release`) is HMAC-SHA256 of the same message under a key
+  the data steward holds.
+
+**What the seal does and does not prove.** Without a key, the digest detects accidental and
+naive edits (values edited in a spreadsheet, an ε divided by 10 in the metadata, a table
+concatenated with another): anyone can recompute a SHA-256, so someone who deliberately edits
+values *and* recomputes the digest is not detected. With a key, forging a release needs the key.
+
+Where the log lives:
 
 * pandas: in ``attrs`` under :data:`RELEASE_ATTRS_KEY` (``DataFrame.to_parquet`` writes
-  ``attrs`` into the file's key-value metadata);
+  ``attrs`` into the file's key-value metadata). The value is a :class:`SealedLog`, a dict whose
+  equality with any other sealed log is True: pandas keeps ``attrs`` through ``pd.concat`` only
+  when all inputs' attrs compare equal, so a concatenation of release tables keeps the *first*
+  table's log, whose digest then no longer matches the values (``read_log`` raises
+  :class:`~dpframe.errors.IntegrityError`) instead of silently writing a file with no log. Use
+  :func:`concat_releases` to build a combined table with a valid seal.
 * Polars: remembered by object identity (Polars frames carry no metadata);
-  ``table.dp.write_parquet(path)`` writes it.
+  ``table.dp.write_parquet(path)`` writes it. ``pl.concat`` gives a new frame with no log, which
+  ``dp.write_parquet`` refuses to write.
 
 The pipeline calls :func:`attach_release_log` once per release table; everything that reads a
 table's log goes through :func:`release_log_of`.
@@ -15,26 +42,210 @@ table's log goes through :func:`release_log_of`.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import math
 import threading
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["RELEASE_ATTRS_KEY", "attach_release_log", "release_log_of"]
+from dpframe.errors import IntegrityError, ParameterError
+
+__all__ = [
+    "RELEASE_ATTRS_KEY",
+    "RELEASE_KIND",
+    "SEAL_SCHEME",
+    "SealedLog",
+    "attach_release_log",
+    "check_seal",
+    "concat_releases",
+    "release_log_of",
+    "sign_release",
+    "table_digest",
+]
 
 RELEASE_ATTRS_KEY = "dpframe_log"
+RELEASE_KIND = "dpframe.release"
+SEAL_SCHEME = "dpframe-release-v1"
 
 _polars_logs: dict[int, tuple[Any, dict[str, Any]]] = {}
 _lock = threading.Lock()
+
+
+class SealedLog(dict[str, Any]):
+    """The sealed log a pandas release table keeps in ``attrs`` (a plain dict when written).
+
+    ``a == b`` is True for any two sealed logs, so that pandas' metadata propagation keeps a log
+    through ``pd.concat`` / ``merge`` of release tables (it drops attrs that differ); the kept
+    log then fails verification against the combined values. Compared with anything else it is
+    an ordinary dict."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SealedLog):
+            return True
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _is_pandas(frame: Any) -> bool:
     return type(frame).__module__.split(".")[0] == "pandas"
 
 
-def attach_release_log(table: Any, document: dict[str, Any]) -> None:
-    """Make ``document`` (a ledger snapshot that includes this release) the log of ``table``."""
+# -- canonical content -------------------------------------------------------------------------
+def _value(v: Any) -> Any:
+    """A JSON-safe, type-tagged form of one cell (floats exactly, via their hex form)."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return ["b", v]
+    if isinstance(v, int):
+        return ["i", str(v)]
+    if isinstance(v, float):
+        return ["f", v.hex() if math.isfinite(v) else repr(v)]
+    if isinstance(v, str):
+        return ["s", v]
+    if isinstance(v, bytes):
+        return ["x", v.hex()]
+    if isinstance(v, dict):
+        return ["d", [[str(k), _value(x)] for k, x in v.items()]]
+    if isinstance(v, list | tuple):
+        return ["l", [_value(x) for x in v]]
+    return [type(v).__name__, str(v)]
+
+
+def _arrow_of(frame: Any) -> Any:
+    """The Arrow table that writing ``frame`` to Parquet stores (pandas: index as pandas'
+    ``to_parquet`` stores it)."""
+    import pyarrow as pa
+
+    if isinstance(frame, pa.Table):
+        return frame
+    if _is_pandas(frame):
+        return pa.Table.from_pandas(frame)
+    if type(frame).__name__ == "LazyFrame":
+        frame = frame.collect()
+    return frame.to_arrow()
+
+
+def table_digest(frame: Any) -> str:
+    """SHA-256 (hex) of a table's canonical content: column names and values in order, floats
+    bit-exact, and for pandas-written tables the stored index (columns or range). Equal for a
+    table in memory and the same table read back from its Parquet file
+    (``pyarrow.parquet.read_table``)."""
+    table = _arrow_of(frame)
+    index: Any = None
+    meta = table.schema.metadata or {}
+    if b"pandas" in meta:
+        index = json.loads(meta[b"pandas"]).get("index_columns")
+    body = {
+        "columns": [[name, [_value(v) for v in table.column(i).to_pylist()]]
+                    for i, name in enumerate(table.column_names)],
+        "index": index,
+    }
+    return hashlib.sha256(_canon(body)).hexdigest()
+
+
+def _canon(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def _message(document: dict[str, Any], table_hash: str) -> bytes:
+    body = {k: v for k, v in document.items() if k != "seal"}
+    return SEAL_SCHEME.encode() + b"\0" + _canon(body) + b"\0" + table_hash.encode()
+
+
+def _key_bytes(key: bytes | str) -> bytes:
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    if not isinstance(key, bytes) or not key:
+        raise ParameterError("a signing key must be non-empty bytes or str")
+    return key
+
+
+def _seal(document: dict[str, Any], table_hash: str, key: bytes | str | None) -> dict[str, Any]:
+    msg = _message(document, table_hash)
+    seal = {"scheme": SEAL_SCHEME, "table": table_hash,
+            "digest": hashlib.sha256(msg).hexdigest()}
+    if key is not None:
+        seal["hmac"] = hmac.new(_key_bytes(key), msg, hashlib.sha256).hexdigest()
+    return seal
+
+
+def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None = None,
+               where: str = "the table") -> dict[str, Any]:
+    """Verify a sealed log against a table's values (a frame or an Arrow table).
+
+    Returns ``{"values_match", "log_intact", "signed", "signature"}`` where ``signature`` is
+    ``"valid"``, ``"unsigned"`` or ``"not checked"`` (signed, no key given). Raises
+    :class:`IntegrityError` when the document is not a sealed release log, when values or log
+    were altered, or when ``key`` is given and the signature is missing or wrong."""
+    seal = document.get("seal") if isinstance(document, dict) else None
+    if document.get("kind") != RELEASE_KIND or not isinstance(seal, dict):
+        raise IntegrityError(
+            f"{where} carries a dpframe log that is not a sealed release log (written by an "
+            "older dpframe, or not a release): its values cannot be checked against it. "
+            "Read it anyway with verify=False"
+        )
+    if seal.get("scheme") != SEAL_SCHEME:
+        raise IntegrityError(f"{where}: unknown seal scheme {seal.get('scheme')!r}")
+    actual = table_digest(table)
+    msg = _message(document, actual)
+    values_match = hmac.compare_digest(str(seal.get("table", "")), actual)
+    intact = hmac.compare_digest(str(seal.get("digest", "")), hashlib.sha256(msg).hexdigest())
+    if not values_match:
+        raise IntegrityError(
+            f"{where}: the values do not match the release log (the table was edited, "
+            "concatenated with another, or derived after release); the log does not vouch for "
+            "these numbers. Build combined tables with dpf.concat_releases"
+        )
+    if not intact:
+        raise IntegrityError(
+            f"{where}: the release log was altered after release (its digest does not match); "
+            "do not trust its ε, δ or mechanisms"
+        )
+    signed = "hmac" in seal
+    status = "unsigned" if not signed else "not checked"
+    if key is not None:
+        if not signed:
+            raise IntegrityError(f"{where} is not signed, but a key was given")
+        good = hmac.new(_key_bytes(key), msg, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(str(seal["hmac"]), good):
+            raise IntegrityError(
+                f"{where}: the signature does not match this key (wrong key, or the release "
+                "was re-sealed by someone without the key)"
+            )
+        status = "valid"
+    return {"values_match": True, "log_intact": True, "signed": signed, "signature": status}
+
+
+# -- attaching -------------------------------------------------------------------------------
+def attach_release_log(table: Any, document: dict[str, Any], *,
+                       release_id: int | list[int] | None = None,
+                       key: bytes | str | None = None) -> None:
+    """Seal ``document`` (a ledger snapshot that includes this release) to ``table``'s current
+    values and make it the table's log. ``release_id``: the id(s) :meth:`Ledger.commit`
+    returned for the release(s) in the table; ``key``: sign with HMAC-SHA256 as well.
+
+    Call it on the final table: any later change of its values makes verification fail."""
+    doc: dict[str, Any] = json.loads(_canon({k: v for k, v in document.items()
+                                             if k not in ("seal", "kind", "release_ids")}))
+    ids = [] if release_id is None else (
+        [int(release_id)] if isinstance(release_id, int) else [int(r) for r in release_id])
+    doc["kind"] = RELEASE_KIND
+    doc["release_ids"] = ids
+    doc["seal"] = _seal(doc, table_digest(table), key)
+    _store(table, doc)
+
+
+def _store(table: Any, doc: dict[str, Any]) -> None:
     if _is_pandas(table):
-        table.attrs = {RELEASE_ATTRS_KEY: document}
+        table.attrs = {RELEASE_ATTRS_KEY: SealedLog(doc)}
         return
     key = id(table)
 
@@ -43,16 +254,74 @@ def attach_release_log(table: Any, document: dict[str, Any]) -> None:
             _polars_logs.pop(key, None)
 
     with _lock:
-        _polars_logs[key] = (weakref.ref(table, _forget), document)
+        _polars_logs[key] = (weakref.ref(table, _forget), doc)
 
 
 def release_log_of(frame: Any) -> dict[str, Any] | None:
-    """The log attached to a release table, or None for any other frame."""
+    """The sealed log attached to a release table, or None for any other frame."""
     if _is_pandas(frame):
         doc = frame.attrs.get(RELEASE_ATTRS_KEY)
-        return doc if isinstance(doc, dict) else None
+        return doc if isinstance(doc, dict) and doc.get("kind") == RELEASE_KIND else None
     with _lock:
         found = _polars_logs.get(id(frame))
     if found is not None and found[0]() is frame:
         return found[1]
     return None
+
+
+def sign_release(table: Any, key: bytes | str) -> Any:
+    """Add an HMAC-SHA256 signature (``key``: the data steward's secret) to a release table's
+    seal, after checking that its values still match its log. Returns ``table``."""
+    doc = release_log_of(table)
+    if doc is None:
+        raise ParameterError("only release tables (what a .dp release returns) can be signed")
+    check_seal(doc, table)
+    signed = dict(doc)
+    signed["seal"] = _seal(doc, table_digest(table), key)
+    _store(table, signed)
+    return table
+
+
+def concat_releases(tables: Sequence[Any], *, key: bytes | str | None = None) -> Any:
+    """Concatenate release tables of one ledger into one release table with a valid seal.
+
+    Every table must still match its own log (edited tables are refused). The combined log is
+    the most recent of their logs (logs of one ledger are prefixes of one another; anything else
+    is refused) and names all their release ids. pandas tables are joined with ``pd.concat``
+    (columns united, indexes kept), Polars tables with ``pl.concat(how="diagonal")``."""
+    tables = list(tables)
+    if not tables:
+        raise ParameterError("concat_releases needs at least one release table")
+    docs = []
+    for i, t in enumerate(tables):
+        doc = release_log_of(t)
+        if doc is None:
+            raise ParameterError(f"table {i} is not a release table (it carries no release log)")
+        check_seal(doc, t, where=f"table {i}")
+        docs.append(doc)
+    if len({d.get("ledger_id") for d in docs}) != 1:
+        raise ParameterError(
+            "concat_releases joins releases of one ledger only; keep releases of different "
+            "ledgers in separate files"
+        )
+    latest = max(docs, key=lambda d: len(d.get("entries", [])))
+    for d in docs:
+        n = len(d.get("entries", []))
+        if _canon(d.get("entries", [])) != _canon(latest.get("entries", [])[:n]):
+            raise IntegrityError(
+                "these release logs of one ledger disagree about its history; they cannot be "
+                "combined"
+            )
+    ids: list[int] = []
+    for d in docs:
+        ids.extend(i for i in d.get("release_ids", []) if i not in ids)
+    if _is_pandas(tables[0]):
+        import pandas as pd
+
+        combined = pd.concat(tables)
+    else:
+        import polars as pl
+
+        combined = pl.concat(tables, how="diagonal")
+    attach_release_log(combined, latest, release_id=ids, key=key)
+    return combined
