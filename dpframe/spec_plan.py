@@ -291,6 +291,12 @@ def _num(x: float | None) -> str:
     return f"{x:.4g}"
 
 
+def _interval(lo: float | None, hi: float | None) -> str:
+    left = "(" if lo is not None and math.isinf(lo) else "["
+    right = ")" if hi is not None and math.isinf(hi) else "]"
+    return f"{left}{_num(lo)}, {_num(hi)}{right}"
+
+
 def _formula(stat: StatisticSpec, part: str, public: bool, bounds: tuple[float, float] | None,
              mech: str, eps: float) -> tuple[str, str, str, str]:
     """(Δ, domain, scale, half-width) as text in n, for an unknown n."""
@@ -453,7 +459,7 @@ def format_plan(plan: ReleasePlan) -> str:
                 continue
             rows.append((what, m.part, m.size, f"{m.epsilon:.4g}", f"{m.mechanism_epsilon:.4g}",
                          f"{m.delta:.3g}", _num(m.sensitivity),
-                         f"[{_num(m.lower)}, {_num(m.upper)}]", _num(m.scale),
+                         _interval(m.lower, m.upper), _num(m.scale),
                          _num(m.half_width)))
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
         if any(m.formula is not None for m in q.measurements):
