@@ -12,6 +12,7 @@ from dpframe.errors import (
     BudgetExceededError,
     DerivationError,
     DPFrameError,
+    IntegrityError,
     LedgerError,
     NoLedgerError,
     ParameterError,
@@ -20,6 +21,7 @@ from dpframe.errors import (
     UnsupportedInputError,
 )
 from dpframe.frames.namespace import dp
+from dpframe.integrity import concat_releases, sign_release
 from dpframe.io import read_log
 from dpframe.provenance import Session, protect
 from dpframe.queries import count, mean, std, sum, variance
@@ -30,6 +32,7 @@ __all__ = [
     "BudgetExceededError",
     "DPFrameError",
     "DerivationError",
+    "IntegrityError",
     "LedgerError",
     "NoLedgerError",
     "ParameterError",
@@ -38,11 +41,13 @@ __all__ = [
     "SourceChangedError",
     "UnsupportedInputError",
     "__version__",
+    "concat_releases",
     "count",
     "dp",
     "mean",
     "protect",
     "read_log",
+    "sign_release",
     "std",
     "sum",
     "variance",

@@ -190,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpframe.spec_run import add_release_parser
 
     add_release_parser(sub)
+    from dpframe.steward import add_parser as _add_inspect
+
+    _add_inspect(sub)
     return parser
 
 
@@ -444,6 +447,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from dpframe.spec_run import release_command
 
         return release_command(args)
+    if args.command == "inspect":
+        from dpframe.steward import run as _run_inspect
+
+        return _run_inspect(args)
     from dpframe.errors import DPFrameError
 
     try:

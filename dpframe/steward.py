@@ -1,0 +1,236 @@
+"""The data steward's command: ``python -m dpframe inspect FILE`` (also ``dpframe inspect``).
+
+``FILE`` is a released Parquet file or a durable ledger file (``dpf.Session(path=...)``). The
+command verifies it — for a release: the values match the sealed log, the log is intact, and
+with ``--key``/``--key-file`` the HMAC signature; for a ledger: the hash chain and the head file
+(docs/ledger.md) — and prints, per ledger, the ε and δ spent by release and by column, and each
+noisy measurement's mechanism, scale and domain. ``--json`` prints one JSON object instead.
+
+Exit status: 0 verified, 2 verification failed (the report still says what the file claims,
+marked as unverified), 1 the file could not be read as either kind.
+
+ε by column: an entry that reads several columns (a covariance) counts toward each of them; an
+entry that reads none (a row count) is listed under ``(rows)``. ε by release is the sum of its
+entries' ε as recorded in the log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser", "inspect_file", "run"]
+
+_MEASUREMENT_FIELDS = ("release_id", "name", "query", "part", "columns", "group_by", "epsilon",
+                       "delta", "mechanism", "scale", "sensitivity", "domain_lower",
+                       "domain_upper", "size", "random_source")
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``inspect`` on the subparsers of ``python -m dpframe``."""
+    p = sub.add_parser(
+        "inspect",
+        help="verify a released Parquet file (or a ledger file) and summarise its spending",
+        description=__doc__.split("\n\n")[1].replace("``", ""),
+        epilog="examples:\n  python -m dpframe inspect release.parquet\n"
+               "  python -m dpframe inspect release.parquet --json --key-file steward.key\n"
+               "  python -m dpframe inspect ledger.jsonl",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", type=Path, metavar="FILE",
+                   help="a Parquet file written from a release table, or a ledger file")
+    p.add_argument("--json", action="store_true", help="print one JSON object (for machines)")
+    p.add_argument("--key", default=None, metavar="TEXT",
+                   help="the steward's HMAC key as text (visible to other local users in the "
+                        "process list; prefer --key-file)")
+    p.add_argument("--key-file", type=Path, default=None, metavar="PATH",
+                   help="read the steward's HMAC key from PATH (raw bytes; a trailing newline "
+                        "is ignored)")
+    return p
+
+
+def _summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    releases: dict[Any, dict[str, Any]] = {}
+    columns: dict[str, dict[str, Fraction]] = {}
+    for e in entries:
+        eps = Fraction(str(e.get("epsilon") or 0))
+        dlt = Fraction(str(e.get("delta") or 0))
+        rid = e.get("release_id")
+        rel = releases.setdefault(rid, {"release_id": rid, "epsilon": Fraction(0),
+                                        "delta": Fraction(0), "statistics": []})
+        rel["epsilon"] += eps
+        rel["delta"] += dlt
+        label = f"{e.get('name')} ({e.get('query')}{'/' + e['part'] if e.get('part') else ''})"
+        rel["statistics"].append(label)
+        cols = [c for c in str(e.get("columns") or "").split(",") if c] or ["(rows)"]
+        for c in cols:
+            acc = columns.setdefault(c, {"epsilon": Fraction(0), "delta": Fraction(0)})
+            acc["epsilon"] += eps
+            acc["delta"] += dlt
+    return {
+        "releases": [{**r, "epsilon": float(r["epsilon"]), "delta": float(r["delta"])}
+                     for r in releases.values()],
+        "by_column": {c: {k: float(v) for k, v in a.items()} for c, a in columns.items()},
+        "measurements": [{f: e.get(f) for f in _MEASUREMENT_FIELDS} for e in entries],
+        "epsilon_in_log": float(sum((Fraction(str(e.get("epsilon") or 0)) for e in entries),
+                                    Fraction(0))),
+    }
+
+
+def _by_ledger(entries: list[dict[str, Any]], default_id: Any) -> dict[Any, list[dict[str, Any]]]:
+    out: dict[Any, list[dict[str, Any]]] = {}
+    for e in entries:
+        out.setdefault(e.get("ledger_id", default_id), []).append(e)
+    return out or {default_id: []}
+
+
+def inspect_file(path: str | Path, *, key: bytes | str | None = None) -> dict[str, Any]:
+    """The report ``inspect`` prints, as a dict (see the module docstring)."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic == b"PAR1":
+        return _inspect_release(path, key)
+    return _inspect_ledger(path)
+
+
+def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    from dpframe.errors import IntegrityError
+    from dpframe.integrity import check_seal, table_digest
+    from dpframe.io import find_log
+
+    doc = find_log(pq.read_schema(path).metadata, str(path))
+    report: dict[str, Any] = {"file": str(path), "kind": "release", "verified": False,
+                              "error": None, "values_match_log": False, "signature": None}
+    table = pq.read_table(path)
+    seal = doc.get("seal")
+    report["values_match_log"] = isinstance(seal, dict) and seal.get("table") == table_digest(
+        table)
+    try:
+        status = check_seal(doc, table, key=key, where=str(path))
+    except IntegrityError as exc:
+        report["error"] = str(exc)
+    else:
+        report.update(verified=True, signature=status["signature"])
+    entries = list(doc.get("entries", []))
+    report["release_ids"] = doc.get("release_ids", [])
+    report["chain"] = doc.get("chain")
+    report["ledgers"] = [
+        {"ledger_id": lid, "budget": doc.get("budget") if lid == doc.get("ledger_id") else None,
+         **_summary(es)}
+        for lid, es in _by_ledger(entries, doc.get("ledger_id")).items()
+    ]
+    return report
+
+
+def _inspect_ledger(path: Path) -> dict[str, Any]:
+    from dpframe.durable import read_ledger_file
+    from dpframe.errors import LedgerError
+
+    report: dict[str, Any] = {"file": str(path), "kind": "ledger", "verified": False,
+                              "error": None}
+    try:
+        info = read_ledger_file(path)
+    except LedgerError as exc:
+        report["error"] = str(exc)
+        report["ledgers"] = []
+        return report
+    header = info["header"]
+    entries = [e for r in info["releases"] for e in r.get("entries", [])]
+    summary = _summary(entries)
+    stats = {r["release_id"]: r["statistics"] for r in summary["releases"]}
+    summary["releases"] = [
+        {"release_id": r["seq"], "epsilon": float(Fraction(r["epsilon"])),
+         "delta": float(Fraction(r["delta"])), "statistics": stats.get(r["seq"], [])}
+        for r in info["releases"]
+    ]
+    report.update(
+        verified=True,
+        torn_tail_bytes=info["torn_tail_bytes"],
+        chain={"seq": info["head_seq"], "hash": info["chain_hash"]},
+        ledgers=[{
+            "ledger_id": info["ledger_id"],
+            "budget": {"epsilon": header["epsilon_float"], "delta": header["delta_float"],
+                       "epsilon_spent": float(info["epsilon_spent"]),
+                       "delta_spent": float(info["delta_spent"])},
+            **summary,
+        }],
+    )
+    return report
+
+
+def _fmt(x: Any) -> str:
+    return "-" if x is None else (f"{x:.6g}" if isinstance(x, float) else str(x))
+
+
+def _print(report: dict[str, Any], out: Any) -> None:
+    w = out.write
+    w(f"{report['kind']} file: {report['file']}\n")
+    if report["verified"]:
+        if report["kind"] == "release":
+            sig = {"valid": "signature valid (HMAC key matches)",
+                   "unsigned": "not signed",
+                   "not checked": "signed; pass --key/--key-file to check the signature"}
+            w(f"VERIFIED: the values match the log and the log is intact; "
+              f"{sig[report['signature']]}\n")
+        else:
+            w("VERIFIED: hash chain and head file agree"
+              + (f" (a torn, never returned last release of {report['torn_tail_bytes']} bytes "
+                 "will be cut off)" if report.get("torn_tail_bytes") else "") + "\n")
+    else:
+        w(f"NOT VERIFIED: {report['error']}\n")
+        if report["kind"] == "release":
+            w("values match the log: "
+              f"{'yes' if report['values_match_log'] else 'NO'}; "
+              "what follows is what the file claims, unverified\n")
+    if report.get("chain"):
+        w(f"ledger chain: release {report['chain']['seq']}, hash {report['chain']['hash']}\n")
+    if report.get("release_ids"):
+        w(f"releases in this table: {', '.join(map(str, report['release_ids']))}\n")
+    for led in report.get("ledgers", []):
+        w(f"\nledger {led['ledger_id']}\n")
+        b = led.get("budget")
+        if b:
+            w(f"  budget ε={_fmt(b.get('epsilon'))} δ={_fmt(b.get('delta'))}; spent "
+              f"ε={_fmt(b.get('epsilon_spent'))} δ={_fmt(b.get('delta_spent'))}\n")
+        w("  by release:\n")
+        for r in led["releases"]:
+            w(f"    release {_fmt(r['release_id'])}: ε={_fmt(r['epsilon'])} "
+              f"δ={_fmt(r['delta'])}  {', '.join(r['statistics'])}\n")
+        w("  by column:\n")
+        for c, a in led["by_column"].items():
+            w(f"    {c}: ε={_fmt(a['epsilon'])} δ={_fmt(a['delta'])}\n")
+        w("  measurements (release, name, query/part, columns, mechanism, ε, scale, "
+          "domain):\n")
+        for m in led["measurements"]:
+            lo, hi = m["domain_lower"], m["domain_upper"]
+            dom = f"[{'-inf' if lo is None else _fmt(lo)}, {'inf' if hi is None else _fmt(hi)}]"
+            w(f"    {_fmt(m['release_id'])}  {m['name']}  {m['query']}"
+              f"{'/' + m['part'] if m.get('part') else ''}  {m['columns'] or '(rows)'}  "
+              f"{m['mechanism']}  ε={_fmt(m['epsilon'])}  scale={_fmt(m['scale'])}  {dom}\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``inspect`` with parsed arguments; return the exit status."""
+    from dpframe.errors import DPFrameError
+
+    key: bytes | str | None = args.key
+    if args.key_file is not None:
+        key = args.key_file.read_bytes().rstrip(b"\r\n")
+    try:
+        report = inspect_file(args.file, key=key)
+    except (OSError, DPFrameError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump(report, sys.stdout, indent=2, sort_keys=True, default=str)
+        sys.stdout.write("\n")
+    else:
+        _print(report, sys.stdout)
+    return 0 if report["verified"] else 2
