@@ -201,33 +201,41 @@ def _long_rows(query: str, group_by: str | None, table: Any) -> list[dict[str, A
     return rows
 
 
-def _write(path: Path, rows: list[dict[str, Any]], document: dict[str, Any] | None,
+def _write(path: Path, rows: list[dict[str, Any]], documents: list[dict[str, Any]],
            spec_text: str) -> Any:
-    import pandas as pd
-    import pyarrow as pa
+    """Write the long table with a sealed log (:mod:`dpframe.integrity`): the latest of the
+    releases' logs, naming all their release ids, sealed to exactly the values written; the
+    spec's text goes along under ``dpframe.spec``. Atomic (temporary file, then rename)."""
+    import polars as pl
     import pyarrow.parquet as pq
 
+    from dpframe.integrity import attach_release_log, release_log_of
     from dpframe.io import LOG_KEY
 
-    frame = pd.DataFrame(rows, columns=list(OUTPUT_COLUMNS))
-    table = pa.Table.from_pandas(frame, preserve_index=False, schema=pa.schema([
-        ("query", pa.string()), ("group_by", pa.string()), ("group", pa.string()),
-        ("statistic", pa.string()), ("value", pa.float64())]))
-    meta = dict(table.schema.metadata or {})
-    meta.pop(b"pandas", None)
-    if document is not None:
-        meta[LOG_KEY] = json.dumps(document, allow_nan=False).encode()
-    meta[SPEC_KEY] = spec_text.encode()
+    frame = pl.DataFrame(rows, schema={"query": pl.String, "group_by": pl.String,
+                                       "group": pl.String, "statistic": pl.String,
+                                       "value": pl.Float64}, orient="row")
+    frame = frame.select(list(OUTPUT_COLUMNS))
+    meta: dict[bytes, bytes] = {SPEC_KEY: spec_text.encode()}
+    if documents:
+        latest = max(documents, key=lambda d: len(d.get("entries", [])))
+        ids = [i for d in documents for i in d.get("release_ids", [])]
+        attach_release_log(frame, latest, release_id=ids)
+        sealed = release_log_of(frame)
+        assert sealed is not None
+        meta[LOG_KEY] = json.dumps(sealed, allow_nan=False).encode()
+    table = frame.to_arrow()
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        pq.write_table(table.replace_schema_metadata(meta), tmp)
+        pq.write_table(table, tmp)
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    return frame
+    return frame.to_pandas()
 
 
 def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool = False,
@@ -268,7 +276,7 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
           f"{spec.ledger}: {remaining}", file=out)
     rows: list[dict[str, Any]] = []
     spent: dict[str, float] = {}
-    document: dict[str, Any] | None = None
+    documents: list[dict[str, Any]] = []
     try:
         for q in spec.queries:
             stats, weights = build_queries(q)
@@ -280,7 +288,9 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
                     stats, **kwargs)
             else:
                 table = derived.dp.release(stats, **kwargs)
-            document = release_log_of(table)
+            doc = release_log_of(table)
+            if doc is not None:
+                documents.append(doc)
             spent[q.name] = spec.query_epsilon(q)
             rows.extend(_long_rows(q.name, q.group_by, table))
             print(f"  released {q.name!r}: ε = {spec.query_epsilon(q):.6g}, "
@@ -288,10 +298,10 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
     except BaseException:
         if rows:  # what was released (and spent) is not lost
             partial = target.with_name(target.name + ".partial")
-            _write(partial, rows, document, spec.text)
+            _write(partial, rows, documents, spec.text)
             print(f"  the queries released so far are in {partial}", file=out)
         raise
-    frame_out = _write(target, rows, document, spec.text)
+    frame_out = _write(target, rows, documents, spec.text)
     return RunResult(frame_out, target, pf.dp.budget, spent, time.perf_counter() - t0)
 
 

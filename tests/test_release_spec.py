@@ -82,6 +82,7 @@ def test_example_spec_dry_run_then_run(tmp_path, capsys):
     doc = dpf.read_log(output)
     entries = doc["entries"]
     assert len({e["release_id"] for e in entries}) == 4
+    assert len(doc["release_ids"]) == 4  # the sealed log vouches for all four releases
     logged = {(e["name"], e["part"], e["group_by"]): e for e in entries}
     for q in plan["queries"]:
         for m in q["measurements"]:
