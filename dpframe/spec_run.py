@@ -219,7 +219,10 @@ def _write(path: Path, rows: list[dict[str, Any]], documents: list[dict[str, Any
     meta: dict[bytes, bytes] = {SPEC_KEY: spec_text.encode()}
     if documents:
         latest = max(documents, key=lambda d: len(d.get("entries", [])))
-        ids = [i for d in documents for i in d.get("release_ids", [])]
+        ids: list[int] = []
+        for d in documents:  # each table's own release: named by its log, else its last entry
+            own = d.get("release_ids") or [max(int(e["release_id"]) for e in d["entries"])]
+            ids.extend(int(i) for i in own if int(i) not in ids)
         attach_release_log(frame, latest, release_id=ids)
         sealed = release_log_of(frame)
         assert sealed is not None
