@@ -24,6 +24,7 @@ import math
 import os
 import sys
 import tempfile
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -314,14 +315,14 @@ def add_release_parser(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "release",
         help="run a release spec (TOML): protect, release, write Parquet with the log",
-        description=(
+        description=textwrap.fill(
             "Run the release described by a spec file (docs/release-spec.md): protect the "
             "input with the spec's budget in its durable ledger, run each query as one "
             "release, write all results to one Parquet file with the accounting log inside. "
-            "--dry-run prints the plan (budget split, mechanisms, scales, 95%% half-widths) "
-            "without reading any data. Exit codes: 0 ok, 2 bad spec or arguments (the "
-            "message names the spec line), 1 other failures."
-        ),
+            "--dry-run prints the plan (budget split, mechanisms, scales, 95% half-widths) "
+            "without reading any data.", width=78) + "\n\n" + textwrap.fill(
+            "Exit codes: 0 ok, 2 bad spec or arguments (the message names the spec line), "
+            "1 other failures (e.g. too little budget left in the ledger).", width=78),
         epilog="examples:\n  dpframe release spec.toml --dry-run\n  dpframe release spec.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -379,3 +379,29 @@ def test_other_engines(engine, tmp_path, capsys):
     assert table.filter(pl.col("query") == "m")["statistic"].to_list() == [
         "mean_age", "mean_income"]
     assert len(dpf.read_log(tmp_path / "out.parquet")["entries"]) == 1 + 2 + 1
+
+
+def test_failure_mid_run_keeps_what_was_released(tmp_path, capsys, monkeypatch):
+    """If a release fails after earlier ones were spent, their results are written to
+    ``<output>.partial`` (sealed, with the log) and the command exits 1."""
+    import dpframe.spec_run as spec_run
+
+    _data(300).write_parquet(tmp_path / "data.parquet")
+    (tmp_path / "spec.toml").write_text(BASE.format(fmt="parquet"))
+    real = spec_run.build_queries
+    calls = []
+
+    def failing(q):
+        calls.append(q.name)
+        if len(calls) == 2:
+            raise RuntimeError("engine lost")
+        return real(q)
+
+    monkeypatch.setattr(spec_run, "build_queries", failing)
+    code, out, err = _cli([str(tmp_path / "spec.toml")], capsys)
+    assert code == 1 and "engine lost" in err
+    assert not (tmp_path / "out.parquet").exists()
+    partial = tmp_path / "out.parquet.partial"
+    assert pl.read_parquet(partial)["query"].to_list() == ["n"]
+    assert dpf.read_log(partial)["budget"]["epsilon_spent"] == pytest.approx(0.5)
+    assert "out.parquet.partial" in out
