@@ -46,6 +46,7 @@ __all__ = [
     "SPEC_KEY",
     "RunResult",
     "add_release_parser",
+    "ledger_status",
     "load_frame",
     "release_command",
     "run_spec",
@@ -129,6 +130,42 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
     return SourceFacts(tuple(files), cols, None,
                        "unknown: CSV files keep no row count in their metadata; the run counts "
                        "the rows")
+
+
+def ledger_status(spec: ReleaseSpec) -> dict[str, Any]:
+    """What the durable ledger says about this run, read from the ledger file (not data):
+    ``{"exists", "epsilon_spent", "delta_spent", "fits", "note"}``. Never raises: a ledger
+    that cannot be read is reported in ``note`` (the run would then fail with the reason)."""
+    from fractions import Fraction
+
+    path = spec.ledger
+    if not path.exists():
+        return {"exists": False, "epsilon_spent": 0.0, "delta_spent": 0.0, "fits": True,
+                "note": "no ledger file yet: the first run creates it with the total budget"}
+    try:
+        from dpframe.durable import read_ledger_file
+
+        info = read_ledger_file(path)
+    except Exception as exc:
+        return {"exists": True, "epsilon_spent": None, "delta_spent": None, "fits": None,
+                "note": f"cannot read the ledger: {exc}"}
+    header = info.get("header", {})
+    total_e = float(header.get("epsilon_float", spec.epsilon))
+    total_d = float(header.get("delta_float", spec.delta))
+    spent_e, spent_d = Fraction(info["epsilon_spent"]), Fraction(info["delta_spent"])
+    if (total_e, total_d) != (spec.epsilon, spec.delta):
+        return {"exists": True, "epsilon_spent": float(spent_e), "delta_spent": float(spent_d),
+                "fits": False, "note": f"the ledger holds a budget of ε = {total_e:g}, "
+                f"δ = {total_d:g}, not the spec's ε = {spec.epsilon:g}, δ = {spec.delta:g}: "
+                "the run will be refused"}
+    slack = 1 + Fraction(1, 10**9)  # the ledger's tolerance for decimal shares
+    fits = (spent_e + Fraction(spec.run_epsilon) <= Fraction(total_e) * slack
+            and spent_d + Fraction(spec.run_delta) <= Fraction(total_d) * slack)
+    left = f"ε = {float(Fraction(total_e) - spent_e):.6g}, δ = " \
+           f"{float(Fraction(total_d) - spent_d):.3g} left"
+    return {"exists": True, "epsilon_spent": float(spent_e), "delta_spent": float(spent_d),
+            "fits": fits, "note": f"{len(info.get('releases', []))} releases so far, {left}: "
+            + ("this run fits" if fits else "this run does NOT fit and will be refused")}
 
 
 # -- engines ---------------------------------------------------------------------------------
@@ -262,6 +299,7 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
     facts = source_facts(spec)
     plan_release(spec, facts)  # every check of the dry run, before protect
     rng = None if random_state is None else np.random.default_rng(random_state)
+    spec.ledger.parent.mkdir(parents=True, exist_ok=True)
     session = dpf.Session(path=spec.ledger)
     frame = load_frame(spec.input)
     pf = _protect(spec, frame, session)
@@ -364,7 +402,12 @@ def release_command(args: argparse.Namespace, out: Any = None, err: Any = None) 
             raise SpecError(f"--rows must be ≥ 1, got {args.rows}", source="arguments")
         if args.dry_run:
             plan: ReleasePlan = plan_release(spec, source_facts(spec, args.rows))
-            print(plan.to_json() if args.json else format_plan(plan), file=out)
+            status = ledger_status(spec)
+            if args.json:
+                print(json.dumps({**plan.as_dict(), "ledger": status}, indent=2,
+                                 allow_nan=False, default=str), file=out)
+            else:
+                print(format_plan(plan), f"ledger: {status['note']}", sep="\n", file=out)
             return 0
         result = run_spec(spec, output=args.output, overwrite=args.overwrite,
                           random_state=args.noise_seed, out=out)

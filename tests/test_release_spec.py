@@ -113,9 +113,11 @@ def test_later_runs_continue_the_ledger_and_stop_when_exhausted(tmp_path, capsys
     release. Later runs are new processes (as a steward runs them); the first is in-process."""
     spec = _make_example(tmp_path, rows=5_000)
     ledger = tmp_path / "release_data" / "census.ledger"
+    assert "no ledger file yet" in _cli([str(spec), "--dry-run"], capsys)[1]
     code, _, err = _cli([str(spec)], capsys)
     assert code == 0, err
     assert ledger.exists()
+    assert "4 releases so far" in _cli([str(spec), "--dry-run"], capsys)[1]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def again() -> subprocess.CompletedProcess[str]:
@@ -126,6 +128,8 @@ def test_later_runs_continue_the_ledger_and_stop_when_exhausted(tmp_path, capsys
     second = again()
     assert second.returncode == 0, second.stderr
     assert "spent 1 of 1" in second.stdout
+    code, out, _ = _cli([str(spec), "--dry-run"], capsys)  # reads the ledger file, no data
+    assert code == 0 and "this run does NOT fit" in out
     before = ledger.read_bytes()
     output = tmp_path / "release_data" / "release.parquet"
     released = output.read_bytes()
