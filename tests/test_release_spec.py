@@ -96,6 +96,8 @@ def test_example_spec_dry_run_then_run(tmp_path, capsys):
 
     assert pq.read_schema(output).metadata[b"dpframe.spec"].decode() == spec.read_text()
     assert "spent ε = 0.5 in 4 releases" in out
+    assert main(["inspect", str(output)]) == 0  # the steward's check verifies the seal
+    assert "VERIFIED" in capsys.readouterr().out
 
 
 def test_example_generator_cli(tmp_path):
