@@ -286,7 +286,11 @@ def read_ledger_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     was never returned, which the next session cuts off). Raises :class:`LedgerError` for any
     other damage (see the module docstring)."""
     where = os.fspath(path)
-    data = Path(path).read_bytes()
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        extra = " (its head file remains: it was deleted)" if head_path(path).exists() else ""
+        raise LedgerError(f"ledger file {where} does not exist{extra}") from None
     try:
         head_data = head_path(path).read_bytes()
     except FileNotFoundError:
@@ -376,6 +380,7 @@ class DurableLedger(Ledger):
         with self._head_locked(create=True) as hfd:
             if not os.path.lexists(self.path):
                 try:
+                    self._check_no_prior(hfd)
                     if epsilon is None:
                         raise ParameterError(
                             f"{self.path} does not exist; pass epsilon= (and delta=) to create "
@@ -457,8 +462,8 @@ class DurableLedger(Ledger):
                 first = fh.readline()
             _check_header(first.rstrip(b"\n"), str(self.path))
 
-    def _create(self, hfd: int, epsilon: float, delta: float) -> None:
-        """Build a new ledger (header in a temp file, head file, link, directory fsync)."""
+    def _check_no_prior(self, hfd: int) -> None:
+        """The ledger file is missing: refuse if the head file shows it ever held releases."""
         old = os.pread(hfd, 2 * _SLOT, 0)
         if old:
             try:
@@ -472,6 +477,10 @@ class DurableLedger(Ledger):
                     "file was deleted. Restore it from a backup; dpframe will not start the "
                     "budget again"
                 )
+
+    def _create(self, hfd: int, epsilon: float, delta: float) -> None:
+        """Build a new ledger (header in a temp file, head file, link, directory fsync)."""
+        self._check_no_prior(hfd)
         ledger_id = secrets.token_hex(16)
         header: dict[str, Any] = {
             "type": "header", "format": FORMAT, "version": FORMAT_VERSION,
@@ -556,16 +565,19 @@ class DurableLedger(Ledger):
         the head file; cut a torn tail or roll the head forward. Holds the file lock."""
         chain = self._chain
         where = str(self.path)
+        if header_bytes is None:
+            hb = chain.header_bytes
+            if os.pread(lfd, len(hb), 0) != hb:
+                raise LedgerError(
+                    f"the ledger file {where} was replaced while this session had it open (its "
+                    "header changed); dpframe stops rather than trust either copy"
+                )
         size = os.fstat(lfd).st_size
         if size < chain.offset:
             raise LedgerError(
                 f"{where} shrank while open (from {chain.offset} to {size} bytes): it was "
                 "truncated by hand; committed releases are missing"
             )
-        if header_bytes is None:
-            hb = chain.header_bytes
-            if os.pread(lfd, len(hb), 0) != hb:
-                raise LedgerError(f"{where}: the header changed while open; it was modified")
         records, tail = chain.extend(self._read_from(lfd, chain.offset), where)
         head = _read_head(os.pread(hfd, 2 * _SLOT, 0), where)
         state = _check_against_head(chain, head, tail, where)
@@ -718,6 +730,11 @@ class DurableLedger(Ledger):
                 "chain": {"seq": self._doc_chain[0], "hash": self._doc_chain[1]},
             }
 
+    def __reduce__(self) -> Any:
+        """Pickling (e.g. to a ``spawn``-ed process) reopens the same ledger by path there;
+        if the file at that path holds another ledger by then, unpickling raises."""
+        return (_reopen, (str(self.path), self.id, self._fsync))
+
     def close(self) -> None:
         """Close the ledger (further operations raise :class:`LedgerError`)."""
         self._closed = True
@@ -727,6 +744,15 @@ class DurableLedger(Ledger):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _reopen(path: str, ledger_id: str, fsync: bool) -> DurableLedger:
+    led = DurableLedger(path, fsync=fsync)
+    if led.id != ledger_id:
+        raise LedgerError(
+            f"{path} now holds ledger {led.id!r}, not {ledger_id!r}: it was replaced"
+        )
+    return led
 
 
 def open_ledger(

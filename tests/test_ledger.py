@@ -113,7 +113,7 @@ def test_polars_session_threads_share_one_ledger():
     def work():
         for _ in range(50):
             try:
-                pf.filter(pl.col("x") > 0.2).dp.count(epsilon=0.01, session=s)
+                pf.dp.filter(pl.col("x") > 0.2).dp.count(epsilon=0.01, session=s)
                 results.append(1)
             except dpf.BudgetExceededError:
                 results.append(0)
@@ -131,14 +131,23 @@ def test_session_with_durable_path_reloads_spent_budget(tmp_path):
     df = pd.DataFrame({"x": [0.1, 0.5, 0.9]})
     pf = dpf.protect(df, epsilon=1.0, bounds={"x": (0, 1)}, session=dpf.Session(path=path))
     pf.dp.mean("x", epsilon=0.25, random_state=0)
-    again = dpf.protect(df, epsilon=1.0, bounds={"x": (0, 1)}, session=dpf.Session(path=path))
+    again = dpf.protect(pd.DataFrame({"x": [0.1, 0.5, 0.9]}), epsilon=1.0,
+                        bounds={"x": (0, 1)}, session=dpf.Session(path=path))
     assert again.dp.budget.epsilon_spent == pytest.approx(0.25)
+    assert again.dp.session.ledger.id == pf.dp.session.ledger.id
 
 
 def test_nested_with_blocks_of_one_session():
+    from dpframe.provenance import current_session
+
     s = dpf.Session()
     with s:
         with s:
-            assert dpf.frames.current_session() is s
-        assert dpf.frames.current_session() is s
-    assert dpf.frames.current_session() is None
+            assert current_session() is s
+        assert current_session() is s
+    assert current_session() is None
+
+
+def test_ledger_ids_are_random_hex_and_distinct():
+    ids = {Ledger(1.0).id for _ in range(100)}
+    assert len(ids) == 100 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
