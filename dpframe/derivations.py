@@ -64,7 +64,7 @@ ROW_WISE_FUNCTIONS = frozenset({
     "log", "log1p", "pow", "sign", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
     "sinh", "cosh", "tanh", "degrees", "radians",
     # missing values with a given (row-wise) value, mappings with literal tables
-    "fill_null", "replace", "replace_strict", "coalesce",
+    "fill_null", "replace", "coalesce",
     # horizontal (across the columns of one row)
     "max_horizontal", "min_horizontal", "sum_horizontal", "mean_horizontal",
     "BooleanFunction.AllHorizontal", "BooleanFunction.AnyHorizontal",
@@ -79,8 +79,8 @@ ROW_WISE_FUNCTIONS = frozenset({
     "StringFunction.Head", "StringFunction.Tail", "StringFunction.StripChars",
     "StringFunction.StripCharsStart", "StringFunction.StripCharsEnd",
     "StringFunction.StripPrefix", "StringFunction.StripSuffix", "StringFunction.ToInteger",
-    "StringFunction.ToDecimal", "StringFunction.Replace", "StringFunction.ConcatHorizontal",
-    "StringFunction.Strptime", "StringFunction.ZFill", "StringFunction.PadStart",
+    "StringFunction.Replace", "StringFunction.ConcatHorizontal",
+    "StringFunction.ZFill", "StringFunction.PadStart",
     "StringFunction.PadEnd", "StringFunction.Reverse", "StringFunction.CountMatches",
     "StringFunction.Find",
     # dates and times
@@ -95,6 +95,11 @@ ROW_WISE_FUNCTIONS = frozenset({
     "ListFunction.Length", "ListFunction.Sum", "ListFunction.Mean", "ListFunction.Max",
     "ListFunction.Min", "ListFunction.Contains",
 })
+
+#: Functions that can raise on some values unless told not to: accepted only in their
+#: non-strict form (``function_data[1]`` is the ``strict`` flag), so that no value can turn a
+#: release into an error.
+_STRICT_FLAG = frozenset({"StringFunction.ToInteger"})
 
 _ALLOWED_NOTE = (
     "dpframe answers derived frames only when it can verify from their structure that every "
@@ -145,13 +150,65 @@ def _function_name(expr_node: Any) -> str:
     return str(head)
 
 
-def _check_expression(nt: Any, node_id: int, where: str) -> None:
-    """Raise :class:`DerivationError` unless the expression rooted at ``node_id`` is row-wise."""
+def _view(nt: Any, node_id: int, where: str) -> Any:
+    try:
+        return nt.view_expression(node_id)
+    except Exception as exc:  # e.g. python UDFs (map_batches, map_elements) have no view
+        raise DerivationError(
+            f"{where}: dpframe cannot read this expression ({type(exc).__name__}: {exc}); "
+            "python functions (map_elements, map_batches, ...) can read other rows and are "
+            "refused. " + _ALLOWED_NOTE + "Nothing was read or spent."
+        ) from None
+
+
+def _cast_is_safe(source: Any, target: Any) -> bool:
+    """A strict cast that no value can make fail: to a float or string type from a numeric,
+    boolean or string (to string only) column, or between integer types that widen."""
+    import polars as pl
+
+    if target in (pl.Float64, pl.Float32):
+        return bool(source.is_numeric()) or source == pl.Boolean
+    if target == pl.String:
+        return bool(source.is_numeric()) or source in (pl.Boolean, pl.String)
+    if source.is_integer() and target.is_integer():
+        src_lo, src_hi = _int_range(source)
+        dst_lo, dst_hi = _int_range(target)
+        return dst_lo <= src_lo and src_hi <= dst_hi
+    return source == target
+
+
+def _int_range(dtype: Any) -> tuple[int, int]:
+    import numpy as np
+
+    info = np.iinfo(str(dtype).lower())
+    return int(info.min), int(info.max)
+
+
+def _input_dtype(nt: Any, expr_id: int) -> Any:
+    """The dtype of an expression evaluated on the current plan node's *input* (the visitor
+    types expressions against the node it stands on, whose output may replace the column)."""
+    here = nt.get_node()
+    inputs = nt.get_inputs()
+    if inputs:
+        nt.set_node(inputs[0])
+    try:
+        return nt.get_dtype(expr_id)
+    finally:
+        nt.set_node(here)
+
+
+def _check_expression(nt: Any, node_id: int, where: str) -> bool:
+    """Raise :class:`DerivationError` unless the expression rooted at ``node_id`` is row-wise
+    and cannot raise on any value; return whether it reads a column (an expression of
+    literals only is a single row)."""
     stack = [node_id]
+    reads_column = False
     while stack:
-        e = nt.view_expression(stack.pop())
+        current = stack.pop()
+        e = _view(nt, current, where)
         kind = type(e).__name__
         if kind == "Column":
+            reads_column = True
             continue
         if kind == "Literal":
             if type(e.value).__name__ in ("PySeries", "PyDataFrame"):
@@ -163,11 +220,24 @@ def _check_expression(nt: Any, node_id: int, where: str) -> None:
         if kind == "BinaryExpr":
             stack += [e.left, e.right]
         elif kind == "Cast":
+            if e.options == 0 and not _cast_is_safe(_input_dtype(nt, e.expr), e.dtype):
+                raise DerivationError(
+                    f"{where}: a strict cast to {e.dtype} can fail on some values, which would "
+                    "make the outcome depend on the data; cast with strict=False (values that "
+                    "do not fit become missing) or to Float64/String. Nothing was read or "
+                    "spent."
+                )
             stack.append(e.expr)
         elif kind == "Ternary":
             stack += [e.predicate, e.truthy, e.falsy]
         elif kind == "Function":
             name = _function_name(e)
+            if name in _STRICT_FLAG and e.function_data[1]:
+                raise DerivationError(
+                    f"{where}: {name!r} with strict=True raises on values it cannot parse, "
+                    "which would make the outcome depend on the data; use strict=False "
+                    "(unparseable values become missing). Nothing was read or spent."
+                )
             if name not in ROW_WISE_FUNCTIONS:
                 raise DerivationError(
                     f"{where}: {name!r} is not a row-wise function (it can read other rows, "
@@ -187,21 +257,25 @@ def _check_expression(nt: Any, node_id: int, where: str) -> None:
                 + "Compute such values from released statistics instead. Nothing was read or "
                 "spent."
             )
+    return reads_column
 
 
 def _copied_column(nt: Any, node_id: int) -> str | None:
     """The input column an output copies (bare reference or a cast of one), else None."""
-    e = nt.view_expression(node_id)
+    e = _view(nt, node_id, "select")
     while type(e).__name__ == "Cast":
-        e = nt.view_expression(e.expr)
+        e = _view(nt, e.expr, "select")
     return str(e.name) if type(e).__name__ == "Column" else None
 
 
 def _marker_of(nt: Any, predicate_id: int) -> str | None:
-    e = nt.view_expression(predicate_id)
-    if type(e).__name__ != "BinaryExpr" or str(e.op) != "Operator.Eq":
+    try:
+        e = nt.view_expression(predicate_id)
+        if type(e).__name__ != "BinaryExpr" or str(e.op) != "Operator.Eq":
+            return None
+        left, right = nt.view_expression(e.left), nt.view_expression(e.right)
+    except Exception:  # an expression dpframe cannot read is no marker
         return None
-    left, right = nt.view_expression(e.left), nt.view_expression(e.right)
     if type(left).__name__ != "Literal" or type(right).__name__ != "Literal":
         return None
     value = left.value
@@ -239,10 +313,17 @@ def walk_lazy_plan(lazy: Any) -> tuple[str, list[Step]]:
         elif kind in ("HStack", "Select"):
             verb = "with_columns" if kind == "HStack" else "select"
             outputs: dict[str, str | None] = {}
+            reads = False
             for expr in node.exprs if kind == "HStack" else node.expr:
                 name = str(expr.output_name)
-                _check_expression(nt, expr.node, f"{verb}({name!r})")
+                reads = _check_expression(nt, expr.node, f"{verb}({name!r})") or reads
                 outputs[name] = _copied_column(nt, expr.node)
+            if kind == "Select" and not reads:
+                raise DerivationError(
+                    "select(): no output reads a column, so the result is a single row made of "
+                    "literals, not one row per input row. " + _ALLOWED_NOTE
+                    + "Nothing was read or spent."
+                )
             steps.append(Step(verb, outputs))
         elif kind == "SimpleProjection":
             schema = nt.get_schema()

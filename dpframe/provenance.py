@@ -186,7 +186,7 @@ class SourceBinding:
     protect time and checked before every release. ``recount``: the source is not made of
     files dpframe can identify, so its row count is re-read instead."""
 
-    files: dict[str, tuple[int, int, int]]
+    files: dict[str, tuple[int, int, int, int]]
     patterns: tuple[str, ...]
     recount: bool
 
@@ -200,8 +200,9 @@ class SourceBinding:
         return _stat_all(self.patterns) != self.files
 
 
-def _stat_all(patterns: Sequence[str]) -> dict[str, tuple[int, int, int]]:
-    out: dict[str, tuple[int, int, int]] = {}
+def _stat_all(patterns: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
+    """Path → (size, mtime, device, inode) of every file the patterns name (globs expanded)."""
+    out: dict[str, tuple[int, int, int, int]] = {}
     for pattern in patterns:
         matches = sorted(_glob.glob(pattern, recursive=True)) if _glob.has_magic(pattern) \
             else [pattern]
@@ -209,9 +210,9 @@ def _stat_all(patterns: Sequence[str]) -> dict[str, tuple[int, int, int]]:
             try:
                 st = os.stat(path)
             except OSError:
-                out[path] = (-1, -1, -1)
+                out[path] = (-1, -1, -1, -1)
                 continue
-            out[path] = (st.st_size, st.st_mtime_ns, st.st_ino)
+            out[path] = (st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
     return out
 
 
@@ -484,8 +485,8 @@ _NO_ROOT_POLARS = (
     "this Polars DataFrame has no protected root: it is not a frame returned by dpf.protect or "
     "by a .dp derivation of one (eager Polars frames keep no plan, so frames derived with "
     "native operations cannot be verified). Derive with df.dp.filter(pl.col('age') >= 65) / "
-    "df.dp.with_columns(...), or work on a LazyFrame (df.lazy()), whose native plans dpframe "
-    "verifies. Nothing was read or spent."
+    "df.dp.with_columns(...), or protect a LazyFrame (dpf.protect(df.lazy(), ...)), whose "
+    "native plans dpframe verifies. Nothing was read or spent."
 )
 
 
@@ -547,7 +548,7 @@ def derive(facts: FrameFacts, result: Any) -> Any:
 
 
 _originals: dict[int, tuple[Any, Dataset]] = {}  # objects passed to protect, by identity
-_files: dict[str, Dataset] = {}  # files read by protected lazy sources
+_files: dict[tuple[int, int], Dataset] = {}  # (device, inode) of files protected lazy sources read
 
 
 def _refuse_live(frame: Any, backend: Backend) -> None:
@@ -567,7 +568,7 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
     if not live and backend.readable_plans:
         paths, _other = derivations.plan_sources(frame)
         with _registry_lock:
-            live = any(p in _files for p in _stat_all(paths))
+            live = any(st[2:] in _files for st in _stat_all(paths).values() if st[0] >= 0)
     if live:
         raise LedgerError(
             "this data already carries a privacy budget in this process (the frame is "
@@ -593,8 +594,9 @@ def _remember_original(frame: Any, dataset: Dataset) -> None:
     with _registry_lock:
         _originals[key] = (ref, dataset)
         if dataset.source is not None:
-            for path in dataset.source.files:
-                _files[path] = dataset
+            for st in dataset.source.files.values():
+                if st[0] >= 0:
+                    _files[(st[2], st[3])] = dataset  # the file itself, whatever its name
 
 
 # -- protect --------------------------------------------------------------------------------

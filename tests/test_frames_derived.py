@@ -295,11 +295,10 @@ def test_no_dp_namespace_on_polars_expr():
     assert not hasattr(pl.col("x"), "dp")
 
 
-# -- known gaps in the verification (reported; strict xfail until derivations.py handles them) --
-FALLIBLE = "derivations.py allow-lists fallible row-wise functions: a strict cast, " \
-    "replace_strict or string parsing raises InvalidOperationError/ValueError depending on " \
-    "one value (at derivation time for eager frames, after the reservation for lazy ones), " \
-    "so the outcome class differs between neighbours (issue 10: total releases)"
+# -- gaps found in review, now closed: fallible functions are refused from the structure
+# (a strict cast that can fail, replace_strict, strict string parsing), python UDFs are a
+# DerivationError, a select of literals only is not row-preserving, files are recognised by
+# device and inode whatever their name --
 
 
 def _outcome(constructor, data, derive, column):
@@ -318,14 +317,12 @@ def _same_outcome_on_neighbours(constructor, data, derive, column):
 
 
 @pytest.mark.backends("polars", "polars-lazy")  # pandas wraps silently: same outcome
-@pytest.mark.xfail(strict=True, reason=FALLIBLE)
 def test_strict_cast_overflow_does_not_change_the_outcome(constructor):
     _same_outcome_on_neighbours(
         constructor, [{"x": [1.0, 2.0, 3.0]}, {"x": [1.0, 2.0, 300.0]}],
         lambda pf: pf.dp.with_columns(nw.col("x").cast(nw.Int8)), "x")
 
 
-@pytest.mark.xfail(strict=True, reason=FALLIBLE)
 def test_replace_strict_with_an_unmapped_value_does_not_change_the_outcome(constructor):
     _same_outcome_on_neighbours(
         constructor,
@@ -335,7 +332,6 @@ def test_replace_strict_with_an_unmapped_value_does_not_change_the_outcome(const
             .alias("y"), bounds={"y": (0, 3)}), "y")
 
 
-@pytest.mark.xfail(strict=True, reason=FALLIBLE)
 def test_string_parsing_of_a_bad_value_does_not_change_the_outcome(constructor):
     _same_outcome_on_neighbours(
         constructor,
@@ -344,9 +340,6 @@ def test_string_parsing_of_a_bad_value_does_not_change_the_outcome(constructor):
                                       bounds={"y": (0, 5)}), "y")
 
 
-@pytest.mark.xfail(strict=True, reason="derivations.py: Python UDFs in a LazyFrame plan "
-                   "(map_batches, map_elements, cumulative_eval) raise a bare "
-                   "NotImplementedError from the plan walk instead of a DerivationError")
 def test_python_udfs_in_a_lazy_plan_are_a_derivation_error():
     pf = dpf.protect(pl.LazyFrame({"x": [1.0, 2.0]}), epsilon=1.0, bounds={"x": (0, 5)})
     frame = pf.with_columns(pl.col("x").map_batches(lambda s: s * 0 + s.sum()))
@@ -355,9 +348,6 @@ def test_python_udfs_in_a_lazy_plan_are_a_derivation_error():
     assert pf.dp.budget.epsilon_spent == 0
 
 
-@pytest.mark.xfail(strict=True, reason="derivations.py: a LazyFrame select of literals only "
-                   "has ONE row whatever n is, but is verified as a row-preserving select "
-                   "(size public = n); dp.size and the public-size formulations are then wrong")
 def test_select_of_literals_only_is_not_a_row_preserving_derivation():
     pf = dpf.protect(pl.LazyFrame({"x": [1.0, 2.0, 3.0, 4.0]}), epsilon=1.0,
                      bounds={"x": (0, 5)})
@@ -367,10 +357,6 @@ def test_select_of_literals_only_is_not_a_row_preserving_derivation():
         frame.dp.count(epsilon=0.1)
 
 
-@pytest.mark.xfail(strict=True, reason="provenance.py: the 'same files' re-protect refusal "
-                   "compares path strings, so ./a.parquet, the absolute path, a symlink or a "
-                   "hard link to a protected file opens a second budget on the same people "
-                   "(compare (st_dev, st_ino) of the resolved files instead)")
 @pytest.mark.parametrize("alias", ["dot", "absolute", "symlink", "hardlink"])
 def test_protecting_the_same_file_under_another_name_is_refused(tmp_path, monkeypatch, alias):
     import os
