@@ -1,0 +1,263 @@
+"""Tamper-evident releases (issue 11): the sealed log binds a release table's values to its
+log; ``dpf.read_log`` verifies by default; HMAC signing with the steward's key; raw frames never
+read as releases; concatenations either fail verification or are built by
+``dpf.concat_releases`` with a valid seal."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpframe as dpf
+from dpframe.integrity import attach_release_log, release_log_of, table_digest
+
+KEY = b"steward-secret-key"
+
+
+def _data(n=40):
+    rng = np.random.default_rng(0)
+    return {"x": rng.uniform(0, 10, n), "g": np.array(["a", "b"] * (n // 2))}
+
+
+@pytest.fixture
+def pandas_release():
+    pf = dpf.protect(pd.DataFrame(_data()), epsilon=1.0, bounds={"x": (0, 10)},
+                     keys={"g": ["a", "b"]})
+    overall = pf.dp.release({"n": dpf.count(), "m": dpf.mean("x")}, epsilon=0.2,
+                            random_state=1)
+    grouped = pf.dp.groupby("g", keys=["a", "b"]).release({"m": dpf.mean("x")}, epsilon=0.2,
+                                                          random_state=2)
+    return pf, overall, grouped
+
+
+def _rewrite(path, *, values=None, meta=None):
+    """Rewrite a Parquet file keeping its metadata, with edited values and/or metadata."""
+    table = pq.read_table(path)
+    md = dict(table.schema.metadata or {})
+    if values is not None:
+        name, fn = values
+        i = table.column_names.index(name)
+        col = pa.array(fn(table.column(i).to_pylist()), type=table.schema.field(i).type)
+        table = table.set_column(i, table.schema.field(i), col)
+    if meta is not None:
+        md = meta(md)
+    pq.write_table(table.replace_schema_metadata(md), path)
+
+
+def _edit_log(md, fn):
+    if b"dpframe.log" in md:
+        doc = json.loads(md[b"dpframe.log"])
+        fn(doc)
+        md[b"dpframe.log"] = json.dumps(doc).encode()
+    else:
+        attrs = json.loads(md[b"PANDAS_ATTRS"])
+        fn(attrs["dpframe_log"])
+        md[b"PANDAS_ATTRS"] = json.dumps(attrs).encode()
+    return md
+
+
+def _divide_epsilons(doc):
+    for e in doc["entries"]:
+        e["epsilon"] = e["epsilon"] / 10
+
+
+def test_a_release_verifies_and_names_its_ledger(pandas_release, tmp_path):
+    pf, overall, _ = pandas_release
+    path = tmp_path / "r.parquet"
+    overall.to_parquet(path)
+    doc = dpf.read_log(path)
+    assert doc["ledger_id"] == pf.dp.session.ledger.id
+    assert doc["seal"]["table"] == table_digest(overall) == table_digest(pq.read_table(path))
+    assert "hmac" not in doc["seal"]
+
+
+@pytest.mark.parametrize("edit", ["value", "tiny_value", "column_name", "index"])
+def test_tampered_values_are_detected(pandas_release, tmp_path, edit):
+    _, overall, grouped = pandas_release
+    path = tmp_path / "r.parquet"
+    if edit == "value":
+        overall.to_parquet(path)
+        _rewrite(path, values=("m", lambda v: [x * 2 for x in v]))
+    elif edit == "tiny_value":  # one ulp
+        overall.to_parquet(path)
+        _rewrite(path, values=("m", lambda v: [float(np.nextafter(x, np.inf)) for x in v]))
+    elif edit == "column_name":
+        overall.rename(columns={"m": "mean"}).to_parquet(path)
+    else:
+        grouped.to_parquet(path)
+        _rewrite(path, values=("g", lambda v: list(reversed(v))))  # swap the group labels
+    with pytest.raises(dpf.IntegrityError, match="values do not match"):
+        dpf.read_log(path)
+    assert dpf.read_log(path, verify=False)["kind"] == "dpframe.release"  # forensics
+
+
+@pytest.mark.parametrize("edit", ["epsilons", "drop_entry", "budget", "ledger_id", "seal"])
+def test_tampered_log_is_detected(pandas_release, tmp_path, edit):
+    _, overall, _ = pandas_release
+    path = tmp_path / "r.parquet"
+    overall.to_parquet(path)
+    fn = {
+        "epsilons": _divide_epsilons,
+        "drop_entry": lambda d: d["entries"].pop(0),
+        "budget": lambda d: d["budget"].update(epsilon=100.0),
+        "ledger_id": lambda d: d.update(ledger_id="0" * 32),
+        "seal": lambda d: d["seal"].update(digest="0" * 64),
+    }[edit]
+    _rewrite(path, meta=lambda md: _edit_log(md, fn))
+    with pytest.raises(dpf.IntegrityError, match="altered"):
+        dpf.read_log(path)
+
+
+def test_polars_release_tampering(tmp_path):
+    pf = dpf.protect(pl.DataFrame(_data()), epsilon=1.0, bounds={"x": (0, 10)})
+    table = pf.dp.release({"n": dpf.count(), "m": dpf.mean("x")}, epsilon=0.2, random_state=1)
+    path = tmp_path / "r.parquet"
+    table.dp.write_parquet(path)
+    assert dpf.read_log(path)["ledger_id"] == pf.dp.session.ledger.id
+    _rewrite(path, meta=lambda md: _edit_log(md, _divide_epsilons))
+    with pytest.raises(dpf.IntegrityError, match="log was altered"):
+        dpf.read_log(path)
+    table.dp.write_parquet(path)
+    _rewrite(path, values=("n", lambda v: [x + 1 for x in v]))
+    with pytest.raises(dpf.IntegrityError, match="values do not match"):
+        dpf.read_log(path)
+
+
+def test_signed_release_right_key_wrong_key_and_reseal(pandas_release, tmp_path):
+    _, overall, _ = pandas_release
+    dpf.sign_release(overall, KEY)
+    path = tmp_path / "r.parquet"
+    overall.to_parquet(path)
+    assert dpf.read_log(path, key=KEY)["seal"]["hmac"]
+    assert dpf.read_log(path)  # without a key: the digest is still checked
+    with pytest.raises(dpf.IntegrityError, match="signature does not match"):
+        dpf.read_log(path, key=b"wrong key")
+    # a forger without the key edits ε and re-seals: the digest passes (documented limit) ...
+    doc = dpf.read_log(path)
+    _divide_epsilons(doc)
+    forged = pd.read_parquet(path)
+    attach_release_log(forged, doc)
+    forged.to_parquet(tmp_path / "forged.parquet")
+    assert dpf.read_log(tmp_path / "forged.parquet")  # unsigned digest: recomputable
+    with pytest.raises(dpf.IntegrityError):  # ... but the steward's key catches it
+        dpf.read_log(tmp_path / "forged.parquet", key=KEY)
+    # an unsigned release checked with a key fails too
+    plain = pd.read_parquet(path)
+    attach_release_log(plain, {"version": 1, "ledger_id": "x", "entries": []})
+    plain.to_parquet(tmp_path / "u.parquet")
+    assert dpf.read_log(tmp_path / "u.parquet")
+    with pytest.raises(dpf.IntegrityError, match="not signed"):
+        dpf.read_log(tmp_path / "u.parquet", key=KEY)
+
+
+def test_signing_checks_the_values_first(pandas_release):
+    _, overall, _ = pandas_release
+    edited = overall.copy()
+    edited.iloc[0, 0] = 1e6  # attrs travel with the copy, the values changed
+    with pytest.raises(dpf.IntegrityError):
+        dpf.sign_release(edited, KEY)
+
+
+def test_raw_frames_derived_from_a_protected_frame_never_read_as_a_release(tmp_path):
+    """Plain pandas results computed on the protected frame (no noise) carry the live handle at
+    most, which is not a log; their files are refused by read_log, verified or not."""
+    pf = dpf.protect(pd.DataFrame(_data()), epsilon=1.0, bounds={"x": (0, 10)})
+    pf.dp.count(epsilon=0.1, random_state=0)
+    raw = {
+        "filtered": lambda: pf[pf.x > 4],
+        "describe": lambda: pf.describe(),
+        "groupby_mean": lambda: pf.groupby("g")[["x"]].mean(),
+        "copy": lambda: pf.copy(),
+        "root": lambda: pf,
+    }
+    for name, make in raw.items():
+        path = tmp_path / f"{name}.parquet"
+        make().to_parquet(path)
+        for verify in (True, False):
+            with pytest.raises(dpf.LedgerError, match="no dpframe release log"):
+                dpf.read_log(path, verify=verify)
+
+
+def test_raw_frames_derived_from_a_release_fail_verification(pandas_release, tmp_path):
+    _, overall, grouped = pandas_release
+    for i, derived in enumerate([overall * 2, grouped.head(1), grouped.iloc[::-1],
+                                 overall.assign(extra=1.0)]):
+        path = tmp_path / f"d{i}.parquet"
+        derived.to_parquet(path)
+        with pytest.raises(dpf.IntegrityError, match="values do not match"):
+            dpf.read_log(path)
+
+
+def test_pd_concat_of_releases_fails_verification_instead_of_dropping_the_log(
+        pandas_release, tmp_path):
+    _, overall, grouped = pandas_release
+    combined = pd.concat([overall, grouped])
+    assert release_log_of(combined) is not None  # the log survives pandas' propagation
+    combined.to_parquet(tmp_path / "c.parquet")
+    with pytest.raises(dpf.IntegrityError, match="concat"):
+        dpf.read_log(tmp_path / "c.parquet")
+    # two releases of different ledgers: the first log is kept and fails as well
+    other = dpf.protect(pd.DataFrame(_data()), epsilon=1.0, bounds={"x": (0, 10)})
+    t2 = other.dp.release({"n": dpf.count()}, epsilon=0.1, random_state=3)
+    pd.concat([overall, t2]).to_parquet(tmp_path / "c2.parquet")
+    with pytest.raises(dpf.IntegrityError):
+        dpf.read_log(tmp_path / "c2.parquet")
+
+
+def test_concat_releases_builds_a_verifiable_combined_table(pandas_release, tmp_path):
+    pf, overall, grouped = pandas_release
+    combined = dpf.concat_releases([overall, grouped])
+    assert len(combined) == len(overall) + len(grouped)
+    path = tmp_path / "c.parquet"
+    combined.to_parquet(path)
+    doc = dpf.read_log(path)
+    assert doc["ledger_id"] == pf.dp.session.ledger.id
+    assert len(doc["entries"]) >= len(release_log_of(grouped)["entries"])
+    signed = dpf.concat_releases([overall, grouped], key=KEY)
+    signed.to_parquet(path)
+    assert dpf.read_log(path, key=KEY)
+    edited = overall * 2
+    with pytest.raises(dpf.IntegrityError):
+        dpf.concat_releases([edited, grouped])
+    other = dpf.protect(pd.DataFrame(_data()), epsilon=1.0, bounds={"x": (0, 10)})
+    t2 = other.dp.release({"n": dpf.count()}, epsilon=0.1, random_state=3)
+    with pytest.raises(dpf.ParameterError, match="one ledger"):
+        dpf.concat_releases([overall, t2])
+    with pytest.raises(dpf.ParameterError, match="not a release table"):
+        dpf.concat_releases([overall, pd.DataFrame({"n": [1.0]})])
+
+
+def test_polars_concat(tmp_path):
+    pf = dpf.protect(pl.DataFrame(_data()), epsilon=1.0, bounds={"x": (0, 10)},
+                     keys={"g": ["a", "b"]})
+    overall = pf.dp.release({"m": dpf.mean("x")}, epsilon=0.2, random_state=1)
+    grouped = pf.dp.groupby("g", keys=["a", "b"]).release({"m": dpf.mean("x")}, epsilon=0.2,
+                                                          random_state=2)
+    raw = pl.concat([overall, grouped], how="diagonal")
+    with pytest.raises(dpf.ParameterError):  # no log: the explicit writer refuses
+        raw.dp.write_parquet(tmp_path / "raw.parquet")
+    combined = dpf.concat_releases([overall, grouped])
+    assert combined.height == 3
+    combined.dp.write_parquet(tmp_path / "c.parquet")
+    assert dpf.read_log(tmp_path / "c.parquet")["ledger_id"] == pf.dp.session.ledger.id
+
+
+def test_durable_release_names_the_ledger_chain(tmp_path):
+    from dpframe.durable import read_ledger_file
+
+    path = tmp_path / "ledger.jsonl"
+    pf = dpf.protect(pd.DataFrame(_data()), epsilon=1.0, bounds={"x": (0, 10)},
+                     session=dpf.Session(path=path))
+    pf.dp.count(epsilon=0.1, random_state=0)
+    table = pf.dp.release({"m": dpf.mean("x")}, epsilon=0.1, random_state=1)
+    table.to_parquet(tmp_path / "r.parquet")
+    doc = dpf.read_log(tmp_path / "r.parquet")
+    info = read_ledger_file(path)
+    assert doc["ledger_id"] == info["ledger_id"]
+    assert doc["chain"] == {"seq": 2, "hash": info["chain_hash"]}
