@@ -1,0 +1,106 @@
+"""The steward's command ``python -m dpframe inspect`` (and the ``dpframe`` console script) on
+real files, in real subprocesses: verified releases and ledgers, tampered files, keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import dpframe as dpf
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = b"steward key 42"
+
+
+def _cli(*args, exe=None):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [exe] if exe else [sys.executable, "-m", "dpframe"]
+    return subprocess.run([*cmd, "inspect", *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("inspect")
+    ledger = d / "ledger.jsonl"
+    rng = np.random.default_rng(1)
+    pf = dpf.protect(pd.DataFrame({"x": rng.uniform(0, 10, 50), "y": rng.uniform(0, 1, 50)}),
+                     epsilon=1.0, bounds={"x": (0, 10), "y": (0, 1)},
+                     session=dpf.Session(path=ledger))
+    pf.dp.count(epsilon=0.1, random_state=0)
+    table = pf.dp.release({"n": dpf.count(), "m": dpf.mean("x"), "s": dpf.std("y")},
+                          epsilon=0.3, random_state=1)
+    dpf.sign_release(table, KEY)
+    table.to_parquet(d / "release.parquet")
+    (d / "key").write_bytes(KEY + b"\n")
+    # a tampered copy: every ε divided by 10 in the metadata
+    t = pq.read_table(d / "release.parquet")
+    md = dict(t.schema.metadata)
+    attrs = json.loads(md[b"PANDAS_ATTRS"])
+    for e in attrs["dpframe_log"]["entries"]:
+        e["epsilon"] /= 10
+    md[b"PANDAS_ATTRS"] = json.dumps(attrs).encode()
+    pq.write_table(t.replace_schema_metadata(md), d / "tampered.parquet")
+    pd.DataFrame({"x": [1.0]}).to_parquet(d / "plain.parquet")
+    return {"dir": d, "ledger": ledger, "id": pf.dp.session.ledger.id}
+
+
+def test_inspect_verified_release(files):
+    out = _cli(files["dir"] / "release.parquet", "--key-file", files["dir"] / "key")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "VERIFIED" in text and "signature valid" in text
+    assert f"ledger {files['id']}" in text
+    assert "release 1: ε=0.1" in text and "release 2: ε=0.3" in text
+    assert "by column:" in text and "x: ε=" in text and "y: ε=" in text
+    assert "scale=" in text and "bounded" in text
+
+
+def test_inspect_json_and_console_script(files):
+    exe = Path(sys.executable).parent / "dpframe"
+    out = _cli(files["dir"] / "release.parquet", "--json", exe=str(exe))
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["verified"] and report["values_match_log"]
+    assert report["signature"] == "not checked"
+    (led,) = report["ledgers"]
+    assert led["ledger_id"] == files["id"]
+    assert [r["release_id"] for r in led["releases"]] == [1, 2]
+    assert sum(r["epsilon"] for r in led["releases"]) == pytest.approx(0.4)
+    assert {m["mechanism"] for m in led["measurements"]} == {"bounded"}
+    assert all(m["scale"] > 0 for m in led["measurements"])
+
+
+def test_inspect_refuses_tampered_log_and_wrong_key(files):
+    out = _cli(files["dir"] / "tampered.parquet")
+    assert out.returncode == 2
+    assert "NOT VERIFIED" in out.stdout and "altered" in out.stdout
+    assert "values match the log: yes" in out.stdout  # the values are intact, the log is not
+    out = _cli(files["dir"] / "release.parquet", "--key", "not the key", "--json")
+    assert out.returncode == 2
+    assert "signature does not match" in json.loads(out.stdout)["error"]
+
+
+def test_inspect_ledger_file_and_damaged_ledger(files, tmp_path):
+    out = _cli(files["ledger"])
+    assert out.returncode == 0, out.stderr
+    assert "hash chain and head file agree" in out.stdout and files["id"] in out.stdout
+    damaged = tmp_path / "ledger.jsonl"
+    damaged.write_bytes(files["ledger"].read_bytes()[:-1])  # lose the final newline
+    (tmp_path / "ledger.jsonl.head").write_bytes(
+        Path(str(files["ledger"]) + ".head").read_bytes())
+    out = _cli(damaged, "--json")
+    assert out.returncode == 2 and "missing" in json.loads(out.stdout)["error"]
+
+
+def test_inspect_plain_file_is_an_error(files):
+    out = _cli(files["dir"] / "plain.parquet")
+    assert out.returncode == 1 and "no dpframe release log" in out.stderr
