@@ -21,6 +21,7 @@ from dpframe.errors import (
     UnsupportedInputError,
 )
 from dpframe.frames.namespace import dp
+from dpframe.frames.results import Estimate
 from dpframe.integrity import concat_releases, sign_release
 from dpframe.io import read_log
 from dpframe.provenance import Session, protect
@@ -32,6 +33,7 @@ __all__ = [
     "BudgetExceededError",
     "DPFrameError",
     "DerivationError",
+    "Estimate",
     "IntegrityError",
     "LedgerError",
     "NoLedgerError",

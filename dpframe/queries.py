@@ -67,11 +67,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from dpframe.engine import Agg, FixedPoint
 from dpframe.errors import ParameterError, PrivateSizeError, UnsupportedInputError
+from dpframe.mechanisms.intervals import (
+    component_level,
+    composed_interval,
+    confidence_interval,
+    interval_from_components,
+)
 
 __all__ = [
     "Count",
@@ -139,6 +146,41 @@ class PlanContext:
 
 
 Statistic = Callable[[Mapping[Agg, np.ndarray]], np.ndarray]
+#: ``interval(mechanisms, noisy, level) -> (lower, upper)``: a confidence interval for the
+#: query's answer from its measurements' mechanisms and raw (pre-post-processing) outputs,
+#: keyed by measurement name. Post-processing: no privacy cost.
+Interval = Callable[[Mapping[str, Any], Mapping[str, np.ndarray], float],
+                    tuple[np.ndarray, np.ndarray]]
+
+
+def single_interval(name: str, lower: float, upper: float, *, offset: float = 0.0,
+                    integer: bool = False, sqrt: bool = False) -> Interval:
+    """Interval of an answer that is one measurement, shifted by a public ``offset`` (and its
+    square root for a std), kept in ``[lower, upper]``: exact test inversion of that
+    measurement's mechanism (``docs/privacy.md``, intervals I.2)."""
+
+    def interval(mechs: Mapping[str, Any], noisy: Mapping[str, np.ndarray], level: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = confidence_interval(mechs[name], noisy[name], level, integer=integer)
+        lo, hi = np.asarray(lo, dtype=float) + offset, np.asarray(hi, dtype=float) + offset
+        if sqrt:
+            lo, hi = np.sqrt(np.maximum(lo, 0.0)), np.sqrt(np.maximum(hi, 0.0))
+        return np.clip(lo, lower, upper), np.clip(hi, lower, upper)
+
+    return interval
+
+
+def composed(kind: str, **params: Any) -> Interval:
+    """Interval of an answer composed from several measurements (a noisy sum over a noisy
+    count, a variance from moments, rescaled proportions): every component's interval at the
+    Šidák level, then the exact range of the post-processing over that box (intervals I.3)."""
+
+    def interval(mechs: Mapping[str, Any], noisy: Mapping[str, np.ndarray], level: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = composed_interval(kind, dict(mechs), dict(noisy), level, **params)
+        return np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+
+    return interval
 
 
 @dataclass(frozen=True)
@@ -186,6 +228,7 @@ class Plan:
     public_size: bool = False  # the formulation reads the public row count n
     group_share: float | None = None  # ε share per group when grouped (default 1/2)
     columns: tuple[str, ...] = ()  # every column read (cov reads several)
+    interval: Interval | None = None  # confidence interval from the mechanisms' raw outputs
 
     @property
     def aggregates(self) -> tuple[Agg, ...]:
@@ -252,9 +295,11 @@ class Count(Query):
         rows = Agg("rows")
         m = Measurement("count", rows_of(rows), 1.0, 0.0, upper, 1.0, (rows,), float(ctx.n))
         return Plan(
-            "count", None, (m,), lambda v: np.clip(v["count"], 0.0, upper),
-            "noisy count" + (" (public n)" if ctx.size_public else " (private size)"),
+            "count", None, (m,), lambda v: np.clip(np.rint(v["count"]), 0.0, upper),
+            "noisy count, rounded to an integer" + (
+                " (public n)" if ctx.size_public else " (private size)"),
             public_size=ctx.size_public and not ctx.grouped,  # the log's size field
+            interval=single_interval("count", 0.0, upper, integer=True),
         )
 
 
@@ -298,7 +343,8 @@ class Sum(Query):
                 return np.clip(float(offset) + v["sum"], base_lo, base_hi)
 
             return Plan("sum", self.column, (m,), fin, "shifted sum Σ(x−l) + n·l (public n)",
-                        public_size=True)
+                        public_size=True,
+                        interval=single_interval("sum", base_lo, base_hi, offset=float(offset)))
         delta = max(w, abs(_frac(lo)), abs(_frac(hi)))
         d_lo = 0.0 if lo >= 0 else -math.inf
         d_hi = 0.0 if hi <= 0 else math.inf
@@ -306,7 +352,8 @@ class Sum(Query):
         agg = Agg("sum", self.column, ctx.fixed_point(0.0, False))
         m = Measurement("sum", scaled(agg), round_up(delta), d_lo, d_hi, 1.0, (agg,), mag)
         return Plan("sum", self.column, (m,), lambda v: np.clip(v["sum"], d_lo, d_hi),
-                    "direct sum, add/remove/replace sensitivity (private size)")
+                    "direct sum, add/remove/replace sensitivity (private size)",
+                    interval=single_interval("sum", d_lo, d_hi))
 
 
 class Mean(Query):
@@ -348,7 +395,7 @@ class Mean(Query):
                 return np.clip(lo + v["mean"], lo, hi)
 
             return Plan("mean", self.column, (m,), shifted, "shifted mean l + Σ(x−l)/n (public n)",
-                        public_size=True)
+                        public_size=True, interval=single_interval("mean", lo, hi, offset=lo))
         c = _center(lo, hi)
         count_upper = float(ctx.count_cap)
         half = max(_frac(hi) - _frac(c), _frac(c) - _frac(lo))
@@ -363,7 +410,8 @@ class Mean(Query):
             return np.clip(c + v["sum"] / n_hat, lo, hi)
 
         return Plan("mean", self.column, (cnt, s), fin,
-                    "noisy centred sum / noisy count, ε split 1/2 + 1/2 (private size)")
+                    "noisy centred sum / noisy count, ε split 1/2 + 1/2 (private size)",
+                    interval=composed("mean", center=c, lower=lo, upper=hi))
 
 
 def _center(lo: float, hi: float) -> float:
@@ -421,7 +469,8 @@ class Variance(Query):
                             1.0, (k_sum, k_sq))
             return Plan(self.kind, self.column, (m,), self._post(lambda v: np.clip(
                 v["variance"], 0.0, up)), "bounded-domain variance, ddof=1 (public n)",
-                public_size=True)
+                public_size=True,
+                interval=single_interval("variance", 0.0, up, sqrt=self.kind == "std"))
         count_upper = float(ctx.count_cap)
         third = 1.0 / 3.0
         half = max(_frac(hi) - _frac(c), _frac(c) - _frac(lo))  # ≈ w/2; exact for float c
@@ -442,7 +491,7 @@ class Variance(Query):
 
         return Plan(self.kind, self.column, (cnt, s, ss), self._post(fin),
                     "noisy count, centred sum and sum of squares, ε split in thirds "
-                    "(private size)")
+                    "(private size)", interval=composed(self.kind, lower=lo, upper=hi))
 
     def _post(self, f: Callable[[dict[str, np.ndarray]], np.ndarray]) -> Callable[
             [dict[str, np.ndarray]], np.ndarray]:
@@ -498,7 +547,8 @@ class Proportions(Query):
             return Plan("proportions", None, (m,),
                         lambda v: analyses.sum_to_one(v["proportion"], method, rem),  # type: ignore[arg-type]
                         f"per-cell proportion c/n on [0, 1] (public n), then {method}",
-                        public_size=True, group_share=share)
+                        public_size=True, group_share=share,
+                        interval=_proportion_cells(method, rem))
         if method == "all_but_one":
             raise PrivateSizeError(
                 "method='all_but_one' needs the public row count of the protected frame; on a "
@@ -508,7 +558,29 @@ class Proportions(Query):
         m = Measurement("count", rows_of(rows), 1.0, 0.0, upper, 1.0, (rows,))
         return Plan("proportions", None, (m,),
                     lambda v: analyses.sum_to_one(v["count"], "rescale"),
-                    "per-cell noisy count (private size), then rescale", group_share=share)
+                    "per-cell noisy count (private size), then rescale", group_share=share,
+                    interval=composed("proportions"))
+
+
+def _proportion_cells(method: str, remainder: int) -> Interval:
+    """Per-cell intervals of public-size proportions c_j/n, from each cell's own release.
+    ``all_but_one``: the remainder cell is 1 − Σ others, so its interval needs every released
+    cell's interval at once (Šidák level over the K − 1 cells)."""
+
+    def interval(mechs: Mapping[str, Any], noisy: Mapping[str, np.ndarray], level: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        mech, cells = mechs["proportion"], np.asarray(noisy["proportion"], dtype=float)
+        lo, hi = (np.asarray(v, dtype=float) for v in confidence_interval(mech, cells, level))
+        if method == "all_but_one" and cells.size > 1:
+            rem = remainder % cells.size
+            others = np.arange(cells.size) != rem
+            j_lo, j_hi = (np.asarray(v, dtype=float) for v in confidence_interval(
+                mech, cells[others], component_level(level, int(others.sum()))))
+            lo[rem] = max(0.0, 1.0 - float(j_hi.sum()))
+            hi[rem] = min(1.0, 1.0 - float(j_lo.sum()))
+        return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+
+    return interval
 
 
 class Covariance(Query):
@@ -600,10 +672,38 @@ class Covariance(Query):
             cov = analyses.nearest_psd(mat, diagonal=np.diag(mat))
             return cov if kind == "cov" else analyses.correlation_from_covariance(cov)
 
+        def interval(mechs: Mapping[str, Any], noisy: Mapping[str, np.ndarray], level: float
+                     ) -> tuple[np.ndarray, np.ndarray]:
+            # element-wise intervals of the (clamped, fixed-point) variances and covariances;
+            # a correlation needs its covariance and both variances at once (Šidák, 3 parts)
+            each = level if kind == "cov" else component_level(level, 3)
+            box: dict[str, tuple[float, float]] = {}
+            for name, mech in mechs.items():
+                value = float(np.asarray(noisy[name])[0])
+                if mech is None:  # a single-point domain: released exactly
+                    box[name] = (value, value)
+                    continue
+                lo_, hi_ = confidence_interval(mech, value, each)
+                box[name] = (max(float(lo_), mech.domain.lower), min(float(hi_),
+                                                                     mech.domain.upper))
+            lo_m, hi_m = np.zeros((p, p)), np.zeros((p, p))
+            for j in range(p):
+                vj = box[f"variance[{cols[j]}]"]
+                lo_m[j, j], hi_m[j, j] = (vj if kind == "cov" else (1.0, 1.0))
+                for k in range(j + 1, p):
+                    cv = box[f"covariance[{cols[j]},{cols[k]}]"]
+                    if kind == "corr":
+                        r = interval_from_components("correlation", {
+                            "cov": cv, "var_x": vj, "var_y": box[f"variance[{cols[k]}]"]})
+                        cv = (float(r[0]), float(r[1]))
+                    lo_m[j, k] = lo_m[k, j] = cv[0]
+                    hi_m[j, k] = hi_m[k, j] = cv[1]
+            return lo_m, hi_m
+
         return Plan(kind, None, tuple(measurements), fin,
                     "Liu §4.1 element-wise: variances, then covariances on ±√(S*jj S*kk); "
                     "nearest PSD (Higham) post-processing", public_size=True,
-                    columns=tuple(cols))
+                    columns=tuple(cols), interval=interval)
 
 
 def _covariance_statistic(sum_a: Agg, sum_b: Agg, prod: Agg, n: int) -> Statistic:

@@ -23,6 +23,7 @@ results are fixed by the declared keys.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -34,13 +35,13 @@ import numpy as np
 from dpframe import engine
 from dpframe.backends import Backend, backend_of
 from dpframe.errors import BoundsError, ParameterError, PrivateSizeError, UnsupportedInputError
-from dpframe.mechanisms import make_mechanism
+from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
 from dpframe.queries import Measurement, Plan, PlanContext, Query
 
 __all__ = ["MECHANISMS", "Outcome", "Request", "check_request", "exact_measurements", "run"]
 
-MECHANISMS = ("bounded", "truncated", "laplace")
+MECHANISMS = ("bounded", "truncated", "laplace", "auto")
 
 
 @dataclass
@@ -56,6 +57,8 @@ class Outcome:
     document: dict[str, Any]
     release_id: int
     backend: Backend
+    intervals: dict[str, tuple[np.ndarray, np.ndarray]]
+    level: float | None
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class Request:
     random_source: str
     group_by: str | None
     keys: tuple[Any, ...] | None
+    ci: float | None = None
 
 
 def _number(name: str, value: Any) -> float:
@@ -94,7 +98,7 @@ def _check_delta(delta: Any, mechanism: str) -> float:
     d = _number("delta", delta)
     if not math.isfinite(d) or d < 0 or d >= 1:
         raise ParameterError(f"delta must be in [0, 1), got {delta!r}")
-    if d > 0 and mechanism != "bounded":
+    if d > 0 and mechanism not in ("bounded", "auto"):
         raise ParameterError(
             f"mechanism={mechanism!r} does not use delta; pass delta=0 (or use "
             "mechanism='bounded', the only one that takes a delta)"
@@ -106,9 +110,19 @@ def _check_mechanism(mechanism: Any) -> str:
     if not isinstance(mechanism, str) or mechanism not in MECHANISMS:
         raise ParameterError(
             f"unknown mechanism {mechanism!r}; choose one of 'bounded' (default), "
-            "'truncated', 'laplace'"
+            "'truncated', 'laplace', 'auto' (the smaller worst-case error, chosen from public "
+            "facts)"
         )
     return mechanism
+
+
+def _check_ci(ci: Any) -> float | None:
+    if ci is None:
+        return None
+    level = _number("ci", ci)
+    if not 0.0 < level < 1.0:
+        raise ParameterError(f"ci must be a confidence level in (0, 1), e.g. ci=0.95; got {ci!r}")
+    return level
 
 
 def _check_weights(names: list[str], weights: Any) -> tuple[float, ...]:
@@ -162,6 +176,7 @@ def check_request(
     group_by: str | None,
     keys: Sequence[Any] | None,
     facts: FrameFacts,
+    ci: Any = None,
 ) -> Request:
     """Check every argument of a release; reads no data and spends nothing."""
     if not isinstance(queries, Mapping) or not queries:
@@ -182,6 +197,7 @@ def check_request(
     dlt = _check_delta(delta, mech)
     shares = _check_weights(names, weights)
     rng, source = _check_random_state(random_state)
+    level = _check_ci(ci)
     key_tuple = None
     if group_by is not None:
         if not isinstance(group_by, str):
@@ -197,7 +213,7 @@ def check_request(
                 "them from the data"
             )
         key_tuple = tuple(declared)
-    return Request(eps, dlt, mech, shares, rng, source, group_by, key_tuple)
+    return Request(eps, dlt, mech, shares, rng, source, group_by, key_tuple, level)
 
 
 def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:
@@ -240,6 +256,7 @@ class _Planned:
     plan: Plan
     share: float
     mechanisms: list[Any]  # one per measurement (None: built after earlier measurements)
+    choices: dict[str, str]  # measurement name -> why "auto" picked its mechanism
 
 
 def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[str, Query]
@@ -283,27 +300,40 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
             )
         plan = q.plan(ctx)
         group_factor = (plan.group_share or 0.5) if grouped else 1.0
+        choices: dict[str, str] = {}
         mechs = [
             None if m.domain_after is not None else _mechanism(
                 request, m, request.epsilon * share * m.weight * group_factor,
-                request.delta * share * m.weight * group_factor)
+                request.delta * share * m.weight * group_factor, choices=choices)
             for m in plan.measurements
         ]
-        out.append(_Planned(name, q, plan, share, mechs))
+        out.append(_Planned(name, q, plan, share, mechs, choices))
     return out
 
 
 def _mechanism(request: Request, m: Measurement, epsilon: float, delta: float,
                lower: float | None = None, upper: float | None = None,
-               sensitivity: float | None = None) -> Any:
+               sensitivity: float | None = None, *, choices: dict[str, str]) -> Any:
     lo = m.lower if lower is None else lower
     hi = m.upper if upper is None else upper
-    return make_mechanism(
-        request.mechanism, epsilon=epsilon,
-        sensitivity=m.sensitivity if sensitivity is None else sensitivity,
-        lower=lo, upper=hi, delta=delta,
-        magnitude=None if math.isfinite(lo) and math.isfinite(hi) else m.magnitude,
-    )
+    sens = m.sensitivity if sensitivity is None else sensitivity
+    magnitude = None if math.isfinite(lo) and math.isfinite(hi) else m.magnitude
+    name = request.mechanism
+    if name == "auto":
+        name, choices[m.name] = _auto(epsilon, sens, lo, hi, delta)
+    return make_mechanism(name, epsilon=epsilon, sensitivity=sens, lower=lo, upper=hi,
+                          delta=delta if name == "bounded" else 0.0, magnitude=magnitude)
+
+
+@functools.lru_cache(maxsize=1024)
+def _auto(epsilon: float, sensitivity: float, lower: float, upper: float, delta: float
+          ) -> tuple[str, str]:
+    """``mechanism="auto"``: the mechanism with the smaller certified worst-case MSE over the
+    output domain, from public facts only (:func:`dpframe.mechanisms.choose_mechanism`)."""
+    choice = choose_mechanism(epsilon, sensitivity,
+                              lower if math.isfinite(lower) else None,
+                              upper if math.isfinite(upper) else None, delta)
+    return choice.name, choice.reason
 
 
 def run(
@@ -318,12 +348,14 @@ def run(
     group_by: str | None = None,
     keys: Sequence[Any] | None = None,
     session: Session | str | None = None,
+    ci: float | None = None,
 ) -> Outcome:
-    """Answer ``queries`` on ``frame`` as one release costing ``epsilon`` (and ``delta``)."""
+    """Answer ``queries`` on ``frame`` as one release costing ``epsilon`` (and ``delta``);
+    with ``ci`` (a level such as 0.95), also a confidence interval for every answer."""
     facts = resolve(frame, session)
     request = check_request(queries, epsilon=epsilon, delta=delta, weights=weights,
                             mechanism=mechanism, random_state=random_state, group_by=group_by,
-                            keys=keys, facts=facts)
+                            keys=keys, facts=facts, ci=ci)
     planned = _plan_all(frame, facts, request, queries)
     dataset = facts.dataset
     dataset.check_unchanged()
@@ -336,14 +368,14 @@ def run(
                      for c in p.query.columns_read()},
             group_by=request.group_by, keys=request.keys,
         )
-        values, entries = _measure(frame, facts, request, planned, aggs)
+        values, intervals, entries = _measure(frame, facts, request, planned, aggs)
         release_id = ledger.commit(reservation, entries)
     except BaseException:
         ledger.cancel(reservation)  # no-op once committed
         raise
     keys_out = list(request.keys) if request.keys is not None else None
     return Outcome(values, keys_out, request.group_by, entries, ledger.snapshot_document(),
-                   release_id, backend_of(frame))
+                   release_id, backend_of(frame), intervals, request.ci)
 
 
 def exact_measurements(
@@ -377,13 +409,18 @@ def exact_measurements(
 
 
 def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[_Planned],
-             aggs: Mapping[Any, np.ndarray]) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
-    """Noise every measurement, post-process every query, and build the log entries."""
+             aggs: Mapping[Any, np.ndarray]
+             ) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]],
+                        list[dict[str, Any]]]:
+    """Noise every measurement, post-process every query (and its interval), and build the
+    log entries."""
     context = _LogContext.of(frame, facts, request)
     values: dict[str, np.ndarray] = {}
+    intervals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     entries: list[dict[str, Any]] = []
     for p in planned:
         noisy: dict[str, np.ndarray] = {}
+        used: dict[str, Any] = {}
         group_factor = (p.plan.group_share or 0.5) if request.group_by is not None else 1.0
         for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True):
             eps = request.epsilon * p.share * m.weight
@@ -394,16 +431,21 @@ def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[_Pla
                 lo, hi = m.domain_after(noisy)
                 if not hi > lo:  # a single point: released without noise
                     noisy[m.name] = np.full(exact.shape, lo)
+                    used[m.name] = None
                     entries.append(context.entry(p, m, None, eps, dlt, (lo, hi)))
                     continue
                 mech = _mechanism(request, m, eps * group_factor, dlt * group_factor, lo, hi,
-                                  m.sensitivity_after(lo, hi))
+                                  m.sensitivity_after(lo, hi), choices=p.choices)
                 exact = np.clip(exact, lo, hi)
             out = mech.sample(exact, random_state=request.rng)
             noisy[m.name] = np.atleast_1d(np.asarray(out, dtype=float))
+            used[m.name] = mech
             entries.append(context.entry(p, m, mech, eps, dlt, None))
         values[p.name] = np.asarray(p.plan.finalize(noisy), dtype=float)
-    return values, entries
+        if request.ci is not None and p.plan.interval is not None:
+            lo_, hi_ = p.plan.interval(used, noisy, request.ci)
+            intervals[p.name] = (np.asarray(lo_, dtype=float), np.asarray(hi_, dtype=float))
+    return values, intervals, entries
 
 
 @dataclass(frozen=True)
@@ -418,6 +460,7 @@ class _LogContext:
     n_keys: int
     derivation: str
     facts: FrameFacts
+    level: float | None
 
     @classmethod
     def of(cls, frame: Any, facts: FrameFacts, request: Request) -> _LogContext:
@@ -431,6 +474,7 @@ class _LogContext:
             n_keys=len(request.keys or ()),
             derivation=" > ".join(facts.derivation),
             facts=facts,
+            level=request.ci,
         )
 
     def entry(self, p: _Planned, m: Measurement, mech: Any, epsilon: float, delta: float,
@@ -480,6 +524,9 @@ class _LogContext:
                 None if not quanta else ",".join(f"{q:g}" for q in quanta)),
             "derivation": self.derivation,
             "verification": "verified from the plan structure",
+            "mechanism_choice": p.choices.get(m.name, "requested"),
+            "interval": None if self.level is None else (
+                f"{self.level:g} confidence interval released (post-processing, no ε)"),
         }
 
 

@@ -9,12 +9,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from dpframe import derivations, provenance, release
 from dpframe import queries as q_
 from dpframe.accounting import Budget
 from dpframe.backends import backend_of
 from dpframe.errors import DerivationError, ParameterError, PrivateSizeError
 from dpframe.frames import results
+from dpframe.frames.results import Estimate
 from dpframe.integrity import attach_release_log, release_log_of
 from dpframe.provenance import Missing, Session
 
@@ -32,6 +35,11 @@ _COMMON = """
         simulations only and is recorded in the log.
     session : dpf.Session or str, optional
         Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+    ci : float, optional
+        A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+        mechanism's output and conservative for composed statistics (post-processing: no
+        extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+        (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
 """
 
 
@@ -54,15 +62,22 @@ class DPNamespace:
 
     # -- single statistics -> float ---------------------------------------------------------
     def _scalar(self, query: q_.Query, name: str, epsilon: float, delta: float, mechanism: str,
-                random_state: Any, session: Session | str | None) -> float:
+                random_state: Any, session: Session | str | None, ci: float | None
+                ) -> float | Estimate:
         out = release.run(self._frame, {name: query}, epsilon=epsilon, delta=delta,
-                          mechanism=mechanism, random_state=random_state, session=session)
-        return float(out.values[name][0])
+                          mechanism=mechanism, random_state=random_state, session=session,
+                          ci=ci)
+        value = float(out.values[name][0])
+        if ci is None:
+            return value
+        lo, hi = out.intervals[name]
+        return Estimate(value, float(np.atleast_1d(lo)[0]), float(np.atleast_1d(hi)[0]), ci)
 
     def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
-              random_state: Any = None, session: Session | str | None = None) -> float:
+              random_state: Any = None, session: Session | str | None = None,
+              ci: float | None = None) -> float | Estimate:
         return self._scalar(q_.count(), "count", epsilon, delta, mechanism, random_state,
-                            session)
+                            session, ci)
 
     count.__doc__ = _doc("""Noisy number of rows (Δ = 1, domain [0, n]).
 
@@ -84,9 +99,9 @@ class DPNamespace:
 
     def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,
-            session: Session | str | None = None) -> float:
+            session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
         return self._scalar(q_.sum(column), "sum", epsilon, delta, mechanism, random_state,
-                            session)
+                            session, ci)
 
     sum.__doc__ = _doc("""Noisy sum of a bounded column (values clamped to its bounds).
 
@@ -103,9 +118,9 @@ class DPNamespace:
 
     def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
              mechanism: str = "bounded", random_state: Any = None,
-             session: Session | str | None = None) -> float:
+             session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
         return self._scalar(q_.mean(column), "mean", epsilon, delta, mechanism, random_state,
-                            session)
+                            session, ci)
 
     mean.__doc__ = _doc("""Noisy mean of a bounded column, inside its bounds.
 
@@ -130,9 +145,10 @@ class DPNamespace:
 
     def variance(self, column: str, *, epsilon: float, delta: float = 0.0,
                  mechanism: str = "bounded", random_state: Any = None,
-                 session: Session | str | None = None) -> float:
+                 session: Session | str | None = None, ci: float | None = None
+                 ) -> float | Estimate:
         return self._scalar(q_.variance(column), "variance", epsilon, delta, mechanism,
-                            random_state, session)
+                            random_state, session, ci)
 
     variance.__doc__ = _doc("""Noisy sample variance (ddof=1) of a bounded column.
 
@@ -151,9 +167,9 @@ class DPNamespace:
 
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,
-            session: Session | str | None = None) -> float:
+            session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
         return self._scalar(q_.std(column), "std", epsilon, delta, mechanism, random_state,
-                            session)
+                            session, ci)
 
     std.__doc__ = _doc("""Noisy sample standard deviation (ddof=1): √ of the noisy variance.
 
@@ -172,9 +188,10 @@ class DPNamespace:
     def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                 weights: Mapping[str, float] | Sequence[float] | None = None,
                 mechanism: str = "bounded", random_state: Any = None,
-                session: Session | str | None = None) -> Any:
+                session: Session | str | None = None, ci: float | None = None) -> Any:
         out = release.run(self._frame, queries, epsilon=epsilon, delta=delta, weights=weights,
-                          mechanism=mechanism, random_state=random_state, session=session)
+                          mechanism=mechanism, random_state=random_state, session=session,
+                          ci=ci)
         return _table(out, results.to_frame(out))
 
     release.__doc__ = _doc("""Several statistics in one release (one pass over the data).
@@ -196,7 +213,7 @@ class DPNamespace:
     def proportions(self, column: str, *, epsilon: float, keys: Sequence[Any] | None = None,
                     method: str = "rescale", remainder: Any = None, delta: float = 0.0,
                     mechanism: str = "bounded", random_state: Any = None,
-                    session: Session | str | None = None) -> Any:
+                    session: Session | str | None = None, ci: float | None = None) -> Any:
         pos = -1
         if method == "all_but_one" and remainder is not None:
             facts = provenance.resolve(self._frame, session)
@@ -208,7 +225,7 @@ class DPNamespace:
         query = q_.Proportions(method, pos)
         return self.groupby(column, keys=keys).release(
             {"proportion": query}, epsilon=epsilon, delta=delta, mechanism=mechanism,
-            random_state=random_state, session=session)
+            random_state=random_state, session=session, ci=ci)
 
     proportions.__doc__ = _doc("""Proportions of a categorical column's public keys (Liu §4.2):
     each in [0, 1], summing to 1.
@@ -229,8 +246,9 @@ class DPNamespace:
 
     def cov(self, columns: Sequence[str], *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,
-            session: Session | str | None = None) -> Any:
-        return self._matrix("cov", columns, epsilon, delta, mechanism, random_state, session)
+            session: Session | str | None = None, ci: float | None = None) -> Any:
+        return self._matrix("cov", columns, epsilon, delta, mechanism, random_state, session,
+                            ci)
 
     cov.__doc__ = _doc("""Covariance matrix (ddof=1) of bounded columns, positive semi-definite
     (Liu §4.1). Needs the public size.
@@ -244,8 +262,9 @@ class DPNamespace:
 
     def corr(self, columns: Sequence[str], *, epsilon: float, delta: float = 0.0,
              mechanism: str = "bounded", random_state: Any = None,
-             session: Session | str | None = None) -> Any:
-        return self._matrix("corr", columns, epsilon, delta, mechanism, random_state, session)
+             session: Session | str | None = None, ci: float | None = None) -> Any:
+        return self._matrix("corr", columns, epsilon, delta, mechanism, random_state, session,
+                            ci)
 
     corr.__doc__ = _doc("""Correlation matrix in [−1, 1] from the released covariance (Liu
     §4.1).
@@ -258,15 +277,18 @@ class DPNamespace:
     """)
 
     def _matrix(self, kind: str, columns: Sequence[str], epsilon: float, delta: float,
-                mechanism: str, random_state: Any, session: Session | str | None) -> Any:
+                mechanism: str, random_state: Any, session: Session | str | None,
+                ci: float | None) -> Any:
         query = q_.Covariance(columns, kind)
         out = release.run(self._frame, {kind: query}, epsilon=epsilon, delta=delta,
-                          mechanism=mechanism, random_state=random_state, session=session)
-        return _table(out, results.matrix_frame(out.values[kind], query.columns, out.backend))
+                          mechanism=mechanism, random_state=random_state, session=session,
+                          ci=ci)
+        return _table(out, results.matrix_frame(out.values[kind], query.columns, out.backend,
+                                                out.intervals.get(kind)))
 
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
                  delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
-                 session: Session | str | None = None) -> Any:
+                 session: Session | str | None = None, ci: float | None = None) -> Any:
         facts = provenance.resolve(self._frame, session)
         cols = list(facts.bounds) if columns is None else (
             [columns] if isinstance(columns, str) else list(columns))
@@ -277,7 +299,8 @@ class DPNamespace:
             queries[f"mean[{col}]"] = q_.mean(col)
             queries[f"std[{col}]"] = q_.std(col)
         out = release.run(self._frame, queries, epsilon=epsilon, delta=delta,
-                          mechanism=mechanism, random_state=random_state, session=session)
+                          mechanism=mechanism, random_state=random_state, session=session,
+                          ci=ci)
         return _table(out, results.describe_frame(out, cols, facts.bounds))
 
     describe.__doc__ = _doc("""count, mean, std and declared bounds of bounded columns, in one
@@ -465,52 +488,54 @@ class DPGroupBy:
     def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                 weights: Mapping[str, float] | Sequence[float] | None = None,
                 mechanism: str = "bounded", random_state: Any = None,
-                session: Session | str | None = None) -> Any:
+                session: Session | str | None = None, ci: float | None = None) -> Any:
         """Several statistics per group in one release; see :meth:`DPNamespace.release`."""
         out = release.run(self._ns._frame, queries, epsilon=epsilon, delta=delta,
                           weights=weights, mechanism=mechanism, random_state=random_state,
-                          group_by=self._column, keys=self._keys, session=session)
+                          group_by=self._column, keys=self._keys, session=session, ci=ci)
         return _table(out, results.to_frame(out))
 
     def _one(self, query: q_.Query, name: str, epsilon: float, delta: float, mechanism: str,
-             random_state: Any, session: Session | str | None) -> Any:
+             random_state: Any, session: Session | str | None, ci: float | None) -> Any:
         return self.release({name: query}, epsilon=epsilon, delta=delta, mechanism=mechanism,
-                            random_state=random_state, session=session)
+                            random_state=random_state, session=session, ci=ci)
 
     def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
-              random_state: Any = None, session: Session | str | None = None) -> Any:
+              random_state: Any = None, session: Session | str | None = None,
+              ci: float | None = None) -> Any:
         """Noisy row count per group."""
-        return self._one(q_.count(), "count", epsilon, delta, mechanism, random_state, session)
+        return self._one(q_.count(), "count", epsilon, delta, mechanism, random_state, session,
+                         ci)
 
     def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,
-            session: Session | str | None = None) -> Any:
+            session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy sum per group."""
         return self._one(q_.sum(column), "sum", epsilon, delta, mechanism, random_state,
-                         session)
+                         session, ci)
 
     def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
              mechanism: str = "bounded", random_state: Any = None,
-             session: Session | str | None = None) -> Any:
+             session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy mean per group."""
         return self._one(q_.mean(column), "mean", epsilon, delta, mechanism, random_state,
-                         session)
+                         session, ci)
 
     def variance(self, column: str, *, epsilon: float, delta: float = 0.0,
                  mechanism: str = "bounded", random_state: Any = None,
-                 session: Session | str | None = None) -> Any:
+                 session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy sample variance per group."""
         return self._one(q_.variance(column), "variance", epsilon, delta, mechanism,
-                         random_state, session)
+                         random_state, session, ci)
 
     var = variance
 
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,
-            session: Session | str | None = None) -> Any:
+            session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy sample standard deviation per group."""
         return self._one(q_.std(column), "std", epsilon, delta, mechanism, random_state,
-                         session)
+                         session, ci)
 
 
 def _table(out: release.Outcome, table: Any) -> Any:

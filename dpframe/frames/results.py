@@ -3,21 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from dpframe.backends import Backend
 from dpframe.release import Outcome
 
-__all__ = ["LOG_COLUMNS", "describe_frame", "log_frame", "matrix_frame", "to_frame"]
+__all__ = ["LOG_COLUMNS", "Estimate", "describe_frame", "log_frame", "matrix_frame", "to_frame"]
+
+
+class Estimate(NamedTuple):
+    """A released statistic with its confidence interval (``ci=`` on a single query):
+    ``lower ≤ true value ≤ upper`` with probability at least ``level``."""
+
+    value: float
+    lower: float
+    upper: float
+    level: float
+
+    def __float__(self) -> float:
+        return self.value
 
 LOG_COLUMNS = (
     "ledger_id", "release_id", "time", "name", "query", "part", "columns", "group_by",
     "group_keys", "epsilon", "delta", "mechanism_epsilon", "epsilon_overhead", "sensitivity",
     "mechanism", "scale", "grid", "domain_lower", "domain_upper", "clamping", "missing",
     "random_source", "engine", "size", "formulation", "composition", "fixed_point_quantum",
-    "derivation", "verification",
+    "derivation", "verification", "mechanism_choice", "interval",
 )
 _FLOAT_COLUMNS = frozenset({
     "epsilon", "delta", "mechanism_epsilon", "epsilon_overhead", "sensitivity", "scale",
@@ -32,25 +45,51 @@ def to_frame(out: Outcome) -> Any:
         data[out.group_by] = list(out.keys or [])
     for name, vals in out.values.items():
         data[name] = [float(v) for v in np.atleast_1d(vals)]
+        if name in out.intervals:
+            lo, hi = out.intervals[name]
+            data[f"{name}_lower"] = [float(v) for v in np.atleast_1d(lo)]
+            data[f"{name}_upper"] = [float(v) for v in np.atleast_1d(hi)]
     return out.backend.table(data)
 
 
-def matrix_frame(matrix: np.ndarray, columns: Sequence[str], backend: Backend) -> Any:
+def matrix_frame(matrix: np.ndarray, columns: Sequence[str], backend: Backend,
+                 interval: tuple[np.ndarray, np.ndarray] | None = None) -> Any:
     """A labelled square matrix: pandas index and columns are the names; Polars has a leading
-    ``column`` column."""
-    data = {c: [float(v) for v in matrix[:, j]] for j, c in enumerate(columns)}
+    ``column`` column. With an interval, the lower and upper matrices follow, labelled by a
+    ``statistic`` level (pandas: an outer index level) of ``estimate``/``lower``/``upper``."""
+    parts = [("estimate", matrix)]
+    if interval is not None:
+        parts += [("lower", interval[0]), ("upper", interval[1])]
+    labels = [s for s, _ in parts for _ in columns]
+    rows = [c for _ in parts for c in columns]
+    data = {c: [float(v) for _, m in parts for v in m[:, j]] for j, c in enumerate(columns)}
     if backend.results_in == "pandas":
-        return backend.table(data, index=list(columns))
-    return backend.table({"column": list(columns), **data})
+        import pandas as pd
+
+        index: Any = (pd.MultiIndex.from_arrays([labels, rows], names=["statistic", None])
+                      if interval is not None else list(columns))
+        return pd.DataFrame(data, index=index)
+    head = {"statistic": labels} if interval is not None else {}
+    return backend.table({**head, "column": rows, **data})
 
 
 def describe_frame(out: Outcome, columns: Sequence[str],
                    bounds: Mapping[str, tuple[float, float]]) -> Any:
     """Rows count, mean, std, lower, upper; one column per described column."""
-    rows = ["count", "mean", "std", "lower", "upper"]
-    count = float(out.values["count"][0])
+    with_ci = bool(out.intervals)
+    stats = ["count", "mean", "std"]
+    rows = [r for s in stats for r in ([s, f"{s}_lower", f"{s}_upper"] if with_ci else [s])]
+    rows += ["lower", "upper"]
+
+    def cells(name: str) -> list[float]:
+        vals = [float(out.values[name][0])]
+        if with_ci:
+            lo, hi = out.intervals[name]
+            vals += [float(np.atleast_1d(lo)[0]), float(np.atleast_1d(hi)[0])]
+        return vals
+
     data = {
-        c: [count, float(out.values[f"mean[{c}]"][0]), float(out.values[f"std[{c}]"][0]),
+        c: [*cells("count"), *cells(f"mean[{c}]"), *cells(f"std[{c}]"),
             float(bounds[c][0]), float(bounds[c][1])]
         for c in columns
     }

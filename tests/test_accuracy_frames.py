@@ -1,0 +1,139 @@
+"""Accuracy a user can see (issue 13), through the frames API: ``ci=`` on every query,
+group-by and analysis (coverage checked by simulation against the exact statistic of the
+clamped data), ``mechanism="auto"`` (the logged choice is the one with the smaller certified
+worst-case MSE), and the log fields that record both."""
+
+from __future__ import annotations
+
+import math
+
+import narwhals as nw
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpframe as dpf
+from dpframe.mechanisms import choose_mechanism
+
+LO, HI = 0.0, 100.0
+RUNS = 200
+LEVEL = 0.9
+
+
+def frame(n: int = 40, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-10, 110, n)  # some values outside the bounds: clamped
+    return pd.DataFrame({"x": x, "g": [["a", "b"][i % 2] for i in range(n)]})
+
+
+def clamped(df: pd.DataFrame) -> np.ndarray:
+    return np.clip(df["x"].to_numpy(), LO, HI)
+
+
+def truths(df: pd.DataFrame) -> dict[str, float]:
+    x = clamped(df)
+    older = x[df["x"].to_numpy() >= 50]
+    return {
+        "count": float(len(x)), "sum": float(x.sum()), "mean": float(x.mean()),
+        "variance": float(x.var(ddof=1)), "std": float(x.std(ddof=1)),
+        "f_count": float(len(older)), "f_sum": float(older.sum()), "f_mean": float(older.mean()),
+        "f_variance": float(older.var(ddof=1)), "f_std": float(older.std(ddof=1)),
+    }
+
+
+def covered(est: dpf.Estimate, truth: float) -> bool:
+    tol = 1e-9 * (1.0 + abs(truth))  # the fixed-point grid moves values by ~1e-10 of the width
+    return est.lower - tol <= truth <= est.upper + tol
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", ["count", "sum", "mean", "variance", "std"])
+@pytest.mark.parametrize("view", ["root", "filter"])
+@pytest.mark.parametrize("mechanism", ["bounded", "truncated"])
+def test_ci_coverage_through_releases(query, view, mechanism):
+    df = frame()
+    truth = truths(df)[("f_" if view == "filter" else "") + query]
+    pf = dpf.protect(df, epsilon=1e9, bounds={"x": (LO, HI)}, missing=0.0)
+    target = pf.dp.filter(nw.col("x") >= 50) if view == "filter" else pf
+    rng = np.random.default_rng(11)
+    hits = 0
+    for _ in range(RUNS):
+        est = getattr(target.dp, query)("x", epsilon=1.0, ci=LEVEL, mechanism=mechanism,
+                                        random_state=rng) if query != "count" else \
+            target.dp.count(epsilon=1.0, ci=LEVEL, mechanism=mechanism, random_state=rng)
+        assert isinstance(est, dpf.Estimate) and est.lower <= est.upper
+        hits += covered(est, truth)
+    # coverage ≥ level; allow 3.5 binomial standard errors of Monte Carlo noise
+    assert hits / RUNS >= LEVEL - 3.5 * math.sqrt(LEVEL * (1 - LEVEL) / RUNS), hits / RUNS
+
+
+@pytest.mark.slow
+def test_ci_coverage_group_by_and_proportions():
+    df = frame(60)
+    pf = dpf.protect(df, epsilon=1e9, bounds={"x": (LO, HI)}, keys={"g": ["a", "b"]},
+                     missing=0.0)
+    x, g = clamped(df), df["g"].to_numpy()
+    means = {k: float(x[g == k].mean()) for k in ("a", "b")}
+    props = {k: float((g == k).mean()) for k in ("a", "b")}
+    rng = np.random.default_rng(5)
+    hit_mean = hit_prop = 0
+    for _ in range(RUNS):
+        t = pf.dp.groupby("g").mean("x", epsilon=1.0, ci=LEVEL, random_state=rng)
+        hit_mean += all(lo <= means[k] <= hi for k, lo, hi in
+                        zip(t["g"], t["mean_lower"], t["mean_upper"], strict=True))
+        p = pf.dp.proportions("g", epsilon=1.0, ci=LEVEL, random_state=rng)
+        hit_prop += all(lo <= props[k] <= hi for k, lo, hi in
+                        zip(p["g"], p["proportion_lower"], p["proportion_upper"], strict=True))
+    floor = LEVEL ** 2 - 3.5 * math.sqrt(LEVEL * (1 - LEVEL) / RUNS)  # two groups at once
+    assert hit_mean / RUNS >= floor and hit_prop / RUNS >= floor
+
+
+def test_ci_columns_rows_and_log():
+    pf = dpf.protect(frame(), epsilon=100.0, bounds={"x": (LO, HI)}, keys={"g": ["a", "b"]},
+                     missing=0.0)
+    table = pf.dp.release({"n": dpf.count(), "m": dpf.mean("x")}, epsilon=1.0, ci=0.95)
+    assert list(table.columns) == ["n", "n_lower", "n_upper", "m", "m_lower", "m_upper"]
+    assert (table["n_lower"] <= table["n_upper"]).all()
+    described = pf.dp.describe(epsilon=1.0, ci=0.95)
+    assert {"mean_lower", "std_upper", "count_lower"} <= set(described.index)
+    matrix = dpf.protect(pd.DataFrame({"a": np.arange(50.0), "b": np.arange(50.0)[::-1]}),
+                         epsilon=100.0, bounds={"a": (0, 50), "b": (0, 50)}, missing=0.0
+                         ).dp.corr(["a", "b"], epsilon=5.0, ci=0.95)
+    assert list(matrix.index.get_level_values(0).unique()) == ["estimate", "lower", "upper"]
+    log = pf.dp.log
+    assert log["interval"].iloc[-1].startswith("0.95 confidence interval")
+    pf.dp.mean("x", epsilon=1.0)
+    assert pd.isna(pf.dp.log["interval"].iloc[-1])
+    with pytest.raises(dpf.ParameterError, match="ci must be"):
+        pf.dp.mean("x", epsilon=1.0, ci=1.5)
+
+
+def test_counts_are_integers_inside_their_domain():
+    pf = dpf.protect(frame(), epsilon=100.0, bounds={"x": (LO, HI)}, keys={"g": ["a", "b"]})
+    for _ in range(20):
+        c = pf.dp.count(epsilon=0.5)
+        assert float(c).is_integer() and 0 <= c <= 40
+    groups = pf.dp.groupby("g").count(epsilon=0.5)["count"]
+    assert all(float(v).is_integer() for v in groups)
+
+
+@pytest.mark.parametrize(("epsilon", "bounds"), [(1.0, (0.0, 1.0)), (1.0, (0.0, 100.0)),
+                                                  (0.1, (0.0, 3.0)), (4.0, (0.0, 10.0))])
+def test_auto_logs_the_mechanism_with_the_smaller_worst_case_mse(epsilon, bounds):
+    df = pd.DataFrame({"x": np.linspace(bounds[0], bounds[1], 50)})
+    pf = dpf.protect(df, epsilon=100.0, bounds={"x": bounds}, missing=0.0)
+    pf.dp.mean("x", epsilon=epsilon, mechanism="auto")
+    entry = pf.dp.log.iloc[-1]
+    expected = choose_mechanism(epsilon, entry["sensitivity"], entry["domain_lower"],
+                                entry["domain_upper"])
+    assert entry["mechanism"] == expected.name
+    assert entry["mechanism_choice"].startswith("auto mechanism")
+    brackets = expected.worst_case_mse
+    others = [n for n in brackets if n != expected.name]
+    assert all(brackets[expected.name].lower <= brackets[o].upper * (1 + 1e-5) for o in others)
+
+
+def test_requested_mechanism_is_logged_as_requested():
+    pf = dpf.protect(frame(), epsilon=100.0, bounds={"x": (LO, HI)}, missing=0.0)
+    pf.dp.mean("x", epsilon=1.0, mechanism="truncated")
+    assert pf.dp.log["mechanism_choice"].iloc[-1] == "requested"
