@@ -26,6 +26,7 @@ more than one part in a billion (e.g. 1.0 + 1e-6 against 1.0) is refused.
 from __future__ import annotations
 
 import itertools
+import os
 import secrets
 import threading
 from dataclasses import dataclass
@@ -122,6 +123,7 @@ class Ledger:
         if dlt >= 1:
             raise ParameterError(f"delta must be < 1, got {dlt!r}; typical values are ≤ 1e-6")
         self.id: str = new_ledger_id()
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._eps_total = Fraction(eps)
         self._delta_total = Fraction(dlt)
@@ -170,6 +172,7 @@ class Ledger:
 
     def reserve(self, epsilon: float, delta: float = 0.0) -> Reservation:
         """Hold ε and δ for one release, or raise :class:`BudgetExceededError`."""
+        self._check_process()
         eps = Fraction(_check_budget_value("epsilon", epsilon, allow_zero=False))
         dlt = Fraction(_check_budget_value("delta", delta, allow_zero=True))
         with self._lock:
@@ -193,6 +196,17 @@ class Ledger:
             self._pending[res.token] = res
             return res
 
+    def _check_process(self) -> None:
+        """An in-memory budget lives in one process: a forked child holds a *copy*, and
+        children spending copies would each spend the whole remaining budget. Refuse."""
+        if os.getpid() != self._pid:
+            raise LedgerError(
+                "this privacy budget is held in the memory of another process (this process "
+                "was forked from it), so spending here would not be seen there. Share a budget "
+                "between processes with a durable ledger: dpf.Session(path=...). Nothing was "
+                "spent."
+            )
+
     def cancel(self, reservation: Reservation) -> None:
         """Drop a reservation: nothing is spent."""
         with self._lock:
@@ -203,6 +217,7 @@ class Ledger:
 
         The ledger assigns the release id and stamps ``release_id`` and ``ledger_id`` into
         every entry: callers never number releases themselves."""
+        self._check_process()
         with self._lock:
             if self._pending.pop(reservation.token, None) is None:
                 raise LedgerError("reservation was already committed or cancelled")

@@ -408,7 +408,7 @@ class DurableLedger(Ledger):
                             "value), or use a new file"
                         )
                 super().__init__(header["epsilon_float"], header["delta_float"])
-                self.id: str = chain.ledger_id  # type: ignore[assignment]
+                self.id: str = chain.ledger_id
                 self.document["ledger_id"] = self.id
                 self._eps_total = _frac(header["epsilon"])
                 self._delta_total = _frac(header["delta"])
@@ -504,11 +504,16 @@ class DurableLedger(Ledger):
             if self._fsync:
                 os.fsync(hfd)
             try:
-                os.link(tmp, self.path)
+                os.link(tmp, self.path)  # never replaces an existing file
             except FileExistsError:  # pragma: no cover - only a non-dpframe writer can race us
                 raise LedgerError(f"{self.path} appeared while creating it; retry") from None
+            except OSError:  # pragma: no cover - a filesystem without hard links
+                if os.path.lexists(self.path):
+                    raise LedgerError(f"{self.path} appeared while creating it; retry") from None
+                os.rename(tmp, self.path)  # we hold the lock, and the path was free
         finally:
-            os.unlink(tmp)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         if self._fsync:
             _fsync_dir(self.path.parent)
 
@@ -597,6 +602,9 @@ class DurableLedger(Ledger):
                     self.entries.extend(rec.get("entries", []))
                 self._doc_chain = (chain.seq, chain.hashes[-1])
                 self._refresh_budget_doc()
+
+    def _check_process(self) -> None:
+        """A durable ledger may be used from any process: the file is the budget."""
 
     def _reset_chain(self) -> None:
         """Forget what was read (after a fork) so the next sync re-reads the whole file."""

@@ -90,7 +90,7 @@ class SealedLog(dict[str, Any]):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
 def _is_pandas(frame: Any) -> bool:

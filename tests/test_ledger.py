@@ -151,3 +151,27 @@ def test_nested_with_blocks_of_one_session():
 def test_ledger_ids_are_random_hex_and_distinct():
     ids = {Ledger(1.0).id for _ in range(100)}
     assert len(ids) == 100 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+
+
+def _spend_in_child(led, queue):
+    try:
+        led.commit(led.reserve(0.5), [])
+        queue.put("spent")
+    except dpf.LedgerError as exc:
+        queue.put(str(exc))
+
+
+def test_an_in_memory_ledger_refuses_to_spend_in_a_forked_child():
+    """A forked child holds a copy of an in-memory budget: spending it would double the
+    budget, so it is refused (share budgets between processes with Session(path=...))."""
+    import multiprocessing as mp
+
+    led = Ledger(1.0)
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_spend_in_child, args=(led, queue))
+    proc.start()
+    message = queue.get(timeout=60)
+    proc.join(timeout=60)
+    assert "Session(path=...)" in message
+    led.commit(led.reserve(1.0), [])  # the parent still holds the whole budget
