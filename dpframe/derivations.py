@@ -49,6 +49,7 @@ __all__ = [
     "add_marker",
     "new_marker",
     "plan_markers",
+    "plan_signature",
     "plan_sources",
     "verify_expressions",
     "walk_lazy_plan",
@@ -100,6 +101,12 @@ ROW_WISE_FUNCTIONS = frozenset({
 #: non-strict form (``function_data[1]`` is the ``strict`` flag), so that no value can turn a
 #: release into an error.
 _STRICT_FLAG = frozenset({"StringFunction.ToInteger"})
+
+#: Namespaces whose functions take arguments (a regex pattern, a width, a time unit) that can
+#: make them fail or allocate depending on a value when taken from a column: their arguments
+#: after the first input must be literals (a bad literal pattern fails on every row, which the
+#: empty-frame check and the public schema cannot see, so it is checked on a probe row).
+_LITERAL_ARGUMENTS = ("StringFunction.", "TemporalFunction.")
 
 _ALLOWED_NOTE = (
     "dpframe answers derived frames only when it can verify from their structure that every "
@@ -238,6 +245,15 @@ def _check_expression(nt: Any, node_id: int, where: str) -> bool:
                     "which would make the outcome depend on the data; use strict=False "
                     "(unparseable values become missing). Nothing was read or spent."
                 )
+            if name.startswith(_LITERAL_ARGUMENTS) and any(
+                    type(_view(nt, arg, where)).__name__ != "Literal" for arg in e.input[1:]):
+                raise DerivationError(
+                    f"{where}: {name!r} takes its pattern, length or unit from the data here; "
+                    "such arguments can make the function fail or allocate depending on a "
+                    "value, so dpframe accepts literal arguments only. Nothing was read or "
+                    "spent."
+                )
+            _check_pattern(nt, e, name, where)
             if name not in ROW_WISE_FUNCTIONS:
                 raise DerivationError(
                     f"{where}: {name!r} is not a row-wise function (it can read other rows, "
@@ -258,6 +274,32 @@ def _check_expression(nt: Any, node_id: int, where: str) -> bool:
                 "spent."
             )
     return reads_column
+
+
+#: Regex-taking string functions and the index of their ``literal`` flag in ``function_data``.
+_REGEX_LITERAL_FLAG = {"StringFunction.Contains": 1, "StringFunction.Find": 1,
+                       "StringFunction.CountMatches": 1, "StringFunction.Replace": 2}
+
+
+def _check_pattern(nt: Any, e: Any, name: str, where: str) -> None:
+    """A literal regex pattern that does not compile fails on every row, but not on an empty
+    frame: compile it here (with Polars' own regex engine), so the refusal does not wait for
+    data."""
+    flag = _REGEX_LITERAL_FLAG.get(name)
+    if flag is None or e.function_data[flag] or len(e.input) < 2:
+        return
+    pattern = _view(nt, e.input[1], where)
+    if type(pattern).__name__ != "Literal" or not isinstance(pattern.value, str):
+        return
+    import polars as pl
+
+    try:
+        pl.Series([""], dtype=pl.String).str.contains(pattern.value)
+    except Exception as exc:
+        raise DerivationError(
+            f"{where}: the regular expression {pattern.value!r} does not compile ({exc}); fix "
+            "it or pass literal=True. Nothing was read or spent."
+        ) from None
 
 
 def _copied_column(nt: Any, node_id: int) -> str | None:
@@ -284,11 +326,13 @@ def _marker_of(nt: Any, predicate_id: int) -> str | None:
     return None
 
 
-def walk_lazy_plan(lazy: Any) -> tuple[str, list[Step]]:
+def walk_lazy_plan(lazy: Any) -> tuple[str, list[Step], str]:
     """Walk ``lazy``'s plan down to its nearest dpframe marker.
 
-    Returns the marker and the verified steps above it, bottom-up. Raises
-    :class:`DerivationError` at the first node that is not row-wise, and
+    Returns the marker, the verified steps above it (bottom-up) and the signature of the plan
+    beneath the marker (:func:`plan_signature`), which the caller compares with the one
+    recorded when the marker was made — a copied marker on another plan does not vouch for it.
+    Raises :class:`DerivationError` at the first node that is not row-wise, and
     :class:`NoLedgerError` when the plan reaches its source without a marker (no protected
     root). Reads the plan only.
     """
@@ -307,7 +351,8 @@ def walk_lazy_plan(lazy: Any) -> tuple[str, list[Step]]:
             marker = _marker_of(nt, node.predicate.node)
             if marker is not None:
                 steps.reverse()
-                return marker, steps
+                nt.set_node(nt.get_inputs()[0])
+                return marker, steps, _signature(nt)
             _check_expression(nt, node.predicate.node, "filter")
             steps.append(Step("filter"))
         elif kind in ("HStack", "Select"):
@@ -390,7 +435,7 @@ def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str) -> list[Ste
         raise DerivationError(
             f"dp.{verb}() refused: {exc}. " + _ALLOWED_NOTE + "Nothing was read or spent."
         ) from None
-    _marker, steps = walk_lazy_plan(derived)
+    _marker, steps, _sig = walk_lazy_plan(derived)
     return steps
 
 
@@ -428,3 +473,80 @@ def plan_sources(lazy: Any) -> tuple[list[str], bool]:
         elif kind == "PythonScan":
             other = True
     return paths, other
+
+
+#: Attributes of plan and expression nodes that point at other expression nodes.
+_CHILDREN = ("left", "right", "expr", "input", "predicate", "truthy", "falsy", "function",
+             "partition_by", "order_by", "by", "idx", "arguments", "offset", "length")
+
+
+def plan_signature(lazy: Any) -> str:
+    """A canonical description of ``lazy``'s whole plan: node kinds, schemas, expressions,
+    scanned paths, and for in-memory frames their shape and the address of their first numeric
+    buffer (their identity while they live; Polars frames are immutable). Computed from the
+    plan only; equal for two visits of one plan."""
+    nt = _visitor(lazy)
+    return _signature(nt)
+
+
+def _signature(nt: Any) -> str:
+    parts: list[str] = []
+    stack = [nt.get_node()]
+    while stack:
+        nt.set_node(stack.pop())
+        node = nt.view_current_node()
+        kind = type(node).__name__
+        parts.append(f"<{kind} {sorted((str(k), str(v)) for k, v in nt.get_schema().items())}")
+        for attr in sorted(a for a in dir(node) if not a.startswith("_")):
+            value = getattr(node, attr)
+            if attr == "df":
+                parts.append(f"df={_frame_identity(value)}")
+            elif attr in ("input", "inputs"):
+                continue
+            else:
+                parts.append(f"{attr}={_describe(nt, value)}")
+        parts.append(">")
+        stack.extend(nt.get_inputs())
+    return "".join(parts)
+
+
+def _frame_identity(pydf: Any) -> str:
+    import polars as pl
+
+    frame = pl.DataFrame._from_pydf(pydf)
+    for series in frame.iter_columns():
+        if series.dtype.is_numeric() and series.len():
+            buffers = series.get_chunks()[0].to_arrow().buffers()
+            return f"{frame.height}@{buffers[1].address if len(buffers) > 1 else 0}"
+    return f"{frame.height}@{id(pydf)}"  # no numeric column: never equal twice (fail closed)
+
+
+def _describe(nt: Any, value: Any) -> str:
+    """A value of a plan node: expressions (PyExprIR) are described recursively."""
+    if type(value).__name__ == "PyExprIR":
+        return f"{value.output_name}:{_expression(nt, value.node)}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_describe(nt, v) for v in value) + "]"
+    text = str(value)
+    return "?" if " at 0x" in text else text  # an opaque object: no stable description
+
+
+def _expression(nt: Any, node_id: int) -> str:
+    try:
+        e = nt.view_expression(node_id)
+    except Exception:
+        return "<opaque>"
+    kind = type(e).__name__
+    fields = []
+    for attr in sorted(a for a in dir(e) if not a.startswith("_")):
+        value = getattr(e, attr)
+        if attr in _CHILDREN and isinstance(value, int):
+            fields.append(f"{attr}={_expression(nt, value)}")
+        elif attr in _CHILDREN and isinstance(value, list):
+            fields.append(f"{attr}=[{','.join(_expression(nt, v) for v in value)}]")
+        elif type(value).__name__ in ("PySeries", "PyDataFrame"):
+            fields.append(f"{attr}=series@{id(value)}")  # never equal twice: fail closed
+        else:
+            text = str(value)
+            fields.append(f"{attr}={'?' if ' at 0x' in text else text}")
+    return f"{kind}({';'.join(fields)})"

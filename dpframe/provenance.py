@@ -194,10 +194,19 @@ class SourceBinding:
     def of(cls, lazy: Any) -> SourceBinding:
         paths, other = derivations.plan_sources(lazy)
         patterns = tuple(paths)
-        return cls(_stat_all(patterns), patterns, other)
+        files = _stat_all(patterns)
+        # a remote or URI source (s3://, https://, file://) or a file dpframe cannot stat
+        # cannot be bound by identity: its row count is re-read before every release instead
+        unbound = any(not _is_local(p) for p in patterns) or any(
+            st[0] < 0 for st in files.values())
+        return cls(files, patterns, other or unbound)
 
     def changed(self) -> bool:
         return _stat_all(self.patterns) != self.files
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path
 
 
 def _stat_all(patterns: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
@@ -428,7 +437,7 @@ class _Handle(dict[str, str]):
 
 
 _frames: dict[int, tuple[Any, FrameFacts]] = {}  # Polars objects by identity
-_markers: dict[str, FrameFacts] = {}  # LazyFrame plan markers
+_markers: dict[str, tuple[FrameFacts, str]] = {}  # marker -> facts, signature beneath it
 
 
 def _register(frame: Any, facts: FrameFacts) -> Any:
@@ -440,9 +449,10 @@ def _register(frame: Any, facts: FrameFacts) -> Any:
         return frame
     if backend.readable_plans:
         marker = derivations.new_marker()
+        signature = derivations.plan_signature(frame)  # the plan the marker vouches for
         frame = derivations.add_marker(frame, marker)
         with _registry_lock:
-            _markers[marker] = facts
+            _markers[marker] = (facts, signature)
     key = id(frame)
 
     def _forget(_: Any, key: int = key) -> None:
@@ -504,13 +514,20 @@ def _facts_of(frame: Any, backend: Backend) -> FrameFacts:
     if not backend.readable_plans:
         raise NoLedgerError(_NO_ROOT_POLARS if backend.family == "polars" else
                             _NO_ROOT_ENGINE.format(engine=backend.name))
-    marker, steps = derivations.walk_lazy_plan(frame)
+    marker, steps, beneath = derivations.walk_lazy_plan(frame)
     with _registry_lock:
-        base = _markers.get(marker)
-    if base is None:
+        found = _markers.get(marker)
+    if found is None:
         raise NoLedgerError(
             "this LazyFrame's plan carries a dpframe marker that this process does not know "
             "(a plan from another process or session); protect the data in this process"
+        )
+    base, signature = found
+    if beneath != signature:
+        raise DerivationError(
+            "the plan beneath this LazyFrame's dpframe marker is not the plan that was "
+            "protected (a marker copied onto other data, or a protected plan changed); "
+            "derive frames from the protected LazyFrame itself. Nothing was read or spent."
         )
     return base.after(steps)
 
@@ -556,7 +573,10 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
     that is protected or derived from a protected one, the very object protected before (a
     re-run notebook cell), or a lazy source over files a protected frame already reads."""
     if backend.family == "pandas":
-        live = isinstance(frame.attrs.get(ATTRS_KEY), _Handle)
+        # a live handle, or its notice after a pickle / Parquet round trip (a public fact)
+        handle = frame.attrs.get(ATTRS_KEY)
+        live = isinstance(handle, _Handle) or (
+            isinstance(handle, Mapping) and "dpframe_handle" in handle)
     elif backend.readable_plans:
         live = _registered(frame) is not None or bool(derivations.plan_markers(frame))
     else:
@@ -662,6 +682,12 @@ def protect(
     clean_keys = validate_keys(keys)
     clean_missing = validate_missing(missing, clean_bounds)
     schema = backend.schema(frame)
+    bad_names = [c for c in schema if not isinstance(c, str)]
+    if bad_names:
+        raise UnsupportedInputError(
+            f"column names must be strings; got {bad_names[:5]!r}: rename them first "
+            "(e.g. frame.columns = frame.columns.astype(str))"
+        )
     for col in [*clean_bounds, *clean_keys]:
         if col not in schema:
             raise UnsupportedInputError(

@@ -437,6 +437,12 @@ def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[_Pla
                 mech = _mechanism(request, m, eps * group_factor, dlt * group_factor, lo, hi,
                                   m.sensitivity_after(lo, hi), choices=p.choices)
                 exact = np.clip(exact, lo, hi)
+            # defence in depth: the statistic lies in its domain by construction (clamped
+            # data, verified derivations); clamping here keeps a mechanism's own input check
+            # from ever raising after the data was read
+            exact = np.clip(exact, mech.domain.lower, mech.domain.upper)
+            if m.magnitude is not None:
+                exact = np.clip(exact, -m.magnitude, m.magnitude)
             out = mech.sample(exact, random_state=request.rng)
             noisy[m.name] = np.atleast_1d(np.asarray(out, dtype=float))
             used[m.name] = mech

@@ -582,7 +582,22 @@ def _narwhals_module(exprs: Sequence[Any]) -> Any:
 
 def _run_narwhals(frame: Any, verb: str, exprs: Sequence[Any]) -> Any:
     mod = _narwhals_module(exprs)
-    return getattr(mod.from_native(frame), verb)(*exprs).to_native()
+    with _quiet():
+        return getattr(mod.from_native(frame), verb)(*exprs).to_native()
+
+
+def _quiet() -> Any:
+    """Numeric warnings of a verified derivation (log of a negative, overflow in a cast ...)
+    depend on the values; they are not shown (the result holds NaN/inf, which the missing-value
+    rule and clamping handle)."""
+    import contextlib
+    import warnings
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(warnings.catch_warnings())
+    warnings.simplefilter("ignore")
+    stack.enter_context(np.errstate(all="ignore"))
+    return stack
 
 
 def _run_native(frame: Any, verb: str, exprs: Sequence[Any]) -> Any:
@@ -593,5 +608,6 @@ def _run_native(frame: Any, verb: str, exprs: Sequence[Any]) -> Any:
         if backend_of(frame).family != "polars":
             raise DerivationError("Polars expressions apply to Polars frames; use narwhals "
                                   "expressions (import narwhals as nw) for pandas")
-        return getattr(frame, verb)(*exprs)
+        with _quiet():
+            return getattr(frame, verb)(*exprs)
     return _run_narwhals(frame, verb, exprs)
