@@ -349,3 +349,45 @@ def test_head_deleted_while_open(ledger):
     head_path(ledger).unlink()
     with pytest.raises(LedgerError, match="head file"):
         led.commit(led.reserve(0.01), [])
+
+
+# -- I/O errors (injected: a failing disk cannot be provoked on demand) ------------------------
+def test_eio_on_fsync_charges_a_release_that_was_never_returned(ledger, monkeypatch):
+    """Documented behaviour: the value is not returned, the line may be on disk and is then
+    charged (the safe direction); the session refuses further operations until reopened."""
+    import errno
+
+    led = DurableLedger(ledger)
+    real = os.fsync
+
+    def failing_fsync(fd):
+        raise OSError(errno.EIO, "injected EIO")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(LedgerError, match="fsync"):
+        led.commit(led.reserve(0.1), [{"tag": "eio"}])
+    monkeypatch.setattr(os, "fsync", real)
+    with pytest.raises(LedgerError, match="fsync"):
+        led.reserve(0.01)  # broken until reopened
+    again = DurableLedger(ledger)
+    assert again.recovered["head_rolled_forward"] == 1
+    assert read_ledger_file(ledger)["epsilon_spent"] == sum([Fraction(0.1)] * (N + 1))
+
+
+def test_enospc_during_the_append_spends_nothing(ledger, monkeypatch):
+    import errno
+
+    led = DurableLedger(ledger)
+    before = ledger.read_bytes()
+    real = os.write
+
+    def partial_write(fd, data):
+        real(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "injected ENOSPC")
+
+    monkeypatch.setattr(os, "write", partial_write)
+    with pytest.raises(LedgerError, match="nothing was spent"):
+        led.commit(led.reserve(0.1), [{"tag": "enospc"}])
+    monkeypatch.setattr(os, "write", real)
+    assert ledger.read_bytes() == before  # the partial line was cut off
+    assert led.commit(led.reserve(0.1), []) == N + 1  # and the session goes on
