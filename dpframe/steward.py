@@ -23,7 +23,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "inspect_file", "run"]
+__all__ = ["add_parser", "check_against_ledger", "inspect_file", "run"]
 
 _MEASUREMENT_FIELDS = ("release_id", "name", "query", "part", "columns", "group_by", "epsilon",
                        "delta", "mechanism", "scale", "sensitivity", "domain_lower",
@@ -38,6 +38,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[1].replace("``", ""),
         epilog="examples:\n  python -m dpframe inspect release.parquet\n"
                "  python -m dpframe inspect release.parquet --json --key-file steward.key\n"
+               "  python -m dpframe inspect release.parquet --ledger ledger.jsonl\n"
                "  python -m dpframe inspect ledger.jsonl",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -47,6 +48,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--key", default=None, metavar="TEXT",
                    help="the steward's HMAC key as text (visible to other local users in the "
                         "process list; prefer --key-file)")
+    p.add_argument("--ledger", type=Path, default=None, metavar="LEDGER",
+                   help="also check a release against this durable ledger file: same ledger "
+                        "id, and the ledger still holds the release's chain position and "
+                        "entries (catches a ledger rolled back or rewritten)")
     p.add_argument("--key-file", type=Path, default=None, metavar="PATH",
                    help="read the steward's HMAC key from PATH (raw bytes; a trailing newline "
                         "is ignored)")
@@ -88,14 +93,65 @@ def _by_ledger(entries: list[dict[str, Any]], default_id: Any) -> dict[Any, list
     return out or {default_id: []}
 
 
-def inspect_file(path: str | Path, *, key: bytes | str | None = None) -> dict[str, Any]:
-    """The report ``inspect`` prints, as a dict (see the module docstring)."""
+def inspect_file(path: str | Path, *, key: bytes | str | None = None,
+                 ledger: str | Path | None = None) -> dict[str, Any]:
+    """The report ``inspect`` prints, as a dict (see the module docstring). ``ledger``: a
+    durable ledger file to check a release against (:func:`check_against_ledger`)."""
     path = Path(path)
     with open(path, "rb") as fh:
         magic = fh.read(4)
-    if magic == b"PAR1":
-        return _inspect_release(path, key)
-    return _inspect_ledger(path)
+    if magic != b"PAR1":
+        return _inspect_ledger(path)
+    report = _inspect_release(path, key)
+    if ledger is not None:
+        report["ledger_check"] = check_against_ledger(report["_document"], ledger)
+        if not report["ledger_check"]["matches"]:
+            report["verified"] = False
+            report["error"] = report["error"] or report["ledger_check"]["detail"]
+    del report["_document"]
+    return report
+
+
+def check_against_ledger(document: dict[str, Any], ledger: str | Path) -> dict[str, Any]:
+    """Compare a release's log with the durable ledger it names.
+
+    ``matches`` is True when the ledger file verifies, has the same ``ledger_id``, holds the
+    release's chain position (``chain.seq``) with the same hash, and its entries up to that
+    position equal the log's. Otherwise ``detail`` says what differs: a ledger rolled back to
+    an older copy, rewritten, or another ledger."""
+    from dpframe.durable import read_ledger_file
+    from dpframe.errors import LedgerError
+
+    out: dict[str, Any] = {"ledger_file": str(ledger), "matches": False, "detail": None}
+    try:
+        info = read_ledger_file(ledger)
+    except LedgerError as exc:
+        out["detail"] = f"the ledger file does not verify: {exc}"
+        return out
+    chain = document.get("chain")
+    if info["ledger_id"] != document.get("ledger_id"):
+        out["detail"] = (f"the release names ledger {document.get('ledger_id')!r}, the file "
+                         f"holds ledger {info['ledger_id']!r}")
+    elif not isinstance(chain, dict) or not isinstance(chain.get("seq"), int):
+        out["detail"] = "the release log has no chain position (not from a durable ledger)"
+    elif chain["seq"] > len(info["releases"]):
+        out["detail"] = (f"the release includes ledger release {chain['seq']}, but the ledger "
+                         f"ends at release {len(info['releases'])}: the ledger was rolled back")
+    else:
+        seq = chain["seq"]
+        line_hash = info["header"]["hash"] if seq == 0 else info["releases"][seq - 1]["hash"]
+        entries = [e for r in info["releases"][:seq] for e in r.get("entries", [])]
+        if line_hash != chain.get("hash"):
+            out["detail"] = f"ledger release {seq} differs from the one this release saw"
+        elif _canon(entries) != _canon(document.get("entries", [])):
+            out["detail"] = "the release log's entries differ from the ledger's"
+        else:
+            out["matches"] = True
+    return out
+
+
+def _canon(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
 def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
@@ -118,6 +174,7 @@ def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
         report["error"] = str(exc)
     else:
         report.update(verified=True, signature=status["signature"])
+    report["_document"] = doc
     entries = list(doc.get("entries", []))
     report["release_ids"] = doc.get("release_ids", [])
     report["chain"] = doc.get("chain")
@@ -189,6 +246,11 @@ def _print(report: dict[str, Any], out: Any) -> None:
             w("values match the log: "
               f"{'yes' if report['values_match_log'] else 'NO'}; "
               "what follows is what the file claims, unverified\n")
+    check = report.get("ledger_check")
+    if check:
+        w(f"ledger file {check['ledger_file']}: "
+          + ("holds this release (same id, chain position and entries)\n" if check["matches"]
+             else f"DOES NOT MATCH: {check['detail']}\n"))
     if report.get("chain"):
         w(f"ledger chain: release {report['chain']['seq']}, hash {report['chain']['hash']}\n")
     if report.get("release_ids"):
@@ -224,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
     if args.key_file is not None:
         key = args.key_file.read_bytes().rstrip(b"\r\n")
     try:
-        report = inspect_file(args.file, key=key)
+        report = inspect_file(args.file, key=key, ledger=args.ledger)
     except (OSError, DPFrameError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

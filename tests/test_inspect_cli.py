@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,10 @@ def files(tmp_path_factory):
                      epsilon=1.0, bounds={"x": (0, 10), "y": (0, 1)},
                      session=dpf.Session(path=ledger))
     pf.dp.count(epsilon=0.1, random_state=0)
+    backup = d / "backup"  # both ledger files as they were after release 1
+    backup.mkdir()
+    shutil.copy(ledger, backup / "ledger.jsonl")
+    shutil.copy(str(ledger) + ".head", backup / "ledger.jsonl.head")
     table = pf.dp.release({"n": dpf.count(), "m": dpf.mean("x"), "s": dpf.std("y")},
                           epsilon=0.3, random_state=1)
     dpf.sign_release(table, KEY)
@@ -104,3 +109,16 @@ def test_inspect_ledger_file_and_damaged_ledger(files, tmp_path):
 def test_inspect_plain_file_is_an_error(files):
     out = _cli(files["dir"] / "plain.parquet")
     assert out.returncode == 1 and "no dpframe release log" in out.stderr
+
+
+def test_inspect_release_against_its_ledger(files):
+    """--ledger: the release's chain position and entries are in the ledger; a ledger rolled
+    back to a backup (undetectable from the ledger alone) is caught by the release."""
+    out = _cli(files["dir"] / "release.parquet", "--ledger", files["ledger"])
+    assert out.returncode == 0, out.stderr
+    assert "holds this release" in out.stdout
+    out = _cli(files["dir"] / "release.parquet", "--ledger",
+               files["dir"] / "backup" / "ledger.jsonl", "--json")
+    assert out.returncode == 2
+    report = json.loads(out.stdout)
+    assert not report["verified"] and "rolled back" in report["ledger_check"]["detail"]
