@@ -61,7 +61,12 @@ direction). The session then refuses further operations; reopen it to re-read th
 **Fork, spawn, threads.** A ledger opened in a parent may be used from forked children (the
 default ``multiprocessing`` start method on Linux): all state that matters is re-read from the
 file under the per-operation lock; a child drops the parent's pending reservations and gets
-fresh thread locks. Spawned processes and independent programs open the file by path.
+fresh thread locks. Spawned processes and independent programs open the file by path (a pickled
+ledger reopens its path). An in-memory :class:`Ledger` refuses to spend in a forked child.
+
+**Use.** ``dpf.Session(path="ledger.jsonl")``: :func:`dpframe.protect` builds its ledger with
+:func:`open_ledger`, so every ``.dp`` release through that session is durable. Stewards verify a
+ledger with :func:`read_ledger_file` or ``python -m dpframe inspect ledger.jsonl``.
 """
 
 from __future__ import annotations
