@@ -76,6 +76,41 @@ def _dpframe(x: np.ndarray, bounds: tuple[float, float], q: float, eps: float, r
     return [float(v) for v in rel.values[:, 0]], sec, exact
 
 
+def exact_mae(x: np.ndarray, lower: float, upper: float, q: float, eps: float,
+              neighbours: str, bins: int, truth: float) -> float:
+    """Exact median of |release − truth| under dpframe's output law (midpoint release)."""
+    from dpframe.mechanisms import QuantileMechanism, bin_counts
+
+    counts = bin_counts(x, lower, upper, bins)
+    p = QuantileMechanism(eps, lower, upper, q, bins=bins, neighbours=neighbours
+                          ).probabilities(counts)
+    mids = lower + (upper - lower) * (np.arange(bins) + 0.5) / bins
+    err = np.abs(mids - truth)
+    order = np.argsort(err)
+    return float(err[order][np.searchsorted(np.cumsum(p[order]), 0.5)])
+
+
+def ablation(rows: int) -> None:
+    """Exact errors against the number of bins, and integer-aligned bins for an integer column
+    (bounds [l − ½, u + ½] with u − l + 1 bins: midpoints are the integers l … u)."""
+    print("| data | q | ε | neighbours | 1024 | 4096 | 16384 | 65536 | integer bins |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, (x, (lo, hi), _note) in _datasets(rows).items():
+        for q in (0.5, 0.9):
+            truth = float(np.quantile(x, q))
+            for eps in (0.1, 1.0):
+                for nb in ("replace", "add/remove"):
+                    vals = [exact_mae(x, lo, hi, q, eps, nb, b, truth)
+                            for b in (1024, 4096, 16384, 65536)]
+                    integer = "–"
+                    if name == "age":
+                        v = exact_mae(x, lo - 0.5, hi + 0.5, q, eps, nb, int(hi - lo) + 1,
+                                      truth)
+                        integer = f"{v:.4g}"
+                    print(f"| {name} | {q:g} | {eps:g} | {nb} | "
+                          + " | ".join(f"{v:.4g}" for v in vals) + f" | {integer} |")
+
+
 def _median_ci(values: list[float], truth: float) -> tuple[float, float]:
     """95% CI of the population median of |v − truth| (order statistics, binomial)."""
     from scipy import stats
@@ -169,7 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peer-python", action="append", default=[],
                     help="NAME=PATH, e.g. opendp=/path/to/venv/bin/python")
     ap.add_argument("--json", type=Path, default=None, help="also write raw results here")
+    ap.add_argument("--ablation", action="store_true",
+                    help="only print exact dpframe errors against the grid (no peers)")
     args = ap.parse_args(argv)
+    if args.ablation:
+        ablation(args.rows[0])
+        return 0
     peers = _peer_pythons(args.peer_python, not args.no_peers)
     rows_out: list[dict[str, Any]] = []
     print("| data | n | q | ε | true | dpframe replace: runs / exact | diffprivlib [95% CI] |"
