@@ -12,6 +12,8 @@ import shutil
 from fractions import Fraction
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dpframe.durable import DurableLedger, head_path, read_ledger_file
 from dpframe.errors import LedgerError
@@ -391,3 +393,57 @@ def test_enospc_during_the_append_spends_nothing(ledger, monkeypatch):
     monkeypatch.setattr(os, "write", real)
     assert ledger.read_bytes() == before  # the partial line was cut off
     assert led.commit(led.reserve(0.1), []) == N + 1  # and the session goes on
+
+
+# -- any cut, any flipped byte, any unterminated junk (property-based) -------------------------
+@pytest.fixture(scope="module")
+def intact(tmp_path_factory):
+    path = tmp_path_factory.mktemp("prop") / "ledger.jsonl"
+    with DurableLedger(path, 1.0) as led:
+        for i in range(N):
+            led.commit(led.reserve(0.1), [{"tag": i}])
+    return path.read_bytes(), head_path(path).read_bytes()
+
+
+def _fresh(tmp_path_factory, data, head):
+    path = tmp_path_factory.mktemp("case") / "ledger.jsonl"
+    path.write_bytes(data)
+    head_path(path).write_bytes(head)
+    return path
+
+
+_prop = settings(max_examples=60, deadline=None,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_prop
+@given(cut=st.floats(0, 1, exclude_max=True))
+def test_any_truncation_is_refused(tmp_path_factory, intact, cut):
+    data, head = intact
+    path = _fresh(tmp_path_factory, data[: int(cut * len(data))], head)
+    with pytest.raises(LedgerError):
+        read_ledger_file(path)
+    with pytest.raises(LedgerError):
+        DurableLedger(path, 1.0)
+
+
+@_prop
+@given(where=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7))
+def test_any_flipped_bit_is_refused(tmp_path_factory, intact, where, bit):
+    data, head = intact
+    damaged = bytearray(data)
+    damaged[int(where * len(data))] ^= 1 << bit
+    path = _fresh(tmp_path_factory, bytes(damaged), head)
+    with pytest.raises(LedgerError):
+        DurableLedger(path)
+
+
+@_prop
+@given(junk=st.binary(min_size=1, max_size=300).filter(lambda b: b"\n" not in b))
+def test_any_unterminated_tail_recovers_exactly(tmp_path_factory, intact, junk):
+    data, head = intact
+    path = _fresh(tmp_path_factory, data + junk, head)
+    with DurableLedger(path) as led:
+        assert led.recovered["torn_tail_bytes"] == len(junk)
+    assert path.read_bytes() == data
+    assert read_ledger_file(path)["epsilon_spent"] == sum([Fraction(0.1)] * N)
