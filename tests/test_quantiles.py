@@ -13,7 +13,13 @@ import pytest
 from scipy import stats
 
 from dpframe.errors import ParameterError
-from dpframe.mechanisms import QuantileMechanism, bin_counts, bin_edges, release_quantiles
+from dpframe.mechanisms import (
+    QuantileMechanism,
+    bin_counts,
+    bin_edges,
+    choose_bins,
+    release_quantiles,
+)
 from dpframe.mechanisms.quantiles import (
     LOG_E_MAX,
     LOG_RTOL,
@@ -251,8 +257,11 @@ def test_binning_rule():
 
 def test_median_accuracy_sanity():
     x = np.random.default_rng(2).normal(50, 10, 2000)
-    counts = bin_counts(x, 0, 100)
-    vals = release_quantiles(np.tile(counts, (200, 1)), 0.5, 1.0, 0, 100, random_state=0).values
+    counts = bin_counts(x, 0, 100)  # the default 2^16 bins
+    assert counts.size == 2**16
+    vals = np.array([release_quantiles(counts, 0.5, 1.0, 0, 100, random_state=s).values[0]
+                     for s in range(100)])
+    vals = vals[:, None]
     assert np.median(np.abs(vals[:, 0] - np.median(x))) < 0.5
 
 
@@ -277,3 +286,12 @@ def test_count_errors(counts):
     mech = QuantileMechanism(1.0, 0, 1, 0.5, bins=8)
     with pytest.raises(ParameterError):
         mech.sample(counts)
+
+
+def test_choose_bins():
+    assert choose_bins() == 2**16
+    assert choose_bins(1000) == 4096
+    assert choose_bins(10**7) == 1024
+    assert choose_bins(64) == 2**16 and choose_bins(65) == 2**15
+    with pytest.raises(ParameterError):
+        choose_bins(0)

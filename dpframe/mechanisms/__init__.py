@@ -44,6 +44,7 @@ from dpframe.mechanisms.quantiles import (
     bin_counts,
     bin_edges,
     bin_index,
+    choose_bins,
     release_quantiles,
 )
 from dpframe.mechanisms.randomness import RandomSource
@@ -70,6 +71,7 @@ __all__ = [
     "bin_counts",
     "bin_edges",
     "bin_index",
+    "choose_bins",
     "choose_mechanism",
     "component_level",
     "composed_interval",

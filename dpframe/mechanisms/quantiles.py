@@ -45,14 +45,19 @@ __all__ = [
     "bin_counts",
     "bin_edges",
     "bin_index",
+    "choose_bins",
     "quantile_privacy_loss",
     "race_error",
     "rank_distances",
     "release_quantiles",
 ]
 
-#: Default number of equal public bins of [l, u] (2^12; bin width (u − l)/4096).
-DEFAULT_QUANTILE_BINS = 4096
+#: Default number of equal public bins of [l, u] for one vector of counts (2^16): fine enough
+#: that the grid is not what limits accuracy at n ≤ 10^4, ε ≤ 1 (benchmarks/RESULTS-quantiles.md).
+DEFAULT_QUANTILE_BINS = 2**16
+#: Default budget of count cells (groups × bins) for :func:`choose_bins`: 2^22 int64 = 32 MiB.
+DEFAULT_MAX_CELLS = 2**22
+MIN_DEFAULT_BINS = 2**10
 #: Largest number of bins accepted (memory: one int64 count per bin and group).
 MAX_QUANTILE_BINS = 2**22
 #: Cap on the score λ·d (public): bins whose score would exceed it get exactly C. Capping is
@@ -85,6 +90,17 @@ def _check_bins(bins: int) -> int:
     if not 1 <= b <= MAX_QUANTILE_BINS:
         raise ParameterError(f"bins must lie in [1, {MAX_QUANTILE_BINS}], got {b}")
     return b
+
+
+def choose_bins(groups: int = 1, max_cells: int = DEFAULT_MAX_CELLS) -> int:
+    """A power-of-two number of bins from public facts only: ``2^16`` for one group, fewer when
+    ``groups × bins`` would exceed ``max_cells`` (memory of the per-group counts), never fewer
+    than ``2^10``."""
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ParameterError(f"groups must be an int ≥ 1, got {groups!r}")
+    per_group = max(int(max_cells) // int(groups), 1)
+    bins = 1 << (per_group.bit_length() - 1)  # largest power of two ≤ per_group
+    return int(min(DEFAULT_QUANTILE_BINS, max(MIN_DEFAULT_BINS, bins)))
 
 
 def bin_edges(lower: float, upper: float, bins: int = DEFAULT_QUANTILE_BINS) -> np.ndarray:
