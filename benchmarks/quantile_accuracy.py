@@ -5,13 +5,13 @@
 Same data, same ε, same bounds, ``runs`` independent releases per setting; the metric is the
 median over runs of ``|release − true quantile|`` (true quantile: ``numpy.quantile`` of the
 clamped column). dpframe reads only the exact bin counts, computed here with numpy
-(:func:`dpframe.mechanisms.bin_counts`, 4096 equal bins); it is measured under replacement
-neighbours (the protected frame, public n) and add/remove (private size). For dpframe the
-*exact* median absolute error is also computed from its output law (no Monte Carlo error); for
-the peers a 95% confidence interval of the population median from the order statistics of the
-``runs`` draws (binomial). Verdicts compare like with like: dpframe "replace" with diffprivlib
-(whose rank utility has sensitivity 1 under replacement and add/remove alike) and dpframe
-"add/remove" with OpenDP (``contributions=1`` is add/remove of one row).
+(:func:`dpframe.mechanisms.bin_counts`, its default 2^16 equal bins); it is measured under
+replacement neighbours (the protected frame, public n) and add/remove (private size). For
+dpframe the *exact* median absolute error is also computed from its output law (no Monte Carlo
+error); for the peers a 95% confidence interval of the population median from the order
+statistics of the ``runs`` draws (binomial). Verdicts compare like with like: dpframe "replace"
+with diffprivlib (whose rank utility has sensitivity 1 under replacement and add/remove alike)
+and dpframe "add/remove" with OpenDP (``contributions=1`` is add/remove of one row).
 
 Peers run in their own virtual environments (:mod:`benchmarks.peers`; ``--peer-python NAME=PATH``
 overrides the interpreter), in a subprocess executing this file with ``--peer-worker``, which
@@ -19,8 +19,9 @@ imports only numpy, polars and the peer. They are never imported by dpframe or i
 
 * diffprivlib 0.6.6: ``diffprivlib.tools.quantile(x, q, epsilon, bounds)``.
 * OpenDP 0.16.0: ``pl.col(c).dp.quantile(q, candidates)`` in a ``Context.compositor`` with
-  ``unit_of(contributions=1)`` (add/remove one row), candidates = the 4096 bin midpoints dpframe
-  can release (same resolution); releases are batched 50 per query, each at ε.
+  ``unit_of(contributions=1)`` (add/remove one row), candidates = the midpoints of 4096 equal
+  bins (OpenDP's time grows with the candidates: 2^16 took 2.4 s per release here); releases
+  are batched 50 per query, each at ε.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from typing import Any
 
 import numpy as np
 
-BINS = 4096
+BINS = 2**16  # dpframe's default (DEFAULT_QUANTILE_BINS)
+#: OpenDP's time grows with the candidates: ~1 s per release at 4096, ~2.4 s at 2^16
+OPENDP_CANDIDATES = 4096
 BATCH = 50
 
 
@@ -268,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
                                                     "exact": exact}
                         for peer, python in peers.items():
                             spec = {"peer": peer, "npy": str(npy), "bounds": list(bounds),
-                                    "q": q, "epsilon": eps, "runs": args.runs, "bins": BINS}
+                                    "q": q, "epsilon": eps, "runs": args.runs,
+                                    "bins": OPENDP_CANDIDATES}
                             out = _run_peer(python, spec)
                             if "error" in out:
                                 res[peer] = {"error": out["error"]}
