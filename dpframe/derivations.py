@@ -406,10 +406,13 @@ def _refused_node(kind: str) -> str:
     )
 
 
-def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str) -> list[Step]:
+def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str
+                       ) -> tuple[list[Step], dict[str, Any]]:
     """Verify ``exprs`` (narwhals or Polars expressions) for ``verb`` (``"filter"`` or
     ``"with_columns"``) against a frame with the Polars ``schema``, without any data: the
-    expressions are applied to an empty LazyFrame and its plan is walked."""
+    expressions are applied to an empty LazyFrame and its plan is walked. Returns the steps
+    and the output schema (Polars dtypes): the dtypes the derived columns must have, whatever
+    the values."""
     import narwhals as nw
     import polars as pl
 
@@ -428,7 +431,7 @@ def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str) -> list[Ste
                 "nw.col('age') >= 65) or, on Polars frames, Polars expressions; got "
                 + ", ".join(type(e).__name__ for e in exprs)
             )
-        derived.collect_schema()
+        out_schema = dict(derived.collect_schema().items())
     except DerivationError:
         raise
     except Exception as exc:
@@ -436,7 +439,7 @@ def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str) -> list[Ste
             f"dp.{verb}() refused: {exc}. " + _ALLOWED_NOTE + "Nothing was read or spent."
         ) from None
     _marker, steps, _sig = walk_lazy_plan(derived)
-    return steps
+    return steps, out_schema
 
 
 def _all_nodes(lazy: Any) -> Iterable[tuple[Any, Any]]:

@@ -279,7 +279,11 @@ class FrameFacts:
     missing: dict[str, Missing]
     keys: dict[str, list[Any]]
     derivation: tuple[str, ...] = ("protect",)
-    asserted: bool = False  # reserved: dpframe only answers verified derivations
+    #: the data releases read, for in-memory frames: a private snapshot taken when the frame
+    #: was verified (pandas: a copy-on-write copy; Polars: a clone), so editing the frame a
+    #: user holds in place can never reach a release. None: query the frame itself (lazy
+    #: plans, engines).
+    data: Any = field(default=None, repr=False)
 
     @property
     def is_root(self) -> bool:
@@ -294,7 +298,8 @@ class FrameFacts:
 
     def _apply(self, step: derivations.Step) -> FrameFacts:
         if step.kind == "filter":
-            return replace(self, size_public=False, derivation=(*self.derivation, "filter"))
+            return replace(self, size_public=False, derivation=(*self.derivation, "filter"),
+                       data=None)
         keep = step.kind != "select"
         return replace(
             self,
@@ -302,6 +307,7 @@ class FrameFacts:
             missing=_carry(self.missing, step.outputs, keep),
             keys=_carry(self.keys, step.outputs, keep),
             derivation=(*self.derivation, step.kind),
+            data=None,
         )
 
 
@@ -440,9 +446,24 @@ _frames: dict[int, tuple[Any, FrameFacts]] = {}  # Polars objects by identity
 _markers: dict[str, tuple[FrameFacts, str]] = {}  # marker -> facts, signature beneath it
 
 
+def _snapshot(frame: Any, backend: Backend) -> Any:
+    """A private copy of an in-memory frame that later in-place edits of ``frame`` cannot
+    reach: pandas with copy-on-write (pandas ≥ 3, or the option on) a shallow copy, else a deep
+    one; Polars a clone (its columns are immutable, shared)."""
+    if backend.family == "pandas":
+        import pandas as pd
+
+        cow = int(pd.__version__.split(".")[0]) >= 3 or bool(
+            getattr(pd.options.mode, "copy_on_write", False))
+        return frame.copy(deep=not cow)
+    return frame.clone()
+
+
 def _register(frame: Any, facts: FrameFacts) -> Any:
     """Make ``frame`` (a fresh native object) a verified frame with ``facts``; return it."""
     backend = facts.dataset.backend
+    if not backend.lazy:
+        facts = replace(facts, data=_snapshot(frame, backend))
     if backend.family == "pandas":
         frame.attrs = {**{k: v for k, v in frame.attrs.items() if k != ATTRS_KEY},
                        ATTRS_KEY: _Handle(facts, frame)}

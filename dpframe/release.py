@@ -353,6 +353,7 @@ def run(
     """Answer ``queries`` on ``frame`` as one release costing ``epsilon`` (and ``delta``);
     with ``ci`` (a level such as 0.95), also a confidence interval for every answer."""
     facts = resolve(frame, session)
+    frame = frame if facts.data is None else facts.data  # the private snapshot, if any
     request = check_request(queries, epsilon=epsilon, delta=delta, weights=weights,
                             mechanism=mechanism, random_state=random_state, group_by=group_by,
                             keys=keys, facts=facts, ci=ci)
@@ -392,6 +393,7 @@ def exact_measurements(
     neighbour-pair tests compare these across neighbouring data sets. Measurements whose
     domain depends on earlier noisy values (covariances) are left out."""
     facts = resolve(frame)
+    frame = frame if facts.data is None else facts.data
     request = check_request(queries, epsilon=1.0, delta=0.0, weights=None,
                             mechanism="bounded", random_state=None, group_by=group_by,
                             keys=keys, facts=facts)

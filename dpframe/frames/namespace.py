@@ -403,7 +403,7 @@ class DPNamespace:
                 raise ParameterError(f"dp.rename: the new names collide: {mapping}")
         exprs = [nw.col(src).alias(dst) for dst, src in outputs.items()]
         steps = [derivations.Step("select", dict(outputs))]
-        native = _run_narwhals(self._frame, "select", exprs)
+        native = _run_narwhals(_data(self._frame, facts), "select", exprs)
         return provenance.derive(facts.after(steps), native)
 
     def _derive(self, verb: str, exprs: Sequence[Any],
@@ -411,11 +411,15 @@ class DPNamespace:
                 missing: Missing | Mapping[str, Missing] | None) -> Any:
         facts = provenance.resolve(self._frame)
         backend = facts.dataset.backend
-        steps = derivations.verify_expressions(backend.polars_schema(self._frame), exprs, verb)
+        source = _data(self._frame, facts)
+        steps, schema = derivations.verify_expressions(backend.polars_schema(source), exprs,
+                                                       verb)
         new = facts.after(steps)
         if bounds is not None or missing is not None:
             new = _declare(new, steps, bounds or {}, missing)
-        native = _run_native(self._frame, verb, exprs)
+        native = _run_native(source, verb, exprs)
+        if backend.family == "pandas":
+            native = _typed_like(native, schema, steps)
         return provenance.derive(new, native)
 
     # -- budget and log -----------------------------------------------------------------------
@@ -541,6 +545,34 @@ class DPGroupBy:
 def _table(out: release.Outcome, table: Any) -> Any:
     attach_release_log(table, out.document)
     return table
+
+
+def _data(frame: Any, facts: provenance.FrameFacts) -> Any:
+    """What a derivation reads: the verified frame's private snapshot, else the frame."""
+    return frame if facts.data is None else facts.data
+
+
+#: pandas nullable dtypes for the Polars dtypes a verified expression produces.
+_PANDAS_NULLABLE = {
+    "Float64": "Float64", "Float32": "Float32", "Int64": "Int64", "Int32": "Int32",
+    "Int16": "Int16", "Int8": "Int8", "UInt64": "UInt64", "UInt32": "UInt32",
+    "UInt16": "UInt16", "UInt8": "UInt8", "Boolean": "boolean", "String": "string",
+}
+
+
+def _typed_like(native: Any, schema: Mapping[str, Any],
+                steps: Sequence[derivations.Step]) -> Any:
+    """Give every column a pandas derivation computed the dtype its verified plan says, as a
+    nullable dtype. pandas infers dtypes from values (an int column with a missing value turns
+    float, a bool one object), which would let one value change what the planner and the log
+    see; the plan's dtype does not depend on the data."""
+    computed = {name for step in steps for name, src in step.outputs.items() if src is None}
+    casts = {name: _PANDAS_NULLABLE[str(schema[name])] for name in computed
+             if name in schema and str(schema[name]) in _PANDAS_NULLABLE}
+    if not casts:
+        return native
+    with _quiet():
+        return native.astype(casts)
 
 
 def _names(columns: Sequence[str]) -> list[str]:
