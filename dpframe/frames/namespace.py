@@ -543,7 +543,7 @@ class DPGroupBy:
 
 
 def _table(out: release.Outcome, table: Any) -> Any:
-    attach_release_log(table, out.document)
+    attach_release_log(table, out.document, release_id=out.release_id)
     return table
 
 
