@@ -521,3 +521,109 @@ def test_brute_force_sensitivity_of_accepted_derivations(data, replacement, wher
     for key, (vals, sens) in exact[0].items():
         diff = np.abs(vals - exact[1][key][0])
         assert np.all(diff <= sens), (key, vals, exact[1][key][0], sens)
+
+
+# -- regressions from the adversarial review ------------------------------------------------
+def test_error_oracle_through_a_fallible_expression_is_refused():
+    """The review recovered a value in 18 queries for 7e-6 ε: a strict parse that fails only
+    for rows above a threshold turned the error into a binary-search oracle."""
+    lf = dpf.protect(pl.LazyFrame({"name": ["Alice", "Bob"], "income": [73_421.0, 50_000.0]}),
+                     epsilon=1.0, bounds={"income": (0.0, 200_000.0)})
+    probe = lf.filter(pl.when((pl.col("name") == "Alice") & (pl.col("income") > 50_000))
+                      .then(pl.lit("boom")).otherwise(pl.lit("1")).str.to_integer() == 1)
+    with pytest.raises(dpf.DerivationError, match="strict=True"):
+        probe.dp.count(epsilon=1e-6)
+    lenient = lf.filter(pl.col("name").str.to_integer(strict=False).is_null())
+    assert lenient.dp.count(epsilon=0.1) >= 0  # the non-strict form is total
+    assert lf.dp.budget.epsilon_spent == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("expr", [
+    pl.col("income").cast(pl.Int8),                         # overflow raises
+    pl.col("name").cast(pl.Float64),                        # unparseable raises
+    pl.col("name").str.contains("("),                       # invalid regex: every row
+    pl.col("name").str.contains(pl.col("name")),            # pattern from the data
+    pl.col("name").str.zfill(pl.col("income").cast(pl.Int64, strict=False)),  # width from data
+    pl.col("name").replace_strict({"Alice": 1.0}),          # unmapped value raises
+])
+def test_fallible_or_data_shaped_functions_are_refused(expr):
+    lf = dpf.protect(pl.LazyFrame({"name": ["Alice", "Bob"], "income": [1.0, 2.0]}),
+                     epsilon=1.0, bounds={"income": (0.0, 10.0)})
+    with pytest.raises(dpf.DerivationError):
+        lf.with_columns(expr.alias("o")).dp.count(epsilon=0.1)
+    assert lf.dp.budget.epsilon_spent == 0.0
+
+
+def test_safe_casts_are_accepted():
+    lf = dpf.protect(pl.LazyFrame({"i": [1, 2], "x": [1.5, 2.5]}), epsilon=1.0,
+                     bounds={"x": (0.0, 10.0)}, missing=0.0)
+    ok = lf.with_columns(pl.col("i").cast(pl.Float64).alias("f"), pl.col("i").cast(pl.String),
+                         pl.col("x").cast(pl.Int8, strict=False).alias("x8"))
+    assert ok.dp.count(epsilon=0.1) >= 0
+
+
+def test_a_copied_marker_does_not_vouch_for_another_plan():
+    from dpframe import derivations
+
+    lf = dpf.protect(pl.DataFrame({"age": [10.0, 20.0, 30.0, 90.0]}).lazy(), epsilon=1.0,
+                     bounds={"age": (0.0, 100.0)})
+    marker = next(iter(derivations.plan_markers(lf)))
+    for forged in (derivations.add_marker(pl.concat([lf, lf, lf]), marker),
+                   derivations.add_marker(pl.DataFrame({"age": [1.0] * 4}).lazy(), marker)):
+        with pytest.raises(dpf.DerivationError, match="not the plan that was protected"):
+            forged.dp.sum("age", epsilon=0.5)
+    assert lf.dp.budget.epsilon_spent == 0.0
+
+
+def test_a_uri_source_that_grows_is_refused(tmp_path):
+    path = tmp_path / "a.csv"
+    pl.DataFrame({"x": [1.0] * 100}).write_csv(path)
+    lf = dpf.protect(pl.scan_csv(f"file://{path}"), epsilon=10.0, bounds={"x": (0.0, 2.0)},
+                     missing=0.0)
+    lf.dp.mean("x", epsilon=1.0)
+    with path.open("a") as fh:
+        fh.write("2.0\n" * 50)
+    with pytest.raises(dpf.SourceChangedError):
+        lf.dp.mean("x", epsilon=1.0)
+
+
+def test_a_pickled_protected_frame_cannot_open_a_second_budget():
+    import pickle
+
+    pf = protect("pandas", base_data())
+    again = pickle.loads(pickle.dumps(pf))
+    with pytest.raises(dpf.LedgerError, match="already carries a privacy budget"):
+        dpf.protect(again, epsilon=1.0, bounds=BOUNDS)
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars"])
+def test_in_place_edits_of_the_handle_never_reach_a_release(kind):
+    data = {"age": [10.0, 20.0, math.nan, 90.0], "income": [1.0, 2.0, 3.0, 4.0],
+            "g": ["a", "b", "a", "b"]}
+    pf = protect(kind, data)
+    derived = pf.dp.filter(nw.col("income") > 0)
+    queries = {"s": dpf.sum("age"), "n": dpf.count()}
+    before = (exact_measurements(pf, queries), exact_measurements(derived, queries))
+    if kind == "pandas":
+        pf.fillna({"age": 50.0}, inplace=True)
+        pf["age"] = 99.0
+        derived["age"] = 0.0
+    else:
+        pf[0, "age"] = 99.0
+        derived.extend(derived)
+    after = (exact_measurements(pf, queries), exact_measurements(derived, queries))
+    for b, a in zip(before, after, strict=True):
+        assert {k: v[0].tolist() for k, v in b.items()} == {k: v[0].tolist() for k, v in a.items()}
+
+
+@pytest.mark.parametrize("first", [5, 0])
+def test_pandas_derived_dtypes_come_from_the_plan_not_the_values(first):
+    pf = dpf.protect(pd.DataFrame({"i": [first, 2, 3], "b": [True, False, True]}),
+                     epsilon=10.0, bounds={"i": (0.0, 10.0)})
+    d = pf.dp.with_columns(nw.when(nw.col("i") > 1).then(nw.col("i")).alias("o"),
+                           nw.when(nw.col("i") > 1).then(nw.col("b")).alias("ob"),
+                           bounds={"o": (0.0, 10.0), "ob": (0.0, 1.0)})
+    assert str(d.dtypes["o"]) == "Int64" and str(d.dtypes["ob"]) == "boolean"
+    d.dp.mean("o", epsilon=1.0)
+    d.dp.mean("ob", epsilon=1.0)
+    assert d.dp.log["size"].tolist()[-2:] == ["private", "private"]
