@@ -167,7 +167,7 @@ def test_extreme_finite_values_are_clamped_not_refused(kind):
     data = {"age": [1.7e308, -1.7e308, 5.0], "income": [1.0, 2.0, 3.0], "g": ["a", "b", "c"]}
     pf = protect(kind, data, missing=0.0)
     assert 0.0 <= pf.dp.mean("age", epsilon=1.0) <= 100.0
-    assert 0.0 <= pf.dp.variance("age", epsilon=1.0)
+    assert pf.dp.variance("age", epsilon=1.0) >= 0.0
 
 
 def test_pandas_numpy_integer_column_keeps_public_size_under_drop():
@@ -276,7 +276,7 @@ def test_lazy_native_derivations_refused_before_reading(op, counted_engine):
     lf = dpf.protect(source, epsilon=10.0, bounds=BOUNDS, keys=KEYS)
     after_protect = reads["n"]
     derived = _lazy_refused(lf)[op]()
-    with pytest.raises(dpf.DerivationError, match="Nothing was read or spent|reads other rows"):
+    with pytest.raises(dpf.DerivationError, match=r"Nothing was read or spent|reads other rows"):
         derived.dp.count(epsilon=0.5)
     assert reads["n"] == after_protect
     assert counted_engine["n"] == 0
