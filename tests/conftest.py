@@ -1,15 +1,18 @@
 """One backend fixture for the whole suite (issue 16 item 5).
 
-``constructor`` is parametrised over every backend dpframe supports — ``"pandas"``,
-``"polars"`` (eager) and ``"polars-lazy"`` — and builds a native frame from a dict of columns
-(modelled on narwhals' ``tests/conftest.py``)::
+``constructor`` knows every backend dpframe supports — ``"pandas"``, ``"polars"`` (eager),
+``"polars-lazy"``, and the engines ``"duckdb"``, ``"spark"`` (local mode, one session per run)
+and ``"dask"`` (local scheduler) — and builds a native frame from a dict of columns or a pandas
+frame (modelled on narwhals' ``tests/conftest.py``)::
 
     def test_mean(constructor):
         pf = dpf.protect(constructor({"x": [1.0, 2.0]}), epsilon=1, bounds={"x": (0, 5)})
 
-Pick backends on the command line: ``pytest --backends=pandas,polars`` (default: all). A test
-that only makes sense for some backends says so with ``@pytest.mark.backends("pandas",
-"polars")``; it is parametrised over the intersection (never generated just to be skipped).
+A test runs on the three in-memory backends unless it names others with
+``@pytest.mark.backends(...)`` (the engine tests name the engines: a Spark release costs about
+a second, too much for every test). Pick backends on the command line: ``pytest
+--backends=pandas,polars`` (default: all); a test is parametrised over the intersection (never
+generated just to be skipped).
 """
 
 from __future__ import annotations
@@ -20,7 +23,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-BACKENDS = ("pandas", "polars", "polars-lazy")
+#: every backend dpframe supports: in-memory frames, then the engines (started for real by the
+#: tests: DuckDB in-process, Spark in local mode, Dask's local scheduler). Adding an engine is
+#: one name here and one branch in Constructor.__call__.
+IN_MEMORY = ("pandas", "polars", "polars-lazy")
+ENGINES = ("duckdb", "spark", "dask")
+BACKENDS = IN_MEMORY + ENGINES
 
 
 class Constructor:
@@ -35,8 +43,8 @@ class Constructor:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.family = "pandas" if name == "pandas" else "polars"
-        self.lazy = name == "polars-lazy"
+        self.family = "polars" if name.startswith("polars") else "pandas"  # results' library
+        self.lazy = name not in ("pandas", "polars")
 
     def __repr__(self) -> str:
         return self.name
@@ -44,6 +52,9 @@ class Constructor:
     def __call__(self, data: Mapping[str, Any] | Any) -> Any:
         import pandas as pd
 
+        if self.name in ENGINES:
+            pdf = data.copy() if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
+            return _engine_frame(self.name, pdf)
         if self.family == "pandas":
             return data.copy() if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
         import polars as pl
@@ -65,6 +76,44 @@ class Constructor:
         return np.asarray(self.column(table, name), dtype=float)
 
 
+_SPARK: list[Any] = []
+
+
+def spark_session() -> Any:
+    """One local Spark session for the whole run, started on first use (Java 17 is on the CI
+    machines; without Java the test is skipped with a message that says so)."""
+    import shutil
+
+    if not _SPARK:
+        pytest.importorskip("pyspark")
+        if shutil.which("java") is None:
+            pytest.skip("Spark tests need Java (17) on the PATH; it is missing on this machine")
+        from pyspark.sql import SparkSession
+
+        spark = (SparkSession.builder.master("local[1]").appName("dpframe-tests")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.sql.shuffle.partitions", "2")
+                 .config("spark.sql.execution.arrow.pyspark.enabled", "false")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        _SPARK.append(spark)
+    return _SPARK[0]
+
+
+def _engine_frame(name: str, pdf: Any) -> Any:
+    import warnings
+
+    if name == "duckdb":
+        duckdb = pytest.importorskip("duckdb")
+        return duckdb.connect().from_df(pdf)
+    if name == "dask":
+        dd = pytest.importorskip("dask.dataframe")
+        return dd.from_pandas(pdf, npartitions=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # pyspark on pandas 3
+        return spark_session().createDataFrame(pdf)
+
+
 def _plain(values: Any) -> Any:
     """numpy object/str arrays as lists (Polars then infers String with nulls for None)."""
     if isinstance(values, np.ndarray) and values.dtype.kind in "OU":
@@ -78,8 +127,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store",
         default=",".join(BACKENDS),
         help="comma-separated backends for the `constructor` fixture "
-        f"(default: all of {', '.join(BACKENDS)})",
+        f"(default: all of {', '.join(BACKENDS)}; tests run on the in-memory ones unless "
+        "marked with @pytest.mark.backends(...))",
     )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _SPARK:
+        _SPARK.pop().stop()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -107,11 +162,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     chosen = selected_backends(metafunc.config)
     marker = metafunc.definition.get_closest_marker("backends")
-    if marker is not None:
-        bad = [b for b in marker.args if b not in BACKENDS]
-        if bad:
-            raise pytest.UsageError(f"@pytest.mark.backends: unknown backend(s) {bad}")
-        chosen = [b for b in chosen if b in marker.args]
+    wanted = IN_MEMORY if marker is None else marker.args
+    bad = [b for b in wanted if b not in BACKENDS]
+    if bad:
+        raise pytest.UsageError(f"@pytest.mark.backends: unknown backend(s) {bad}")
+    chosen = [b for b in chosen if b in wanted]
     # an empty selection yields one test skipped by pytest ("got empty parameter set"): the
     # command line excluded every backend this test runs on
     metafunc.parametrize("constructor", [Constructor(b) for b in chosen], ids=chosen)

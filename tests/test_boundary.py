@@ -29,24 +29,20 @@ import dpframe as dpf
 from dpframe import engine
 from dpframe.release import exact_measurements
 
-BACKENDS = ["pandas", "polars", "polars-lazy"]
 BOUNDS = {"age": (0.0, 100.0), "income": (0.0, 1000.0)}
 KEYS = {"g": ["a", "b", "c"]}
 IGNORED_LOG_FIELDS = {"time", "ledger_id", "release_id"}
 
 
-def native(kind: str, data: dict[str, list[Any]]) -> Any:
-    pdf = pd.DataFrame(data)
-    if kind == "pandas":
-        return pdf
-    frame = pl.from_pandas(pdf, nan_to_null=False)
-    return frame if kind == "polars" else frame.lazy()
+def protect(make: Any, data: dict[str, list[Any]], **kw: Any) -> Any:
+    """Protect ``data`` built by ``make``: the ``constructor`` fixture (any backend), or the
+    name of an in-memory backend for tests that are about one library."""
+    from conftest import Constructor
 
-
-def protect(kind: str, data: dict[str, list[Any]], **kw: Any) -> Any:
     kw.setdefault("bounds", BOUNDS)
     kw.setdefault("keys", KEYS)
-    return dpf.protect(native(kind, data), epsilon=1e6, **kw)
+    build = Constructor(make) if isinstance(make, str) else make
+    return dpf.protect(build(pd.DataFrame(data)), epsilon=1e6, **kw)
 
 
 def base_data(n: int = 20) -> dict[str, list[Any]]:
@@ -76,7 +72,7 @@ NEIGHBOURS = {
 }
 
 
-def _views(kind: str) -> dict[str, Callable[[Any], Any]]:
+def _views() -> dict[str, Callable[[Any], Any]]:
     """Frames the queries run on: the root, a filter, a row-wise new column, a rename."""
     return {
         "root": lambda f: f,
@@ -119,15 +115,15 @@ def _comparable(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("grouped", [False, True])
 @pytest.mark.parametrize("view", ["root", "filter", "with_columns", "rename"])
 @pytest.mark.parametrize("pair", list(NEIGHBOURS))
-@pytest.mark.parametrize("kind", BACKENDS)
-def test_neighbours_same_outcome_class_log_and_bounded_difference(kind, pair, view, grouped,
-                                                                   missing):
+@pytest.mark.backends("pandas", "polars", "polars-lazy", "duckdb")
+def test_neighbours_same_outcome_class_log_and_bounded_difference(constructor, pair, view,
+                                                                   grouped, missing):
     d_row, d2_row = NEIGHBOURS[pair]
     frames = []
     for row in (d_row, d2_row):
-        root = protect(kind, with_row(base_data(), **row),
+        root = protect(constructor, with_row(base_data(), **row),
                        missing={"age": missing, "income": 0.0})
-        frames.append(_views(kind)[view](root))
+        frames.append(_views()[view](root))
     outcomes = []
     for frame in frames:
         try:
@@ -162,10 +158,10 @@ def test_log_records_the_missing_value_rule():
     assert log["size"].iloc[-1] == "private"
 
 
-@pytest.mark.parametrize("kind", ["pandas", "polars"])
-def test_extreme_finite_values_are_clamped_not_refused(kind):
+@pytest.mark.backends("pandas", "polars")
+def test_extreme_finite_values_are_clamped_not_refused(constructor):
     data = {"age": [1.7e308, -1.7e308, 5.0], "income": [1.0, 2.0, 3.0], "g": ["a", "b", "c"]}
-    pf = protect(kind, data, missing=0.0)
+    pf = protect(constructor, data, missing=0.0)
     assert 0.0 <= pf.dp.mean("age", epsilon=1.0) <= 100.0
     assert pf.dp.variance("age", epsilon=1.0) >= 0.0
 
@@ -297,9 +293,8 @@ EXPRESSION_REFUSALS = {
 
 
 @pytest.mark.parametrize("op", list(EXPRESSION_REFUSALS))
-@pytest.mark.parametrize("kind", BACKENDS)
-def test_dp_filter_refuses_cross_row_expressions(kind, op, counted_engine):
-    pf = protect(kind, base_data())
+def test_dp_filter_refuses_cross_row_expressions(constructor, op, counted_engine):
+    pf = protect(constructor, base_data())
     with pytest.raises(dpf.DerivationError):
         pf.dp.filter(EXPRESSION_REFUSALS[op])
     with pytest.raises(dpf.DerivationError):
@@ -344,9 +339,8 @@ def test_replaced_column_loses_bounds_until_redeclared():
     assert pf.dp.budget.epsilon_spent == pytest.approx(0.1)
 
 
-@pytest.mark.parametrize("kind", BACKENDS)
-def test_derivations_keep_or_lose_the_public_size(kind):
-    pf = protect(kind, base_data(), missing=0.0)
+def test_derivations_keep_or_lose_the_public_size(constructor):
+    pf = protect(constructor, base_data(), missing=0.0)
     assert pf.dp.size == 20
     kept = pf.dp.with_columns((nw.col("age") + 1).alias("a1"), bounds={"a1": (1.0, 101.0)})
     assert kept.dp.size == 20 and kept.dp.rename({"age": "x"}).dp.select("x").dp.size == 20
@@ -357,22 +351,20 @@ def test_derivations_keep_or_lose_the_public_size(kind):
 
 
 # -- provenance -----------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", BACKENDS)
-def test_session_naming_another_ledger_is_an_error(kind):
-    a = protect(kind, base_data())
+def test_session_naming_another_ledger_is_an_error(constructor):
+    a = protect(constructor, base_data())
     other = dpf.Session()
-    protect(kind, base_data(), session=other)
+    protect(constructor, base_data(), session=other)
     derived = a.dp.filter(nw.col("age") > 10)
     with pytest.raises(dpf.LedgerError, match="different ledger"):
         derived.dp.mean("age", epsilon=1000.0, session=other)
     assert other.budget.epsilon_spent == 0.0 and a.dp.budget.epsilon_spent == 0.0
 
 
-@pytest.mark.parametrize("kind", BACKENDS)
-def test_with_block_of_another_session_is_an_error(kind):
-    a = protect(kind, base_data())
+def test_with_block_of_another_session_is_an_error(constructor):
+    a = protect(constructor, base_data())
     with dpf.Session() as s_b:
-        protect(kind, base_data())
+        protect(constructor, base_data())
         with pytest.raises(dpf.LedgerError, match="another session"):
             a.dp.mean("age", epsilon=1.0)
     assert s_b.budget.epsilon_spent == 0.0
@@ -381,12 +373,11 @@ def test_with_block_of_another_session_is_an_error(kind):
     assert a.dp.budget.epsilon_spent == 1.0
 
 
-@pytest.mark.parametrize("kind", BACKENDS)
-def test_unrelated_frame_inside_a_with_block_is_refused(kind):
+def test_unrelated_frame_inside_a_with_block_is_refused(constructor):
     with dpf.Session() as s:
-        protect(kind, base_data())
+        protect(constructor, base_data())
         with pytest.raises(dpf.NoLedgerError):
-            native(kind, base_data()).dp.mean("age", epsilon=1.0)
+            constructor(base_data()).dp.mean("age", epsilon=1.0)
     assert s.budget.epsilon_spent == 0.0
 
 
@@ -399,9 +390,8 @@ def test_pandas_merge_with_lookup_table_is_refused_for_any_session():
     assert pf.dp.budget.epsilon_spent == 0.0
 
 
-@pytest.mark.parametrize("kind", BACKENDS)
-def test_reprotecting_is_refused_and_keeps_the_spent_budget(kind):
-    original = native(kind, base_data())
+def test_reprotecting_is_refused_and_keeps_the_spent_budget(constructor):
+    original = constructor(base_data())
     pf = dpf.protect(original, epsilon=1.0, bounds=BOUNDS, keys=KEYS)
     pf.dp.mean("age", epsilon=0.4)
     for again in (pf, pf.dp.filter(nw.col("age") > 1), original):
@@ -596,15 +586,15 @@ def test_a_pickled_protected_frame_cannot_open_a_second_budget():
         dpf.protect(again, epsilon=1.0, bounds=BOUNDS)
 
 
-@pytest.mark.parametrize("kind", ["pandas", "polars"])
-def test_in_place_edits_of_the_handle_never_reach_a_release(kind):
+@pytest.mark.backends("pandas", "polars")
+def test_in_place_edits_of_the_handle_never_reach_a_release(constructor):
     data = {"age": [10.0, 20.0, math.nan, 90.0], "income": [1.0, 2.0, 3.0, 4.0],
             "g": ["a", "b", "a", "b"]}
-    pf = protect(kind, data)
+    pf = protect(constructor, data)
     derived = pf.dp.filter(nw.col("income") > 0)
     queries = {"s": dpf.sum("age"), "n": dpf.count()}
     before = (exact_measurements(pf, queries), exact_measurements(derived, queries))
-    if kind == "pandas":
+    if constructor.name == "pandas":
         pf.fillna({"age": 50.0}, inplace=True)
         pf["age"] = 99.0
         derived["age"] = 0.0

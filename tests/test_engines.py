@@ -9,10 +9,6 @@ when the data under it changes.
 from __future__ import annotations
 
 import math
-import shutil
-import warnings
-from collections.abc import Callable, Iterator
-from typing import Any
 
 import narwhals as nw
 import numpy as np
@@ -22,48 +18,12 @@ import pytest
 import dpframe as dpf
 from dpframe.release import exact_measurements
 
-ENGINES = ["duckdb", "spark", "dask"]
+ENGINES = ("duckdb", "spark", "dask")
 BOUNDS = {"age": (0.0, 100.0), "income": (0.0, 1000.0)}
 KEYS = {"g": ["a", "b", "c"]}
 
 
-@pytest.fixture(scope="session")
-def spark_session() -> Iterator[Any]:
-    """One local Spark session for the whole run (Java 17 is on the CI machines)."""
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("Spark tests need Java (17) on the PATH; it is missing on this machine")
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[1]").appName("dpframe-tests")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "false")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    yield spark
-    spark.stop()
-
-
-@pytest.fixture(params=ENGINES)
-def make(request: pytest.FixtureRequest) -> Callable[[pd.DataFrame], Any]:
-    """Build an engine frame from a pandas frame."""
-    name = request.param
-    if name == "duckdb":
-        duckdb = pytest.importorskip("duckdb")
-        con = duckdb.connect()
-        return lambda pdf: con.from_df(pdf)
-    if name == "dask":
-        dd = pytest.importorskip("dask.dataframe")
-        return lambda pdf: dd.from_pandas(pdf, npartitions=2)
-    spark = request.getfixturevalue("spark_session")
-
-    def to_spark(pdf: pd.DataFrame) -> Any:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # pyspark on pandas 3
-            return spark.createDataFrame(pdf)
-
-    return to_spark
+pytestmark = pytest.mark.backends(*ENGINES)
 
 
 def data(n: int = 30) -> pd.DataFrame:
@@ -81,11 +41,11 @@ QUERIES = {"n": dpf.count(), "s": dpf.sum("age"), "m": dpf.mean("age"),
 
 @pytest.mark.parametrize("missing", ["drop", 50.0])
 @pytest.mark.parametrize("grouped", [False, True])
-def test_exact_statistics_equal_pandas(make, missing, grouped):
+def test_exact_statistics_equal_pandas(constructor, missing, grouped):
     kw = {"epsilon": 10.0, "bounds": BOUNDS, "keys": KEYS,
           "missing": {"age": missing, "income": 0.0}}
     reference = dpf.protect(data(), **kw)
-    frame = dpf.protect(make(data()), **kw)
+    frame = dpf.protect(constructor(data()), **kw)
     group = {"group_by": "g"} if grouped else {}
     for view in (lambda f: f, lambda f: f.dp.filter(nw.col("income") > 300)):
         want = exact_measurements(view(reference), QUERIES, **group)
@@ -96,8 +56,8 @@ def test_exact_statistics_equal_pandas(make, missing, grouped):
             assert want[key][1] == got[key][1]
 
 
-def test_queries_release_and_log(make):
-    frame = dpf.protect(make(data()), epsilon=10.0, bounds=BOUNDS, keys=KEYS, missing=0.0)
+def test_queries_release_and_log(constructor):
+    frame = dpf.protect(constructor(data()), epsilon=10.0, bounds=BOUNDS, keys=KEYS, missing=0.0)
     assert 0.0 <= frame.dp.mean("age", epsilon=0.5) <= 100.0
     table = frame.dp.release(QUERIES, epsilon=1.0)
     assert isinstance(table, pd.DataFrame) and list(table.columns) == list(QUERIES)
@@ -111,8 +71,8 @@ def test_queries_release_and_log(make):
     assert frame.dp.budget.epsilon_spent == pytest.approx(4.5)
 
 
-def test_verified_derivations_and_sizes(make):
-    frame = dpf.protect(make(data()), epsilon=10.0, bounds=BOUNDS, keys=KEYS, missing=0.0)
+def test_verified_derivations_and_sizes(constructor):
+    frame = dpf.protect(constructor(data()), epsilon=10.0, bounds=BOUNDS, keys=KEYS, missing=0.0)
     derived = frame.dp.with_columns((nw.col("income") / 10).alias("k"),
                                     bounds={"k": (0.0, 100.0)})
     assert derived.dp.size == 30
@@ -122,10 +82,10 @@ def test_verified_derivations_and_sizes(make):
     assert "protect > with_columns > filter > select" in older.dp.log["derivation"].iloc[-1]
 
 
-def test_unverifiable_derivations_are_refused_before_reading(make, monkeypatch):
+def test_unverifiable_derivations_are_refused_before_reading(constructor, monkeypatch):
     from dpframe import engine
 
-    frame = dpf.protect(make(data()), epsilon=10.0, bounds=BOUNDS, keys=KEYS)
+    frame = dpf.protect(constructor(data()), epsilon=10.0, bounds=BOUNDS, keys=KEYS)
     calls = {"n": 0}
     real = engine.aggregate
     monkeypatch.setattr(engine, "aggregate", lambda *a, **k: (calls.__setitem__(
@@ -138,8 +98,8 @@ def test_unverifiable_derivations_are_refused_before_reading(make, monkeypatch):
     assert calls["n"] == 0 and frame.dp.budget.epsilon_spent == 0.0
 
 
-def test_bad_input_spends_nothing(make):
-    frame = dpf.protect(make(data()), epsilon=1.0, bounds={"age": (0.0, 100.0)}, keys=KEYS)
+def test_bad_input_spends_nothing(constructor):
+    frame = dpf.protect(constructor(data()), epsilon=1.0, bounds={"age": (0.0, 100.0)}, keys=KEYS)
     for call, error in [
         (lambda: frame.dp.mean("income", epsilon=0.1), dpf.BoundsError),
         (lambda: frame.dp.mean("nope", epsilon=0.1), dpf.UnsupportedInputError),
