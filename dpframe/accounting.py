@@ -173,7 +173,8 @@ class Ledger:
     def reserve(self, epsilon: float, delta: float = 0.0) -> Reservation:
         """Hold ε and δ for one release, or raise :class:`BudgetExceededError`."""
         self._check_process()
-        eps = Fraction(_check_budget_value("epsilon", epsilon, allow_zero=False))
+        # ε = 0: a release answered from public facts only (e.g. the public size), logged
+        eps = Fraction(_check_budget_value("epsilon", epsilon, allow_zero=True))
         dlt = Fraction(_check_budget_value("delta", delta, allow_zero=True))
         with self._lock:
             pend_eps = sum((r.epsilon for r in self._pending.values()), Fraction(0))

@@ -134,6 +134,7 @@ class PlanContext:
     drops: bool = False
     n_groups: int = 1
     all_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    public_exact: bool = False  # ε = 0 asked: answer from public facts only (the public n)
 
     def rows(self) -> Agg:
         """The row count this query's statistics are over (rows where the column is present
@@ -280,11 +281,13 @@ class Query(ABC):
 class Count(Query):
     r"""Number of rows.
 
-    Replacing one row of a size-``n`` frame leaves the count at ``n``; on a derived
-    (private-size) frame a replacement upstream adds, removes or replaces one row, moving the
-    count by at most 1. So Δ = 1 in both cases. Domain ``[0, n]``: no verified derivation has
-    more rows than the protected frame. (On the protected frame itself the count is public;
-    it is still released with noise so that every count is treated alike.)
+    On a frame whose size is public (the protected frame, or a derivation that keeps every row)
+    the count *is* ``n``, a public fact: asked with ``epsilon=0`` it is released exactly, costs
+    nothing, and the log says so (with ε > 0 it is noised like any count; ``frame.dp.size``
+    also gives ``n``). On a derived (private-size) frame a replacement upstream adds, removes or
+    replaces one row, moving the count by at most 1: Δ = 1, domain ``[0, n]`` (no verified
+    derivation has more rows than the protected frame), released as an integer
+    (post-processing). Per group the count is always private.
     """
 
     kind = "count"
@@ -292,6 +295,15 @@ class Count(Query):
 
     def plan(self, ctx: PlanContext) -> Plan:
         upper = float(ctx.count_cap)
+        if ctx.size_public and not ctx.grouped and ctx.public_exact:
+            n = float(ctx.n)  # public: released exactly, no noise, no ε (logged as public)
+
+            def exact(_: Mapping[str, np.ndarray]) -> np.ndarray:
+                return np.array([n])
+
+            return Plan("count", None, (), exact, "public size n, released exactly (no noise, "
+                        "no ε)", public_size=True,
+                        interval=lambda _m, _v, _l: (np.array([n]), np.array([n])))
         rows = Agg("rows")
         m = Measurement("count", rows_of(rows), 1.0, 0.0, upper, 1.0, (rows,), float(ctx.n))
         return Plan(

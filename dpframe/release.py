@@ -39,7 +39,7 @@ from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
 from dpframe.queries import Measurement, Plan, PlanContext, Query
 
-__all__ = ["MECHANISMS", "Outcome", "Request", "check_request", "exact_measurements", "run"]
+__all__ = ["MECHANISMS", "Outcome", "Planned", "Request", "check_request", "plan", "run"]
 
 MECHANISMS = ("bounded", "truncated", "laplace", "auto")
 
@@ -87,7 +87,7 @@ def _number(name: str, value: Any) -> float:
 
 def _check_epsilon(epsilon: Any) -> float:
     eps = _number("epsilon", epsilon)
-    if not math.isfinite(eps) or eps <= 0:
+    if not math.isfinite(eps) or eps < 0:
         raise ParameterError(
             f"epsilon must be a finite number > 0, got {epsilon!r}; e.g. epsilon=0.1"
         )
@@ -250,17 +250,22 @@ def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:
 
 
 @dataclass
-class _Planned:
+class Planned:
+    """One query of a planned release: its plan, its share of ε and its mechanisms (built
+    before anything is read; None where a domain depends on earlier noisy values)."""
+
     name: str
     query: Query
     plan: Plan
     share: float
     mechanisms: list[Any]  # one per measurement (None: built after earlier measurements)
     choices: dict[str, str]  # measurement name -> why "auto" picked its mechanism
+    epsilon: float = 0.0  # what this query costs
+    bounds: tuple[float, float] | None = None  # of its column, if it has one
 
 
 def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[str, Query]
-              ) -> list[_Planned]:
+              ) -> list[Planned]:
     backend = facts.dataset.backend
     columns = engine.frame_columns(frame)
     native = backend.schema(frame)
@@ -290,6 +295,7 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
             bounds=facts.bounds[q.column] if q.column is not None else None,
             grouped=grouped, count_cap=float(n), column=q.column, drops=bool(drops),
             n_groups=n_groups, all_bounds={c: facts.bounds[c] for c in read},
+            public_exact=request.epsilon == 0,
         )
         if q.needs_public_size and not ctx.size_public:
             raise PrivateSizeError(
@@ -298,16 +304,27 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
                 "declared for missing values (dpf.protect(..., missing={column: value})) "
                 f"where the columns can hold them ({', '.join(drops) or 'none'} drop them)"
             )
-        plan = q.plan(ctx)
-        group_factor = (plan.group_share or 0.5) if grouped else 1.0
-        choices: dict[str, str] = {}
-        mechs = [
+        out.append(Planned(name, q, q.plan(ctx), share, [], {}, 0.0, ctx.bounds))
+    # a query answered from public facts alone (the count of a frame whose size is public)
+    # costs nothing: its share goes to the queries that need noise
+    noisy = [p for p in out if p.plan.measurements]
+    total = sum(p.share for p in noisy)
+    if noisy and request.epsilon <= 0:
+        raise ParameterError(
+            "epsilon must be a finite number > 0 for a noisy release, e.g. epsilon=0.1; only "
+            "a count of a frame whose size is public (released exactly, at no cost) can be "
+            "asked with epsilon=0"
+        )
+    for p in out:
+        p.share = p.share / total if p.plan.measurements else 0.0
+        p.epsilon = request.epsilon * p.share
+        group_factor = (p.plan.group_share or 0.5) if grouped else 1.0
+        p.mechanisms = [
             None if m.domain_after is not None else _mechanism(
-                request, m, request.epsilon * share * m.weight * group_factor,
-                request.delta * share * m.weight * group_factor, choices=choices)
-            for m in plan.measurements
+                request, m, request.epsilon * p.share * m.weight * group_factor,
+                request.delta * p.share * m.weight * group_factor, choices=p.choices)
+            for m in p.plan.measurements
         ]
-        out.append(_Planned(name, q, plan, share, mechs, choices))
     return out
 
 
@@ -336,6 +353,28 @@ def _auto(epsilon: float, sensitivity: float, lower: float, upper: float, delta:
     return choice.name, choice.reason
 
 
+def plan(
+    frame: Any,
+    queries: Mapping[str, Query],
+    *,
+    epsilon: Any,
+    delta: Any = 0.0,
+    weights: Any = None,
+    mechanism: Any = "bounded",
+    group_by: str | None = None,
+    keys: Sequence[Any] | None = None,
+    session: Session | str | None = None,
+) -> list[Planned]:
+    """Steps 1–3 of :func:`run` only — provenance, arguments, plans and mechanisms — for the
+    accuracy planner (:mod:`dpframe.planner`): reads no data, spends and logs nothing."""
+    facts = resolve(frame, session)
+    data = frame if facts.data is None else facts.data
+    request = check_request(queries, epsilon=epsilon, delta=delta, weights=weights,
+                            mechanism=mechanism, random_state=None, group_by=group_by,
+                            keys=keys, facts=facts)
+    return _plan_all(data, facts, request, queries)
+
+
 def run(
     frame: Any,
     queries: Mapping[str, Query],
@@ -361,7 +400,9 @@ def run(
     dataset = facts.dataset
     dataset.check_unchanged()
     ledger = dataset.ledger
-    reservation = ledger.reserve(request.epsilon, request.delta)
+    spends = any(p.plan.measurements for p in planned)
+    reservation = ledger.reserve(request.epsilon if spends else 0.0,
+                                 request.delta if spends else 0.0)
     try:
         aggs = engine.aggregate(
             frame, [a for p in planned for a in p.plan.aggregates],
@@ -410,7 +451,7 @@ def exact_measurements(
     }
 
 
-def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[_Planned],
+def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[Planned],
              aggs: Mapping[Any, np.ndarray]
              ) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]],
                         list[dict[str, Any]]]:
@@ -449,6 +490,8 @@ def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[_Pla
             noisy[m.name] = np.atleast_1d(np.asarray(out, dtype=float))
             used[m.name] = mech
             entries.append(context.entry(p, m, mech, eps, dlt, None))
+        if not p.plan.measurements:  # answered from public facts: logged, not noised
+            entries.append(context.entry(p, None, None, 0.0, 0.0, None))
         values[p.name] = np.asarray(p.plan.finalize(noisy), dtype=float)
         if request.ci is not None and p.plan.interval is not None:
             lo_, hi_ = p.plan.interval(used, noisy, request.ci)
@@ -485,8 +528,8 @@ class _LogContext:
             level=request.ci,
         )
 
-    def entry(self, p: _Planned, m: Measurement, mech: Any, epsilon: float, delta: float,
-              point: tuple[float, float] | None) -> dict[str, Any]:
+    def entry(self, p: Planned, m: Measurement | None, mech: Any, epsilon: float,
+              delta: float, point: tuple[float, float] | None) -> dict[str, Any]:
         cols = p.query.columns_read()
         facts = self.facts
         clamping = "; ".join(
@@ -494,15 +537,18 @@ class _LogContext:
         ) or "none (row count)"
         missing = "; ".join(f"{c}: {_policy_text(facts.missing.get(c, DROP))}" for c in cols)
         grouped = self.group_by is not None
-        lower, upper = (point if point is not None else (m.lower, m.upper))
+        if m is None:  # answered exactly from public facts (a public size)
+            value = float(p.plan.finalize({})[0])
+            point = (value, value)
+        lower, upper = (point if point is not None else (m.lower, m.upper))  # type: ignore[union-attr]
         if mech is not None:
             lower, upper = mech.domain.lower, mech.domain.upper
-        quanta = sorted({a.fp.q for a in m.needs if a.fp is not None})
+        quanta = sorted({a.fp.q for a in (m.needs if m is not None else ()) if a.fp is not None})
         return {
             "time": self.time,
             "name": p.name,
             "query": p.plan.query,
-            "part": m.name,
+            "part": m.name if m is not None else p.plan.query,
             "columns": ",".join(cols),
             "group_by": self.group_by,
             "group_keys": self.keys_json,
@@ -510,8 +556,10 @@ class _LogContext:
             "delta": float(delta),
             "mechanism_epsilon": float(mech.epsilon) if mech is not None else 0.0,
             "epsilon_overhead": float(getattr(mech, "epsilon_overhead", 0.0)),
-            "sensitivity": float(mech.sensitivity if mech is not None else m.sensitivity),
-            "mechanism": str(mech.name) if mech is not None else "none (single-point domain)",
+            "sensitivity": float(mech.sensitivity if mech is not None else (
+                m.sensitivity if m is not None else 0.0)),
+            "mechanism": str(mech.name) if mech is not None else (
+                "none (single-point domain)" if m is not None else "none (public size)"),
             "scale": float(mech.scale) if mech is not None else 0.0,
             "grid": _json_num(getattr(mech, "grid", 0.0) or 0.0),
             "domain_lower": _json_num(lower),
@@ -532,7 +580,8 @@ class _LogContext:
                 None if not quanta else ",".join(f"{q:g}" for q in quanta)),
             "derivation": self.derivation,
             "verification": "verified from the plan structure",
-            "mechanism_choice": p.choices.get(m.name, "requested"),
+            "mechanism_choice": p.choices.get(m.name, "requested") if m is not None else
+            "none needed: the value is public",
             "interval": None if self.level is None else (
                 f"{self.level:g} confidence interval released (post-processing, no ε)"),
         }

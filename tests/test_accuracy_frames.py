@@ -137,3 +137,74 @@ def test_requested_mechanism_is_logged_as_requested():
     pf = dpf.protect(frame(), epsilon=100.0, bounds={"x": (LO, HI)}, missing=0.0)
     pf.dp.mean("x", epsilon=1.0, mechanism="truncated")
     assert pf.dp.log["mechanism_choice"].iloc[-1] == "requested"
+
+
+# -- accuracy before spending -----------------------------------------------------------------
+def test_accuracy_reads_nothing_and_spends_nothing(monkeypatch):
+    from dpframe import engine
+
+    calls = {"n": 0}
+    real = engine.aggregate
+    monkeypatch.setattr(engine, "aggregate", lambda *a, **k: (calls.__setitem__(
+        "n", calls["n"] + 1), real(*a, **k))[1])
+    pf = dpf.protect(frame(), epsilon=1.0, bounds={"x": (LO, HI)}, keys={"g": ["a", "b"]},
+                     missing=0.0)
+    table = pf.dp.accuracy({"m": dpf.mean("x"), "v": dpf.variance("x"), "s": dpf.std("x")},
+                           epsilon=1.0)
+    assert (table["half_width"] > 0).all()
+    pf.dp.groupby("g").accuracy({"m": dpf.mean("x")}, epsilon=1.0, min_rows=10)
+    pf.dp.epsilon_for(dpf.mean("x"), 5.0)
+    pf.dp.split({"m": (dpf.mean("x"), 5.0), "v": (dpf.variance("x"), 200.0)}, epsilon=1.0)
+    assert calls["n"] == 0 and pf.dp.budget.epsilon_spent == 0.0
+    assert len(pf.dp.log) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["bounded", "truncated"])
+def test_accuracy_agrees_with_the_empirical_error_of_real_releases(mechanism):
+    df = frame(200)
+    pf = dpf.protect(df, epsilon=1e9, bounds={"x": (LO, HI)}, missing=0.0)
+    target = pf.dp.filter(nw.col("x") >= 0)  # a private-size frame: the count is noised
+    truth = float(len(df[df["x"] >= 0]))
+    h = float(target.dp.accuracy({"n": dpf.count()}, epsilon=0.5, mechanism=mechanism,
+                                 alpha=0.1)["half_width"].iloc[0])
+    rng = np.random.default_rng(2)
+    errors = np.array([abs(target.dp.count(epsilon=0.5, mechanism=mechanism, random_state=rng)
+                           - truth) for _ in range(RUNS)])
+    within = float(np.mean(errors <= h))
+    assert within >= 0.9 - 3.5 * math.sqrt(0.09 / RUNS)
+    # not vacuous: the empirical 90% quantile is close to the promised half-width (the true
+    # count lies inside the domain, where the worst case is attained up to rounding to integers)
+    assert np.quantile(errors, 0.9) >= 0.6 * h
+
+
+def test_epsilon_for_inverts_accuracy_and_split_meets_targets():
+    pf = dpf.protect(frame(500), epsilon=1.0, bounds={"x": (LO, HI)}, missing=0.0)
+    eps = pf.dp.epsilon_for(dpf.mean("x"), 1.0, alpha=0.05)
+    at = pf.dp.accuracy({"m": dpf.mean("x")}, epsilon=eps)["half_width"].iloc[0]
+    below = pf.dp.accuracy({"m": dpf.mean("x")}, epsilon=eps * 0.98)["half_width"].iloc[0]
+    assert at <= 1.0 < below
+    split = pf.dp.split({"m": (dpf.mean("x"), 1.0), "v": (dpf.variance("x"), 100.0)},
+                        epsilon=2.0)
+    assert split["epsilon"].sum() == pytest.approx(2.0)
+    ratios = split["half_width"] / split["target"]
+    assert ratios.max() == pytest.approx(ratios.min(), rel=1e-3)
+    with pytest.raises(dpf.ParameterError, match="composed"):
+        pf.dp.filter(nw.col("x") > 1).dp.epsilon_for(dpf.mean("x"), 1.0)
+
+
+def test_count_of_a_public_size_frame_is_exact_free_and_logged():
+    pf = dpf.protect(frame(), epsilon=1.0, bounds={"x": (LO, HI)}, missing=0.0)
+    assert pf.dp.count(epsilon=0) == 40.0
+    assert pf.dp.count(epsilon=0, ci=0.95) == (40.0, 40.0, 40.0, 0.95)
+    table = pf.dp.release({"n": dpf.count()}, epsilon=0)
+    assert table["n"].iloc[0] == 40.0 and pf.dp.budget.epsilon_spent == 0.0
+    log = pf.dp.log
+    assert (log["mechanism"] == "none (public size)").all() and (log["epsilon"] == 0.0).all()
+    assert (log["size"] == "public").all()
+    with pytest.raises(dpf.ParameterError, match="epsilon must be a finite number > 0"):
+        pf.dp.mean("x", epsilon=0)
+    with pytest.raises(dpf.ParameterError, match="epsilon must be a finite number > 0"):
+        pf.dp.filter(nw.col("x") > 1).dp.count(epsilon=0)  # a private size needs noise
+    noisy = pf.dp.count(epsilon=0.5)  # asked to spend: noised like any count, an integer
+    assert float(noisy).is_integer() and pf.dp.budget.epsilon_spent == pytest.approx(0.5)

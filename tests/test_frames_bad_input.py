@@ -32,7 +32,8 @@ QUERY_CASES = [
      dpf.UnsupportedInputError, "available columns"),
     ("non-numeric column", lambda f: f.dp.sum("s", epsilon=0.1),
      dpf.UnsupportedInputError, "cast"),
-    ("epsilon zero", lambda f: f.dp.count(epsilon=0), dpf.ParameterError, "> 0"),
+    # (a count of the protected frame at epsilon=0 is its public size, released exactly)
+    ("epsilon zero", lambda f: f.dp.mean("x", epsilon=0), dpf.ParameterError, "> 0"),
     ("epsilon negative", lambda f: f.dp.count(epsilon=-1), dpf.ParameterError, "> 0"),
     ("epsilon nan", lambda f: f.dp.count(epsilon=math.nan), dpf.ParameterError, "finite"),
     ("epsilon inf", lambda f: f.dp.count(epsilon=math.inf), dpf.ParameterError, "finite"),

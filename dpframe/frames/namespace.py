@@ -313,6 +313,72 @@ class DPNamespace:
         Bounded columns to describe (default: all of them).
     """)
 
+    # -- accuracy before spending -----------------------------------------------------------
+    def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
+                 weights: Mapping[str, float] | Sequence[float] | None = None,
+                 mechanism: str = "bounded", alpha: float = 0.05,
+                 min_rows: int | None = None, session: Session | str | None = None) -> Any:
+        """How accurate a release with these arguments will be, before spending anything.
+
+        Parameters
+        ----------
+        queries, epsilon, delta, weights, mechanism, session
+            As for :meth:`release`.
+        alpha : float, default 0.05
+            Each half-width holds with probability at least ``1 − alpha``, whatever the data.
+        min_rows : int, optional
+            A public lower bound on the rows behind a private-size mean.
+
+        Returns
+        -------
+        A frame: ``name, query, epsilon, half_width, alpha, mechanisms, note``. Reads no data,
+        spends and logs nothing.
+
+        Examples
+        --------
+        >>> import pandas as pd, dpframe as dpf
+        >>> pf = dpf.protect(pd.DataFrame({"age": [30, 40, 50] * 100}), epsilon=1,
+        ...                  bounds={"age": (0, 120)})
+        >>> plan = pf.dp.accuracy({"m": dpf.mean("age")}, epsilon=0.5)
+        >>> bool(plan["half_width"].iloc[0] < 5) and pf.dp.budget.epsilon_spent == 0
+        True
+        """
+        from dpframe import planner
+
+        rows = planner.accuracy(self._frame, queries, epsilon=epsilon, delta=delta,
+                                weights=weights, mechanism=mechanism, alpha=alpha,
+                                min_rows=min_rows, session=session)
+        return _accuracy_table(self._frame, rows)
+
+    def epsilon_for(self, query: q_.Query, half_width: float, *, alpha: float = 0.05,
+                    delta: float = 0.0, mechanism: str = "bounded",
+                    session: Session | str | None = None) -> float:
+        """The smallest ε at which ``query`` will be within ``half_width`` of the truth with
+        probability ``1 − alpha`` (the inverse of :meth:`accuracy`; one-measurement answers:
+        counts, public-size sums, means and variances). Reads no data, spends nothing."""
+        from dpframe import planner
+
+        return planner.epsilon_for(self._frame, query, half_width, alpha=alpha, delta=delta,
+                                   mechanism=mechanism, session=session)
+
+    def split(self, targets: Mapping[str, tuple[q_.Query, float]], *, epsilon: float,
+              alpha: float = 0.05, mechanism: str = "bounded",
+              session: Session | str | None = None) -> Any:
+        """Split ``epsilon`` over queries with target half-widths ``{name: (query, target)}``
+        so the worst achieved/target ratio is smallest. Returns a frame ``name, epsilon,
+        half_width, target``; pass ``dict(zip(t["name"], t["epsilon"]))`` as ``weights=`` of
+        one :meth:`release`. Reads no data, spends nothing."""
+        from dpframe import planner
+
+        result = planner.split(self._frame, targets, epsilon=epsilon, alpha=alpha,
+                               mechanism=mechanism, session=session)
+        return backend_of(self._frame).table({
+            "name": list(result),
+            "epsilon": [e for e, _ in result.values()],
+            "half_width": [h for _, h in result.values()],
+            "target": [float(targets[n][1]) for n in result],
+        })
+
     def groupby(self, column: str, *, keys: Sequence[Any] | None = None) -> DPGroupBy:
         """Group by a column with public ``keys`` (or the keys declared at protect time).
 
@@ -499,6 +565,20 @@ class DPGroupBy:
                           group_by=self._column, keys=self._keys, session=session, ci=ci)
         return _table(out, results.to_frame(out))
 
+    def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
+                 weights: Mapping[str, float] | Sequence[float] | None = None,
+                 mechanism: str = "bounded", alpha: float = 0.05,
+                 min_rows: int | None = None, session: Session | str | None = None) -> Any:
+        """Per-group accuracy before spending; see :meth:`DPNamespace.accuracy` (``min_rows``:
+        a public lower bound on every group's rows, for means)."""
+        from dpframe import planner
+
+        rows = planner.accuracy(self._ns._frame, queries, epsilon=epsilon, delta=delta,
+                                weights=weights, mechanism=mechanism, alpha=alpha,
+                                group_by=self._column, keys=self._keys, min_rows=min_rows,
+                                session=session)
+        return _accuracy_table(self._ns._frame, rows)
+
     def _one(self, query: q_.Query, name: str, epsilon: float, delta: float, mechanism: str,
              random_state: Any, session: Session | str | None, ci: float | None) -> Any:
         return self.release({name: query}, epsilon=epsilon, delta=delta, mechanism=mechanism,
@@ -545,6 +625,11 @@ class DPGroupBy:
 def _table(out: release.Outcome, table: Any) -> Any:
     attach_release_log(table, out.document, release_id=out.release_id)
     return table
+
+
+def _accuracy_table(frame: Any, rows: Sequence[Any]) -> Any:
+    fields = ("name", "query", "epsilon", "half_width", "alpha", "mechanisms", "note")
+    return backend_of(frame).table({f: [getattr(r, f) for r in rows] for f in fields})
 
 
 def _data(frame: Any, facts: provenance.FrameFacts) -> Any:

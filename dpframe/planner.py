@@ -1,0 +1,194 @@
+"""Accuracy before spending (issue 13): how accurate a release will be, what ε a target
+accuracy needs, and how to split one budget over several targets — from public facts only.
+
+Each function plans the queries exactly as :func:`dpframe.release.run` would (same
+measurements, sensitivities, domains and mechanisms: :func:`dpframe.release.plan`), then asks
+the mechanisms' accuracy (:mod:`dpframe.mechanisms.accuracy`). Nothing reads the data and
+nothing is spent or logged.
+
+A half-width ``h`` at level ``α`` means: whatever the true value in the statistic's domain,
+``P(|released − true| ≤ h) ≥ 1 − α``. For an answer that is one measurement (counts; sums,
+means and variances on a public size; a std is the square root of a variance, and
+``|√a − √b| ≤ √|a − b|``) it is exact up to the snapping radius. A private-size mean divides a
+noisy sum by a noisy count; its half-width holds for every group of at least ``min_rows``
+rows, a public assumption the caller states. Private-size variances, proportions and
+covariances have no half-width before spending: release them with ``ci=`` instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dpframe.errors import ParameterError
+from dpframe.mechanisms.accuracy import (
+    AccuracyTarget,
+    epsilon_for_half_width,
+    half_width,
+    mean_half_width,
+    split_epsilon,
+)
+from dpframe.provenance import Session
+from dpframe.queries import Query
+from dpframe.release import plan
+
+__all__ = ["Accuracy", "accuracy", "epsilon_for", "split"]
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """The accuracy of one query of a planned release."""
+
+    name: str
+    query: str
+    epsilon: float
+    half_width: float  # NaN where it cannot be known before spending
+    alpha: float
+    mechanisms: str
+    note: str
+
+
+def _check_alpha(alpha: Any) -> float:
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        raise ParameterError(f"alpha must be a number in (0, 1), got {alpha!r}") from None
+    if not 0.0 < a < 1.0:
+        raise ParameterError(f"alpha must be in (0, 1), e.g. alpha=0.05; got {alpha!r}")
+    return a
+
+
+def accuracy(
+    frame: Any,
+    queries: Mapping[str, Query],
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    weights: Mapping[str, float] | Sequence[float] | None = None,
+    mechanism: str = "bounded",
+    alpha: float = 0.05,
+    group_by: str | None = None,
+    keys: Sequence[Any] | None = None,
+    min_rows: int | None = None,
+    session: Session | str | None = None,
+) -> list[Accuracy]:
+    """Half-width at level ``1 − alpha`` of each query of the release these arguments describe
+    (see the module docstring); ``min_rows``: a public lower bound on the rows behind a
+    private-size mean (per group when grouped)."""
+    a = _check_alpha(alpha)
+    planned = plan(frame, queries, epsilon=epsilon, delta=delta, weights=weights,
+                   mechanism=mechanism, group_by=group_by, keys=keys, session=session)
+    out = []
+    for p in planned:
+        mechs = dict(zip((m.name for m in p.plan.measurements), p.mechanisms, strict=True))
+        names = ", ".join(sorted({m.name for m in mechs.values() if m is not None}))
+        h, note = _half_width(p.plan.query, mechs, a, p.plan.public_size, min_rows,
+                              p.query, p.bounds)
+        out.append(Accuracy(p.name, p.plan.query, p.epsilon, h, a, names, note))
+    return out
+
+
+def _half_width(kind: str, mechs: Mapping[str, Any], alpha: float, public: bool,
+                min_rows: int | None, query: Query, bounds: tuple[float, float] | None
+                ) -> tuple[float, str]:
+    single = len(mechs) == 1 and None not in mechs.values()
+    if single and kind in ("count", "sum", "mean", "variance"):
+        return half_width(next(iter(mechs.values())), alpha), "exact (one measurement)"
+    if single and kind == "std":
+        return math.sqrt(half_width(mechs["variance"], alpha)), \
+            "√ of the variance's half-width (|√a − √b| ≤ √|a − b|)"
+    if kind == "mean" and set(mechs) == {"count", "sum"} and bounds is not None:
+        if min_rows is None:
+            return math.nan, ("a private-size mean's accuracy depends on its private size: "
+                              "pass min_rows= (a public lower bound on its rows)")
+        lo, hi = bounds
+        h = mean_half_width(mechs["count"], mechs["sum"], int(min_rows), alpha,
+                            lower=lo, upper=hi, center=lo / 2 + hi / 2)
+        return h, f"holds for every group of at least {int(min_rows)} rows"
+    return math.nan, (f"no half-width before spending for a {'public' if public else 'private'}"
+                      f"-size {kind}; release it with ci= to get an interval")
+
+
+def epsilon_for(
+    frame: Any,
+    query: Query,
+    half_width: float,
+    *,
+    alpha: float = 0.05,
+    delta: float = 0.0,
+    mechanism: str = "bounded",
+    group_by: str | None = None,
+    keys: Sequence[Any] | None = None,
+    session: Session | str | None = None,
+) -> float:
+    """The smallest ε at which ``query`` (one measurement) has ``half_width`` at level
+    ``1 − alpha``: the inverse of :func:`accuracy`."""
+    target = _target(frame, query, half_width, alpha=alpha, delta=delta, mechanism=mechanism,
+                     group_by=group_by, keys=keys, session=session)
+    eps = epsilon_for_half_width(target.kind, target.target, sensitivity=target.sensitivity,
+                                 lower=target.lower, upper=target.upper, delta=target.delta,
+                                 alpha=target.alpha, **dict(target.options))
+    return eps / _group_factor(group_by)
+
+
+def split(
+    frame: Any,
+    targets: Mapping[str, tuple[Query, float]],
+    *,
+    epsilon: float,
+    alpha: float = 0.05,
+    mechanism: str = "bounded",
+    group_by: str | None = None,
+    keys: Sequence[Any] | None = None,
+    session: Session | str | None = None,
+) -> dict[str, tuple[float, float]]:
+    """Split ``epsilon`` over queries with target half-widths ``{name: (query, target)}`` so
+    that the worst ratio achieved/target is as small as possible (every target met when it is
+    ≤ 1). Returns ``{name: (epsilon, achieved half-width)}``; pass the ε's as ``weights=`` of
+    one release."""
+    if not isinstance(targets, Mapping) or not targets:
+        raise ParameterError("split takes a non-empty dict name -> (query, target half-width)")
+    reqs = {}
+    for name, pair in targets.items():
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise ParameterError(f"target {name!r} must be a (query, half_width) pair")
+        reqs[name] = _target(frame, pair[0], pair[1], alpha=alpha, delta=0.0,
+                             mechanism=mechanism, group_by=group_by, keys=keys,
+                             session=session)
+    factor = _group_factor(group_by)
+    result = split_epsilon(list(reqs.values()), float(epsilon) * factor)
+    return {name: (eps / factor, h) for name, eps, h in
+            zip(reqs, result.epsilons, result.half_widths, strict=True)}
+
+
+def _group_factor(group_by: str | None) -> float:
+    return 0.5 if group_by is not None else 1.0
+
+
+def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: float,
+            mechanism: str, group_by: str | None, keys: Sequence[Any] | None,
+            session: Session | str | None) -> AccuracyTarget:
+    a = _check_alpha(alpha)
+    if mechanism == "auto":
+        raise ParameterError("name the mechanism ('bounded', 'truncated' or 'laplace') to "
+                             "invert its accuracy; 'auto' picks one per ε")
+    planned = plan(frame, {"q": query}, epsilon=1.0, delta=delta, mechanism=mechanism,
+                   group_by=group_by, keys=keys, session=session)[0]
+    ms = planned.plan.measurements
+    if len(ms) != 1 or planned.plan.query == "std" or planned.mechanisms[0] is None:
+        raise ParameterError(
+            f"{query!r} here is composed of {len(ms)} measurements; the inverse is available "
+            "for answers that are one measurement (counts; public-size sums, means and "
+            "variances). Use accuracy() at candidate epsilons instead."
+        )
+    m, mech = ms[0], planned.mechanisms[0]
+    bounded = math.isfinite(m.lower) and math.isfinite(m.upper)
+    options = {} if m.magnitude is None or bounded else {"magnitude": m.magnitude}
+    return AccuracyTarget(
+        mech.name, float(mech.sensitivity), float(target),
+        lower=m.lower if math.isfinite(m.lower) else None,
+        upper=m.upper if math.isfinite(m.upper) else None,
+        delta=float(mech.delta) if mech.name == "bounded" else 0.0, alpha=a, options=options,
+    )
