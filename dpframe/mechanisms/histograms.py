@@ -160,8 +160,8 @@ def apportion(noisy: Any, total: Any) -> np.ndarray:
             order = np.lexsort((np.arange(w.shape[1]), -frac[g]))
             out[g, order[:left]] += 1
         elif over[g] > 0:  # remove from the smallest fractional parts among positive counts
-            order = np.lexsort((-np.arange(w.shape[1]), frac[g]))
-            order = [i for i in order if out[g, i] > 0]
-            for i in order[: int(over[g])]:
+            ranked = np.lexsort((-np.arange(w.shape[1]), frac[g]))
+            positive = [i for i in ranked if out[g, i] > 0]
+            for i in positive[: int(over[g])]:
                 out[g, i] -= 1
     return out if x.ndim == 2 else out[0]

@@ -200,11 +200,10 @@ def select_keys(
     if (values > rule.mechanism.domain.upper).any():
         raise ParameterError("a count exceeds count_upper; pass the public bound on counts")
     kind = RandomSource(random_state).kind
+    noisy: np.ndarray = np.zeros(0)
     if values.size:
         noisy = np.asarray(rule.mechanism.sample(values, random_state=random_state),
                            dtype=float).reshape(values.shape)
-    else:
-        noisy = np.zeros(0)
     passed = np.flatnonzero(noisy > rule.threshold)
     chosen = [keys[i] for i in passed]
     order = _sort_keys(chosen)
