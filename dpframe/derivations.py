@@ -177,6 +177,8 @@ def _cast_is_safe(source: Any, target: Any) -> bool:
         return bool(source.is_numeric()) or source == pl.Boolean
     if target == pl.String:
         return bool(source.is_numeric()) or source in (pl.Boolean, pl.String)
+    if source == pl.Boolean and (target.is_integer() or target == pl.Boolean):
+        return True  # 0 or 1 fits every integer type
     if source.is_integer() and target.is_integer():
         src_lo, src_hi = _int_range(source)
         dst_lo, dst_hi = _int_range(target)

@@ -5,6 +5,8 @@ through :mod:`dpframe.derivations` and :mod:`dpframe.provenance`.
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -312,6 +314,91 @@ class DPNamespace:
     columns : list of str, optional
         Bounded columns to describe (default: all of them).
     """)
+
+    def histogram(self, column: str, *, bins: Sequence[float], epsilon: float,
+                  delta: float = 0.0, mechanism: str = "bounded", total: int | None = None,
+                  random_state: Any = None, session: Session | str | None = None,
+                  ci: float | None = None) -> Any:
+        return self._counts(column, _public_edges(bins), None, epsilon, delta, mechanism,
+                            total, random_state, session, ci)
+
+    histogram.__doc__ = _doc("""Noisy counts of a numeric column over public bin edges.
+
+    One group-by count over the bins (a verified row-wise bin index, then parallel
+    composition: a replaced row moves between two bins, so each bin gets ε/2). Values below the
+    first edge go to the first bin, values above the last edge to the last one; missing values
+    follow the column's missing-value rule (dropped: in no bin). Counts are non-negative
+    integers (post-processing).
+
+    Parameters
+    ----------
+    column : str
+        A numeric column.
+    bins : list of float
+        Public, strictly increasing bin edges (at least two); bin ``j`` is
+        ``[bins[j], bins[j+1])``, the last one closed.
+    {common}
+    total : int, optional
+        A public (or already released) total: counts are apportioned to add up to it
+        (largest remainders; each stays within 1 of its noisy value's share).
+
+    Returns
+    -------
+    A frame with ``bin_lower``, ``bin_upper`` and ``count`` (and interval columns with ``ci``).
+    """)
+
+    def value_counts(self, column: str, *, keys: Sequence[Any] | None = None,
+                     epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+                     total: int | None = None, random_state: Any = None,
+                     session: Session | str | None = None, ci: float | None = None) -> Any:
+        return self._counts(column, None, keys, epsilon, delta, mechanism, total,
+                            random_state, session, ci)
+
+    value_counts.__doc__ = _doc("""Noisy counts of a categorical column's public keys.
+
+    A group-by count over the declared keys (every key appears, even with no rows; keys not
+    declared never appear), ε/2 per key; non-negative integer counts.
+
+    Parameters
+    ----------
+    column : str
+        The categorical column.
+    keys : list, optional
+        Public keys (default: those declared at protect time).
+    {common}
+    total : int, optional
+        A public (or already released) total the counts are apportioned to.
+
+    Returns
+    -------
+    A frame with the key column and ``count``.
+    """)
+
+    def _counts(self, column: str, edges: list[float] | None, keys: Sequence[Any] | None,
+                epsilon: float, delta: float, mechanism: str, total: int | None,
+                random_state: Any, session: Session | str | None, ci: float | None) -> Any:
+        if total is not None and (isinstance(total, bool) or not isinstance(total, int)
+                                  or total < 0):
+            raise ParameterError(f"total must be a non-negative integer, got {total!r}")
+        frame, group, group_keys = self._frame, column, keys
+        if edges is not None:
+            facts = provenance.resolve(self._frame, session)
+            frame = self.with_columns(_bin_index(column, edges, facts).alias(_BIN))
+            group, group_keys = _BIN, list(range(len(edges) - 1))
+        out = release.run(frame, {"count": q_.count()}, epsilon=epsilon, delta=delta,
+                          mechanism=mechanism, random_state=random_state, group_by=group,
+                          keys=group_keys, session=session, ci=ci)
+        if total is not None:
+            from dpframe.mechanisms.histograms import apportion
+
+            out.values["count"] = apportion(out.values["count"], total).astype(float)
+        table = results.to_frame(out)
+        if edges is not None:
+            lower, upper = edges[:-1], edges[1:]
+            data = {"bin_lower": lower, "bin_upper": upper,
+                    **{c: list(table[c]) for c in table.columns if c != _BIN}}
+            table = out.backend.table(data)
+        return _table(out, table)
 
     # -- accuracy before spending -----------------------------------------------------------
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
@@ -625,6 +712,40 @@ class DPGroupBy:
 def _table(out: release.Outcome, table: Any) -> Any:
     attach_release_log(table, out.document, release_id=out.release_id)
     return table
+
+
+_BIN = "__dpframe_bin"
+
+
+def _public_edges(bins: Any) -> list[float]:
+    try:
+        edges = [float(b) for b in bins]
+    except (TypeError, ValueError):
+        raise ParameterError(f"bins must be a list of numbers (public edges), got {bins!r}"
+                             ) from None
+    if len(edges) < 2 or any(not math.isfinite(e) for e in edges) or any(
+            b <= a for a, b in itertools.pairwise(edges)):
+        raise ParameterError("bins must be at least two finite, strictly increasing edges, "
+                             f"e.g. bins=[0, 18, 65, 120]; got {bins!r}")
+    return edges
+
+
+def _bin_index(column: str, edges: Sequence[float], facts: provenance.FrameFacts) -> Any:
+    """Row-wise bin index over public edges: the number of inner edges at or below the value
+    (so values below the first edge land in bin 0 and above the last in the last bin); a
+    missing value follows the column's rule (its fill value's bin, or no bin)."""
+    import narwhals as nw
+
+    x = nw.col(column).cast(nw.Float64)
+    index = nw.lit(0, dtype=nw.Int64)
+    for edge in edges[1:-1]:
+        index = index + (x >= edge).cast(nw.Int64)
+    policy = facts.missing.get(column, provenance.DROP)
+    present = ~(x.is_null() | x.is_nan()).fill_null(False)
+    if policy == provenance.DROP:
+        return nw.when(present).then(index)
+    fill = sum(1 for edge in edges[1:-1] if float(policy) >= edge)
+    return nw.when(present).then(index).otherwise(nw.lit(fill, dtype=nw.Int64))
 
 
 def _accuracy_table(frame: Any, rows: Sequence[Any]) -> Any:
