@@ -367,12 +367,20 @@ def plan(
 ) -> list[Planned]:
     """Steps 1–3 of :func:`run` only — provenance, arguments, plans and mechanisms — for the
     accuracy planner (:mod:`dpframe.planner`): reads no data, spends and logs nothing."""
+    return _prepare(frame, queries, session=session, epsilon=epsilon, delta=delta,
+                    weights=weights, mechanism=mechanism, random_state=None,
+                    group_by=group_by, keys=keys, ci=None)[3]
+
+
+def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str | None,
+             **arguments: Any) -> tuple[FrameFacts, Any, Request, list[Planned]]:
+    """Steps 1–3, shared by :func:`run`, :func:`plan` and :func:`exact_measurements`: the
+    frame's verified facts, the data releases read (its private snapshot, if any), the checked
+    request and the plans with their mechanisms."""
     facts = resolve(frame, session)
     data = frame if facts.data is None else facts.data
-    request = check_request(queries, epsilon=epsilon, delta=delta, weights=weights,
-                            mechanism=mechanism, random_state=None, group_by=group_by,
-                            keys=keys, facts=facts)
-    return _plan_all(data, facts, request, queries)
+    request = check_request(queries, facts=facts, **arguments)
+    return facts, data, request, _plan_all(data, facts, request, queries)
 
 
 def run(
@@ -391,12 +399,9 @@ def run(
 ) -> Outcome:
     """Answer ``queries`` on ``frame`` as one release costing ``epsilon`` (and ``delta``);
     with ``ci`` (a level such as 0.95), also a confidence interval for every answer."""
-    facts = resolve(frame, session)
-    frame = frame if facts.data is None else facts.data  # the private snapshot, if any
-    request = check_request(queries, epsilon=epsilon, delta=delta, weights=weights,
-                            mechanism=mechanism, random_state=random_state, group_by=group_by,
-                            keys=keys, facts=facts, ci=ci)
-    planned = _plan_all(frame, facts, request, queries)
+    facts, frame, request, planned = _prepare(
+        frame, queries, session=session, epsilon=epsilon, delta=delta, weights=weights,
+        mechanism=mechanism, random_state=random_state, group_by=group_by, keys=keys, ci=ci)
     dataset = facts.dataset
     dataset.check_unchanged()
     ledger = dataset.ledger
@@ -433,12 +438,9 @@ def exact_measurements(
     aggregation pass as :func:`run` but adds no noise, spends nothing and logs nothing — the
     neighbour-pair tests compare these across neighbouring data sets. Measurements whose
     domain depends on earlier noisy values (covariances) are left out."""
-    facts = resolve(frame)
-    frame = frame if facts.data is None else facts.data
-    request = check_request(queries, epsilon=1.0, delta=0.0, weights=None,
-                            mechanism="bounded", random_state=None, group_by=group_by,
-                            keys=keys, facts=facts)
-    planned = _plan_all(frame, facts, request, queries)
+    facts, frame, request, planned = _prepare(
+        frame, queries, session=None, epsilon=1.0, delta=0.0, weights=None,
+        mechanism="bounded", random_state=None, group_by=group_by, keys=keys, ci=None)
     aggs = engine.aggregate(
         frame, [a for p in planned for a in p.plan.aggregates],
         missing={c: facts.missing.get(c, DROP) for p in planned for c in p.query.columns_read()},
