@@ -201,7 +201,7 @@ def aggregate(
     aggs: Sequence[Agg],
     *,
     missing: Mapping[str, Any],
-    group_by: str | None = None,
+    group_by: str | tuple[str, ...] | None = None,
     keys: Sequence[Any] | None = None,
     method: str = "auto",
 ) -> dict[Agg, np.ndarray]:
@@ -317,33 +317,43 @@ def _narwhals_sums(
     aggs: Sequence[Agg],
     columns: Mapping[str, Any],
     missing: Mapping[str, Any],
-    group_by: str | None,
+    group_by: str | tuple[str, ...] | None,
     keys: Sequence[Any] | None,
 ) -> dict[Agg, np.ndarray]:
     frame = _engine_frame(native)
     exprs = _row_expressions(aggs, columns, missing)
     sums = {n: e for n, e in exprs.items() if e is not None}
     length = "__dp_len"  # one row count serves every plain "rows" aggregate
-    if group_by is not None:
-        declared = list(keys or [])
-        if _is_float(columns[group_by]):  # int keys of a float column (Polars compares dtypes)
-            declared = [float(k) for k in declared]
-        frame = frame.filter(nw.col(group_by).is_in(declared))
+    cols = [] if group_by is None else [group_by] if isinstance(group_by, str) else list(
+        group_by)
+    tuples = [k if len(cols) > 1 else (k,) for k in (keys or [])]
+    if cols:
+        for i, col in enumerate(cols):  # keep rows whose key (in every column) is declared
+            declared = list(dict.fromkeys(k[i] for k in tuples))
+            if _is_float(columns[col]):  # int keys of a float column (Polars compares dtypes)
+                declared = [float(k) for k in declared]
+            frame = frame.filter(nw.col(col).is_in(declared))
         # materialise the per-row columns first: simple per-column sums group efficiently in
         # every backend (pandas cannot group arbitrary expressions)
-        frame = frame.select(nw.col(group_by), *(e.alias(n) for n, e in sums.items()))
-        result = frame.group_by(group_by).agg(nw.len().alias(length),
-                                              *(nw.col(n).sum() for n in sums))
+        frame = frame.select(*(nw.col(c) for c in cols),
+                             *(e.alias(n) for n, e in sums.items()))
+        result = frame.group_by(*cols).agg(nw.len().alias(length),
+                                           *(nw.col(n).sum() for n in sums))
     else:
         result = frame.select(nw.len().alias(length),
                               *(e.sum().alias(n) for n, e in sums.items()))
     if isinstance(result, nw.LazyFrame):
         result = _collect(result, native)
-    found = {None: 0}
+    found: dict[Any, int] = {None: 0}
     order: list[Any] = [None]
-    if group_by is not None:
-        order = list(keys or [])
-        found = {key: i for i, key in enumerate(result.get_column(group_by).to_list())}
+    if cols:  # align the engine's groups with the declared keys (a combination not present
+        # in the data is an empty group; present combinations that were not declared are
+        # dropped here)
+        order = [tuple(_as_float_if(columns[c], v) for c, v in zip(cols, k, strict=True))
+                 for k in tuples]
+        rows = zip(*(result.get_column(c).to_list() for c in cols), strict=True)
+        found = {tuple(_as_float_if(columns[c], v) for c, v in zip(cols, row, strict=True)): i
+                 for i, row in enumerate(rows)}
     pos = np.array([found.get(key, -1) for key in order], dtype=np.int64)
     present = pos >= 0
     out: dict[Agg, np.ndarray] = {}
@@ -365,6 +375,11 @@ def _collect(result: Any, native: Any) -> Any:
     return result.collect()
 
 
+def _as_float_if(dtype: Any, value: Any) -> Any:
+    """Keys of a float column compare as floats (an int key 1 matches a float value 1.0)."""
+    return float(value) if _is_float(dtype) and value is not None else value
+
+
 #: Rows per block of the numpy kernel: 64 K doubles (512 KB) stay in the CPU cache.
 _BLOCK = 1 << 16
 
@@ -374,7 +389,7 @@ def _numpy_sums(
     aggs: Sequence[Agg],
     columns: Mapping[str, Any],
     missing: Mapping[str, Any],
-    group_by: str | None,
+    group_by: str | tuple[str, ...] | None,
     keys: Sequence[Any] | None,
 ) -> dict[Agg, np.ndarray] | None:
     """The same aggregates from zero-copy numpy views, block by block, or None when a column
@@ -388,7 +403,8 @@ def _numpy_sums(
     path's.
     """
     in_memory = is_pandas_frame(native) or is_polars_eager(native)
-    if not in_memory or any(a.kind == "sum_prod" for a in aggs):
+    several_keys = group_by is not None and not isinstance(group_by, str)
+    if not in_memory or several_keys or any(a.kind == "sum_prod" for a in aggs):
         return None
     needed = sorted({c for a in aggs for c in a.columns()})
     views = {}
@@ -400,6 +416,7 @@ def _numpy_sums(
     n_rows = _row_count(native)
     codes = None
     if group_by is not None:
+        assert isinstance(group_by, str)
         codes = _declared_codes(native, group_by, list(keys or []))
         if codes is None:
             return None

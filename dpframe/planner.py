@@ -32,7 +32,7 @@ from dpframe.mechanisms.accuracy import (
 )
 from dpframe.provenance import Session
 from dpframe.queries import Query
-from dpframe.release import plan
+from dpframe.release import GroupBy, plan
 
 __all__ = ["Accuracy", "accuracy", "epsilon_for", "split"]
 
@@ -69,7 +69,7 @@ def accuracy(
     weights: Mapping[str, float] | Sequence[float] | None = None,
     mechanism: str = "bounded",
     alpha: float = 0.05,
-    group_by: str | None = None,
+    group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
     min_rows: int | None = None,
     session: Session | str | None = None,
@@ -119,7 +119,7 @@ def epsilon_for(
     alpha: float = 0.05,
     delta: float = 0.0,
     mechanism: str = "bounded",
-    group_by: str | None = None,
+    group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
     session: Session | str | None = None,
 ) -> float:
@@ -140,7 +140,7 @@ def split(
     epsilon: float,
     alpha: float = 0.05,
     mechanism: str = "bounded",
-    group_by: str | None = None,
+    group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
     session: Session | str | None = None,
 ) -> dict[str, tuple[float, float]]:
@@ -163,12 +163,12 @@ def split(
             zip(reqs, result.epsilons, result.half_widths, strict=True)}
 
 
-def _group_factor(group_by: str | None) -> float:
+def _group_factor(group_by: GroupBy | None) -> float:
     return 0.5 if group_by is not None else 1.0
 
 
 def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: float,
-            mechanism: str, group_by: str | None, keys: Sequence[Any] | None,
+            mechanism: str, group_by: GroupBy | None, keys: Sequence[Any] | None,
             session: Session | str | None) -> AccuracyTarget:
     a = _check_alpha(alpha)
     if mechanism == "auto":

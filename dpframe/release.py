@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -43,6 +44,9 @@ __all__ = ["MECHANISMS", "Outcome", "Planned", "Request", "check_request", "plan
 
 MECHANISMS = ("bounded", "truncated", "laplace", "auto")
 
+#: A group-by: one column, or several (their keys are tuples).
+GroupBy = str | tuple[str, ...]
+
 
 @dataclass
 class Outcome:
@@ -52,7 +56,7 @@ class Outcome:
 
     values: dict[str, np.ndarray]
     keys: list[Any] | None
-    group_by: str | None
+    group_by: GroupBy | None
     entries: list[dict[str, Any]]
     document: dict[str, Any]
     release_id: int
@@ -71,7 +75,7 @@ class Request:
     shares: tuple[float, ...]
     rng: np.random.Generator | None
     random_source: str
-    group_by: str | None
+    group_by: GroupBy | None
     keys: tuple[Any, ...] | None
     ci: float | None = None
 
@@ -173,7 +177,7 @@ def check_request(
     weights: Any,
     mechanism: Any,
     random_state: Any,
-    group_by: str | None,
+    group_by: GroupBy | None,
     keys: Sequence[Any] | None,
     facts: FrameFacts,
     ci: Any = None,
@@ -200,20 +204,55 @@ def check_request(
     level = _check_ci(ci)
     key_tuple = None
     if group_by is not None:
-        if not isinstance(group_by, str):
-            raise ParameterError(f"group-by column must be a column name, got {group_by!r}")
-        if group_by in names:
-            raise ParameterError(f"query name {group_by!r} collides with the group-by column")
-        declared = facts.keys.get(group_by) if keys is None else check_key_list(group_by, keys)
-        if declared is None:
-            raise ParameterError(
-                f"group key column {group_by!r} has no declared keys: pass them, "
-                f"frame.dp.groupby({group_by!r}, keys=[...]), or declare them at protect time "
-                f"with keys={{{group_by!r}: [...]}}. Keys must be public; dpframe never reads "
-                "them from the data"
-            )
-        key_tuple = tuple(declared)
+        group_by, key_tuple = _group_request(group_by, keys, names, facts)
     return Request(eps, dlt, mech, shares, rng, source, group_by, key_tuple, level)
+
+
+def _group_request(group_by: Any, keys: Any, names: list[str], facts: FrameFacts
+                   ) -> tuple[GroupBy, tuple[Any, ...]]:
+    """The group-by column(s) and their public keys: one column with its keys, or several with
+    key tuples (the product of each column's declared keys unless given explicitly)."""
+    cols = [group_by] if isinstance(group_by, str) else list(group_by) if isinstance(
+        group_by, Sequence) else None
+    if not cols or not all(isinstance(c, str) for c in cols) or len(set(cols)) != len(cols):
+        raise ParameterError(f"group-by must be a column name or a list of distinct column "
+                             f"names, got {group_by!r}")
+    clash = [c for c in cols if c in names]
+    if clash:
+        raise ParameterError(f"query names {clash} collide with the group-by columns")
+    if len(cols) == 1:
+        declared = facts.keys.get(cols[0]) if keys is None else check_key_list(cols[0], keys)
+        if declared is None:
+            raise ParameterError(_NO_KEYS.format(col=cols[0]))
+        return cols[0], tuple(declared)
+    if keys is None:
+        missing = [c for c in cols if c not in facts.keys]
+        if missing:
+            raise ParameterError(_NO_KEYS.format(col=missing[0]))
+        combos = tuple(itertools.product(*(facts.keys[c] for c in cols)))
+    else:
+        combos = tuple(tuple(k) if isinstance(k, Sequence) and not isinstance(k, str) else
+                       (k,) for k in check_key_list(tuple(cols), keys))
+        if any(len(k) != len(cols) for k in combos):
+            raise ParameterError(f"keys for a group-by on {cols} must be tuples of "
+                                 f"{len(cols)} values, e.g. keys=[{tuple('…' for _ in cols)}]")
+        for i, c in enumerate(cols):
+            check_key_list(c, sorted({k[i] for k in combos}, key=repr))
+    return tuple(cols), combos
+
+
+_NO_KEYS = (
+    "group key column {col!r} has no declared keys: pass them, frame.dp.groupby({col!r}, "
+    "keys=[...]), or declare them at protect time with keys={{{col!r}: [...]}}. Keys must be "
+    "public; dpframe never reads them from the data"
+)
+
+
+def group_columns(group_by: GroupBy | None) -> tuple[str, ...]:
+    """The group-by columns as a tuple (empty without a group-by)."""
+    if group_by is None:
+        return ()
+    return (group_by,) if isinstance(group_by, str) else tuple(group_by)
 
 
 def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:
@@ -274,8 +313,11 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
     n_groups = len(request.keys) if request.keys is not None else 1
     if grouped:
         assert request.group_by is not None and request.keys is not None
-        engine.validate_column(frame, request.group_by, numeric=False, columns=columns)
-        _check_keys_match(columns[request.group_by], request.group_by, request.keys)
+        cols = group_columns(request.group_by)
+        for i, col in enumerate(cols):
+            engine.validate_column(frame, col, numeric=False, columns=columns)
+            values = request.keys if len(cols) == 1 else [k[i] for k in request.keys]
+            _check_keys_match(columns[col], col, values)
     out = []
     for (name, q), share in zip(queries.items(), request.shares, strict=True):
         read = q.columns_read()
@@ -361,7 +403,7 @@ def plan(
     delta: Any = 0.0,
     weights: Any = None,
     mechanism: Any = "bounded",
-    group_by: str | None = None,
+    group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
     session: Session | str | None = None,
 ) -> list[Planned]:
@@ -392,7 +434,7 @@ def run(
     weights: Any = None,
     mechanism: Any = "bounded",
     random_state: Any = None,
-    group_by: str | None = None,
+    group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
     session: Session | str | None = None,
     ci: float | None = None,
@@ -429,7 +471,7 @@ def exact_measurements(
     frame: Any,
     queries: Mapping[str, Query],
     *,
-    group_by: str | None = None,
+    group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
 ) -> dict[tuple[str, str], tuple[np.ndarray, float]]:
     """For audits and tests only: the *exact* value of every measurement a release of
@@ -508,7 +550,7 @@ class _LogContext:
     time: str
     engine: str
     random_source: str
-    group_by: str | None
+    group_by: GroupBy | None
     keys_json: str | None
     n_keys: int
     derivation: str
@@ -521,9 +563,11 @@ class _LogContext:
             time=_dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds"),
             engine=engine.engine_name(frame),
             random_source=request.random_source,
-            group_by=request.group_by,
+            group_by=None if request.group_by is None else ",".join(
+                group_columns(request.group_by)),
             keys_json=None if request.keys is None else json.dumps(
-                [_key_json(k) for k in request.keys]),
+                [[_key_json(v) for v in k] if isinstance(k, tuple) else _key_json(k)
+                 for k in request.keys]),
             n_keys=len(request.keys or ()),
             derivation=" > ".join(facts.derivation),
             facts=facts,

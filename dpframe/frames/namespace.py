@@ -466,11 +466,15 @@ class DPNamespace:
             "target": [float(targets[n][1]) for n in result],
         })
 
-    def groupby(self, column: str, *, keys: Sequence[Any] | None = None) -> DPGroupBy:
-        """Group by a column with public ``keys`` (or the keys declared at protect time).
+    def groupby(self, column: str | Sequence[str], *, keys: Sequence[Any] | None = None
+                ) -> DPGroupBy:
+        """Group by one column with public ``keys`` (or the keys declared at protect time), or
+        by several columns: every combination of their declared keys (or the key tuples given
+        as ``keys=[("north", "F"), ...]``).
 
-        One row per declared key (empty groups too); undeclared keys never appear; the whole
-        group-by costs ε once (parallel composition, ε/2 per group)."""
+        One row per key or combination (empty groups too); undeclared keys never appear; the
+        whole group-by costs ε once (parallel composition: a replaced row changes at most two
+        groups, so each gets ε/2)."""
         return DPGroupBy(self, column, keys)
 
     group_by = groupby
@@ -637,9 +641,11 @@ class DPGroupBy:
     """``frame.dp.groupby(col, keys=[...])``: one row per declared key (empty groups too);
     undeclared keys never appear. One group-by costs ε once (parallel composition)."""
 
-    def __init__(self, ns: DPNamespace, column: str, keys: Sequence[Any] | None) -> None:
+    def __init__(self, ns: DPNamespace, column: str | Sequence[str],
+                 keys: Sequence[Any] | None) -> None:
         self._ns = ns
-        self._column = column
+        self._column: str | tuple[str, ...] = column if isinstance(column, str) else tuple(
+            column)
         self._keys = keys
 
     def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,

@@ -41,8 +41,11 @@ _FLOAT_COLUMNS = frozenset({
 def to_frame(out: Outcome) -> Any:
     """One row (ungrouped) or one row per declared key (grouped), one column per query."""
     data: dict[str, list[Any]] = {}
-    if out.group_by is not None:
+    if isinstance(out.group_by, str):
         data[out.group_by] = list(out.keys or [])
+    elif out.group_by is not None:  # several key columns: one output column each
+        for i, col in enumerate(out.group_by):
+            data[col] = [k[i] for k in out.keys or []]
     for name, vals in out.values.items():
         data[name] = [float(v) for v in np.atleast_1d(vals)]
         if name in out.intervals:
