@@ -239,11 +239,22 @@ def prepare_data(rows: Iterable[int], directory: Path, timeout: float) -> dict[i
     return paths
 
 
+def _analysis() -> str | None:
+    """The section from ``results-extra.json`` (``python -m benchmarks.extra``: engines and
+    the issue-15 scenarios) followed by the hand-written ``ANALYSIS.md``, if they exist."""
+    from benchmarks.extra_report import render_file
+
+    parts = [render_file(HERE / "results-extra.json")]
+    analysis = HERE / "ANALYSIS.md"
+    parts.append(analysis.read_text() if analysis.exists() else None)
+    text = "\n".join(p for p in parts if p)
+    return text or None
+
+
 def render_only(output: Path, json_path: Path) -> int:
     raw = json.loads(json_path.read_text())
     meta = raw["meta"]
-    analysis = HERE / "ANALYSIS.md"
-    meta["analysis"] = analysis.read_text() if analysis.exists() else None
+    meta["analysis"] = _analysis()
     rows = report.build_rows(raw["results"], raw.get("peers") or [], raw.get("paired") or [])
     output.write_text(report.render(rows, raw.get("profiles") or [], meta,
                                     raw.get("ablations") or []))
@@ -317,9 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     meta["git_start"] = git_start
     meta["command"] = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
     meta["repeats"] = repeats
-    analysis = HERE / "ANALYSIS.md"
-    if not args.quick and analysis.exists():  # hand-written reading of the latest full run
-        meta["analysis"] = analysis.read_text()
+    if not args.quick:  # engine / issue-15 results and the hand-written reading
+        meta["analysis"] = _analysis()
     meta["warmup"] = args.warmup
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(report.render(rows, profiles, meta, ablations))
