@@ -14,6 +14,7 @@ inside them and only per-group aggregates are collected.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -133,6 +134,17 @@ class Backend:
             return dict(nw.from_native(frame.iloc[:0], eager_only=True).schema.to_polars().items())
         return dict(nw.from_native(frame).collect_schema().to_polars().items())
 
+    def source_paths(self, frame: Any) -> list[str]:
+        """The files an engine frame reads, where the engine says so without reading them
+        (DuckDB: the paths in its relation's SQL; Dask: its expression's ``path`` operands);
+        empty when unknown (tables, in-memory data). Polars plans are read elsewhere
+        (:func:`dpframe.derivations.plan_sources`)."""
+        if self.name == "duckdb":
+            return _duckdb_paths(frame.sql_query())
+        if self.name == "dask":
+            return _dask_paths(getattr(frame, "expr", None))
+        return []
+
     def can_hold_missing(self, dtype: Any) -> bool:
         """Whether a column of this dtype can hold a missing value (null or NaN). A schema
         fact: numpy integer and boolean columns in pandas cannot; every Polars column can."""
@@ -151,6 +163,34 @@ class Backend:
         import polars as pl
 
         return pl.DataFrame(dict(data), strict=False)
+
+
+_DUCKDB_SCANS = re.compile(
+    r"\b(?:read_parquet|parquet_scan|read_csv(?:_auto)?|csv_scan|read_json(?:_auto)?)\s*\(\s*"
+    r"(\[[^\]]*\]|'(?:[^']|'')*')", re.IGNORECASE)
+
+
+def _duckdb_paths(sql: str) -> list[str]:
+    """File paths (or globs) in the file-scanning calls of a DuckDB relation's SQL."""
+    paths = []
+    for match in _DUCKDB_SCANS.finditer(sql):
+        paths += [p.replace("''", "'") for p in re.findall(r"'((?:[^']|'')*)'", match.group(1))]
+    return paths
+
+
+def _dask_paths(expr: Any, depth: int = 0) -> list[str]:
+    """``path`` operands of a Dask expression tree (read_parquet, read_csv, ...)."""
+    if expr is None or depth > 50:
+        return []
+    found: list[str] = []
+    path = getattr(expr, "path", None) if "path" in getattr(expr, "_parameters", ()) else None
+    if isinstance(path, str):
+        found.append(path)
+    elif isinstance(path, list | tuple):
+        found += [p for p in path if isinstance(p, str)]
+    for dep in getattr(expr, "dependencies", lambda: [])():
+        found += _dask_paths(dep, depth + 1)
+    return found
 
 
 PANDAS = Backend("pandas", "pandas", lazy=False, keeps_metadata=True)

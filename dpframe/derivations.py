@@ -516,14 +516,25 @@ def _signature(nt: Any) -> str:
 
 
 def _frame_identity(pydf: Any) -> str:
+    """The identity of an in-memory frame in a plan: its height and, for every column and
+    chunk, the addresses, offset and length of its Arrow buffers (validity, data, offsets;
+    categoricals through their physical codes). Read without copying; two frames share it only
+    if they share every buffer, and the registry keeps the protected frames alive so their
+    addresses cannot be reused by other data."""
     import polars as pl
+    from polars import CompatLevel
 
     frame = pl.DataFrame._from_pydf(pydf)
+    parts: list[str] = [str(frame.height)]
     for series in frame.iter_columns():
-        if series.dtype.is_numeric() and series.len():
-            buffers = series.get_chunks()[0].to_arrow().buffers()
-            return f"{frame.height}@{buffers[1].address if len(buffers) > 1 else 0}"
-    return f"{frame.height}@{id(pydf)}"  # no numeric column: never equal twice (fail closed)
+        if series.dtype == pl.Categorical or isinstance(series.dtype, pl.Enum):
+            series = series.to_physical()
+        for chunk in series.get_chunks():
+            arr = chunk.to_arrow(compat_level=CompatLevel.newest())
+            addresses = ",".join(str(b.address) if b is not None else "0"
+                                 for b in arr.buffers())
+            parts.append(f"{series.name}:{arr.offset}:{len(arr)}:{addresses}")
+    return "|".join(parts)
 
 
 def _describe(nt: Any, value: Any) -> str:

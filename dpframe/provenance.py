@@ -443,7 +443,10 @@ class _Handle(dict[str, str]):
 
 
 _frames: dict[int, tuple[Any, FrameFacts]] = {}  # Polars objects by identity
-_markers: dict[str, tuple[FrameFacts, str]] = {}  # marker -> facts, signature beneath it
+#: marker -> (facts, signature of the plan beneath it, that plan): holding the plan keeps the
+#: in-memory frames it scans alive, so their buffer addresses (part of the signature) can never
+#: be reused by other data while the marker can be presented
+_markers: dict[str, tuple[FrameFacts, str, Any]] = {}
 
 
 def _snapshot(frame: Any, backend: Backend) -> Any:
@@ -471,14 +474,16 @@ def _register(frame: Any, facts: FrameFacts) -> Any:
     if backend.readable_plans:
         marker = derivations.new_marker()
         signature = derivations.plan_signature(frame)  # the plan the marker vouches for
+        beneath = frame
         frame = derivations.add_marker(frame, marker)
         with _registry_lock:
-            _markers[marker] = (facts, signature)
+            _markers[marker] = (facts, signature, beneath)
     key = id(frame)
 
-    def _forget(_: Any, key: int = key) -> None:
-        with _registry_lock:
-            _frames.pop(key, None)
+    def _forget(_: Any, key: int = key, lock: threading.Lock = _registry_lock,
+                table: dict[int, Any] = _frames) -> None:
+        with lock:  # bound now: module globals may be gone at interpreter shutdown
+            table.pop(key, None)
 
     with _registry_lock:
         _frames[key] = (weakref.ref(frame, _forget), facts)
@@ -543,7 +548,7 @@ def _facts_of(frame: Any, backend: Backend) -> FrameFacts:
             "this LazyFrame's plan carries a dpframe marker that this process does not know "
             "(a plan from another process or session); protect the data in this process"
         )
-    base, signature = found
+    base, signature, _plan = found
     if beneath != signature:
         raise DerivationError(
             "the plan beneath this LazyFrame's dpframe marker is not the plan that was "
@@ -624,9 +629,10 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
 def _remember_original(frame: Any, dataset: Dataset) -> None:
     key = id(frame)
 
-    def _forget(_: Any, key: int = key) -> None:
-        with _registry_lock:
-            _originals.pop(key, None)
+    def _forget(_: Any, key: int = key, lock: threading.Lock = _registry_lock,
+                table: dict[int, Any] = _originals) -> None:
+        with lock:  # bound now: module globals may be gone at interpreter shutdown
+            table.pop(key, None)
 
     try:
         ref = weakref.ref(frame, _forget)
@@ -740,8 +746,10 @@ def protect(
     dataset.root_ref = weakref.ref(protected)
     if backend.readable_plans:
         dataset.source = SourceBinding.of(frame)
-    elif backend.lazy:  # a plan dpframe cannot read: re-count its rows before each release
-        dataset.source = SourceBinding({}, (), recount=True)
+    elif backend.lazy:  # a plan dpframe cannot read: bind the files the engine names (if
+        # any) by identity, and re-count its rows before each release
+        patterns = tuple(backend.source_paths(protected))
+        dataset.source = SourceBinding(_stat_all(patterns), patterns, recount=True)
         dataset.root_strong = protected
     else:
         dataset.root_shape = _shape(protected, backend)

@@ -346,7 +346,14 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
                 "declared for missing values (dpf.protect(..., missing={column: value})) "
                 f"where the columns can hold them ({', '.join(drops) or 'none'} drop them)"
             )
-        out.append(Planned(name, q, q.plan(ctx), share, [], {}, 0.0, ctx.bounds))
+        try:
+            plan_q = q.plan(ctx)
+        except OverflowError:  # n·w or w² beyond the largest double: a public fact
+            raise ParameterError(
+                f"the bounds of {', '.join(read) or 'this query'} are too wide for {q.kind} on "
+                f"{n} rows (the statistic's range overflows a double); declare narrower bounds"
+            ) from None
+        out.append(Planned(name, q, plan_q, share, [], {}, 0.0, ctx.bounds))
     # a query answered from public facts alone (the count of a frame whose size is public)
     # costs nothing: its share goes to the queries that need noise
     noisy = [p for p in out if p.plan.measurements]

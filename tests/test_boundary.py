@@ -617,3 +617,41 @@ def test_pandas_derived_dtypes_come_from_the_plan_not_the_values(first):
     d.dp.mean("o", epsilon=1.0)
     d.dp.mean("ob", epsilon=1.0)
     assert d.dp.log["size"].tolist()[-2:] == ["private", "private"]
+
+
+# -- regressions from the second adversarial review ------------------------------------------
+def test_a_marker_on_a_frame_sharing_one_column_does_not_vouch_for_it():
+    import re
+
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0, 1, 200), rng.uniform(0, 1, 200)
+    df = pl.DataFrame({"x": x, "y": y})
+    lf = dpf.protect(df.lazy(), bounds={"x": (0.0, 1.0), "y": (0.0, 1.0)}, epsilon=5.0)
+    marker = re.search(r"dpframe:[0-9a-f]+", lf.explain(optimized=False)).group(0)
+    forged = pl.DataFrame({"x": df["x"], "y": np.full(200, y[0])}).lazy().filter(
+        pl.lit(marker) == pl.lit(marker))  # shares x's buffer, y is one person's value
+    with pytest.raises(dpf.DerivationError):
+        forged.dp.mean("y", epsilon=1.0)
+    assert lf.dp.budget.epsilon_spent == 0.0
+
+
+def test_a_marker_of_a_collected_frame_cannot_be_reused_by_new_data():
+    import gc
+    import re
+
+    lf = dpf.protect(pl.DataFrame({"x": np.random.default_rng(1).uniform(0, 1, 500)}).lazy(),
+                     bounds={"x": (0.0, 1.0)}, epsilon=5.0)
+    marker = re.search(r"dpframe:[0-9a-f]+", lf.explain(optimized=False)).group(0)
+    del lf
+    gc.collect()
+    for _ in range(5):  # new frames of the same shape cannot land on the protected buffers
+        other = pl.DataFrame({"x": np.full(500, 0.77)}).lazy()
+        with pytest.raises(dpf.DerivationError):
+            other.filter(pl.lit(marker) == pl.lit(marker)).dp.mean("x", epsilon=0.5)
+
+
+def test_bounds_too_wide_for_the_statistic_are_a_clear_error():
+    pf = protect("pandas", base_data(), bounds={"age": (-1.7e308, 1.7e308)})
+    with pytest.raises(dpf.ParameterError, match="too wide"):
+        pf.dp.sum("age", epsilon=1.0)
+    assert pf.dp.budget.epsilon_spent == 0.0

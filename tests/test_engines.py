@@ -132,3 +132,26 @@ def test_dp_function_reaches_the_namespace_of_any_frame():
     assert dpf.dp(rel).size == 30
     with pytest.raises(dpf.UnsupportedInputError):
         dpf.dp([1, 2, 3])
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "duckdb-sql", "dask"])
+def test_a_file_rewritten_with_the_same_row_count_is_refused(tmp_path, engine):
+    import polars as pl
+
+    path = tmp_path / "src.parquet"
+    x = np.random.default_rng(2).uniform(0, 1, 200)
+    pl.DataFrame({"x": x}).write_parquet(path)
+    if engine.startswith("duckdb"):
+        duckdb = pytest.importorskip("duckdb")
+        con = duckdb.connect()
+        frame = con.read_parquet(str(path)) if engine == "duckdb" else con.sql(
+            f"select * from read_parquet('{path}')")
+    else:
+        dd = pytest.importorskip("dask.dataframe")
+        frame = dd.read_parquet(str(path))
+    p = dpf.protect(frame, bounds={"x": (0.0, 1.0)}, epsilon=5.0, missing=0.0)
+    p.dp.mean("x", epsilon=1.0)
+    pl.DataFrame({"x": np.full(200, x[0])}).write_parquet(path)  # same n, other content
+    with pytest.raises(dpf.SourceChangedError):
+        p.dp.mean("x", epsilon=1.0)
+    assert p.dp.budget.epsilon_spent == 1.0
