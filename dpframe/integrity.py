@@ -71,7 +71,7 @@ RELEASE_KIND = "dpframe.release"
 SEAL_SCHEME = "dpframe-release-v1"
 
 _polars_logs: dict[int, tuple[Any, dict[str, Any]]] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a GC-run weakref callback can take it while held
 
 
 class SealedLog(dict[str, Any]):
@@ -249,9 +249,10 @@ def _store(table: Any, doc: dict[str, Any]) -> None:
         return
     key = id(table)
 
-    def _forget(_: Any, key: int = key) -> None:
-        with _lock:
-            _polars_logs.pop(key, None)
+    def _forget(_: Any, key: int = key, lock: threading.RLock = _lock,
+                table: dict[int, Any] = _polars_logs) -> None:
+        with lock:  # bound now: module globals may be gone at interpreter shutdown
+            table.pop(key, None)
 
     with _lock:
         _polars_logs[key] = (weakref.ref(table, _forget), doc)

@@ -329,7 +329,9 @@ _current: contextvars.ContextVar[tuple[Session, ...]] = contextvars.ContextVar(
     "dpframe_sessions", default=()
 )
 _named: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
-_registry_lock = threading.Lock()
+#: re-entrant: garbage collection can run a registry weakref callback (which takes this lock)
+#: in the middle of a block that already holds it, on the same thread
+_registry_lock = threading.RLock()
 
 
 class Session:
@@ -480,7 +482,7 @@ def _register(frame: Any, facts: FrameFacts) -> Any:
             _markers[marker] = (facts, signature, beneath)
     key = id(frame)
 
-    def _forget(_: Any, key: int = key, lock: threading.Lock = _registry_lock,
+    def _forget(_: Any, key: int = key, lock: threading.RLock = _registry_lock,
                 table: dict[int, Any] = _frames) -> None:
         with lock:  # bound now: module globals may be gone at interpreter shutdown
             table.pop(key, None)
@@ -629,7 +631,7 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
 def _remember_original(frame: Any, dataset: Dataset) -> None:
     key = id(frame)
 
-    def _forget(_: Any, key: int = key, lock: threading.Lock = _registry_lock,
+    def _forget(_: Any, key: int = key, lock: threading.RLock = _registry_lock,
                 table: dict[int, Any] = _originals) -> None:
         with lock:  # bound now: module globals may be gone at interpreter shutdown
             table.pop(key, None)
