@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import sys
 import textwrap
 import time
@@ -450,7 +451,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "inspect":
         from dpframe.steward import run as _run_inspect
 
-        return _run_inspect(args)
+        try:
+            return _run_inspect(args)
+        except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream
+            return 0
     from dpframe.errors import DPFrameError
 
     try:
