@@ -46,12 +46,11 @@ import hashlib
 import hmac
 import json
 import math
-import threading
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from dpframe.errors import IntegrityError, ParameterError
+from dpframe.identity import IdentityMap
 
 __all__ = [
     "RELEASE_ATTRS_KEY",
@@ -70,8 +69,7 @@ RELEASE_ATTRS_KEY = "dpframe_log"
 RELEASE_KIND = "dpframe.release"
 SEAL_SCHEME = "dpframe-release-v1"
 
-_polars_logs: dict[int, tuple[Any, dict[str, Any]]] = {}
-_lock = threading.RLock()  # re-entrant: a GC-run weakref callback can take it while held
+_polars_logs: IdentityMap[dict[str, Any]] = IdentityMap()
 
 
 class SealedLog(dict[str, Any]):
@@ -247,15 +245,7 @@ def _store(table: Any, doc: dict[str, Any]) -> None:
     if _is_pandas(table):
         table.attrs = {RELEASE_ATTRS_KEY: SealedLog(doc)}
         return
-    key = id(table)
-
-    def _forget(_: Any, key: int = key, lock: threading.RLock = _lock,
-                table: dict[int, Any] = _polars_logs) -> None:
-        with lock:  # bound now: module globals may be gone at interpreter shutdown
-            table.pop(key, None)
-
-    with _lock:
-        _polars_logs[key] = (weakref.ref(table, _forget), doc)
+    _polars_logs.set(table, doc)
 
 
 def release_log_of(frame: Any) -> dict[str, Any] | None:
@@ -263,11 +253,7 @@ def release_log_of(frame: Any) -> dict[str, Any] | None:
     if _is_pandas(frame):
         doc = frame.attrs.get(RELEASE_ATTRS_KEY)
         return doc if isinstance(doc, dict) and doc.get("kind") == RELEASE_KIND else None
-    with _lock:
-        found = _polars_logs.get(id(frame))
-    if found is not None and found[0]() is frame:
-        return found[1]
-    return None
+    return _polars_logs.get(frame)
 
 
 def sign_release(table: Any, key: bytes | str) -> Any:

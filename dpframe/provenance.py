@@ -48,6 +48,7 @@ from dpframe.errors import (
     SourceChangedError,
     UnsupportedInputError,
 )
+from dpframe.identity import IdentityMap
 
 __all__ = [
     "Dataset",
@@ -444,7 +445,7 @@ class _Handle(dict[str, str]):
         return (dict, (dict(self),))
 
 
-_frames: dict[int, tuple[Any, FrameFacts]] = {}  # Polars objects by identity
+_frames: IdentityMap[FrameFacts] = IdentityMap()  # verified Polars and engine frames
 #: marker -> (facts, signature of the plan beneath it, that plan): holding the plan keeps the
 #: in-memory frames it scans alive, so their buffer addresses (part of the signature) can never
 #: be reused by other data while the marker can be presented
@@ -480,24 +481,12 @@ def _register(frame: Any, facts: FrameFacts) -> Any:
         frame = derivations.add_marker(frame, marker)
         with _registry_lock:
             _markers[marker] = (facts, signature, beneath)
-    key = id(frame)
-
-    def _forget(_: Any, key: int = key, lock: threading.RLock = _registry_lock,
-                table: dict[int, Any] = _frames) -> None:
-        with lock:  # bound now: module globals may be gone at interpreter shutdown
-            table.pop(key, None)
-
-    with _registry_lock:
-        _frames[key] = (weakref.ref(frame, _forget), facts)
+    _frames.set(frame, facts)
     return frame
 
 
 def _registered(frame: Any) -> FrameFacts | None:
-    with _registry_lock:
-        found = _frames.get(id(frame))
-    if found is not None and found[0]() is frame:
-        return found[1]
-    return None
+    return _frames.get(frame)
 
 
 _UNVERIFIED_PANDAS = (
@@ -592,7 +581,7 @@ def derive(facts: FrameFacts, result: Any) -> Any:
     return _register(result, facts)
 
 
-_originals: dict[int, tuple[Any, Dataset]] = {}  # objects passed to protect, by identity
+_originals: IdentityMap[Dataset] = IdentityMap()  # objects passed to protect
 _files: dict[tuple[int, int], Dataset] = {}  # (device, inode) of files protected lazy sources read
 
 
@@ -609,9 +598,7 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
         live = _registered(frame) is not None or bool(derivations.plan_markers(frame))
     else:
         live = _registered(frame) is not None
-    with _registry_lock:
-        seen = _originals.get(id(frame))
-    if seen is not None and seen[0]() is frame:
+    if _originals.get(frame) is not None:
         live = True
     if not live and backend.readable_plans:
         paths, _other = derivations.plan_sources(frame)
@@ -629,19 +616,11 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
 
 
 def _remember_original(frame: Any, dataset: Dataset) -> None:
-    key = id(frame)
-
-    def _forget(_: Any, key: int = key, lock: threading.RLock = _registry_lock,
-                table: dict[int, Any] = _originals) -> None:
-        with lock:  # bound now: module globals may be gone at interpreter shutdown
-            table.pop(key, None)
-
     try:
-        ref = weakref.ref(frame, _forget)
+        _originals.set(frame, dataset)
     except TypeError:  # pragma: no cover - every supported frame type is weak-referenceable
         return
     with _registry_lock:
-        _originals[key] = (ref, dataset)
         if dataset.source is not None:
             for st in dataset.source.files.values():
                 if st[0] >= 0:
