@@ -123,7 +123,6 @@ class Step:
 
     kind: str
     outputs: dict[str, str | None] = field(default_factory=dict)
-    text: str = ""
 
 
 def new_marker() -> str:

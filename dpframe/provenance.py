@@ -286,10 +286,6 @@ class FrameFacts:
     #: plans, engines).
     data: Any = field(default=None, repr=False)
 
-    @property
-    def is_root(self) -> bool:
-        return self.derivation == ("protect",)
-
     def after(self, steps: Sequence[derivations.Step]) -> FrameFacts:
         """The facts of the frame these verified steps produce from this one."""
         facts = self

@@ -35,7 +35,7 @@ import numpy as np
 
 from dpframe import engine
 from dpframe.backends import Backend, backend_of
-from dpframe.errors import BoundsError, ParameterError, PrivateSizeError, UnsupportedInputError
+from dpframe.errors import BoundsError, ParameterError, PrivateSizeError
 from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
 from dpframe.queries import Measurement, Plan, PlanContext, Query
@@ -656,11 +656,3 @@ def _key_json(k: Any) -> Any:
     if hasattr(k, "item"):
         return k.item()
     return str(k)
-
-
-def require_columns(frame: Any, columns: Sequence[str]) -> None:
-    """Check that ``columns`` exist (schema only)."""
-    cols = engine.frame_columns(frame)
-    for c in columns:
-        if c not in cols:
-            raise UnsupportedInputError(f"column {c!r} is not in the frame")
