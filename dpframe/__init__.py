@@ -25,7 +25,7 @@ from dpframe.frames.results import Estimate
 from dpframe.integrity import concat_releases, sign_release
 from dpframe.io import read_log
 from dpframe.provenance import Session, protect
-from dpframe.queries import count, mean, std, sum, variance
+from dpframe.queries import count, mean, median, quantile, std, sum, variance
 
 __all__ = [
     "BoundsError",
@@ -47,7 +47,9 @@ __all__ = [
     "count",
     "dp",
     "mean",
+    "median",
     "protect",
+    "quantile",
     "read_log",
     "sign_release",
     "std",

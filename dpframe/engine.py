@@ -53,6 +53,7 @@ from dpframe.errors import ParameterError, UnsupportedInputError
 
 __all__ = [
     "Agg",
+    "Bins",
     "FixedPoint",
     "aggregate",
     "engine_name",
@@ -106,12 +107,45 @@ class FixedPoint:
 
 
 @dataclass(frozen=True)
+class Bins:
+    """``count`` equal public bins of ``[lower, upper]``.
+
+    The bin of a value is ``j = ⌊(clip(x, l, u) − l)·s⌋`` limited to ``[0, B − 1]``, with the
+    public factor ``s = B/(u − l)`` rounded once: a per-row map (neighbours stay neighbours)
+    that every engine evaluates with the same IEEE operations, so all paths agree bit for bit.
+    Bins are ``[l + j/s, l + (j+1)/s)``, the last one closed; values outside ``[l, u]`` go to
+    the end bins (clamping).
+    """
+
+    lower: float
+    upper: float
+    count: int
+
+    @property
+    def factor(self) -> float:
+        return self.count / (self.upper - self.lower)
+
+    def index(self, values: np.ndarray) -> np.ndarray:
+        """Bin of each (non-missing) value, as int64 (the numpy twin of :meth:`expression`)."""
+        x = np.clip(values.astype(np.float64, copy=False), self.lower, self.upper)
+        j = np.floor((x - self.lower) * self.factor)
+        return np.minimum(j, self.count - 1).astype(np.int64)
+
+    def expression(self, x: Any) -> Any:
+        """Bin of each row of the narwhals Float64 expression ``x`` (no missing values)."""
+        j = ((x.clip(self.lower, self.upper) - self.lower) * self.factor).floor()
+        return j.clip(0, self.count - 1).cast(nw.Int64)
+
+
+@dataclass(frozen=True)
 class Agg:
     """One exact aggregate a measurement needs, per group.
 
     ``kind``: ``"rows"`` (row count; with ``column``, the rows where that column is present
     under the ``"drop"`` policy), ``"sum"`` (Σk of ``column`` in fixed point ``fp``),
-    ``"sum_sq"`` (Σk²) or ``"sum_prod"`` (Σk·k₂ of ``column`` and ``column2``).
+    ``"sum_sq"`` (Σk²), ``"sum_prod"`` (Σk·k₂ of ``column`` and ``column2``) or ``"bins"``
+    (rows of ``column`` per bin of ``bins``: a ``(groups, B)`` array instead of one number per
+    group; rows missing the column follow its policy, dropped or counted at the fill value).
     """
 
     kind: str
@@ -119,6 +153,7 @@ class Agg:
     fp: FixedPoint | None = None
     column2: str | None = None
     fp2: FixedPoint | None = None
+    bins: Bins | None = None
 
     @property
     def scale(self) -> float:
@@ -216,18 +251,24 @@ def aggregate(
     if method not in ("auto", "numpy", "narwhals"):
         raise ParameterError(f"method must be 'auto', 'numpy' or 'narwhals', got {method!r}")
     aggs = list(dict.fromkeys(aggs))
+    binned = [a for a in aggs if a.kind == "bins"]
+    aggs = [a for a in aggs if a.kind != "bins"]
     columns = frame_columns(native)
-    data = None
+    data: dict[Agg, np.ndarray] | None = None
     # values near ±1.8e308 overflow to ±inf when scaled by 1/q; clamping maps them to the
     # bounds, exactly as for any value outside them (a value is never an error)
-    with np.errstate(over="ignore"):
-        if method != "narwhals":
+    with np.errstate(over="ignore", invalid="ignore"):
+        if not aggs:
+            data = {}
+        if data is None and method != "narwhals":
             data = _numpy_sums(native, aggs, columns, missing, group_by, keys)
             if data is None and method == "numpy":
                 raise ParameterError("method='numpy' needs plain numeric columns of an "
                                      "in-memory frame and no products of columns")
         if data is None:
             data = _narwhals_sums(native, aggs, columns, missing, group_by, keys)
+        for agg in binned:
+            data[agg] = _bin_counts(native, agg, columns, missing, group_by, keys, method)
     for agg, values in data.items():
         if not np.all(np.mod(values, 1.0) == 0.0):  # pragma: no cover - engine invariant
             raise RuntimeError(f"internal error: aggregate {agg} is not an integer; please report")
@@ -328,11 +369,7 @@ def _narwhals_sums(
         group_by)
     tuples = [k if len(cols) > 1 else (k,) for k in (keys or [])]
     if cols:
-        for i, col in enumerate(cols):  # keep rows whose key (in every column) is declared
-            declared = list(dict.fromkeys(k[i] for k in tuples))
-            if _is_float(columns[col]):  # int keys of a float column (Polars compares dtypes)
-                declared = [float(k) for k in declared]
-            frame = frame.filter(nw.col(col).is_in(declared))
+        frame = _keep_declared(frame, cols, tuples, columns)
         # materialise the per-row columns first: simple per-column sums group efficiently in
         # every backend (pandas cannot group arbitrary expressions)
         frame = frame.select(*(nw.col(c) for c in cols),
@@ -538,3 +575,120 @@ def _declared_codes(native: Any, group_by: str, keys: list[Any]) -> np.ndarray |
         return np.asarray(declared.get_indexer(key_col), dtype=np.int64)
     except (TypeError, ValueError, IndexError):  # pragma: no cover - unusual key columns
         return None
+
+
+#: Rows per block of the bin-count kernel (its per-block cost includes the G·B count cells).
+_BIN_BLOCK = 1 << 20
+
+
+def _group_columns(group_by: str | tuple[str, ...] | None) -> list[str]:
+    return [] if group_by is None else [group_by] if isinstance(group_by, str) else list(
+        group_by)
+
+
+def _keep_declared(frame: Any, cols: Sequence[str], tuples: Sequence[tuple[Any, ...]],
+                   columns: Mapping[str, Any]) -> Any:
+    """Keep the rows whose key, in every group column, is among the declared ones."""
+    for i, col in enumerate(cols):
+        declared = list(dict.fromkeys(k[i] for k in tuples))
+        if _is_float(columns[col]):  # int keys of a float column (Polars compares dtypes)
+            declared = [float(k) for k in declared]
+        frame = frame.filter(nw.col(col).is_in(declared))
+    return frame
+
+
+def _bin_counts(
+    native: Any,
+    agg: Agg,
+    columns: Mapping[str, Any],
+    missing: Mapping[str, Any],
+    group_by: str | tuple[str, ...] | None,
+    keys: Sequence[Any] | None,
+    method: str,
+) -> np.ndarray:
+    """Exact rows per bin of ``agg.column`` (:class:`Bins`), per declared key: a ``(G, B)``
+    array of integer-valued doubles (``G = 1`` without a group-by). Rows with undeclared keys
+    are left out; missing values follow the column's policy (dropped, or binned at the public
+    fill value)."""
+    assert agg.column is not None and agg.bins is not None
+    cols = _group_columns(group_by)
+    tuples = [k if len(cols) > 1 else (k,) for k in (keys or [])]
+    n_groups = len(tuples) if cols else 1
+    if method != "narwhals":
+        counts = _numpy_bin_counts(native, agg, missing.get(agg.column, DROP), group_by,
+                                   list(keys or []), n_groups)
+        if counts is not None:
+            return counts
+    bins, column = agg.bins, agg.column
+    frame = _engine_frame(native)
+    x = nw.col(column) if columns[column] == nw.Float64 else nw.col(column).cast(nw.Float64)
+    present = _present(column, columns[column])
+    policy = missing.get(column, DROP)
+    if policy == DROP:
+        frame = frame.filter(present)
+    else:
+        x = nw.when(present).then(x).otherwise(nw.lit(float(policy)))
+    frame = _keep_declared(frame, cols, tuples, columns)
+    label = "__dp_bin"
+    frame = frame.select(*(nw.col(c) for c in cols), bins.expression(x).alias(label))
+    result = frame.group_by(*cols, label).agg(nw.len().alias("__dp_len"))
+    if isinstance(result, nw.LazyFrame):
+        result = _collect(result, native)
+    j = np.asarray(result.get_column(label).to_numpy(), dtype=np.int64)
+    n = np.asarray(result.get_column("__dp_len").to_numpy(), dtype=np.float64)
+    group = np.zeros(j.size, dtype=np.int64)
+    if cols:
+        import pandas as pd
+
+        found = [[_as_float_if(columns[c], v) for v in result.get_column(c).to_list()]
+                 for c in cols]
+        declared_keys = [[_as_float_if(columns[c], k[i]) for k in tuples]
+                         for i, c in enumerate(cols)]
+        if len(cols) == 1:
+            group = pd.Index(declared_keys[0], dtype=object).get_indexer(
+                pd.Index(found[0], dtype=object))
+        else:
+            group = pd.MultiIndex.from_arrays(declared_keys).get_indexer(
+                pd.MultiIndex.from_arrays(found))
+    out = np.zeros(n_groups * bins.count, dtype=np.float64)
+    keep = group >= 0
+    np.add.at(out, group[keep] * bins.count + j[keep], n[keep])
+    return out.reshape(n_groups, bins.count)
+
+
+def _numpy_bin_counts(native: Any, agg: Agg, policy: Any, group_by: str | tuple[str, ...] | None,
+                      keys: list[Any], n_groups: int) -> np.ndarray | None:
+    """The bin counts from a zero-copy numpy view (see :func:`_numpy_sums`), or None."""
+    assert agg.column is not None and agg.bins is not None
+    if not (is_pandas_frame(native) or is_polars_eager(native)) or (
+            group_by is not None and not isinstance(group_by, str)):
+        return None
+    values = _numpy_view(native, agg.column, grouped=group_by is not None)
+    if values is None:
+        return None
+    codes = None
+    if group_by is not None:
+        assert isinstance(group_by, str)
+        codes = _declared_codes(native, group_by, keys)
+        if codes is None:
+            return None
+    bins = agg.bins
+    cells = n_groups * bins.count
+    out = np.zeros(cells, dtype=np.float64)
+    for start in range(0, values.size, _BIN_BLOCK):
+        block = values[start : start + _BIN_BLOCK]
+        keep = None if codes is None else codes[start : start + _BIN_BLOCK] >= 0
+        if block.dtype.kind == "f":
+            nan = np.isnan(block)
+            if nan.any():
+                if policy == DROP:
+                    keep = ~nan if keep is None else keep & ~nan
+                else:
+                    block = np.where(nan, float(policy), block)
+        j = bins.index(block)
+        if codes is not None:
+            j += codes[start : start + _BIN_BLOCK] * bins.count
+        if keep is not None:
+            j = j[keep]
+        out += np.bincount(j, minlength=cells)
+    return out.reshape(n_groups, bins.count)

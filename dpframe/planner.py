@@ -94,6 +94,8 @@ def _half_width(kind: str, mechs: Mapping[str, Any], alpha: float, public: bool,
                 min_rows: int | None, query: Query, bounds: tuple[float, float] | None
                 ) -> tuple[float, str]:
     single = len(mechs) == 1 and None not in mechs.values()
+    if kind == "quantile":
+        return math.nan, _quantile_note(next(iter(mechs.values())), alpha)
     if single and kind in ("count", "sum", "mean", "variance"):
         return half_width(next(iter(mechs.values())), alpha), "exact (one measurement)"
     if single and kind == "std":
@@ -109,6 +111,19 @@ def _half_width(kind: str, mechs: Mapping[str, Any], alpha: float, public: bool,
         return h, f"holds for every group of at least {int(min_rows)} rows"
     return math.nan, (f"no half-width before spending for a {'public' if public else 'private'}"
                       f"-size {kind}; release it with ci= to get an interval")
+
+
+def _quantile_note(release: Any, alpha: float) -> str:
+    """A quantile's accuracy in *ranks*, which does not depend on the data: the mechanism
+    picks a bin whose rank distance exceeds ``r`` with probability at most ``B·e^{−λr}`` (at
+    most ``B`` bins each weighted ``≤ e^{−λr}`` against a bin at distance 0), so with
+    ``r = ln(B/α)/λ`` each level is within ``r`` ranks of its target with probability
+    ``≥ 1 − α``, plus half a bin in value. In values it depends on the data's density."""
+    mech = release.mechanism
+    r = max(math.log(mech.bins / alpha) / lam for lam in mech.coefficients)
+    return (f"data-dependent in values; in ranks: each level within ±{r:.3g} rows of its "
+            f"target rank (probability ≥ {1 - alpha:g}), and within half a bin "
+            f"({release.grid / 2:.3g}) of the chosen bin")
 
 
 def epsilon_for(
@@ -177,6 +192,9 @@ def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: flo
     planned = plan(frame, {"q": query}, epsilon=1.0, delta=delta, mechanism=mechanism,
                    group_by=group_by, keys=keys, session=session)[0]
     ms = planned.plan.measurements
+    if planned.plan.query == "quantile":
+        raise ParameterError("a quantile's accuracy in values depends on the data; "
+                             "accuracy() reports its accuracy in ranks at a given epsilon")
     if len(ms) != 1 or planned.plan.query == "std" or planned.mechanisms[0] is None:
         raise ParameterError(
             f"{query!r} here is composed of {len(ms)} measurements; the inverse is available "

@@ -71,7 +71,7 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.engine import Agg, FixedPoint
+from dpframe.engine import Agg, Bins, FixedPoint
 from dpframe.errors import ParameterError, PrivateSizeError, UnsupportedInputError
 from dpframe.mechanisms.intervals import (
     component_level,
@@ -88,12 +88,15 @@ __all__ = [
     "Plan",
     "PlanContext",
     "Proportions",
+    "Quantile",
     "Query",
     "Std",
     "Sum",
     "Variance",
     "count",
     "mean",
+    "median",
+    "quantile",
     "std",
     "sum",
     "variance",
@@ -205,6 +208,10 @@ class Measurement:
     magnitude: float | None = None  # public bound on |statistic| (for unbounded domains)
     domain_after: Callable[[Mapping[str, np.ndarray]], tuple[float, float]] | None = None
     sensitivity_after: Callable[[float, float], float] | None = None
+    #: For a measurement that is not additive noise on a number (quantiles: the exponential
+    #: mechanism over bin counts): ``make(epsilon, delta)`` builds its mechanism, whose
+    #: ``sample(exact, random_state)`` releases the answer from the exact statistic.
+    make: Callable[[float, float], Any] | None = None
 
 
 def rows_of(agg: Agg) -> Statistic:
@@ -230,6 +237,9 @@ class Plan:
     group_share: float | None = None  # ε share per group when grouped (default 1/2)
     columns: tuple[str, ...] = ()  # every column read (cov reads several)
     interval: Interval | None = None  # confidence interval from the mechanisms' raw outputs
+    #: several answers per group (quantile levels): ``finalize`` returns ``(groups, len)``
+    #: and the release names them ``<name>[<label>]``
+    labels: tuple[str, ...] | None = None
 
     @property
     def aggregates(self) -> tuple[Agg, ...]:
@@ -728,6 +738,120 @@ def _covariance_statistic(sum_a: Agg, sum_b: Agg, prod: Agg, n: int) -> Statisti
         return np.array([float(qq * (n * p_ab - s_a * s_b) / (n * (n - 1)))])
 
     return stat
+
+
+class Quantile(Query):
+    r"""Quantiles of a bounded column: the exponential mechanism over public bins
+    (``docs/privacy.md``, section Q; :mod:`dpframe.mechanisms.quantiles`).
+
+    The column is clamped to ``[l, u]`` and its rows counted per bin of ``B`` equal public
+    bins (:class:`dpframe.engine.Bins`: one exact integer aggregate per bin and group, computed
+    in the frame's engine). For each level ``q`` the mechanism picks bin ``j`` with probability
+    ``∝ exp(−λ·min(d_j, C/λ))``, ``d_j`` the distance from the target rank ``q·N`` to the ranks
+    the bin holds, and releases the bin's midpoint, always inside ``[l, u]``. Several levels
+    share the query's ε equally (sequential composition) and are sorted (post-processing).
+
+    *Sensitivity of d.* Replacing a row moves each cumulative count ``L_j`` by at most 1 with
+    ``N`` fixed: ``Δ = 1``. A verified derivation (a private size) changes by one added,
+    removed or replaced row: ``Δ ≤ max(q, 1 − q, 1) = 1``. One group of a group-by changes by an
+    added or removed row, ``Δ = max(q, 1 − q)``, and each group is charged ε/2 (a replaced row
+    touches two groups), as for every grouped statistic. ``λ = (ε_q − 4η)/(2Δ)`` with the
+    finite-precision overhead ``4η`` of the race sampler reserved first (about 1e-11).
+    The rank ``N`` is never released; missing values follow the column's policy.
+    """
+
+    kind = "quantile"
+
+    def __init__(self, column: str, q: float | Sequence[float] = 0.5,
+                 bins: int | None = None) -> None:
+        from dpframe.mechanisms.quantiles import MAX_QUANTILE_BINS
+
+        super().__init__(column)
+        levels = [q] if np.ndim(q) == 0 else list(np.asarray(q, dtype=object).ravel())
+        checked = []
+        for v in levels:
+            if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+                raise ParameterError(f"quantile levels must be numbers in [0, 1], got {v!r}")
+            if not 0.0 <= float(v) <= 1.0:
+                raise ParameterError(f"quantile levels must lie in [0, 1], got {v!r} (use "
+                                     "0.5 for the median, not 50)")
+            checked.append(float(v))
+        if not checked or len(set(checked)) != len(checked):
+            raise ParameterError(f"q must be a level or a list of distinct levels, got {q!r}")
+        if bins is not None and (isinstance(bins, bool) or not isinstance(bins, int | np.integer)
+                                 or not 2 <= int(bins) <= MAX_QUANTILE_BINS):
+            raise ParameterError(f"bins must be an int in [2, {MAX_QUANTILE_BINS}] (equal "
+                                 f"public bins of the bounds), got {bins!r}")
+        self.levels = tuple(checked)
+        self.scalar = np.ndim(q) == 0
+        self.bins = None if bins is None else int(bins)
+
+    def __repr__(self) -> str:
+        q = self.levels[0] if self.scalar else list(self.levels)
+        return f"dpf.quantile({self.column!r}, {q!r})"
+
+    def plan(self, ctx: PlanContext) -> Plan:
+        from dpframe.mechanisms.quantiles import QuantileMechanism, choose_bins
+
+        lo, hi = _require_bounds(ctx, self.kind)
+        if not hi > lo:
+            raise ParameterError(f"quantiles need bounds lower < upper for {self.column!r}")
+        count = self.bins if self.bins is not None else choose_bins(ctx.n_groups)
+        bins = Bins(float(lo), float(hi), count)
+        agg = Agg("bins", self.column, bins=bins)
+        neighbours = "add/remove" if ctx.grouped else "replace"
+        levels = self.levels
+
+        def make(epsilon: float, delta: float) -> _QuantileRelease:
+            return _QuantileRelease(QuantileMechanism(
+                epsilon, lo, hi, list(levels), bins=count, neighbours=neighbours))
+
+        make(1.0, 0.0)  # parameters checked before anything is read
+        m = Measurement("quantile", lambda a: np.asarray(a[agg], dtype=np.float64), 1.0, lo, hi,
+                        1.0, (agg,), make=make)
+        formulation = (
+            f"exponential mechanism on the rank distance over {count} equal public bins of "
+            f"[{lo:g}, {hi:g}] (levels {', '.join(f'{v:g}' for v in levels)}, ε split evenly, "
+            f"{neighbours} neighbours); the chosen bin's midpoint, sorted over levels")
+        scalar = self.scalar
+        return Plan(self.kind, self.column, (m,),
+                    lambda v: v["quantile"][:, 0] if scalar else v["quantile"], formulation,
+                    labels=None if self.scalar else tuple(f"{v:g}" for v in levels))
+
+
+class _QuantileRelease:
+    """The quantile mechanism in the form the release pipeline logs: one log entry for all
+    levels (ε is the total; the sensitivity and coefficient are the largest over levels)."""
+
+    def __init__(self, mechanism: Any) -> None:
+        from dpframe.mechanisms.domains import interval
+
+        self.mechanism = mechanism
+        self.name = "exponential-quantile"
+        self.epsilon = mechanism.epsilon
+        self.epsilon_overhead = math.fsum(mechanism.epsilon_overheads)
+        self.sensitivity = float(max(mechanism.sensitivities))
+        self.scale = float(1.0 / min(mechanism.coefficients))  # rank units per e-fold
+        self.grid = (mechanism.upper - mechanism.lower) / mechanism.bins
+        self.domain = interval(mechanism.lower, mechanism.upper)
+
+    def sample(self, counts: np.ndarray, random_state: Any = None) -> np.ndarray:
+        exact = np.rint(np.atleast_2d(counts)).astype(np.int64)
+        return np.asarray(self.mechanism.sample(exact, random_state=random_state).values,
+                          dtype=float)
+
+
+def quantile(column: str, q: float | Sequence[float] = 0.5, *, bins: int | None = None
+             ) -> Quantile:
+    """Query builder: quantile(s) of ``column`` at level(s) ``q`` in [0, 1] (a list of levels
+    gives one answer per level, named ``<name>[<q>]``); ``bins``: public equal bins of the
+    bounds (default 2^16, fewer for many groups)."""
+    return Quantile(column, q, bins)
+
+
+def median(column: str, *, bins: int | None = None) -> Quantile:
+    """Query builder: median of ``column`` (the 0.5 quantile)."""
+    return Quantile(column, 0.5, bins)
 
 
 # -- builders (``dpf.count()``, ``dpf.mean("age")``, ...) -----------------------------------

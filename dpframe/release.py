@@ -368,12 +368,17 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
         p.share = p.share / total if p.plan.measurements else 0.0
         p.epsilon = request.epsilon * p.share
         group_factor = (p.plan.group_share or 0.5) if grouped else 1.0
-        p.mechanisms = [
-            None if m.domain_after is not None else _mechanism(
-                request, m, request.epsilon * p.share * m.weight * group_factor,
-                request.delta * p.share * m.weight * group_factor, choices=p.choices)
-            for m in p.plan.measurements
-        ]
+        p.mechanisms = []
+        for m in p.plan.measurements:
+            eps = request.epsilon * p.share * m.weight * group_factor
+            dlt = request.delta * p.share * m.weight * group_factor
+            if m.make is not None:  # its own mechanism (quantiles: exponential over bins)
+                p.mechanisms.append(m.make(eps, dlt))
+                p.choices[m.name] = "the exponential mechanism (used for every quantile)"
+            elif m.domain_after is not None:
+                p.mechanisms.append(None)  # built once the measurements before it are out
+            else:
+                p.mechanisms.append(_mechanism(request, m, eps, dlt, choices=p.choices))
     return out
 
 
@@ -531,6 +536,11 @@ def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[Plan
                 mech = _mechanism(request, m, eps * group_factor, dlt * group_factor, lo, hi,
                                   m.sensitivity_after(lo, hi), choices=p.choices)
                 exact = np.clip(exact, lo, hi)
+            if m.make is not None:  # a selection over the exact statistic, not added noise
+                noisy[m.name] = mech.sample(exact, random_state=request.rng)
+                used[m.name] = mech
+                entries.append(context.entry(p, m, mech, eps, dlt, None))
+                continue
             # defence in depth: the statistic lies in its domain by construction (clamped
             # data, verified derivations); clamping here keeps a mechanism's own input check
             # from ever raising after the data was read
@@ -543,7 +553,12 @@ def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[Plan
             entries.append(context.entry(p, m, mech, eps, dlt, None))
         if not p.plan.measurements:  # answered from public facts: logged, not noised
             entries.append(context.entry(p, None, None, 0.0, 0.0, None))
-        values[p.name] = np.asarray(p.plan.finalize(noisy), dtype=float)
+        answer = np.asarray(p.plan.finalize(noisy), dtype=float)
+        if p.plan.labels is not None:  # several answers per group: one output each
+            for i, label in enumerate(p.plan.labels):
+                values[f"{p.name}[{label}]"] = answer.reshape(-1, len(p.plan.labels))[:, i]
+            continue
+        values[p.name] = answer
         if request.ci is not None and p.plan.interval is not None:
             lo_, hi_ = p.plan.interval(used, noisy, request.ci)
             intervals[p.name] = (np.asarray(lo_, dtype=float), np.asarray(hi_, dtype=float))
