@@ -692,3 +692,21 @@ def _numpy_bin_counts(native: Any, agg: Agg, policy: Any, group_by: str | tuple[
             j = j[keep]
         out += np.bincount(j, minlength=cells)
     return out.reshape(n_groups, bins.count)
+
+
+def observed_keys(native: Any, group_by: Sequence[str]) -> tuple[list[Any], np.ndarray]:
+    """Every key (a value, or a tuple for several columns) present in the data with its exact
+    row count, for private key selection; rows missing a key (null, or NaN in a float column)
+    are left out. One pass in the frame's engine; only the per-key counts come back."""
+    cols = list(group_by)
+    columns = frame_columns(native)
+    frame = _engine_frame(native)
+    for col in cols:
+        frame = frame.filter(_present(col, columns[col]))
+    result = frame.group_by(*cols).agg(nw.len().alias("__dp_len"))
+    if isinstance(result, nw.LazyFrame):
+        result = _collect(result, native)
+    counts = np.asarray(result.get_column("__dp_len").to_numpy(), dtype=np.float64)
+    values = [result.get_column(c).to_list() for c in cols]
+    keys = values[0] if len(cols) == 1 else list(zip(*values, strict=True))
+    return keys, counts

@@ -796,7 +796,7 @@ class Quantile(Query):
         lo, hi = _require_bounds(ctx, self.kind)
         if not hi > lo:
             raise ParameterError(f"quantiles need bounds lower < upper for {self.column!r}")
-        count = self.bins if self.bins is not None else choose_bins(ctx.n_groups)
+        count = self.bins if self.bins is not None else choose_bins(max(ctx.n_groups, 1))
         bins = Bins(float(lo), float(hi), count)
         agg = Agg("bins", self.column, bins=bins)
         neighbours = "add/remove" if ctx.grouped else "replace"

@@ -78,6 +78,9 @@ class Request:
     group_by: GroupBy | None
     keys: tuple[Any, ...] | None
     ci: float | None = None
+    #: keys selected from the data (none declared, δ > 0): the share of ε spent selecting
+    #: them; all of δ goes to the selection, none to the queries
+    selection: float | None = None
 
 
 def _number(name: str, value: Any) -> float:
@@ -181,6 +184,7 @@ def check_request(
     keys: Sequence[Any] | None,
     facts: FrameFacts,
     ci: Any = None,
+    selection_share: Any = 0.5,
 ) -> Request:
     """Check every argument of a release; reads no data and spends nothing."""
     if not isinstance(queries, Mapping) or not queries:
@@ -198,28 +202,51 @@ def check_request(
         names.append(name)
     mech = _check_mechanism(mechanism)
     eps = _check_epsilon(epsilon)
-    dlt = _check_delta(delta, mech)
+    dlt_raw = _number("delta", delta)
+    selecting = group_by is not None and keys is None and any(
+        c not in facts.keys for c in _columns_of(group_by))
+    dlt = _check_delta(delta, "bounded" if selecting else mech)
     shares = _check_weights(names, weights)
     rng, source = _check_random_state(random_state)
     level = _check_ci(ci)
     key_tuple = None
-    if group_by is not None:
+    selection = None
+    if selecting:
+        if not dlt_raw > 0:
+            raise ParameterError(_NO_KEYS.format(col=next(
+                c for c in _columns_of(group_by) if c not in facts.keys)) + _NO_DELTA)
+        selection = _number("selection_share", selection_share)
+        if not 0.0 < selection < 1.0:
+            raise ParameterError(f"selection_share must be in (0, 1) (the share of ε spent "
+                                 f"selecting keys), got {selection_share!r}")
+        group_by = _check_group_columns(group_by, names)
+        group_by = group_by[0] if len(group_by) == 1 else group_by
+    elif group_by is not None:
         group_by, key_tuple = _group_request(group_by, keys, names, facts)
-    return Request(eps, dlt, mech, shares, rng, source, group_by, key_tuple, level)
+    return Request(eps, dlt, mech, shares, rng, source, group_by, key_tuple, level, selection)
 
 
-def _group_request(group_by: Any, keys: Any, names: list[str], facts: FrameFacts
-                   ) -> tuple[GroupBy, tuple[Any, ...]]:
-    """The group-by column(s) and their public keys: one column with its keys, or several with
-    key tuples (the product of each column's declared keys unless given explicitly)."""
-    cols = [group_by] if isinstance(group_by, str) else list(group_by) if isinstance(
-        group_by, Sequence) else None
+def _columns_of(group_by: Any) -> list[Any]:
+    return [group_by] if isinstance(group_by, str) else list(group_by) if isinstance(
+        group_by, Sequence) else [group_by]
+
+
+def _check_group_columns(group_by: Any, names: list[str]) -> tuple[str, ...]:
+    cols = _columns_of(group_by)
     if not cols or not all(isinstance(c, str) for c in cols) or len(set(cols)) != len(cols):
         raise ParameterError(f"group-by must be a column name or a list of distinct column "
                              f"names, got {group_by!r}")
     clash = [c for c in cols if c in names]
     if clash:
         raise ParameterError(f"query names {clash} collide with the group-by columns")
+    return tuple(cols)
+
+
+def _group_request(group_by: Any, keys: Any, names: list[str], facts: FrameFacts
+                   ) -> tuple[GroupBy, tuple[Any, ...]]:
+    """The group-by column(s) and their public keys: one column with its keys, or several with
+    key tuples (the product of each column's declared keys unless given explicitly)."""
+    cols = list(_check_group_columns(group_by, names))
     if len(cols) == 1:
         declared = facts.keys.get(cols[0]) if keys is None else check_key_list(cols[0], keys)
         if declared is None:
@@ -245,6 +272,11 @@ _NO_KEYS = (
     "group key column {col!r} has no declared keys: pass them, frame.dp.groupby({col!r}, "
     "keys=[...]), or declare them at protect time with keys={{{col!r}: [...]}}. Keys must be "
     "public; dpframe never reads them from the data"
+)
+_NO_DELTA = (
+    " without selecting them privately: a release with delta > 0 (e.g. delta=1e-6, from a "
+    "budget protected with a delta) selects the keys from the data with noisy counts and a "
+    "threshold, publishing a key only one person holds with probability at most delta"
 )
 
 
@@ -312,12 +344,13 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
     grouped = request.group_by is not None
     n_groups = len(request.keys) if request.keys is not None else 1
     if grouped:
-        assert request.group_by is not None and request.keys is not None
+        assert request.group_by is not None
         cols = group_columns(request.group_by)
         for i, col in enumerate(cols):
             engine.validate_column(frame, col, numeric=False, columns=columns)
-            values = request.keys if len(cols) == 1 else [k[i] for k in request.keys]
-            _check_keys_match(columns[col], col, values)
+            if request.keys is not None:  # else selected from the data, after the checks
+                values = request.keys if len(cols) == 1 else [k[i] for k in request.keys]
+                _check_keys_match(columns[col], col, values)
     out = []
     for (name, q), share in zip(queries.items(), request.shares, strict=True):
         read = q.columns_read()
@@ -450,12 +483,16 @@ def run(
     keys: Sequence[Any] | None = None,
     session: Session | str | None = None,
     ci: float | None = None,
+    selection_share: float = 0.5,
 ) -> Outcome:
     """Answer ``queries`` on ``frame`` as one release costing ``epsilon`` (and ``delta``);
-    with ``ci`` (a level such as 0.95), also a confidence interval for every answer."""
+    with ``ci`` (a level such as 0.95), also a confidence interval for every answer. A
+    group-by without declared keys and with ``delta > 0`` first selects its keys from the
+    data with ``selection_share`` of ε and all of δ (:func:`_select_keys`)."""
     facts, frame, request, planned = _prepare(
         frame, queries, session=session, epsilon=epsilon, delta=delta, weights=weights,
-        mechanism=mechanism, random_state=random_state, group_by=group_by, keys=keys, ci=ci)
+        mechanism=mechanism, random_state=random_state, group_by=group_by, keys=keys, ci=ci,
+        selection_share=selection_share)
     dataset = facts.dataset
     dataset.check_unchanged()
     ledger = dataset.ledger
@@ -463,6 +500,9 @@ def run(
     reservation = ledger.reserve(request.epsilon if spends else 0.0,
                                  request.delta if spends else 0.0)
     try:
+        selected: list[dict[str, Any]] = []
+        if request.selection is not None:
+            request, planned, selected = _select_keys(frame, facts, request, queries)
         aggs = engine.aggregate(
             frame, [a for p in planned for a in p.plan.aggregates],
             missing={c: facts.missing.get(c, DROP) for p in planned
@@ -470,13 +510,41 @@ def run(
             group_by=request.group_by, keys=request.keys,
         )
         values, intervals, entries = _measure(frame, facts, request, planned, aggs)
-        release_id = ledger.commit(reservation, entries)
+        release_id = ledger.commit(reservation, selected + entries)
     except BaseException:
         ledger.cancel(reservation)  # no-op once committed
         raise
     keys_out = list(request.keys) if request.keys is not None else None
     return Outcome(values, keys_out, request.group_by, entries, ledger.snapshot_document(),
                    release_id, backend_of(frame), intervals, request.ci)
+
+
+def _select_keys(frame: Any, facts: FrameFacts, request: Request,
+                 queries: Mapping[str, Query]
+                 ) -> tuple[Request, list[Planned], list[dict[str, Any]]]:
+    """Keys from the data (docs/privacy.md, section K): the exact row count of every observed
+    key (rows with a missing key are in no group), one snapped Laplace count per key at
+    ``ε_sel/2`` (a replaced row moves one count down and another up; each row holds one key,
+    so ``m = 1`` key per unit and ``c = 1`` row per key), and only the keys whose noisy count
+    clears the threshold τ (:func:`dpframe.mechanisms.selection.selection_rule`) are kept, in
+    sorted order. A key one row holds passes with probability at most δ. The queries then run
+    on the kept keys as public keys with the rest of ε (and no δ): sequential composition."""
+    from dataclasses import replace
+
+    from dpframe.mechanisms.selection import select_keys
+
+    assert request.selection is not None and request.group_by is not None
+    cols = group_columns(request.group_by)
+    observed, counts = engine.observed_keys(frame, cols)
+    eps_sel = request.epsilon * request.selection
+    chosen = select_keys((observed, counts.tolist()), eps_sel, request.delta, 1,
+                         neighbours="replace", count_upper=float(max(facts.dataset.n, 1)),
+                         random_state=request.rng)
+    rest = replace(request, epsilon=request.epsilon - eps_sel, delta=0.0,
+                   keys=tuple(chosen.keys), selection=None)
+    planned = _plan_all(frame, facts, rest, queries)
+    context = _LogContext.of(frame, facts, rest)
+    return rest, planned, [context.selection_entry(chosen.log, cols)]
 
 
 def exact_measurements(
@@ -652,6 +720,36 @@ class _LogContext:
             "none needed: the value is public",
             "interval": None if self.level is None else (
                 f"{self.level:g} confidence interval released (post-processing, no ε)"),
+        }
+
+
+    def selection_entry(self, log: Mapping[str, Any], columns: Sequence[str]
+                        ) -> dict[str, Any]:
+        """The log entry of a key selection (its released keys are the ``group_keys``)."""
+        return {
+            "time": self.time, "name": "keys", "query": "key selection",
+            "part": "keys", "columns": ",".join(columns), "group_by": self.group_by,
+            "group_keys": self.keys_json, "epsilon": float(log["epsilon"]),
+            "delta": float(log["delta"]),
+            "mechanism_epsilon": float(log["epsilon_per_key"]),
+            "epsilon_overhead": float(log["epsilon_overhead"]),
+            "sensitivity": float(log["max_count_per_key"]), "mechanism": "laplace",
+            "scale": float(log["scale"]), "grid": float(log["grid"]),
+            "domain_lower": 0.0, "domain_upper": None,
+            "clamping": "none (row counts per key)",
+            "missing": "rows with a missing key are in no group",
+            "random_source": self.random_source, "engine": self.engine, "size": "private",
+            "formulation": (
+                f"private key selection: a noisy count per observed key (ε/2 each: a replaced "
+                f"row changes two keys' counts by 1), kept if above the threshold "
+                f"{float(log['threshold']):.6g}; a key one row holds is released with "
+                f"probability ≤ {float(log['pass_probability']):.3g} ≤ δ; "
+                f"{int(log['released_keys'])} keys kept, sorted; counts not released"),
+            "composition": "sequential (before the queries on the kept keys)",
+            "derivation": self.derivation,
+            "verification": "verified from the plan structure",
+            "mechanism_choice": "the Laplace mechanism (used for every key selection)",
+            "fixed_point_quantum": None, "interval": None,
         }
 
 

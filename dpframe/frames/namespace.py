@@ -518,16 +518,23 @@ class DPNamespace:
             "target": [float(targets[n][1]) for n in result],
         })
 
-    def groupby(self, column: str | Sequence[str], *, keys: Sequence[Any] | None = None
-                ) -> DPGroupBy:
+    def groupby(self, column: str | Sequence[str], *, keys: Sequence[Any] | None = None,
+                selection_share: float = 0.5) -> DPGroupBy:
         """Group by one column with public ``keys`` (or the keys declared at protect time), or
         by several columns: every combination of their declared keys (or the key tuples given
         as ``keys=[("north", "F"), ...]``).
 
         One row per key or combination (empty groups too); undeclared keys never appear; the
         whole group-by costs ε once (parallel composition: a replaced row changes at most two
-        groups, so each gets ε/2)."""
-        return DPGroupBy(self, column, keys)
+        groups, so each gets ε/2).
+
+        **Keys from the data.** Without declared keys, a release with ``delta > 0`` selects
+        them privately: a noisy count per key present in the data, and only keys above a
+        threshold are kept, so a key one person holds appears with probability at most δ
+        (docs/privacy.md, section K). ``selection_share`` of each release's ε (default half)
+        and all its δ pay for the selection; the queries get the rest of ε. Without δ the
+        release is refused, before anything is read."""
+        return DPGroupBy(self, column, keys, selection_share)
 
     group_by = groupby
 
@@ -694,11 +701,12 @@ class DPGroupBy:
     undeclared keys never appear. One group-by costs ε once (parallel composition)."""
 
     def __init__(self, ns: DPNamespace, column: str | Sequence[str],
-                 keys: Sequence[Any] | None) -> None:
+                 keys: Sequence[Any] | None, selection_share: float = 0.5) -> None:
         self._ns = ns
         self._column: str | tuple[str, ...] = column if isinstance(column, str) else tuple(
             column)
         self._keys = keys
+        self._selection_share = selection_share
 
     def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                 weights: Mapping[str, float] | Sequence[float] | None = None,
@@ -707,7 +715,8 @@ class DPGroupBy:
         """Several statistics per group in one release; see :meth:`DPNamespace.release`."""
         out = release.run(self._ns._frame, queries, epsilon=epsilon, delta=delta,
                           weights=weights, mechanism=mechanism, random_state=random_state,
-                          group_by=self._column, keys=self._keys, session=session, ci=ci)
+                          group_by=self._column, keys=self._keys, session=session, ci=ci,
+                          selection_share=self._selection_share)
         return _table(out, results.to_frame(out))
 
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
@@ -767,17 +776,19 @@ class DPGroupBy:
                          session, ci)
 
     def quantile(self, column: str, q: float | Sequence[float] = 0.5, *, epsilon: float,
-                 bins: int | None = None, random_state: Any = None,
+                 bins: int | None = None, delta: float = 0.0, random_state: Any = None,
                  session: Session | str | None = None) -> Any:
         """Noisy quantile(s) per group (see :meth:`DPNamespace.quantile`; each group's ranks
-        are its own): a column ``quantile``, or ``quantile[<q>]`` per level for a list."""
-        return self._one(q_.quantile(column, q, bins=bins), "quantile", epsilon, 0.0,
+        are its own): a column ``quantile``, or ``quantile[<q>]`` per level for a list.
+        ``delta`` is used only to select keys from the data (none declared)."""
+        return self._one(q_.quantile(column, q, bins=bins), "quantile", epsilon, delta,
                          "bounded", random_state, session, None)
 
     def median(self, column: str, *, epsilon: float, bins: int | None = None,
-               random_state: Any = None, session: Session | str | None = None) -> Any:
+               delta: float = 0.0, random_state: Any = None,
+               session: Session | str | None = None) -> Any:
         """Noisy median per group: a column ``median``."""
-        return self._one(q_.median(column, bins=bins), "median", epsilon, 0.0, "bounded",
+        return self._one(q_.median(column, bins=bins), "median", epsilon, delta, "bounded",
                          random_state, session, None)
 
 
