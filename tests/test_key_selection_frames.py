@@ -25,7 +25,7 @@ def _cities(n: int = 3000, rare: str = "hamlet") -> pd.DataFrame:
                          "income": rng.uniform(0, 100, n)})
 
 
-@pytest.mark.backends("pandas", "polars", "polars-lazy", "duckdb", "dask")
+@pytest.mark.backends("pandas", "polars", "polars-lazy", "duckdb", "spark", "dask")
 def test_selected_keys_are_the_common_ones_sorted_and_logged(constructor):
     pf = dpf.protect(constructor(_cities()), epsilon=10, delta=1e-5,
                      bounds={"income": (0.0, 100.0)})

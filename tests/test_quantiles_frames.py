@@ -90,7 +90,7 @@ def test_bin_counts_agree_on_every_path(policy, group, column):
         np.testing.assert_array_equal(got, expected, err_msg=str(key))
 
 
-@pytest.mark.backends("duckdb", "dask")
+@pytest.mark.backends("duckdb", "spark", "dask")
 def test_bin_counts_in_the_engines_equal_numpy(constructor):
     df = _messy(500)
     agg = Agg("bins", "x", bins=Bins(0.0, 100.0, 32))
