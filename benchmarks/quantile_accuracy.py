@@ -8,7 +8,8 @@ clamped column). dpframe reads only the exact bin counts, computed here with num
 (:func:`dpframe.mechanisms.bin_counts`, its default 2^16 equal bins); it is measured under
 replacement neighbours (the protected frame, public n) and add/remove (private size). For
 dpframe the *exact* median absolute error is also computed from its output law (no Monte Carlo
-error); for the peers a 95% confidence interval of the population median from the order
+error). The "replace" runs go through the product, ``frame.dp.quantile`` on a protected pandas
+frame (binning in the engine, the release pipeline, secure-randomness code path seeded); for the peers a 95% confidence interval of the population median from the order
 statistics of the ``runs`` draws (binomial). Verdicts compare like with like: dpframe "replace"
 with diffprivlib (whose rank utility has sensitivity 1 under replacement and add/remove alike)
 and dpframe "add/remove" with OpenDP (``contributions=1`` is add/remove of one row).
@@ -65,10 +66,21 @@ def _dpframe(x: np.ndarray, bounds: tuple[float, float], q: float, eps: float, r
     absolute error of the output law (weighted median of |midpoint − truth|)."""
     from dpframe.mechanisms import QuantileMechanism, bin_counts
 
-    t0 = time.perf_counter()
     counts = bin_counts(x, bounds[0], bounds[1], BINS)
     mech = QuantileMechanism(eps, bounds[0], bounds[1], q, bins=BINS, neighbours=neighbours)
-    rel = mech.sample(np.tile(counts, (runs, 1)), random_state=seed)
+    t0 = time.perf_counter()
+    if neighbours == "replace":  # the product: frame.dp.quantile on a protected frame
+        import pandas as pd
+
+        import dpframe as dpf
+
+        frame = dpf.protect(pd.DataFrame({"x": x}), epsilon=1e12,
+                            bounds={"x": bounds}, missing={"x": bounds[0]})
+        rng = np.random.default_rng(seed)
+        values = [frame.dp.quantile("x", q, epsilon=eps, random_state=rng)
+                  for _ in range(runs)]
+    else:  # add/remove (one group of a group-by): the mechanism on the exact counts
+        values = list(mech.sample(np.tile(counts, (runs, 1)), random_state=seed).values[:, 0])
     sec = (time.perf_counter() - t0) / runs
     p = mech.probabilities(counts)
     mids = bounds[0] + (bounds[1] - bounds[0]) * (np.arange(BINS) + 0.5) / BINS
@@ -76,7 +88,7 @@ def _dpframe(x: np.ndarray, bounds: tuple[float, float], q: float, eps: float, r
     order = np.argsort(err)
     cum = np.cumsum(p[order])
     exact = float(err[order][np.searchsorted(cum, 0.5)])
-    return [float(v) for v in rel.values[:, 0]], sec, exact
+    return [float(v) for v in values], sec, exact
 
 
 def exact_mae(x: np.ndarray, lower: float, upper: float, q: float, eps: float,
