@@ -794,9 +794,14 @@ class Quantile(Query):
         from dpframe.mechanisms.quantiles import QuantileMechanism, choose_bins
 
         lo, hi = _require_bounds(ctx, self.kind)
-        if not hi > lo:
-            raise ParameterError(f"quantiles need bounds lower < upper for {self.column!r}")
         count = self.bins if self.bins is not None else choose_bins(max(ctx.n_groups, 1))
+        width = hi - lo
+        if not (hi > lo and math.isfinite(width) and math.isfinite(count / width)):
+            # (x − l)·B/(u − l) must be finite for every x in [l, u]: a public fact, checked
+            # here, so binning can never fail on a value
+            raise ParameterError(
+                f"quantiles of {self.column!r} need finite bounds lower < upper whose width "
+                f"and bins/width are finite doubles; got [{lo:g}, {hi:g}] with {count} bins")
         bins = Bins(float(lo), float(hi), count)
         agg = Agg("bins", self.column, bins=bins)
         neighbours = "add/remove" if ctx.grouped else "replace"

@@ -267,6 +267,16 @@ def test_bad_input_is_refused_before_reading(call, error, monkeypatch):
     assert reads == [] and pf.dp.budget.epsilon_spent == 0
 
 
+@pytest.mark.parametrize("bounds", [(-1e308, 1e308), (0.0, 5e-324), (0.0, 1e-310)])
+def test_bounds_whose_bins_overflow_are_refused_before_reading(bounds):
+    """(x − l)·B/(u − l) must be finite for every value in the bounds, or binning would turn a
+    value into NaN after the read; the width and the factor are public, checked at plan time."""
+    pf = dpf.protect(pd.DataFrame({"x": [0.0, 1e300, -1e300]}), epsilon=1, bounds={"x": bounds})
+    with pytest.raises(dpf.ParameterError, match="finite"):
+        pf.dp.median("x", epsilon=1.0)
+    assert pf.dp.budget.epsilon_spent == 0
+
+
 def test_accuracy_reports_the_rank_error_before_spending():
     pf = dpf.protect(pd.DataFrame({"x": [1.0] * 100}), epsilon=1, bounds={"x": (0.0, 5.0)})
     table = pf.dp.accuracy({"m": dpf.median("x")}, epsilon=1.0)
