@@ -81,6 +81,7 @@ class Request:
     #: keys selected from the data (none declared, δ > 0): the share of ε spent selecting
     #: them; all of δ goes to the selection, none to the queries
     selection: float | None = None
+    keys_from_data: bool = False  # the keys were selected from the group column itself
 
 
 def _number(name: str, value: Any) -> float:
@@ -348,7 +349,8 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
         cols = group_columns(request.group_by)
         for i, col in enumerate(cols):
             engine.validate_column(frame, col, numeric=False, columns=columns)
-            if request.keys is not None:  # else selected from the data, after the checks
+            if request.keys is not None and not request.keys_from_data:
+                # (keys selected from this column are of its type by construction)
                 values = request.keys if len(cols) == 1 else [k[i] for k in request.keys]
                 _check_keys_match(columns[col], col, values)
     out = []
@@ -541,7 +543,7 @@ def _select_keys(frame: Any, facts: FrameFacts, request: Request,
                          neighbours="replace", count_upper=float(max(facts.dataset.n, 1)),
                          random_state=request.rng)
     rest = replace(request, epsilon=request.epsilon - eps_sel, delta=0.0,
-                   keys=tuple(chosen.keys), selection=None)
+                   keys=tuple(chosen.keys), selection=None, keys_from_data=True)
     planned = _plan_all(frame, facts, rest, queries)
     context = _LogContext.of(frame, facts, rest)
     return rest, planned, [context.selection_entry(chosen.log, cols)]
