@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from dpframe.bounding import UnitBound
 from dpframe.engine import Agg, FixedPoint
 from dpframe.errors import ParameterError, PrivateSizeError, UnsupportedInputError
 from dpframe.mechanisms.intervals import (
@@ -123,6 +124,13 @@ class PlanContext:
     cannot hold a missing value). ``n``: the protected data set's public size, also the most
     rows any verified derivation can have (it sizes the fixed-point grids). ``missing``: the
     queried column's policy; ``drops``: rows missing the column are left out.
+
+    ``unit``: the privacy unit when one person can own several rows (:mod:`dpframe.units`):
+    then ``size_public`` is False, ``n`` is the public row cap ``k·U`` of the bounded frame, and
+    ``units_public`` says the frame holds every unit of the protected frame (the number of
+    units ``U`` is then public). Plans are written for one row per unit; the release scales
+    them (:func:`dpframe.units.bound_plan`): ``rows_per_unit`` is the factor ``k`` for queries
+    that need it themselves.
     """
 
     size_public: bool
@@ -135,6 +143,13 @@ class PlanContext:
     n_groups: int = 1
     all_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     public_exact: bool = False  # ε = 0 asked: answer from public facts only (the public n)
+    unit: UnitBound | None = None
+    units_public: bool = False
+
+    @property
+    def rows_per_unit(self) -> int:
+        """``k``: the most rows one privacy unit contributes after bounding (1 without units)."""
+        return 1 if self.unit is None else self.unit.max_rows
 
     def rows(self) -> Agg:
         """The row count this query's statistics are over (rows where the column is present
