@@ -332,7 +332,7 @@ def test_neighbours_differing_in_all_rows_of_one_unit(backend, view, grouped):
             assert int(np.count_nonzero(diff)) <= (4 if grouped else 1)
 
 
-# -- counts of units vs rows, public facts ----------------------------------------------------------
+# -- counts of units vs rows, public facts ---------------------------------------------------
 @pytest.mark.parametrize("backend", ["pandas", "polars", "polars-lazy"])
 def test_units_are_counted_exactly_and_rows_after_bounding(backend):
     data = people(n_units=6, rows=5)
