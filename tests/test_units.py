@@ -461,3 +461,32 @@ def test_seeded_releases_are_reproducible_and_secure_ones_vary():
     seeds = {tuple(collect(bound_contributions(data, Bounding(UnitBound("pid", 2, 2, 40), s),
                                                columns=["x"])).x) for s in range(5)}
     assert len(seeds) > 1
+
+
+def test_planner_knows_unit_counts_and_the_unit_group_share():
+    from dpframe import planner
+
+    pf = protect("pandas", people(n_units=40, rows=5), 3, 2)
+    table = pf.dp.accuracy({"u": dpf.count_units(), "n": dpf.count()}, epsilon=1.0)
+    assert table["half_width"].notna().all()
+    assert table["half_width"].iloc[1] > 2 * table["half_width"].iloc[0]  # Δ = 3 vs Δ = 1
+    grouped = pf.dp.groupby("g").accuracy({"n": dpf.count()}, epsilon=1.0)
+    back = planner.epsilon_for(pf, dpf.count(), float(grouped["half_width"].iloc[0]),
+                               group_by="g")
+    assert back == pytest.approx(1.0, rel=1e-6)  # the inverse uses ε/(2·min(g, k)) too
+    assert pf.dp.budget.epsilon_spent == 0
+
+
+def test_histogram_value_counts_and_multi_key_groupby_bound_units():
+    pf = protect("polars", people(n_units=30, rows=6), 2, 1)
+    hist = pf.dp.histogram("x", bins=[-1, 0, 1, 2], epsilon=1.0, random_state=1)
+    counts = pf.dp.value_counts("g", epsilon=1.0, random_state=1)
+    assert hist.height == 3 and counts.height == 3
+    log = collect(pf.dp.log)
+    assert (log["sensitivity"] == 2.0).all()  # counts of rows: Δ = k
+    assert np.allclose(log["mechanism_epsilon"], 0.5)  # ε/(2·min(g, k)) = ε/2
+    two = protect("pandas", people(n_units=30, rows=6).assign(h=lambda d: d.g), 3, 1,
+                  keys={"g": KEYS["g"], "h": KEYS["g"]})
+    exact = exact_measurements(two, {"u": dpf.count_units()}, group_by=("g", "h"))
+    per_cell = exact[("u", "count_units")][0]
+    assert per_cell.size == 9 and per_cell.sum() == 30  # one (g, h) cell per person (g = 1)
