@@ -9,7 +9,8 @@ clamped column). dpframe reads only the exact bin counts, computed here with num
 replacement neighbours (the protected frame, public n) and add/remove (private size). For
 dpframe the *exact* median absolute error is also computed from its output law (no Monte Carlo
 error). The "replace" runs go through the product, ``frame.dp.quantile`` on a protected pandas
-frame (binning in the engine, the release pipeline, secure-randomness code path seeded); for the peers a 95% confidence interval of the population median from the order
+frame (binning in the engine, the release pipeline, seeded); for the peers a 95% confidence
+interval of the population median from the order
 statistics of the ``runs`` draws (binomial). Verdicts compare like with like: dpframe "replace"
 with diffprivlib (whose rank utility has sensitivity 1 under replacement and add/remove alike)
 and dpframe "add/remove" with OpenDP (``contributions=1`` is add/remove of one row).

@@ -26,6 +26,7 @@ from dpframe.integrity import concat_releases, sign_release
 from dpframe.io import read_log
 from dpframe.provenance import Session, protect
 from dpframe.queries import count, mean, median, quantile, std, sum, variance
+from dpframe.units import count_units
 
 __all__ = [
     "BoundsError",
@@ -45,6 +46,7 @@ __all__ = [
     "__version__",
     "concat_releases",
     "count",
+    "count_units",
     "dp",
     "mean",
     "median",

@@ -66,8 +66,12 @@ __all__ = [
     "CENSUS_COLUMNS",
     "CENSUS_KEYS",
     "CHUNK_ROWS",
+    "VISITS_BOUNDS",
+    "VISITS_COLUMNS",
+    "VISITS_KEYS",
     "census",
     "iter_census",
+    "visits",
 ]
 
 Backend = Literal["pandas", "polars"]
@@ -402,3 +406,69 @@ def iter_census(n_rows: int, seed: int = 0, backend: Backend = "pandas") -> Iter
     for i, start in enumerate(range(0, int(n_rows), CHUNK_ROWS)):
         stop = min(start + CHUNK_ROWS, int(n_rows))
         yield _convert(_generate_chunk(int(seed), i, stop - start), backend)
+
+
+# ---------------------------------------------------------------------------------------------
+# Several rows per person: clinic visits.
+
+#: Public bounds of :func:`visits`' numeric columns.
+VISITS_BOUNDS: dict[str, tuple[float, float]] = {"age": (16, 90), "cost": (0.0, 2_000.0)}
+
+_VISIT_TYPES = ["gp", "specialist", "emergency"]
+
+#: Public keys of :func:`visits`' categorical columns.
+VISITS_KEYS: dict[str, list[str]] = {"visit_type": list(_VISIT_TYPES), "region": list(_REGION)}
+
+#: Column order of :func:`visits`.
+VISITS_COLUMNS: tuple[str, ...] = ("patient_id", "age", "region", "visit_type", "cost")
+
+
+def visits(n_patients: int, seed: int = 0, backend: Backend = "pandas") -> Any:
+    """A synthetic table of clinic visits: **one row per visit, several per patient** — the
+    data ``dpf.protect(..., privacy_unit="patient_id", max_rows_per_unit=k)`` is for.
+
+    Each of ``n_patients`` patients (``patient_id``, int64, random distinct ids) has
+    ``1 + Poisson(frailty)`` visits, frailty gamma-distributed and growing with age: 3.3 on
+    average, 16 % of patients with more than 5 visits, 4 % with more than 9, the most about 25
+    (10 000 patients). Per patient: ``age`` (int64, 16–95, bounds (16, 90): about 3 % of
+    patients are older) and ``region`` (the census regions). Per visit: ``visit_type`` (``gp``
+    68 %, ``specialist`` 24 %, ``emergency`` 8 %; frequent visitors see specialists more) and
+    ``cost`` (float64, lognormal by type, rounded to cents; about 0.1 % above the declared bound
+    of 2 000). Rows come in visit order (shuffled across patients), so a patient's rows are
+    scattered. Categorical columns are pandas ``category`` / Polars ``Categorical``.
+    Deterministic in ``(n_patients, seed)``; the numbers describe no real population.
+    """
+    _check_args(n_patients, seed)
+    if backend not in ("pandas", "polars"):
+        raise ValueError(f"backend must be 'pandas' or 'polars', got {backend!r}")
+    rng = np.random.default_rng([int(seed), 0x715175])
+    n = int(n_patients)
+    age = np.minimum(16 + rng.gamma(2.0, 14.0, n), 95).astype(np.int64)
+    frailty = rng.gamma(1.2, 1.0, n) * (0.6 + age / 60.0)
+    count = 1 + rng.poisson(1.45 * frailty)
+    region = rng.choice(len(_REGION), n, p=[0.17, 0.21, 0.38, 0.24])
+    ids = rng.choice(np.arange(10**6, 10**6 + 50 * max(n, 1)), n, replace=False)
+    who = np.repeat(np.arange(n), count)
+    heavy = (count[who] > 5).astype(float)
+    u = rng.random(who.size)
+    p_emergency = 0.07 + 0.02 * heavy
+    p_specialist = 0.19 + 0.12 * heavy
+    kind = np.where(u < p_emergency, 2, np.where(u < p_emergency + p_specialist, 1, 0))
+    median = np.array([60.0, 180.0, 450.0])[kind]
+    cost = np.round(median * np.exp(rng.normal(0.0, 0.7, who.size)), 2)
+    order = rng.permutation(who.size)
+    who, kind, cost = who[order], kind[order], cost[order]
+    arrays = {"patient_id": ids[who], "age": age[who], "region": region[who],
+              "visit_type": kind, "cost": cost}
+    if backend == "pandas":
+        import pandas as pd
+
+        return pd.DataFrame({
+            name: pd.Categorical.from_codes(arrays[name], categories=VISITS_KEYS[name])
+            if name in VISITS_KEYS else arrays[name] for name in VISITS_COLUMNS})
+    import polars as pl
+
+    return pl.DataFrame([
+        pl.Series(name, VISITS_KEYS[name], dtype=pl.Categorical).gather(
+            arrays[name].astype(np.uint32)) if name in VISITS_KEYS else
+        pl.Series(name, arrays[name]) for name in VISITS_COLUMNS])

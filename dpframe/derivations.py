@@ -119,10 +119,13 @@ _ALLOWED_NOTE = (
 class Step:
     """One verified plan step, bottom-up: ``kind`` is ``"filter"``, ``"with_columns"`` or
     ``"select"``; ``outputs`` maps each output column to the input column it copies (a bare
-    column reference or a cast of one; bounds carry over) or to None (a computed value)."""
+    column reference or a cast of one; bounds carry over) or to None (a computed value);
+    ``casts``: the outputs that copy through a cast (not value for value: a privacy-unit id
+    cannot follow them)."""
 
     kind: str
     outputs: dict[str, str | None] = field(default_factory=dict)
+    casts: frozenset[str] = frozenset()
 
 
 def new_marker() -> str:
@@ -311,6 +314,10 @@ def _copied_column(nt: Any, node_id: int) -> str | None:
     return str(e.name) if type(e).__name__ == "Column" else None
 
 
+def _is_cast(nt: Any, node_id: int) -> bool:
+    return type(_view(nt, node_id, "select")).__name__ == "Cast"
+
+
 def _marker_of(nt: Any, predicate_id: int) -> str | None:
     try:
         e = nt.view_expression(predicate_id)
@@ -359,18 +366,21 @@ def walk_lazy_plan(lazy: Any) -> tuple[str, list[Step], str]:
         elif kind in ("HStack", "Select"):
             verb = "with_columns" if kind == "HStack" else "select"
             outputs: dict[str, str | None] = {}
+            casts = set()
             reads = False
             for expr in node.exprs if kind == "HStack" else node.expr:
                 name = str(expr.output_name)
                 reads = _check_expression(nt, expr.node, f"{verb}({name!r})") or reads
                 outputs[name] = _copied_column(nt, expr.node)
+                if outputs[name] is not None and _is_cast(nt, expr.node):
+                    casts.add(name)
             if kind == "Select" and not reads:
                 raise DerivationError(
                     "select(): no output reads a column, so the result is a single row made of "
                     "literals, not one row per input row. " + _ALLOWED_NOTE
                     + "Nothing was read or spent."
                 )
-            steps.append(Step(verb, outputs))
+            steps.append(Step(verb, outputs, frozenset(casts)))
         elif kind == "SimpleProjection":
             schema = nt.get_schema()
             steps.append(Step("select", {str(c): str(c) for c in schema}))

@@ -49,6 +49,7 @@ import narwhals.stable.v2 as nw
 import numpy as np
 
 from dpframe.backends import is_pandas_frame, is_polars_eager, is_polars_lazy
+from dpframe.bounding import Bounding, bound_contributions
 from dpframe.errors import ParameterError, UnsupportedInputError
 
 __all__ = [
@@ -143,9 +144,11 @@ class Agg:
 
     ``kind``: ``"rows"`` (row count; with ``column``, the rows where that column is present
     under the ``"drop"`` policy), ``"sum"`` (Σk of ``column`` in fixed point ``fp``),
-    ``"sum_sq"`` (Σk²), ``"sum_prod"`` (Σk·k₂ of ``column`` and ``column2``) or ``"bins"``
-    (rows of ``column`` per bin of ``bins``: a ``(groups, B)`` array instead of one number per
-    group; rows missing the column follow its policy, dropped or counted at the fill value).
+    ``"sum_sq"`` (Σk²), ``"sum_prod"`` (Σk·k₂ of ``column`` and ``column2``), ``"units"``
+    (the number of distinct values of ``column``, the privacy-unit id, after bounding) or
+    ``"bins"`` (rows of ``column`` per bin of ``bins``: a ``(groups, B)`` array instead of one
+    number per group; rows missing the column follow its policy, dropped or counted at the fill
+    value).
     """
 
     kind: str
@@ -158,7 +161,7 @@ class Agg:
     @property
     def scale(self) -> float:
         """The factor turning the integer aggregate into the statistic (q, q² or q·q₂)."""
-        if self.kind == "rows" or self.fp is None:
+        if self.kind in ("rows", "units") or self.fp is None:
             return 1.0
         if self.kind == "sum":
             return self.fp.q
@@ -239,6 +242,7 @@ def aggregate(
     group_by: str | tuple[str, ...] | None = None,
     keys: Sequence[Any] | None = None,
     method: str = "auto",
+    bounding: Bounding | None = None,
 ) -> dict[Agg, np.ndarray]:
     """Every aggregate in ``aggs``, exactly, in one pass over ``native``.
 
@@ -247,10 +251,16 @@ def aggregate(
     Values are integers held exactly in float64. ``missing``: the policy of each column read
     (``"drop"`` or a fill value). ``method``: ``"auto"`` (numpy kernel where the columns allow
     it, else narwhals), ``"numpy"`` (raise if it cannot run) or ``"narwhals"``.
+    ``bounding``: the frame has a privacy unit; each unit's contribution is bounded first
+    (:func:`dpframe.bounding.bound_contributions`) and every aggregate reads the bounded rows.
     """
     if method not in ("auto", "numpy", "narwhals"):
         raise ParameterError(f"method must be 'auto', 'numpy' or 'narwhals', got {method!r}")
     aggs = list(dict.fromkeys(aggs))
+    if bounding is not None:
+        native = bound_contributions(
+            native, bounding, columns=sorted({c for a in aggs for c in a.columns()}),
+            group_by=group_by, keys=keys)
     binned = [a for a in aggs if a.kind == "bins"]
     aggs = [a for a in aggs if a.kind != "bins"]
     columns = frame_columns(native)
@@ -320,6 +330,10 @@ def _row_expressions(
     out: dict[str, Any] = {}
     for i, agg in enumerate(aggs):
         name = f"__dp_{i}"
+        if agg.kind == "units":  # the id itself, counted distinct by the caller
+            assert agg.column is not None
+            out[name] = nw.col(agg.column)
+            continue
         if agg.kind == "rows":
             if agg.column is None or not _drops(agg.column, columns, missing):
                 out[name] = None
@@ -364,6 +378,10 @@ def _narwhals_sums(
     frame = _engine_frame(native)
     exprs = _row_expressions(aggs, columns, missing)
     sums = {n: e for n, e in exprs.items() if e is not None}
+    distinct = {f"__dp_{i}" for i, a in enumerate(aggs) if a.kind == "units"}
+
+    def total(col: Any, name: str) -> Any:
+        return col.n_unique() if name in distinct else col.sum()
     length = "__dp_len"  # one row count serves every plain "rows" aggregate
     cols = [] if group_by is None else [group_by] if isinstance(group_by, str) else list(
         group_by)
@@ -375,10 +393,10 @@ def _narwhals_sums(
         frame = frame.select(*(nw.col(c) for c in cols),
                              *(e.alias(n) for n, e in sums.items()))
         result = frame.group_by(*cols).agg(nw.len().alias(length),
-                                           *(nw.col(n).sum() for n in sums))
+                                           *(total(nw.col(n), n) for n in sums))
     else:
         result = frame.select(nw.len().alias(length),
-                              *(e.sum().alias(n) for n, e in sums.items()))
+                              *(total(e, n).alias(n) for n, e in sums.items()))
     if isinstance(result, nw.LazyFrame):
         result = _collect(result, native)
     found: dict[Any, int] = {None: 0}
@@ -441,7 +459,7 @@ def _numpy_sums(
     """
     in_memory = is_pandas_frame(native) or is_polars_eager(native)
     several_keys = group_by is not None and not isinstance(group_by, str)
-    if not in_memory or several_keys or any(a.kind == "sum_prod" for a in aggs):
+    if not in_memory or several_keys or any(a.kind in ("sum_prod", "units") for a in aggs):
         return None
     needed = sorted({c for a in aggs for c in a.columns()})
     views = {}
@@ -694,16 +712,19 @@ def _numpy_bin_counts(native: Any, agg: Agg, policy: Any, group_by: str | tuple[
     return out.reshape(n_groups, bins.count)
 
 
-def observed_keys(native: Any, group_by: Sequence[str]) -> tuple[list[Any], np.ndarray]:
+def observed_keys(native: Any, group_by: Sequence[str], distinct: str | None = None
+                  ) -> tuple[list[Any], np.ndarray]:
     """Every key (a value, or a tuple for several columns) present in the data with its exact
-    row count, for private key selection; rows missing a key (null, or NaN in a float column)
-    are left out. One pass in the frame's engine; only the per-key counts come back."""
+    row count (or, with ``distinct``, its number of distinct values of that column: the privacy
+    units holding the key), for private key selection; rows missing a key (null, or NaN in a
+    float column) are left out. One pass in the frame's engine; only per-key counts come back."""
     cols = list(group_by)
     columns = frame_columns(native)
     frame = _engine_frame(native)
     for col in cols:
         frame = frame.filter(_present(col, columns[col]))
-    result = frame.group_by(*cols).agg(nw.len().alias("__dp_len"))
+    count = nw.len() if distinct is None else nw.col(distinct).n_unique()
+    result = frame.group_by(*cols).agg(count.alias("__dp_len"))
     if isinstance(result, nw.LazyFrame):
         result = _collect(result, native)
     counts = np.asarray(result.get_column("__dp_len").to_numpy(), dtype=np.float64)

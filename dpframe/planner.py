@@ -96,7 +96,7 @@ def _half_width(kind: str, mechs: Mapping[str, Any], alpha: float, public: bool,
     single = len(mechs) == 1 and None not in mechs.values()
     if kind == "quantile":
         return math.nan, _quantile_note(next(iter(mechs.values())), alpha)
-    if single and kind in ("count", "sum", "mean", "variance"):
+    if single and kind in ("count", "count_units", "sum", "mean", "variance"):
         return half_width(next(iter(mechs.values())), alpha), "exact (one measurement)"
     if single and kind == "std":
         return math.sqrt(half_width(mechs["variance"], alpha)), \
@@ -145,7 +145,7 @@ def epsilon_for(
     eps = epsilon_for_half_width(target.kind, target.target, sensitivity=target.sensitivity,
                                  lower=target.lower, upper=target.upper, delta=target.delta,
                                  alpha=target.alpha, **dict(target.options))
-    return eps / _group_factor(group_by)
+    return eps / _group_factor(group_by, frame, session)
 
 
 def split(
@@ -172,14 +172,21 @@ def split(
         reqs[name] = _target(frame, pair[0], pair[1], alpha=alpha, delta=0.0,
                              mechanism=mechanism, group_by=group_by, keys=keys,
                              session=session)
-    factor = _group_factor(group_by)
+    factor = _group_factor(group_by, frame, session)
     result = split_epsilon(list(reqs.values()), float(epsilon) * factor)
     return {name: (eps / factor, h) for name, eps, h in
             zip(reqs, result.epsilons, result.half_widths, strict=True)}
 
 
-def _group_factor(group_by: GroupBy | None) -> float:
-    return 0.5 if group_by is not None else 1.0
+def _group_factor(group_by: GroupBy | None, frame: Any, session: Session | str | None
+                  ) -> float:
+    """Each group's share of ε: 1/2, or 1/(2·min(g, k)) with a privacy unit (privacy.md §U.4)."""
+    if group_by is None:
+        return 1.0
+    from dpframe.provenance import resolve
+
+    unit = resolve(frame, session).unit
+    return 0.5 / (1 if unit is None else unit.touched_groups)
 
 
 def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: float,

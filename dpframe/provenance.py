@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from dpframe import derivations
 from dpframe.accounting import Budget, Ledger
 from dpframe.backends import Backend, backend_of
+from dpframe.bounding import UnitBound
 from dpframe.errors import (
     BoundsError,
     DerivationError,
@@ -285,6 +286,9 @@ class FrameFacts:
     #: user holds in place can never reach a release. None: query the frame itself (lazy
     #: plans, engines).
     data: Any = field(default=None, repr=False)
+    #: the privacy unit (``dpf.protect(..., privacy_unit=...)``), its column as named in this
+    #: frame; None: one row per unit
+    unit: UnitBound | None = None
 
     def after(self, steps: Sequence[derivations.Step]) -> FrameFacts:
         """The facts of the frame these verified steps produce from this one."""
@@ -305,7 +309,32 @@ class FrameFacts:
             keys=_carry(self.keys, step.outputs, keep),
             derivation=(*self.derivation, step.kind),
             data=None,
+            unit=_carry_unit(self.unit, step, keep),
         )
+
+
+def _carry_unit(unit: UnitBound | None, step: derivations.Step, keep: bool
+                ) -> UnitBound | None:
+    """The privacy-unit column after a step: it must reach the output value for value (a bare
+    reference, possibly renamed); a step that drops it, replaces it or casts it is refused,
+    before any data is read (a cast can merge two persons' ids, and without the column rows
+    could not be bounded per person)."""
+    if unit is None:
+        return None
+    col = unit.column
+    same = [name for name, src in step.outputs.items() if src == col and name not in step.casts]
+    if keep and col not in step.outputs:
+        return unit  # with_columns that leaves the unit column alone
+    if col in same:
+        return unit
+    if not keep and same:
+        return unit.renamed(same[0])
+    raise DerivationError(
+        f"this {step.kind} " + ("replaces or casts" if keep or col in step.outputs else "drops")
+        + f" the privacy-unit column {col!r}; every derived frame must keep it unchanged "
+        "(renaming it is fine) so each person's rows can be bounded. Keep the column (e.g. "
+        f"select it too) and add a new column instead of changing it. Nothing was read or spent."
+    )
 
 
 V = TypeVar("V")
@@ -633,6 +662,9 @@ def protect(
     keys: Mapping[str, Sequence[Any]] | None = None,
     missing: Missing | Mapping[str, Missing] = DROP,
     session: Session | str | None = None,
+    privacy_unit: str | None = None,
+    max_rows_per_unit: int | None = None,
+    max_groups_per_unit: int | None = None,
 ) -> F:
     """Attach a privacy budget to a frame and return the protected frame.
 
@@ -655,10 +687,24 @@ def protect(
         within the bounds (keeps the size public). A mapping sets it per column.
     session
         The :class:`Session` to bind (default: the current ``with`` block's, else a new one).
+    privacy_unit
+        The column identifying a person (the privacy unit) when one person can own several
+        rows. Neighbouring data sets then differ in *all rows of one person*; every release
+        keeps at most ``max_rows_per_unit`` rows per person (chosen by a secret per-release
+        hash, never by the values) and scales its sensitivities accordingly. The number of
+        rows becomes private and the number of persons (distinct non-missing ids) public;
+        rows without an id are left out. pandas and Polars only (docs/privacy.md §U).
+    max_rows_per_unit
+        ``k``: public bound on the rows one person contributes (required with
+        ``privacy_unit``). Larger ``k`` keeps more rows but multiplies the noise by ``k``.
+    max_groups_per_unit
+        ``g``: public bound on the groups one person contributes to in a group-by (default
+        ``k``); each group then gets ε/(2·min(g, k)).
 
     Returns
     -------
-    The protected frame, of the type given. Its row count ``n`` is public (read here, once).
+    The protected frame, of the type given. Its row count ``n`` is public (read here, once),
+    unless a privacy unit is declared (then its number of units is).
     pandas: a shallow copy whose ``attrs`` carry the budget handle. Polars ``DataFrame``: the
     same object, registered. Polars ``LazyFrame``: the same plan with a dpframe marker on top.
 
@@ -702,11 +748,24 @@ def protect(
 
     for col in clean_bounds:
         engine.validate_column(frame, col)
+    from dpframe import units
+
+    declared_unit = units.validate_unit(privacy_unit, max_rows_per_unit, max_groups_per_unit,
+                                        schema, backend)
     n = backend.count_rows(frame)
     if n == 0:
         raise UnsupportedInputError(
             "the frame is empty: there is nothing to protect; protect the full data set"
         )
+    unit = None
+    if declared_unit is not None:
+        column, k, g = declared_unit
+        n_units = units.count_distinct_units(frame, backend, column)
+        if n_units == 0:
+            raise UnsupportedInputError(
+                f"the privacy_unit column {column!r} holds no id: there is no person to protect"
+            )
+        unit = UnitBound(column, k, g, n_units)
     sess = lookup_session(session) or current_session() or Session()
     if sess.path is not None:
         from dpframe.durable import open_ledger
@@ -717,7 +776,7 @@ def protect(
     original: Any = frame
     protected: Any = original.copy(deep=False) if backend.family == "pandas" else original
     dataset = Dataset(ledger, n, backend, sess)
-    facts = FrameFacts(dataset, True, clean_bounds, clean_missing, clean_keys)
+    facts = FrameFacts(dataset, True, clean_bounds, clean_missing, clean_keys, unit=unit)
     sess._bind(dataset)
     protected = _register(protected, facts)
     dataset.root_ref = weakref.ref(protected)

@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from dpframe.bounding import UnitBound
 from dpframe.engine import Agg, Bins, FixedPoint
 from dpframe.errors import ParameterError, PrivateSizeError, UnsupportedInputError
 from dpframe.mechanisms.intervals import (
@@ -126,6 +127,13 @@ class PlanContext:
     cannot hold a missing value). ``n``: the protected data set's public size, also the most
     rows any verified derivation can have (it sizes the fixed-point grids). ``missing``: the
     queried column's policy; ``drops``: rows missing the column are left out.
+
+    ``unit``: the privacy unit when one person can own several rows (:mod:`dpframe.units`):
+    then ``size_public`` is False, ``n`` is the public row cap ``k·U`` of the bounded frame, and
+    ``units_public`` says the frame holds every unit of the protected frame (the number of
+    units ``U`` is then public). Plans are written for one row per unit; the release scales
+    them (:func:`dpframe.units.bound_plan`): ``rows_per_unit`` is the factor ``k`` for queries
+    that need it themselves.
     """
 
     size_public: bool
@@ -138,6 +146,13 @@ class PlanContext:
     n_groups: int = 1
     all_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     public_exact: bool = False  # ε = 0 asked: answer from public facts only (the public n)
+    unit: UnitBound | None = None
+    units_public: bool = False
+
+    @property
+    def rows_per_unit(self) -> int:
+        """``k``: the most rows one privacy unit contributes after bounding (1 without units)."""
+        return 1 if self.unit is None else self.unit.max_rows
 
     def rows(self) -> Agg:
         """The row count this query's statistics are over (rows where the column is present
@@ -804,12 +819,16 @@ class Quantile(Query):
                 f"and bins/width are finite doubles; got [{lo:g}, {hi:g}] with {count} bins")
         bins = Bins(float(lo), float(hi), count)
         agg = Agg("bins", self.column, bins=bins)
-        neighbours = "add/remove" if ctx.grouped else "replace"
+        # several rows per unit (k): a replaced unit is k single-row changes, each moving every
+        # rank distance by at most 1 (Lemma Q1), in the groups it touches: calibrated for
+        # replacement at ε/k (group privacy; per group the release's group share applies)
+        k = ctx.rows_per_unit
+        neighbours = "add/remove" if ctx.grouped and k == 1 else "replace"
         levels = self.levels
 
         def make(epsilon: float, delta: float) -> _QuantileRelease:
             return _QuantileRelease(QuantileMechanism(
-                epsilon, lo, hi, list(levels), bins=count, neighbours=neighbours))
+                epsilon / k, lo, hi, list(levels), bins=count, neighbours=neighbours), k)
 
         make(1.0, 0.0)  # parameters checked before anything is read
         m = Measurement("quantile", lambda a: np.asarray(a[agg], dtype=np.float64), 1.0, lo, hi,
@@ -828,14 +847,15 @@ class _QuantileRelease:
     """The quantile mechanism in the form the release pipeline logs: one log entry for all
     levels (ε is the total; the sensitivity and coefficient are the largest over levels)."""
 
-    def __init__(self, mechanism: Any) -> None:
+    def __init__(self, mechanism: Any, rows_per_unit: int = 1) -> None:
         from dpframe.mechanisms.domains import interval
 
+        k = rows_per_unit
         self.mechanism = mechanism
         self.name = "exponential-quantile"
-        self.epsilon = mechanism.epsilon
-        self.epsilon_overhead = math.fsum(mechanism.epsilon_overheads)
-        self.sensitivity = float(max(mechanism.sensitivities))
+        self.epsilon = mechanism.epsilon * k  # the share charged (calibrated at ε/k per row)
+        self.epsilon_overhead = math.fsum(mechanism.epsilon_overheads) * k
+        self.sensitivity = float(max(mechanism.sensitivities)) * k  # rank change per unit
         self.scale = float(1.0 / min(mechanism.coefficients))  # rank units per e-fold
         self.grid = (mechanism.upper - mechanism.lower) / mechanism.bins
         self.domain = interval(mechanism.lower, mechanism.upper)

@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from dpframe import engine
+from dpframe import engine, units
 from dpframe.backends import Backend, backend_of
+from dpframe.bounding import Bounding, release_seed
 from dpframe.errors import BoundsError, ParameterError, PrivateSizeError
 from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
@@ -341,7 +342,9 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
     backend = facts.dataset.backend
     columns = engine.frame_columns(frame)
     native = backend.schema(frame)
-    n = facts.dataset.n
+    unit = facts.unit
+    # with a privacy unit the row count is private; k·U (public) caps the bounded rows
+    n = facts.dataset.n if unit is None else unit.row_cap
     grouped = request.group_by is not None
     n_groups = len(request.keys) if request.keys is not None else 1
     if grouped:
@@ -368,13 +371,20 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
         drops = [c for c in read
                  if facts.missing.get(c, DROP) == DROP and backend.can_hold_missing(native[c])]
         ctx = PlanContext(
-            size_public=facts.size_public and not drops, n=n,
+            size_public=facts.size_public and not drops and unit is None, n=n,
             bounds=facts.bounds[q.column] if q.column is not None else None,
             grouped=grouped, count_cap=float(n), column=q.column, drops=bool(drops),
             n_groups=n_groups, all_bounds={c: facts.bounds[c] for c in read},
-            public_exact=request.epsilon == 0,
+            public_exact=request.epsilon == 0, unit=unit,
+            units_public=unit is not None and facts.size_public,
         )
         if q.needs_public_size and not ctx.size_public:
+            if unit is not None:
+                raise PrivateSizeError(
+                    f"dp.{q.kind} needs the public row count, which a privacy unit makes "
+                    f"private (one person can own several rows); it is not available on frames "
+                    f"protected with privacy_unit={unit.column!r}"
+                )
             raise PrivateSizeError(
                 f"dp.{q.kind} needs the public row count: run it on the protected frame or a "
                 "derivation that keeps every row (with_columns/select), with a fill value "
@@ -388,6 +398,8 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
                 f"the bounds of {', '.join(read) or 'this query'} are too wide for {q.kind} on "
                 f"{n} rows (the statistic's range overflows a double); declare narrower bounds"
             ) from None
+        if unit is not None:  # sensitivities × k, group shares / min(g, k) (dpframe.units)
+            plan_q = units.bound_plan(plan_q, q, unit, grouped)
         out.append(Planned(name, q, plan_q, share, [], {}, 0.0, ctx.bounds))
     # a query answered from public facts alone (the count of a frame whose size is public)
     # costs nothing: its share goes to the queries that need noise
@@ -510,6 +522,8 @@ def run(
             missing={c: facts.missing.get(c, DROP) for p in planned
                      for c in p.query.columns_read()},
             group_by=request.group_by, keys=request.keys,
+            bounding=None if facts.unit is None else Bounding(facts.unit,
+                                                              release_seed(request.rng)),
         )
         values, intervals, entries = _measure(frame, facts, request, planned, aggs)
         release_id = ledger.commit(reservation, selected + entries)
@@ -537,10 +551,20 @@ def _select_keys(frame: Any, facts: FrameFacts, request: Request,
 
     assert request.selection is not None and request.group_by is not None
     cols = group_columns(request.group_by)
-    observed, counts = engine.observed_keys(frame, cols)
+    per_unit, unit_column, upper, counted = 1, None, facts.dataset.n, frame
+    if facts.unit is not None:
+        # several rows per person: keep k rows per unit (so a unit reaches at most k keys) and
+        # count each key's distinct units (a unit adds at most 1 to a key's count)
+        from dpframe.bounding import bound_contributions
+
+        counted = bound_contributions(frame, Bounding(facts.unit, release_seed(request.rng)),
+                                      columns=list(cols))
+        per_unit, unit_column = facts.unit.max_rows, facts.unit.column
+        upper = facts.unit.n_units
+    observed, counts = engine.observed_keys(counted, cols, distinct=unit_column)
     eps_sel = request.epsilon * request.selection
-    chosen = select_keys((observed, counts.tolist()), eps_sel, request.delta, 1,
-                         neighbours="replace", count_upper=float(max(facts.dataset.n, 1)),
+    chosen = select_keys((observed, counts.tolist()), eps_sel, request.delta, per_unit,
+                         neighbours="replace", count_upper=float(max(upper, 1)),
                          random_state=request.rng)
     rest = replace(request, epsilon=request.epsilon - eps_sel, delta=0.0,
                    keys=tuple(chosen.keys), selection=None, keys_from_data=True)
@@ -555,13 +579,16 @@ def exact_measurements(
     *,
     group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
+    bounding_seed: int = 0,
 ) -> dict[tuple[str, str], tuple[np.ndarray, float]]:
     """For audits and tests only: the *exact* value of every measurement a release of
     ``queries`` would noise, with the sensitivity its log entry would record, as
     ``{(query name, part): (values per group, sensitivity)}``. Runs the same plan and
     aggregation pass as :func:`run` but adds no noise, spends nothing and logs nothing — the
     neighbour-pair tests compare these across neighbouring data sets. Measurements whose
-    domain depends on earlier noisy values (covariances) are left out."""
+    domain depends on earlier noisy values (covariances) are left out. ``bounding_seed``: the
+    seed of the contribution bounding on a frame with a privacy unit (a release draws a secret
+    one; the bound holds for every seed)."""
     facts, frame, request, planned = _prepare(
         frame, queries, session=None, epsilon=1.0, delta=0.0, weights=None,
         mechanism="bounded", random_state=None, group_by=group_by, keys=keys, ci=None)
@@ -569,6 +596,7 @@ def exact_measurements(
         frame, [a for p in planned for a in p.plan.aggregates],
         missing={c: facts.missing.get(c, DROP) for p in planned for c in p.query.columns_read()},
         group_by=request.group_by, keys=request.keys,
+        bounding=None if facts.unit is None else Bounding(facts.unit, bounding_seed),
     )
     return {
         (p.name, m.name): (np.asarray(m.statistic(aggs), dtype=float), float(mech.sensitivity))
@@ -711,8 +739,10 @@ class _LogContext:
             "formulation": p.plan.formulation,
             "composition": (
                 f"parallel over {self.n_keys} declared groups (ε share "
-                f"{(p.plan.group_share or 0.5):g} per group: a replaced row can move between "
-                "two groups)" if grouped else "sequential"
+                f"{(p.plan.group_share or 0.5):g} per group: " + (
+                    "a replaced row can move between two groups)" if facts.unit is None else
+                    f"a replaced unit can reach {2 * facts.unit.touched_groups} groups)")
+                if grouped else "sequential"
             ),
             "fixed_point_quantum": float(quanta[0]) if len(quanta) == 1 else (
                 None if not quanta else ",".join(f"{q:g}" for q in quanta)),
@@ -722,6 +752,7 @@ class _LogContext:
             "none needed: the value is public",
             "interval": None if self.level is None else (
                 f"{self.level:g} confidence interval released (post-processing, no ε)"),
+            **units.describe(facts.unit, grouped),
         }
 
 
@@ -742,9 +773,10 @@ class _LogContext:
             "missing": "rows with a missing key are in no group",
             "random_source": self.random_source, "engine": self.engine, "size": "private",
             "formulation": (
-                f"private key selection: a noisy count per observed key (ε/2 each: a replaced "
-                f"row changes two keys' counts by 1), kept if above the threshold "
-                f"{float(log['threshold']):.6g}; a key one row holds is released with "
+                f"private key selection: a noisy count per observed key (ε/(2m) each, m = "
+                f"{int(log['max_keys_per_unit'])} keys per unit: a replaced unit changes at "
+                f"most 2m keys' counts by 1), kept if above the threshold "
+                f"{float(log['threshold']):.6g}; a key one unit holds is released with "
                 f"probability ≤ {float(log['pass_probability']):.3g} ≤ δ; "
                 f"{int(log['released_keys'])} keys kept, sorted; counts not released"),
             "composition": "sequential (before the queries on the kept keys)",
@@ -752,6 +784,7 @@ class _LogContext:
             "verification": "verified from the plan structure",
             "mechanism_choice": "the Laplace mechanism (used for every key selection)",
             "fixed_point_quantum": None, "interval": None,
+            **units.describe(self.facts.unit, False),
         }
 
 

@@ -162,3 +162,19 @@ def test_public_metadata_consistent() -> None:
     assert set(CENSUS_BOUNDS) | set(CENSUS_KEYS) == set(CENSUS_COLUMNS)
     for lower, upper in CENSUS_BOUNDS.values():
         assert lower < upper
+
+
+def test_visits_has_several_rows_per_patient_and_is_deterministic() -> None:
+    from dpframe.datasets import VISITS_BOUNDS, VISITS_COLUMNS, VISITS_KEYS, visits
+
+    df = visits(2_000, seed=3)
+    assert tuple(df.columns) == VISITS_COLUMNS
+    per_patient = df.groupby("patient_id").size()
+    assert len(per_patient) == 2_000 and per_patient.min() >= 1 and per_patient.max() > 5
+    assert 2.5 < per_patient.mean() < 4.5
+    assert (df.groupby("patient_id")[["age", "region"]].nunique(dropna=False) == 1).all().all()
+    for col, keys in VISITS_KEYS.items():
+        assert list(df[col].cat.categories) == keys
+    assert df.cost.between(0, VISITS_BOUNDS["cost"][1]).mean() > 0.99
+    pd.testing.assert_frame_equal(df, visits(2_000, seed=3))
+    assert visits(2_000, seed=3, backend="polars").to_pandas()["cost"].tolist() == df.cost.tolist()

@@ -102,3 +102,25 @@ def test_when_no_key_passes_the_table_is_empty_and_the_budget_spent():
     assert list(table.columns) == ["city", "n", "m"] and len(table) == 0
     assert pf.dp.budget.epsilon_spent == pytest.approx(0.5)
     assert len(pf.dp.session.ledger.snapshot_document()["entries"]) == 3
+
+
+def test_with_several_rows_per_person_keys_count_persons_and_m_is_k():
+    """One person with many rows of a rare key counts once (distinct units per key, after
+    keeping k rows per person), and the threshold is calibrated for m = k keys per person."""
+    from dpframe.datasets import visits
+
+    df = visits(2000)
+    df["visit_type"] = df["visit_type"].astype(str)
+    rare = df.index[:1]
+    df.loc[rare, "visit_type"] = "house call"
+    extra = df.loc[rare].copy()
+    df = pd.concat([df] + [extra] * 30, ignore_index=True)  # 31 rows, one person
+    observed, counts = engine.observed_keys(df, ["visit_type"], distinct="patient_id")
+    assert dict(zip(observed, counts, strict=True))["house call"] == 1
+    pf = dpf.protect(df, epsilon=10, delta=1e-5, bounds={"cost": (0.0, 2000.0)},
+                     privacy_unit="patient_id", max_rows_per_unit=3)
+    table = pf.dp.groupby("visit_type").count_units(epsilon=1.0, delta=1e-6, random_state=1)
+    assert "house call" not in list(table["visit_type"])
+    entry = pf.dp.session.ledger.snapshot_document()["entries"][0]
+    assert "m = 3 keys per unit" in entry["formulation"]
+    assert entry["privacy_unit"] == "patient_id"

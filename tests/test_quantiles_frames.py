@@ -292,3 +292,39 @@ def test_a_derived_column_can_be_summarised_by_its_quantiles():
     older = pf.dp.filter(nw.col("x") >= 100)
     med = older.dp.median("x", epsilon=5.0, random_state=0)
     assert 120 <= med <= 180
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_brute_force_with_several_rows_per_person(grouped):
+    """Privacy unit with k = 2 rows: replacing ALL rows of one person (1–3 rows, anywhere, in any
+    group) moves the rank distances by at most what ε pays for — ungrouped by ≤ k (logged
+    sensitivity k), grouped Σ over groups ≤ 2·g'·k (each group at ε·½/g', calibrated at ε/k
+    for a single-row change of ≤ 1), for a fixed bounding seed (bounding is unit-local)."""
+    k = 2
+    background = {"pid": [1, 1, 1, 2, 2], "age": [10.0, 60.0, 95.0, 40.0, 40.0],
+                  "g": ["a", "b", "a", "b", "b"]}
+    levels = [0.25, 0.5, 0.9]
+    queries = {"q": dpf.quantile("age", levels, bins=8)}
+    group = {"group_by": "g"} if grouped else {}
+
+    def measure(rows: list[tuple[float, str]]) -> tuple[np.ndarray, float]:
+        data = {c: list(v) for c, v in background.items()}
+        for age, key in rows:
+            data["pid"].append(3)
+            data["age"].append(age)
+            data["g"].append(key)
+        pf = dpf.protect(pd.DataFrame(data), epsilon=1e6, bounds={"age": (0.0, 100.0)},
+                         keys={"g": ["a", "b"]}, privacy_unit="pid", max_rows_per_unit=k)
+        return exact_measurements(pf, queries, **group)["q", "quantile"]
+
+    choices = [(5.0, "a"), (55.0, "b"), (120.0, "a"), (math.nan, "b")]
+    persons = [list(p) for r in (1, 2, 3) for p in itertools.product(choices, repeat=r)][:60]
+    measured = [measure(p) for p in persons]
+    sensitivity = measured[0][1]
+    assert sensitivity == k * 1.0
+    touched = min(k, k)  # g' = min(g, k), g defaults to k
+    for (a, _), (b, _) in itertools.combinations(measured, 2):
+        for q in levels:
+            gap = np.max(np.abs(rank_distances(a, q) - rank_distances(b, q)), axis=-1)
+            assert (gap.sum() if grouped else gap.max()) <= (2 * touched * k if grouped
+                                                              else k) + 1e-12

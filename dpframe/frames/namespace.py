@@ -99,6 +99,28 @@ class DPNamespace:
     True
     """)
 
+    def count_units(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+                    random_state: Any = None, session: Session | str | None = None,
+                    ci: float | None = None) -> float | Estimate:
+        from dpframe.units import count_units
+
+        return self._scalar(count_units(), "count_units", epsilon, delta, mechanism,
+                            random_state, session, ci)
+
+    count_units.__doc__ = _doc("""Noisy number of distinct persons (privacy units), on a frame
+    protected with ``privacy_unit=``: Δ = 1 however many rows a person owns (``count`` counts
+    rows, Δ = k). On the protected frame the number of units is public: ``epsilon=0`` returns
+    it exactly, at no cost.
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    float
+    """)
+
     def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,
             session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
@@ -663,6 +685,12 @@ class DPNamespace:
         """The public row count; :class:`~dpframe.PrivateSizeError` on a frame whose size is
         private (after a filter: release a noisy one with ``frame.dp.count(...)``)."""
         facts = provenance.resolve(self._frame)
+        if facts.unit is not None:
+            raise PrivateSizeError(
+                f"this frame is protected with privacy_unit={facts.unit.column!r}: its number "
+                "of rows is private (one person can own several rows); its number of persons is "
+                "public: frame.dp.count_units(epsilon=0)"
+            )
         if not facts.size_public:
             raise PrivateSizeError(
                 "this frame was filtered from the protected one, so its size is private; "
@@ -672,8 +700,10 @@ class DPNamespace:
 
     @property
     def is_size_public(self) -> bool:
-        """True when the frame has exactly the protected frame's rows (no filter)."""
-        return provenance.resolve(self._frame).size_public
+        """True when the frame has exactly the protected frame's rows (no filter) and no
+        privacy unit (which makes the row count private)."""
+        facts = provenance.resolve(self._frame)
+        return facts.size_public and facts.unit is None
 
     def write_parquet(self, path: str | os.PathLike[str]) -> None:
         """Write a release table to Parquet with its log in the key-value metadata."""
@@ -744,6 +774,16 @@ class DPGroupBy:
         """Noisy row count per group."""
         return self._one(q_.count(), "count", epsilon, delta, mechanism, random_state, session,
                          ci)
+
+    def count_units(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+                    random_state: Any = None, session: Session | str | None = None,
+                    ci: float | None = None) -> Any:
+        """Noisy number of distinct persons (privacy units) per group (Δ = 1; a person counts
+        in at most ``min(g, k)`` groups)."""
+        from dpframe.units import count_units
+
+        return self._one(count_units(), "count_units", epsilon, delta, mechanism,
+                         random_state, session, ci)
 
     def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,

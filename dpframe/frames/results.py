@@ -31,7 +31,9 @@ LOG_COLUMNS = (
     "mechanism", "scale", "grid", "domain_lower", "domain_upper", "clamping", "missing",
     "random_source", "engine", "size", "formulation", "composition", "fixed_point_quantum",
     "derivation", "verification", "mechanism_choice", "interval",
+    "privacy_unit", "max_rows_per_unit", "max_groups_per_unit", "bounding",
 )
+_INT_COLUMNS = frozenset({"release_id", "max_rows_per_unit", "max_groups_per_unit"})
 _FLOAT_COLUMNS = frozenset({
     "epsilon", "delta", "mechanism_epsilon", "epsilon_overhead", "sensitivity", "scale",
     "grid", "domain_lower", "domain_upper",
@@ -113,7 +115,7 @@ def log_frame(document: dict[str, Any], backend: Backend | str) -> Any:
 
     schema: dict[str, Any] = {c: pl.Float64 if c in _FLOAT_COLUMNS else pl.String
                               for c in LOG_COLUMNS}
-    schema["release_id"] = pl.Int64
+    schema.update(dict.fromkeys(_INT_COLUMNS, pl.Int64))
     fixed = [{c: (str(v) if v is not None and schema[c] == pl.String else v)
               for c, v in r.items()} for r in rows]
     return pl.DataFrame(fixed, schema=schema) if fixed else pl.DataFrame(schema=schema)
