@@ -315,6 +315,8 @@ def sum_to_one(raw: np.ndarray, method: ProportionMethod, remainder: int = -1) -
     to 1 and the remainder 0 if ``Σ others > 1``). See the module docstring."""
     q = np.clip(np.asarray(raw, dtype=float), 0.0, None)
     k = q.shape[-1]
+    if k == 0:  # no category (e.g. no key passed a private key selection): nothing to scale
+        return q
     if method == "rescale":
         total = q.sum(axis=-1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -111,11 +111,14 @@ class FixedPoint:
 class Bins:
     """``count`` equal public bins of ``[lower, upper]``.
 
-    The bin of a value is ``j = ⌊(clip(x, l, u) − l)·s⌋`` limited to ``[0, B − 1]``, with the
-    public factor ``s = B/(u − l)`` rounded once: a per-row map (neighbours stay neighbours)
-    that every engine evaluates with the same IEEE operations, so all paths agree bit for bit.
-    Bins are ``[l + j/s, l + (j+1)/s)``, the last one closed; values outside ``[l, u]`` go to
-    the end bins (clamping).
+    The bin of a value is ``j = ⌊t·B⌋`` limited to ``B − 1``, with
+    ``t = (x/2 − l/2) / (u/2 − l/2)`` for ``x`` clamped to ``[l, u]``: halving first keeps every
+    intermediate finite for any finite bounds (``u − l`` may overflow, ``B/(u − l)`` too), and
+    ``0 ≤ t ≤ 1`` because IEEE rounding is monotone, so no value can produce NaN or an index out
+    of range. A per-row map (neighbours stay neighbours) that every engine evaluates with the
+    same IEEE operations (the constants ``l/2`` and ``u/2 − l/2`` computed once here), so all
+    paths agree bit for bit. Bins are half-open, the last one closed; values outside ``[l, u]``
+    go to the end bins (clamping). Needs ``u/2 − l/2 > 0`` (checked when planning).
     """
 
     lower: float
@@ -123,19 +126,23 @@ class Bins:
     count: int
 
     @property
-    def factor(self) -> float:
-        return self.count / (self.upper - self.lower)
+    def half_lower(self) -> float:
+        return self.lower * 0.5
+
+    @property
+    def half_width(self) -> float:
+        return self.upper * 0.5 - self.lower * 0.5
 
     def index(self, values: np.ndarray) -> np.ndarray:
         """Bin of each (non-missing) value, as int64 (the numpy twin of :meth:`expression`)."""
         x = np.clip(values.astype(np.float64, copy=False), self.lower, self.upper)
-        j = np.floor((x - self.lower) * self.factor)
+        j = np.floor((x * 0.5 - self.half_lower) / self.half_width * self.count)
         return np.minimum(j, self.count - 1).astype(np.int64)
 
     def expression(self, x: Any) -> Any:
         """Bin of each row of the narwhals Float64 expression ``x`` (no missing values)."""
-        j = ((x.clip(self.lower, self.upper) - self.lower) * self.factor).floor()
-        return j.clip(0, self.count - 1).cast(nw.Int64)
+        t = (x.clip(self.lower, self.upper) * 0.5 - self.half_lower) / self.half_width
+        return (t * self.count).floor().clip(0, self.count - 1).cast(nw.Int64)
 
 
 @dataclass(frozen=True)
@@ -728,6 +735,9 @@ def observed_keys(native: Any, group_by: Sequence[str], distinct: str | None = N
     if isinstance(result, nw.LazyFrame):
         result = _collect(result, native)
     counts = np.asarray(result.get_column("__dp_len").to_numpy(), dtype=np.float64)
-    values = [result.get_column(c).to_list() for c in cols]
+    # one canonical value per group: -0.0 and 0.0 are one group, shown as 0.0 whichever row
+    # the engine met first
+    values = [[v + 0.0 if _is_float(columns[c]) and v is not None else v
+               for v in result.get_column(c).to_list()] for c in cols]
     keys = values[0] if len(cols) == 1 else list(zip(*values, strict=True))
     return keys, counts

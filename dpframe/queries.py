@@ -805,19 +805,23 @@ class Quantile(Query):
         q = self.levels[0] if self.scalar else list(self.levels)
         return f"dpf.quantile({self.column!r}, {q!r})"
 
+    @property
+    def labels(self) -> tuple[str, ...] | None:
+        """How the answers of several levels are named: ``<name>[<label>]``."""
+        return None if self.scalar else _level_labels(self.levels)
+
     def plan(self, ctx: PlanContext) -> Plan:
         from dpframe.mechanisms.quantiles import QuantileMechanism, choose_bins
 
         lo, hi = _require_bounds(ctx, self.kind)
         count = self.bins if self.bins is not None else choose_bins(max(ctx.n_groups, 1))
-        width = hi - lo
-        if not (hi > lo and math.isfinite(width) and math.isfinite(count / width)):
-            # (x − l)·B/(u − l) must be finite for every x in [l, u]: a public fact, checked
-            # here, so binning can never fail on a value
-            raise ParameterError(
-                f"quantiles of {self.column!r} need finite bounds lower < upper whose width "
-                f"and bins/width are finite doubles; got [{lo:g}, {hi:g}] with {count} bins")
         bins = Bins(float(lo), float(hi), count)
+        if not (hi > lo and math.isfinite(lo) and math.isfinite(hi) and bins.half_width > 0):
+            # binning divides by u/2 − l/2 (engine.Bins): a public fact, checked here, so
+            # binning can never fail on a value
+            raise ParameterError(
+                f"quantiles of {self.column!r} need finite bounds lower < upper with "
+                f"upper/2 − lower/2 > 0; got [{lo:g}, {hi:g}]")
         agg = Agg("bins", self.column, bins=bins)
         # several rows per unit (k): a replaced unit is k single-row changes, each moving every
         # rank distance by at most 1 (Lemma Q1), in the groups it touches: calibrated for
@@ -840,7 +844,17 @@ class Quantile(Query):
         scalar = self.scalar
         return Plan(self.kind, self.column, (m,),
                     lambda v: v["quantile"][:, 0] if scalar else v["quantile"], formulation,
-                    labels=None if self.scalar else tuple(f"{v:g}" for v in levels))
+                    labels=self.labels)
+
+
+def _level_labels(levels: Sequence[float]) -> tuple[str, ...]:
+    """Output labels of several levels: ``0.25`` style where that is exact and distinct, the
+    full ``repr`` otherwise (distinct levels never share a label)."""
+    short = tuple(f"{v:g}" for v in levels)
+    if len(set(short)) == len(short) and all(float(t) == v for t, v in zip(short, levels,
+                                                                            strict=True)):
+        return short
+    return tuple(repr(float(v)) for v in levels)
 
 
 class _QuantileRelease:

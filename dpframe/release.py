@@ -337,6 +337,35 @@ class Planned:
     bounds: tuple[float, float] | None = None  # of its column, if it has one
 
 
+def _selectable(dtype: Any) -> bool:
+    """Key columns whose values are of one type, so a group has one canonical key."""
+    import narwhals.stable.v2 as nw
+
+    return dtype not in (nw.Object, nw.Unknown)
+
+
+def _queries_part(request: Request) -> Request:
+    """What the queries of a release that selects its keys get: ε − ε_sel and no δ."""
+    from dataclasses import replace
+
+    assert request.selection is not None
+    return replace(request, epsilon=request.epsilon - request.epsilon * request.selection,
+                   delta=0.0)
+
+
+def _selection_rule(facts: FrameFacts, request: Request) -> Any:
+    """The key selection's calibration (public facts only): ``m`` keys and a count of at most
+    1 per unit, replacement neighbours, counts at most the public n (or U)."""
+    from dpframe.mechanisms.selection import selection_rule
+
+    assert request.selection is not None
+    unit = facts.unit
+    return selection_rule(request.epsilon * request.selection, request.delta,
+                          1 if unit is None else unit.max_rows, neighbours="replace",
+                          count_upper=float(max(facts.dataset.n if unit is None
+                                                else unit.n_units, 1)))
+
+
 def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[str, Query]
               ) -> list[Planned]:
     backend = facts.dataset.backend
@@ -346,12 +375,20 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
     # with a privacy unit the row count is private; k·U (public) caps the bounded rows
     n = facts.dataset.n if unit is None else unit.row_cap
     grouped = request.group_by is not None
-    n_groups = len(request.keys) if request.keys is not None else 1
+    # keys still to be selected: plan for two groups, the case where a proportion's per-cell
+    # share is smallest, so every mechanism the release can need is checked before the read
+    n_groups = len(request.keys) if request.keys is not None else (
+        2 if request.selection is not None else 1)
     if grouped:
         assert request.group_by is not None
         cols = group_columns(request.group_by)
         for i, col in enumerate(cols):
             engine.validate_column(frame, col, numeric=False, columns=columns)
+            if request.selection is not None and not _selectable(columns[col]):
+                raise ParameterError(
+                    f"keys cannot be selected from column {col!r} of dtype {columns[col]}: "
+                    "values of mixed Python types (1, True, 1.0, '1') may stand for one "
+                    "group; cast it to a string or number first, or declare its keys")
             if request.keys is not None and not request.keys_from_data:
                 # (keys selected from this column are of its type by construction)
                 values = request.keys if len(cols) == 1 else [k[i] for k in request.keys]
@@ -401,6 +438,12 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
         if unit is not None:  # sensitivities × k, group shares / min(g, k) (dpframe.units)
             plan_q = units.bound_plan(plan_q, q, unit, grouped)
         out.append(Planned(name, q, plan_q, share, [], {}, 0.0, ctx.bounds))
+    outputs = [f"{p.name}[{label}]" for p in out for label in p.plan.labels or ()] + [
+        p.name for p in out if p.plan.labels is None]
+    clash = sorted({o for o in outputs if outputs.count(o) > 1})
+    if clash:
+        raise ParameterError(f"the release would have several outputs named {clash}: rename "
+                             "the queries (several quantile levels are named <name>[<q>])")
     # a query answered from public facts alone (the count of a frame whose size is public)
     # costs nothing: its share goes to the queries that need noise
     noisy = [p for p in out if p.plan.measurements]
@@ -481,6 +524,9 @@ def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str
     facts = resolve(frame, session)
     data = frame if facts.data is None else facts.data
     request = check_request(queries, facts=facts, **arguments)
+    if request.selection is not None:  # keys from the data: check the selection's
+        _selection_rule(facts, request)  # calibration and the queries' rest of ε now
+        return facts, data, request, _plan_all(data, facts, _queries_part(request), queries)
     return facts, data, request, _plan_all(data, facts, request, queries)
 
 
@@ -562,12 +608,12 @@ def _select_keys(frame: Any, facts: FrameFacts, request: Request,
         per_unit, unit_column = facts.unit.max_rows, facts.unit.column
         upper = facts.unit.n_units
     observed, counts = engine.observed_keys(counted, cols, distinct=unit_column)
-    eps_sel = request.epsilon * request.selection
-    chosen = select_keys((observed, counts.tolist()), eps_sel, request.delta, per_unit,
+    rule = _selection_rule(facts, request)  # the one checked before the read
+    chosen = select_keys((observed, counts.tolist()), rule.epsilon, rule.delta, per_unit,
                          neighbours="replace", count_upper=float(max(upper, 1)),
                          random_state=request.rng)
-    rest = replace(request, epsilon=request.epsilon - eps_sel, delta=0.0,
-                   keys=tuple(chosen.keys), selection=None, keys_from_data=True)
+    rest = replace(_queries_part(request), keys=tuple(chosen.keys), selection=None,
+                   keys_from_data=True)
     planned = _plan_all(frame, facts, rest, queries)
     context = _LogContext.of(frame, facts, rest)
     return rest, planned, [context.selection_entry(chosen.log, cols)]

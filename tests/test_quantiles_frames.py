@@ -267,12 +267,25 @@ def test_bad_input_is_refused_before_reading(call, error, monkeypatch):
     assert reads == [] and pf.dp.budget.epsilon_spent == 0
 
 
-@pytest.mark.parametrize("bounds", [(-1e308, 1e308), (0.0, 5e-324), (0.0, 1e-310)])
-def test_bounds_whose_bins_overflow_are_refused_before_reading(bounds):
-    """(x − l)·B/(u − l) must be finite for every value in the bounds, or binning would turn a
-    value into NaN after the read; the width and the factor are public, checked at plan time."""
-    pf = dpf.protect(pd.DataFrame({"x": [0.0, 1e300, -1e300]}), epsilon=1, bounds={"x": bounds})
-    with pytest.raises(dpf.ParameterError, match="finite"):
+@pytest.mark.parametrize("bounds", [(-1e308, 1e308), (0.0, 1e-310), (-1e-320, 1e-320)])
+def test_extreme_bounds_bin_every_value(bounds):
+    """Binning halves before subtracting and divides by the public u/2 − l/2, so no value —
+    ±1e308, inf, the bounds themselves, subnormals — can produce NaN or overflow, even when
+    u − l or B/(u − l) is not a finite double."""
+    values = [0.0, 1e300, -1e300, 1e308, -1e308, math.inf, -math.inf, bounds[0], bounds[1],
+              5e-324]
+    pf = dpf.protect(pd.DataFrame({"x": values}), epsilon=10, bounds={"x": bounds})
+    for method in ("numpy", "narwhals"):
+        agg = Agg("bins", "x", bins=Bins(float(bounds[0]), float(bounds[1]), 64))
+        counts = engine.aggregate(pd.DataFrame({"x": values}), [agg], missing={"x": "drop"},
+                                  method=method)[agg]
+        assert counts.sum() == len(values)
+    assert bounds[0] <= pf.dp.median("x", epsilon=1.0) <= bounds[1]
+
+
+def test_bounds_too_close_to_bin_are_refused_before_reading():
+    pf = dpf.protect(pd.DataFrame({"x": [0.0, 1.0]}), epsilon=1, bounds={"x": (0.0, 5e-324)})
+    with pytest.raises(dpf.ParameterError, match="upper/2"):
         pf.dp.median("x", epsilon=1.0)
     assert pf.dp.budget.epsilon_spent == 0
 

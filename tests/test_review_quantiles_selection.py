@@ -132,17 +132,19 @@ def test_finding_selected_float_key_sign_of_zero_depends_on_the_first_row(make):
     assert outs[0] == outs[1]
 
 
-def test_finding_selected_object_key_representative_depends_on_the_first_row():
+def test_finding_selected_object_key_representative_depends_on_the_first_row(monkeypatch):
     """Same root cause in an object column: True, 1 and 1.0 hash and compare equal, so the
-    released key (and the log's group_keys) is whichever came first; with True first the
-    result table even fails to seal in Arrow ([True, 2]) after the commit."""
-    outs = []
+    released key would be whichever came first. Fixed: keys are not selected from object
+    columns; refused from the schema, before anything is read or spent, whatever the rows."""
+    calls: list[Any] = []
+    monkeypatch.setattr(engine, "observed_keys", lambda *a, **k: calls.append(a))
     for first in (1, True, 1.0):
         g = pd.Series([first] + [1] * 300 + [2] * 300, dtype=object)
         pf = dpf.protect(pd.DataFrame({"g": g}), epsilon=10, delta=1e-3, bounds={})
-        table = pf.dp.groupby("g").count(epsilon=1.0, delta=1e-6, random_state=1)
-        outs.append((_entries(pf)[0]["group_keys"], [repr(k) for k in table["g"]]))
-    assert outs[0] == outs[1] == outs[2]
+        with pytest.raises(dpf.ParameterError, match="cannot be selected"):
+            pf.dp.groupby("g").count(epsilon=1.0, delta=1e-6, random_state=1)
+        assert pf.dp.budget.epsilon_spent == 0
+    assert calls == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,12 +176,16 @@ def test_finding_selected_decimal_keys_are_refused_after_the_read():
 
 
 def test_finding_selected_keys_of_mixed_types_fail_after_the_commit():
-    """An object column holding 1 and "1": both keys pass, the release is committed (ε spent,
-    logged), then sealing the result table fails in Arrow; with one key passing it works."""
+    """An object column holding 1 and "1" would seal only when one key passed. Fixed: refused
+    before the read (object key columns cannot be selected from); a string column works."""
     g = pd.Series([1] * 400 + ["1"] * 400, dtype=object)
     pf = dpf.protect(pd.DataFrame({"g": g}), epsilon=10, delta=1e-3, bounds={})
-    table = pf.dp.groupby("g").count(epsilon=1.0, delta=1e-6, random_state=1)
-    assert len(table) == 2
+    with pytest.raises(dpf.ParameterError, match="cannot be selected"):
+        pf.dp.groupby("g").count(epsilon=1.0, delta=1e-6, random_state=1)
+    assert pf.dp.budget.epsilon_spent == 0
+    pf2 = dpf.protect(pd.DataFrame({"g": g.astype(str)}), epsilon=10, delta=1e-3, bounds={})
+    table = pf2.dp.groupby("g").count(epsilon=1.0, delta=1e-6, random_state=1)
+    assert list(table["g"]) == ["1"]
 
 
 # ---------------------------------------------------------------------------------------------

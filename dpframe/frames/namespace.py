@@ -197,7 +197,8 @@ class DPNamespace:
                           random_state=random_state, session=session)
         if query.scalar:
             return float(out.values["quantile"][0])
-        values = [float(out.values[f"quantile[{v:g}]"][0]) for v in query.levels]
+        assert query.labels is not None
+        values = [float(out.values[f"quantile[{label}]"][0]) for label in query.labels]
         return _table(out, out.backend.table({"q": list(query.levels), "quantile": values}))
 
     quantile.__doc__ = """Noisy quantile(s) of a bounded column, inside its bounds.

@@ -138,6 +138,8 @@ def apportion(noisy: Any, total: Any) -> np.ndarray:
     ``total`` is rounded to the nearest integer ≥ 0; it must itself be public or released.
     """
     x = np.asarray(noisy, dtype=float)
+    if x.ndim == 1 and x.size == 0:  # no bins (no key passed a selection): nothing to share
+        return np.zeros(0, dtype=np.int64)
     if x.ndim not in (1, 2) or x.size == 0 or not np.isfinite(x).all():
         raise ParameterError("noisy counts must be a finite non-empty vector (or 2-D)")
     x2 = np.atleast_2d(x)
