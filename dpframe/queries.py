@@ -811,10 +811,15 @@ class Quantile(Query):
         return None if self.scalar else _level_labels(self.levels)
 
     def plan(self, ctx: PlanContext) -> Plan:
-        from dpframe.mechanisms.quantiles import QuantileMechanism, choose_bins
+        from dpframe.mechanisms.quantiles import DEFAULT_MAX_CELLS, QuantileMechanism, choose_bins
 
         lo, hi = _require_bounds(ctx, self.kind)
-        count = self.bins if self.bins is not None else choose_bins(max(ctx.n_groups, 1))
+        groups = max(ctx.n_groups, 1)
+        count = self.bins if self.bins is not None else choose_bins(groups)
+        if self.bins is None and groups * count > DEFAULT_MAX_CELLS:
+            # very many groups (e.g. keys selected from the data): fewer bins, so the counts
+            # (groups × bins doubles) stay within the public memory budget
+            count = max(2, DEFAULT_MAX_CELLS // groups)
         bins = Bins(float(lo), float(hi), count)
         if not (hi > lo and math.isfinite(lo) and math.isfinite(hi) and bins.half_width > 0):
             # binning divides by u/2 − l/2 (engine.Bins): a public fact, checked here, so
