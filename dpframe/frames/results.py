@@ -102,9 +102,15 @@ def describe_frame(out: Outcome, columns: Sequence[str],
 
 
 def log_frame(document: dict[str, Any], backend: Backend | str) -> Any:
-    """The log's entries as a frame (pandas or Polars), columns in :data:`LOG_COLUMNS`."""
+    """The log's entries as a frame (pandas or Polars), columns in :data:`LOG_COLUMNS`;
+    ``group_keys`` shows the JSON list of keys (the document stores it once, in ``keys``)."""
     family = backend if isinstance(backend, str) else backend.results_in
     rows = [{c: e.get(c) for c in LOG_COLUMNS} for e in document.get("entries", [])]
+    keys = document.get("keys") or {}
+    for row in rows:  # group keys are stored once per ledger: show the JSON list itself
+        ref = row["group_keys"]
+        if isinstance(ref, str) and ref in keys:
+            row["group_keys"] = keys[ref]
     if family == "pandas":
         import pandas as pd
 
