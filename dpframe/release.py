@@ -293,6 +293,7 @@ def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:
     """Key values must be of the group column's kind (from the schema, before any read)."""
     import narwhals.stable.v2 as nw
 
+    kinds = set(map(type, keys))  # one pass in C: the common cases need no per-key Python
     if dtype.is_integer():
         # an integer column holds only integers of its width: a float or out-of-range key can
         # never match (and Polars refuses to compare them, after the reservation)
@@ -300,14 +301,20 @@ def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:
             info: Any = np.iinfo(str(dtype).lower())
         except (TypeError, ValueError):  # e.g. Int128: no numpy twin, no range check
             info = None
-        bad = [k for k in keys if isinstance(k, bool | np.bool_)
-               or not isinstance(k, int | np.integer)
-               or (info is not None and not info.min <= int(k) <= info.max)]
+        if kinds == {int}:
+            bad = [] if info is None or (info.min <= min(keys) and max(keys) <= info.max) else [
+                k for k in keys if not info.min <= k <= info.max]
+        else:
+            lo, hi = (int(info.min), int(info.max)) if info is not None else (None, None)
+            bad = [k for k in keys if isinstance(k, bool | np.bool_)
+                   or not isinstance(k, int | np.integer)
+                   or (lo is not None and hi is not None and not lo <= int(k) <= hi)]
     elif dtype.is_numeric():
-        bad = [k for k in keys if isinstance(k, bool | np.bool_)
-               or not isinstance(k, int | float | np.number)]
+        bad = [] if kinds <= {int, float} else [
+            k for k in keys if isinstance(k, bool | np.bool_)
+            or not isinstance(k, int | float | np.number)]
     elif dtype in (nw.String, nw.Categorical) or isinstance(dtype, nw.Enum):
-        bad = [k for k in keys if not isinstance(k, str)]
+        bad = [] if kinds == {str} else [k for k in keys if not isinstance(k, str)]
         if isinstance(dtype, nw.Enum) and not bad:
             cats = set(dtype.categories)
             bad = [k for k in keys if k not in cats]
