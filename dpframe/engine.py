@@ -381,27 +381,45 @@ def _narwhals_sums(
                               *(e.sum().alias(n) for n, e in sums.items()))
     if isinstance(result, nw.LazyFrame):
         result = _collect(result, native)
-    found: dict[Any, int] = {None: 0}
-    order: list[Any] = [None]
-    if cols:  # align the engine's groups with the declared keys (a combination not present
-        # in the data is an empty group; present combinations that were not declared are
-        # dropped here)
-        order = [tuple(_as_float_if(columns[c], v) for c, v in zip(cols, k, strict=True))
-                 for k in tuples]
-        rows = zip(*(result.get_column(c).to_list() for c in cols), strict=True)
-        found = {tuple(_as_float_if(columns[c], v) for c, v in zip(cols, row, strict=True)): i
-                 for i, row in enumerate(rows)}
-    pos = np.array([found.get(key, -1) for key in order], dtype=np.int64)
+    n_out = len(tuples) if cols else 1
+    pos = _group_positions(result, cols, columns, tuples) if cols else np.zeros(1, np.int64)
     present = pos >= 0
     out: dict[Agg, np.ndarray] = {}
     for i, agg in enumerate(aggs):
         name = length if exprs[f"__dp_{i}"] is None else f"__dp_{i}"
-        raw = np.asarray([0.0 if v is None else v
-                          for v in result.get_column(name).to_list()], dtype=np.float64)
-        aligned = np.zeros(len(order), dtype=np.float64)
+        raw = np.nan_to_num(np.asarray(result.get_column(name).to_numpy(), dtype=np.float64),
+                            nan=0.0)  # (an engine may give a null sum for an empty group)
+        aligned = np.zeros(n_out, dtype=np.float64)
         aligned[present] = raw[pos[present]]
         out[agg] = aligned
     return out
+
+
+def _group_positions(result: Any, cols: Sequence[str], columns: Mapping[str, Any],
+                     tuples: Sequence[tuple[Any, ...]]) -> np.ndarray:
+    """For each declared key, the row of the engine's per-group ``result`` holding it (-1: a
+    combination not present in the data, an empty group); present combinations that were not
+    declared are dropped. Keys of a float column compare as floats (:func:`_as_float_if`).
+    One column: a hash lookup of all keys at once (pandas ``Index.get_indexer`` on Python
+    objects, the same equality as a dict); several: a dict of key tuples."""
+    floats = [_is_float(columns[c]) for c in cols]  # once per column, not per key
+
+    def norm(values: Sequence[Any], is_float: bool) -> list[Any]:
+        return [float(v) if v is not None else v for v in values] if is_float else list(values)
+
+    found_cols = [norm(result.get_column(c).to_list(), f) for c, f in zip(cols, floats,
+                                                                           strict=True)]
+    if len(cols) == 1:
+        import pandas as pd
+
+        found = pd.Index(found_cols[0], dtype=object)
+        if found.is_unique:
+            declared = norm([k[0] for k in tuples], floats[0])
+            return np.asarray(found.get_indexer(pd.Index(declared, dtype=object)),
+                              dtype=np.int64)
+    lookup = {row: i for i, row in enumerate(zip(*found_cols, strict=True))}
+    order = zip(*(norm([k[i] for k in tuples], f) for i, f in enumerate(floats)), strict=True)
+    return np.array([lookup.get(key, -1) for key in order], dtype=np.int64)
 
 
 def _collect(result: Any, native: Any) -> Any:

@@ -40,19 +40,23 @@ _FLOAT_COLUMNS = frozenset({
 
 def to_frame(out: Outcome) -> Any:
     """One row (ungrouped) or one row per declared key (grouped), one column per query."""
-    data: dict[str, list[Any]] = {}
+    data: dict[str, Any] = {}
     if isinstance(out.group_by, str):
         data[out.group_by] = list(out.keys or [])
     elif out.group_by is not None:  # several key columns: one output column each
         for i, col in enumerate(out.group_by):
             data[col] = [k[i] for k in out.keys or []]
-    for name, vals in out.values.items():
-        data[name] = [float(v) for v in np.atleast_1d(vals)]
+    for name, vals in out.values.items():  # float64 arrays (copies): no per-value Python
+        data[name] = _floats(vals)
         if name in out.intervals:
             lo, hi = out.intervals[name]
-            data[f"{name}_lower"] = [float(v) for v in np.atleast_1d(lo)]
-            data[f"{name}_upper"] = [float(v) for v in np.atleast_1d(hi)]
+            data[f"{name}_lower"] = _floats(lo)
+            data[f"{name}_upper"] = _floats(hi)
     return out.backend.table(data)
+
+
+def _floats(values: Any) -> Any:
+    return np.array(np.atleast_1d(values), dtype=np.float64)
 
 
 def matrix_frame(matrix: np.ndarray, columns: Sequence[str], backend: Backend,
