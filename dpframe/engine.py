@@ -549,29 +549,75 @@ def _row_count(native: Any) -> int:
     return len(native) if is_pandas_frame(native) else int(native.height)
 
 
-def _numpy_view(native: Any, column: str, *, grouped: bool) -> np.ndarray | None:
-    """A zero-copy numpy view of a numeric column of an in-memory frame, or None.
+class _FloatBlocks:
+    """A numeric column the numpy kernels read block by block as float64 copies, missing
+    values as NaN: pandas extension arrays (nullable ``Float64``/``Int64``/``boolean``,
+    Arrow-backed numbers) and Polars columns with nulls or several chunks.
 
-    pandas: a column held as a plain numpy array (extension dtypes — nullable, Arrow-backed —
-    return None). Polars: an eager ``DataFrame`` column with one chunk and no nulls, which
-    Polars exposes without copying (``allow_copy=False``); LazyFrames stay lazy (None), and
-    Polars group-bys run in Polars."""
+    Only one block (64 K values) is copied at a time, so memory stays flat. A missing value
+    (``pd.NA``, a Polars null) becomes NaN, which the kernels treat exactly as the narwhals
+    path treats "null or NaN" (dropped, or filled with the public value); integers become the
+    float64 the narwhals path casts them to (round to nearest), so both paths agree bit for
+    bit."""
+
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, column: Any, size: int, polars: bool) -> None:
+        self._column = column
+        self.size = size
+        self._polars = polars
+
+    def __getitem__(self, part: slice) -> np.ndarray:
+        start, stop, _ = part.indices(self.size)
+        if self._polars:
+            block = self._column.slice(start, stop - start).cast(_polars_float64())
+            return np.asarray(block.to_numpy(), dtype=np.float64)
+        return np.asarray(self._column[start:stop].to_numpy(dtype=np.float64,
+                                                             na_value=np.nan))
+
+
+@functools.cache
+def _polars_float64() -> Any:
+    import polars as pl
+
+    return pl.Float64
+
+
+def _numpy_view(native: Any, column: str, *, grouped: bool) -> Any:
+    """A numeric column of an in-memory frame as the numpy kernels read it, or None.
+
+    pandas: a column held as a plain numpy array is a zero-copy view; nullable and
+    Arrow-backed numbers (extension dtypes of kind f, i, u or b) are read in float64 blocks
+    (:class:`_FloatBlocks`). Polars: an eager ``DataFrame`` column with one chunk and no nulls
+    is exposed without copying (``allow_copy=False``); with nulls or several chunks it is read
+    in blocks; LazyFrames stay lazy (None), and Polars group-bys run in Polars."""
     if is_pandas_frame(native):
         series = native[column]
         dtype = getattr(series, "dtype", None)
-        if not isinstance(dtype, np.dtype) or dtype.kind not in "fiu":
-            return None
-        return series.to_numpy(copy=False)
+        if isinstance(dtype, np.dtype):
+            return series.to_numpy(copy=False) if dtype.kind in "fiu" else None
+        if getattr(dtype, "kind", None) in ("f", "i", "u", "b"):
+            return _FloatBlocks(series.array, len(series), polars=False)
+        return None
     if is_polars_eager(native) and not grouped:
         series = native.get_column(column)
-        if not series.dtype.is_numeric() or series.null_count() or series.n_chunks() != 1:
+        if not (series.dtype.is_numeric() or series.dtype == _polars_boolean()):
             return None
+        if series.null_count() or series.n_chunks() != 1 or not series.dtype.is_numeric():
+            return _FloatBlocks(series, len(series), polars=True)
         try:
             values = series.to_numpy(allow_copy=False)
         except Exception:
-            return None
+            return _FloatBlocks(series, len(series), polars=True)
         return values if values.dtype.kind in "fiu" else None
     return None
+
+
+@functools.cache
+def _polars_boolean() -> Any:
+    import polars as pl
+
+    return pl.Boolean
 
 
 def _declared_codes(native: Any, group_by: str, keys: list[Any]) -> np.ndarray | None:
