@@ -5,10 +5,11 @@ aggregates its measurements need (row counts, fixed-point sums, sums of squares 
 products) — and :func:`aggregate` computes all of them in one pass, per declared group key
 when grouping. The frame is never converted to another library: the per-row expressions are
 narwhals expressions that run in pandas or Polars (a Polars ``LazyFrame`` stays lazy; only the
-per-group aggregates — a handful of integers — are collected). For numeric columns that pandas
-or an eager Polars frame hold as plain arrays, the same arithmetic runs as a cache-blocked numpy
-kernel on a zero-copy view (:func:`_numpy_sums`); ``method="narwhals"`` forces the generic
-path, and the two agree bit for bit (tested).
+per-group aggregates — a handful of integers — are collected). For numeric columns of pandas
+or an eager Polars frame, the same arithmetic runs as a cache-blocked numpy kernel
+(:func:`_numpy_sums`): on a zero-copy view of plain arrays, and on float64 copies of one block
+at a time for nullable, Arrow-backed or null-holding columns (missing values as NaN);
+``method="narwhals"`` forces the generic path, and the two agree bit for bit (tested).
 
 **Missing values** are handled by a policy declared at protect time, never by inspecting the
 data: ``"drop"`` leaves rows whose value is null or NaN out of that column's aggregates (its
@@ -451,11 +452,12 @@ def _numpy_sums(
     is not held as a plain numeric array (then the narwhals path runs).
 
     pandas keeps such a column as one contiguous numpy array; an eager Polars column with one
-    chunk and no nulls is exposed without copying. A group-by maps each row's key to its
-    position among the declared keys (pandas' hash index; -1 for undeclared or missing keys,
-    which are dropped) and sums per key with ``np.bincount``. Every value is an integer-valued
-    double, so every partial sum, in any order, is exact: the results equal the narwhals
-    path's.
+    chunk and no nulls is exposed without copying; other numeric columns are read in float64
+    blocks (:class:`_FloatBlocks`). A group-by maps each row's key to its position among the
+    declared keys (pandas' hash index, or Arrow's ``index_in`` for Arrow-backed strings; -1
+    for undeclared or missing keys, which are dropped) and sums per key with
+    ``np.bincount``. Every value is an integer-valued double, so every partial sum, in any
+    order, is exact: the results equal the narwhals path's.
     """
     in_memory = is_pandas_frame(native) or is_polars_eager(native)
     several_keys = group_by is not None and not isinstance(group_by, str)
@@ -636,9 +638,34 @@ def _declared_codes(native: Any, group_by: str, keys: list[Any]) -> np.ndarray |
             per_category = declared.get_indexer(key_col.cat.categories)
             cat_codes = key_col.cat.codes.to_numpy()
             return np.where(cat_codes >= 0, per_category[cat_codes], -1)
+        codes = _arrow_string_codes(key_col, keys)
+        if codes is not None:
+            return codes
         return np.asarray(declared.get_indexer(key_col), dtype=np.int64)
     except (TypeError, ValueError, IndexError):  # pragma: no cover - unusual key columns
         return None
+
+
+def _arrow_string_codes(key_col: Any, keys: list[Any]) -> np.ndarray | None:
+    """Codes of an Arrow-backed pandas string column (pandas 3's default ``str``), matched in
+    Arrow (``pyarrow.compute.index_in`` on the column's own buffers: no Python string per
+    row); None for other columns or non-string keys. A missing key (null) matches nothing."""
+    dtype = key_col.dtype
+    if getattr(dtype, "storage", None) != "pyarrow" and "pyarrow" not in str(dtype):
+        return None
+    if set(map(type, keys)) != {str}:
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        column = key_col.array.__arrow_array__()
+    except (AttributeError, TypeError, ValueError):  # pragma: no cover - not Arrow-backed
+        return None
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return None
+    found = pc.index_in(column, value_set=pa.array(keys, type=column.type))
+    return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
 
 
 #: Rows per block of the bin-count kernel (its per-block cost includes the G·B count cells).

@@ -152,7 +152,7 @@ def test_unknown_method_is_a_parameter_error():
 
 
 @pytest.mark.parametrize("squares", [False, True])
-@pytest.mark.parametrize("kind", ["int", "str", "categorical"])
+@pytest.mark.parametrize("kind", ["int", "str", "categorical", "string[pyarrow]", "object"])
 def test_grouped_numpy_method_matches_narwhals_method(squares, kind):
     rng = np.random.default_rng(3)
     n = 150_001
@@ -169,6 +169,12 @@ def test_grouped_numpy_method_matches_narwhals_method(squares, kind):
     df = pd.DataFrame({"x": x, "g": g})
     if kind == "categorical":
         df["g"] = df["g"].astype("category")
+    elif kind == "string[pyarrow]":
+        df["g"] = df["g"].astype(kind)
+    elif kind == "object":  # Python strings and None
+        df["g"] = pd.Series(g, dtype=object)
+    if kind in ("str", "string[pyarrow]"):  # Arrow-backed: matched in Arrow
+        assert engine._arrow_string_codes(df["g"], declared) is not None
     fp = FixedPoint.choose(-2.0, 9.0, 3.5, n, squares)
     aggs = _aggs(fp, squares)
     kw = {"missing": {"x": "drop"}, "group_by": "g", "keys": declared}
