@@ -29,6 +29,7 @@ import itertools
 import os
 import secrets
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -39,7 +40,8 @@ __all__ = [
     "LOG_VERSION", "RELATIVE_TOLERANCE", "Budget", "Ledger", "Reservation", "new_ledger_id",
 ]
 
-LOG_VERSION = 1
+#: 2: group keys by reference (``"keys"`` table, ``group_keys`` = ``"sha256:<hex>"``)
+LOG_VERSION = 2
 RELATIVE_TOLERANCE = 1e-9
 
 
@@ -114,7 +116,11 @@ class Ledger:
     ``id`` is a random ledger id (:func:`new_ledger_id`); release ids are 1, 2, 3, ... per
     ledger (for a :class:`~dpframe.durable.DurableLedger`, across processes and restarts).
     ``document`` is the live, JSON-serialisable log: ``{"version", "ledger_id", "budget",
-    "entries"}``; release tables carry a sealed copy of it (:mod:`dpframe.integrity`).
+    "entries", "keys"}``; release tables carry a sealed copy of it (:mod:`dpframe.integrity`).
+    ``keys`` stores each list of group keys once per ledger, ``{reference: JSON of the key
+    list}``: an entry's ``group_keys`` is the reference (``"sha256:"`` + the SHA-256 of that
+    JSON), so a session of group-by releases over many keys stores the keys once, not once per
+    release and measurement.
     """
 
     def __init__(self, epsilon: float, delta: float = 0.0) -> None:
@@ -133,12 +139,14 @@ class Ledger:
         self._tokens = itertools.count(1)
         self._releases = itertools.count(1)
         self.entries: list[dict[str, Any]] = []
+        self.keys: dict[str, str] = {}
         self.budget_doc: dict[str, float] = {}
         self.document: dict[str, Any] = {
             "version": LOG_VERSION,
             "ledger_id": self.id,
             "budget": self.budget_doc,
             "entries": self.entries,
+            "keys": self.keys,
         }
         self._refresh_budget_doc()
 
@@ -213,11 +221,14 @@ class Ledger:
         with self._lock:
             self._pending.pop(reservation.token, None)
 
-    def commit(self, reservation: Reservation, entries: list[dict[str, Any]]) -> int:
+    def commit(self, reservation: Reservation, entries: list[dict[str, Any]],
+               keys: Mapping[str, str] | None = None) -> int:
         """Spend a reservation and append its log entries, atomically; return the release id.
 
         The ledger assigns the release id and stamps ``release_id`` and ``ledger_id`` into
-        every entry: callers never number releases themselves."""
+        every entry: callers never number releases themselves. ``keys``: the key lists the
+        entries' ``group_keys`` refer to (``{reference: JSON}``), added to the ledger's table
+        of keys unless it holds them already."""
         self._check_process()
         with self._lock:
             if self._pending.pop(reservation.token, None) is None:
@@ -227,6 +238,7 @@ class Ledger:
             self._eps_spent += reservation.epsilon
             self._delta_spent += reservation.delta
             self.entries.extend(entries)
+            self.keys.update(keys or {})
             self._refresh_budget_doc()
             return release_id
 
@@ -239,6 +251,7 @@ class Ledger:
                 "ledger_id": self.id,
                 "budget": dict(self.budget_doc),
                 "entries": list(self.entries),
+                "keys": dict(self.keys),
             }
 
 

@@ -9,10 +9,14 @@ r"""A durable, append-only, hash-chained ledger that fails closed (issue 11).
      "created": "...", "epsilon": "1/1", "delta": "0/1", "epsilon_float": 1.0,
      "delta_float": 0.0, "seq": 0, "prev": "", "hash": "<sha256>"}
     {"type": "release", "ledger_id": "<32 hex>", "seq": 1, "pid": 4242, "epsilon": "1/10",
-     "delta": "0/1", "entries": [...], "prev": "<hash of line seq-1>", "hash": "<sha256>"}
+     "delta": "0/1", "entries": [...], "keys": {...} (only new key lists),
+     "prev": "<hash of line seq-1>", "hash": "<sha256>"}
 
-``hash`` is the SHA-256 of the line's canonical JSON without ``hash`` (sorted keys, no spaces),
-and ``prev`` is the previous line's ``hash``: every line is bound to all lines before it,
+``keys`` holds the group-key lists that this release's entries refer to (``group_keys`` =
+``"sha256:<hex>"``, :class:`dpframe.accounting.Ledger`) and that no earlier line holds: each
+list is written once per ledger. ``hash`` is the SHA-256 of the line's canonical JSON without
+``hash`` (sorted keys, no spaces), and ``prev`` is the previous line's ``hash``: every line is
+bound to all lines before it,
 the header (which holds the budget and the random ``ledger_id``) included. Release ``seq``
 numbers are 1, 2, 3, ... with no gap; ``seq`` is the release id.
 
@@ -79,7 +83,7 @@ import os
 import secrets
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -605,6 +609,7 @@ class DurableLedger(Ledger):
                 self._delta_spent = chain.dlt
                 for rec in records:
                     self.entries.extend(rec.get("entries", []))
+                    self.keys.update(rec.get("keys", {}))
                 self._doc_chain = (chain.seq, chain.hashes[-1])
                 self._refresh_budget_doc()
 
@@ -616,6 +621,7 @@ class DurableLedger(Ledger):
         self._chain = _Chain(self._chain.header, self._chain.header_bytes)
         with self._lock:
             self.entries.clear()
+            self.keys.clear()
             self._eps_spent = Fraction(0)
             self._delta_spent = Fraction(0)
             self._doc_chain = (0, self._chain.hashes[0])
@@ -663,18 +669,19 @@ class DurableLedger(Ledger):
             pass
         return super().reserve(epsilon, delta)
 
-    def commit(self, reservation: Reservation, entries: list[dict[str, Any]]) -> int:
+    def commit(self, reservation: Reservation, entries: list[dict[str, Any]],
+               keys: Mapping[str, str] | None = None) -> int:
         """Durably spend: under the file lock, re-check against the file, append, fsync the
         ledger, advance and fsync the head file; return the release id (the line's ``seq``)."""
         try:
             with self._op() as (lfd, hfd):
-                return self._commit_locked(lfd, hfd, reservation, entries)
+                return self._commit_locked(lfd, hfd, reservation, entries, keys or {})
         except BaseException:
             self.cancel(reservation)  # a no-op once committed
             raise
 
     def _commit_locked(self, lfd: int, hfd: int, reservation: Reservation,
-                       entries: list[dict[str, Any]]) -> int:
+                       entries: list[dict[str, Any]], keys: Mapping[str, str]) -> int:
         chain = self._chain
         with self._lock:
             if reservation.token not in self._pending:
@@ -695,6 +702,10 @@ class DurableLedger(Ledger):
             "epsilon": str(reservation.epsilon), "delta": str(reservation.delta),
             "entries": entries, "prev": chain.hashes[-1],
         }
+        with self._lock:  # key lists the file holds already are not written again
+            new_keys = {ref: text for ref, text in keys.items() if ref not in self.keys}
+        if new_keys:
+            record["keys"] = new_keys
         try:
             payload = _encode(record)
         except (TypeError, ValueError) as exc:
@@ -727,6 +738,7 @@ class DurableLedger(Ledger):
             self._delta_spent = chain.dlt
             self._pending.pop(reservation.token, None)
             self.entries.extend(entries)
+            self.keys.update(new_keys)
             self._doc_chain = (seq, chain.hashes[seq])
             self._refresh_budget_doc()
         return seq
@@ -740,6 +752,7 @@ class DurableLedger(Ledger):
                 "ledger_id": self.id,
                 "budget": dict(self.budget_doc),
                 "entries": list(self.entries),
+                "keys": dict(self.keys),
                 "chain": {"seq": self._doc_chain[0], "hash": self._doc_chain[1]},
             }
 

@@ -5,10 +5,11 @@ aggregates its measurements need (row counts, fixed-point sums, sums of squares 
 products) — and :func:`aggregate` computes all of them in one pass, per declared group key
 when grouping. The frame is never converted to another library: the per-row expressions are
 narwhals expressions that run in pandas or Polars (a Polars ``LazyFrame`` stays lazy; only the
-per-group aggregates — a handful of integers — are collected). For numeric columns that pandas
-or an eager Polars frame hold as plain arrays, the same arithmetic runs as a cache-blocked numpy
-kernel on a zero-copy view (:func:`_numpy_sums`); ``method="narwhals"`` forces the generic
-path, and the two agree bit for bit (tested).
+per-group aggregates — a handful of integers — are collected). For numeric columns of pandas
+or an eager Polars frame, the same arithmetic runs as a cache-blocked numpy kernel
+(:func:`_numpy_sums`): on a zero-copy view of plain arrays, and on float64 copies of one block
+at a time for nullable, Arrow-backed or null-holding columns (missing values as NaN);
+``method="narwhals"`` forces the generic path, and the two agree bit for bit (tested).
 
 **Missing values** are handled by a policy declared at protect time, never by inspecting the
 data: ``"drop"`` leaves rows whose value is null or NaN out of that column's aggregates (its
@@ -406,27 +407,45 @@ def _narwhals_sums(
                               *(total(e, n).alias(n) for n, e in sums.items()))
     if isinstance(result, nw.LazyFrame):
         result = _collect(result, native)
-    found: dict[Any, int] = {None: 0}
-    order: list[Any] = [None]
-    if cols:  # align the engine's groups with the declared keys (a combination not present
-        # in the data is an empty group; present combinations that were not declared are
-        # dropped here)
-        order = [tuple(_as_float_if(columns[c], v) for c, v in zip(cols, k, strict=True))
-                 for k in tuples]
-        rows = zip(*(result.get_column(c).to_list() for c in cols), strict=True)
-        found = {tuple(_as_float_if(columns[c], v) for c, v in zip(cols, row, strict=True)): i
-                 for i, row in enumerate(rows)}
-    pos = np.array([found.get(key, -1) for key in order], dtype=np.int64)
+    n_out = len(tuples) if cols else 1
+    pos = _group_positions(result, cols, columns, tuples) if cols else np.zeros(1, np.int64)
     present = pos >= 0
     out: dict[Agg, np.ndarray] = {}
     for i, agg in enumerate(aggs):
         name = length if exprs[f"__dp_{i}"] is None else f"__dp_{i}"
-        raw = np.asarray([0.0 if v is None else v
-                          for v in result.get_column(name).to_list()], dtype=np.float64)
-        aligned = np.zeros(len(order), dtype=np.float64)
+        raw = np.nan_to_num(np.asarray(result.get_column(name).to_numpy(), dtype=np.float64),
+                            nan=0.0)  # (an engine may give a null sum for an empty group)
+        aligned = np.zeros(n_out, dtype=np.float64)
         aligned[present] = raw[pos[present]]
         out[agg] = aligned
     return out
+
+
+def _group_positions(result: Any, cols: Sequence[str], columns: Mapping[str, Any],
+                     tuples: Sequence[tuple[Any, ...]]) -> np.ndarray:
+    """For each declared key, the row of the engine's per-group ``result`` holding it (-1: a
+    combination not present in the data, an empty group); present combinations that were not
+    declared are dropped. Keys of a float column compare as floats (:func:`_as_float_if`).
+    One column: a hash lookup of all keys at once (pandas ``Index.get_indexer`` on Python
+    objects, the same equality as a dict); several: a dict of key tuples."""
+    floats = [_is_float(columns[c]) for c in cols]  # once per column, not per key
+
+    def norm(values: Sequence[Any], is_float: bool) -> list[Any]:
+        return [float(v) if v is not None else v for v in values] if is_float else list(values)
+
+    found_cols = [norm(result.get_column(c).to_list(), f) for c, f in zip(cols, floats,
+                                                                           strict=True)]
+    if len(cols) == 1:
+        import pandas as pd
+
+        found = pd.Index(found_cols[0], dtype=object)
+        if found.is_unique:
+            declared = norm([k[0] for k in tuples], floats[0])
+            return np.asarray(found.get_indexer(pd.Index(declared, dtype=object)),
+                              dtype=np.int64)
+    lookup = {row: i for i, row in enumerate(zip(*found_cols, strict=True))}
+    order = zip(*(norm([k[i] for k in tuples], f) for i, f in enumerate(floats)), strict=True)
+    return np.array([lookup.get(key, -1) for key in order], dtype=np.int64)
 
 
 def _collect(result: Any, native: Any) -> Any:
@@ -458,11 +477,12 @@ def _numpy_sums(
     is not held as a plain numeric array (then the narwhals path runs).
 
     pandas keeps such a column as one contiguous numpy array; an eager Polars column with one
-    chunk and no nulls is exposed without copying. A group-by maps each row's key to its
-    position among the declared keys (pandas' hash index; -1 for undeclared or missing keys,
-    which are dropped) and sums per key with ``np.bincount``. Every value is an integer-valued
-    double, so every partial sum, in any order, is exact: the results equal the narwhals
-    path's.
+    chunk and no nulls is exposed without copying; other numeric columns are read in float64
+    blocks (:class:`_FloatBlocks`). A group-by maps each row's key to its position among the
+    declared keys (pandas' hash index, or Arrow's ``index_in`` for Arrow-backed strings; -1
+    for undeclared or missing keys, which are dropped) and sums per key with
+    ``np.bincount``. Every value is an integer-valued double, so every partial sum, in any
+    order, is exact: the results equal the narwhals path's.
     """
     in_memory = is_pandas_frame(native) or is_polars_eager(native)
     several_keys = group_by is not None and not isinstance(group_by, str)
@@ -556,29 +576,75 @@ def _row_count(native: Any) -> int:
     return len(native) if is_pandas_frame(native) else int(native.height)
 
 
-def _numpy_view(native: Any, column: str, *, grouped: bool) -> np.ndarray | None:
-    """A zero-copy numpy view of a numeric column of an in-memory frame, or None.
+class _FloatBlocks:
+    """A numeric column the numpy kernels read block by block as float64 copies, missing
+    values as NaN: pandas extension arrays (nullable ``Float64``/``Int64``/``boolean``,
+    Arrow-backed numbers) and Polars columns with nulls or several chunks.
 
-    pandas: a column held as a plain numpy array (extension dtypes — nullable, Arrow-backed —
-    return None). Polars: an eager ``DataFrame`` column with one chunk and no nulls, which
-    Polars exposes without copying (``allow_copy=False``); LazyFrames stay lazy (None), and
-    Polars group-bys run in Polars."""
+    Only one block (64 K values) is copied at a time, so memory stays flat. A missing value
+    (``pd.NA``, a Polars null) becomes NaN, which the kernels treat exactly as the narwhals
+    path treats "null or NaN" (dropped, or filled with the public value); integers become the
+    float64 the narwhals path casts them to (round to nearest), so both paths agree bit for
+    bit."""
+
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, column: Any, size: int, polars: bool) -> None:
+        self._column = column
+        self.size = size
+        self._polars = polars
+
+    def __getitem__(self, part: slice) -> np.ndarray:
+        start, stop, _ = part.indices(self.size)
+        if self._polars:
+            block = self._column.slice(start, stop - start).cast(_polars_float64())
+            return np.asarray(block.to_numpy(), dtype=np.float64)
+        return np.asarray(self._column[start:stop].to_numpy(dtype=np.float64,
+                                                             na_value=np.nan))
+
+
+@functools.cache
+def _polars_float64() -> Any:
+    import polars as pl
+
+    return pl.Float64
+
+
+def _numpy_view(native: Any, column: str, *, grouped: bool) -> Any:
+    """A numeric column of an in-memory frame as the numpy kernels read it, or None.
+
+    pandas: a column held as a plain numpy array is a zero-copy view; nullable and
+    Arrow-backed numbers (extension dtypes of kind f, i, u or b) are read in float64 blocks
+    (:class:`_FloatBlocks`). Polars: an eager ``DataFrame`` column with one chunk and no nulls
+    is exposed without copying (``allow_copy=False``); with nulls or several chunks it is read
+    in blocks; LazyFrames stay lazy (None), and Polars group-bys run in Polars."""
     if is_pandas_frame(native):
         series = native[column]
         dtype = getattr(series, "dtype", None)
-        if not isinstance(dtype, np.dtype) or dtype.kind not in "fiu":
-            return None
-        return series.to_numpy(copy=False)
+        if isinstance(dtype, np.dtype):
+            return series.to_numpy(copy=False) if dtype.kind in "fiu" else None
+        if getattr(dtype, "kind", None) in ("f", "i", "u", "b"):
+            return _FloatBlocks(series.array, len(series), polars=False)
+        return None
     if is_polars_eager(native) and not grouped:
         series = native.get_column(column)
-        if not series.dtype.is_numeric() or series.null_count() or series.n_chunks() != 1:
+        if not (series.dtype.is_numeric() or series.dtype == _polars_boolean()):
             return None
+        if series.null_count() or series.n_chunks() != 1 or not series.dtype.is_numeric():
+            return _FloatBlocks(series, len(series), polars=True)
         try:
             values = series.to_numpy(allow_copy=False)
         except Exception:
-            return None
+            return _FloatBlocks(series, len(series), polars=True)
         return values if values.dtype.kind in "fiu" else None
     return None
+
+
+@functools.cache
+def _polars_boolean() -> Any:
+    import polars as pl
+
+    return pl.Boolean
 
 
 def _declared_codes(native: Any, group_by: str, keys: list[Any]) -> np.ndarray | None:
@@ -597,9 +663,34 @@ def _declared_codes(native: Any, group_by: str, keys: list[Any]) -> np.ndarray |
             per_category = declared.get_indexer(key_col.cat.categories)
             cat_codes = key_col.cat.codes.to_numpy()
             return np.where(cat_codes >= 0, per_category[cat_codes], -1)
+        codes = _arrow_string_codes(key_col, keys)
+        if codes is not None:
+            return codes
         return np.asarray(declared.get_indexer(key_col), dtype=np.int64)
     except (TypeError, ValueError, IndexError):  # pragma: no cover - unusual key columns
         return None
+
+
+def _arrow_string_codes(key_col: Any, keys: list[Any]) -> np.ndarray | None:
+    """Codes of an Arrow-backed pandas string column (pandas 3's default ``str``), matched in
+    Arrow (``pyarrow.compute.index_in`` on the column's own buffers: no Python string per
+    row); None for other columns or non-string keys. A missing key (null) matches nothing."""
+    dtype = key_col.dtype
+    if getattr(dtype, "storage", None) != "pyarrow" and "pyarrow" not in str(dtype):
+        return None
+    if set(map(type, keys)) != {str}:
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        column = key_col.array.__arrow_array__()
+    except (AttributeError, TypeError, ValueError):  # pragma: no cover - not Arrow-backed
+        return None
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return None
+    found = pc.index_in(column, value_set=pa.array(keys, type=column.type))
+    return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
 
 
 #: Rows per block of the bin-count kernel (its per-block cost includes the G·B count cells).

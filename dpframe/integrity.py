@@ -9,10 +9,11 @@ from, as of its release, plus a ``seal``::
      "entries": [...], "chain": {...} (durable ledgers), "seal": {"scheme", "table", "digest",
      "hmac" (only when signed)}}
 
-* ``seal.table`` is the SHA-256 of the table's canonical content (:func:`table_digest`): every
+* ``seal.table`` is the SHA-256 of the table's canonical content (:func:`table_digest`, hashed
+  column by column from whole Arrow columns, :func:`_columnar_digest`): every
   column's name and values in order, as Arrow sees them when the table is written to Parquet
   (the pandas index included: as columns, or the range it is stored as);
-* ``seal.digest`` is the SHA-256 of ``"dpframe-release-v1" ‖ canonical JSON of the document
+* ``seal.digest`` is the SHA-256 of ``"dpframe-release-v2" ‖ canonical JSON of the document
   without "seal" ‖ seal.table``: changing a value, a column name, the index, or anything in
   the log (an ε, a scale, an entry) changes it;
 * ``seal.hmac`` (optional, :func:`sign_release`) is HMAC-SHA256 of the same message under a key
@@ -67,7 +68,9 @@ __all__ = [
 
 RELEASE_ATTRS_KEY = "dpframe_log"
 RELEASE_KIND = "dpframe.release"
-SEAL_SCHEME = "dpframe-release-v1"
+SEAL_SCHEME = "dpframe-release-v2"
+_SCHEME_V1 = "dpframe-release-v1"
+_SCHEMES = (SEAL_SCHEME, _SCHEME_V1)
 
 _polars_logs: IdentityMap[dict[str, Any]] = IdentityMap()
 
@@ -131,31 +134,119 @@ def _arrow_of(frame: Any) -> Any:
     return frame.to_arrow()
 
 
-def table_digest(frame: Any) -> str:
+def table_digest(frame: Any, scheme: str | None = None) -> str:
     """SHA-256 (hex) of a table's canonical content: column names and values in order, floats
     bit-exact, and for pandas-written tables the stored index (columns or range). Equal for a
     table in memory and the same table read back from its Parquet file
-    (``pyarrow.parquet.read_table``)."""
+    (``pyarrow.parquet.read_table``). ``scheme``: the seal scheme whose canonical form to use
+    (default: the current one, :data:`SEAL_SCHEME`; files sealed with ``dpframe-release-v1``
+    are checked with the value-by-value form they were sealed with)."""
     table = _arrow_of(frame)
     index: Any = None
     meta = table.schema.metadata or {}
     if b"pandas" in meta:
         index = json.loads(meta[b"pandas"]).get("index_columns")
-    body = {
-        "columns": [[name, [_value(v) for v in table.column(i).to_pylist()]]
-                    for i, name in enumerate(table.column_names)],
-        "index": index,
-    }
-    return hashlib.sha256(_canon(body)).hexdigest()
+    if scheme == _SCHEME_V1:
+        body = {
+            "columns": [[name, [_value(v) for v in table.column(i).to_pylist()]]
+                        for i, name in enumerate(table.column_names)],
+            "index": index,
+        }
+        return hashlib.sha256(_canon(body)).hexdigest()
+    if scheme not in (None, SEAL_SCHEME):
+        raise IntegrityError(f"unknown seal scheme {scheme!r}")
+    return _columnar_digest(table, index)
+
+
+def _columnar_digest(table: Any, index: Any) -> str:
+    """The ``dpframe-release-v2`` canonical content, hashed column by column.
+
+    The hash input is ``"dpframe-table-v2\0"``, the canonical JSON header ``{"index",
+    "rows", "columns": [[name, tag], ...]}``, then for every column its parts, each preceded by
+    its length in bytes (8 bytes, little-endian). A column's parts depend on its tag, which
+    comes from the Arrow type of its values (dictionary columns are decoded first):
+
+    * ``"f"`` (floats): validity (one byte per row, 1 = present), then the values as float64,
+      little-endian, with null slots 0.0 and every NaN the one quiet NaN ``0x7ff8…0``;
+      ``-0.0`` and ``0.0`` stay distinct (bit-exact);
+    * ``"i"`` (signed integers, and unsigned up to 32 bits): validity, then int64 values
+      (null slots 0);
+    * ``"b"`` (booleans): validity, then one byte per row (null slots 0);
+    * ``"s"`` (strings): validity, the UTF-8 length of each row as int64 (null slots 0),
+      then the concatenated UTF-8 bytes;
+    * ``"v"`` (any other type): the canonical JSON of the type-tagged values of
+      ``dpframe-release-v1`` (one Python value at a time: slow, but rare in release tables).
+
+    A table and its Parquet copy have the same values and types, so the same digest; the
+    parts are read from whole columns with numpy and Arrow compute (no per-value Python)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols = []
+    for i, name in enumerate(table.column_names):
+        col = table.column(i)
+        if pa.types.is_dictionary(col.type):
+            col = pc.cast(col, col.type.value_type)
+        cols.append((name, col, _tag(col.type)))
+    header = {"index": index, "rows": int(table.num_rows),
+              "columns": [[name, tag] for name, _, tag in cols]}
+    h = hashlib.sha256(b"dpframe-table-v2\0")
+    h.update(_part(_canon(header)))
+    for _, col, tag in cols:
+        if tag == "v":
+            h.update(_part(_canon([_value(v) for v in col.to_pylist()])))
+            continue
+        valid = np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=np.uint8)
+        h.update(_part(valid.tobytes()))
+        if tag == "s":
+            text = pc.fill_null(col.cast(pa.large_string()), "").combine_chunks()
+            offsets = np.frombuffer(text.buffers()[1], dtype="<i8")[
+                text.offset : text.offset + len(text) + 1]
+            data = text.buffers()[2]
+            h.update(_part(np.diff(offsets).astype("<i8").tobytes()))
+            h.update(_part(b"" if data is None else
+                           data.to_pybytes()[int(offsets[0]) : int(offsets[-1])]))
+            continue
+        fill = {"f": 0.0, "i": 0, "b": False}[tag]
+        values = pc.fill_null(col, fill).to_numpy(zero_copy_only=False)
+        if tag == "f":
+            values = values.astype("<f8")
+            values[np.isnan(values)] = np.nan  # one canonical NaN
+        else:
+            values = values.astype("<i8" if tag == "i" else np.uint8)
+        h.update(_part(values.tobytes()))
+    return h.hexdigest()
+
+
+def _tag(arrow_type: Any) -> str:
+    import pyarrow as pa
+
+    t = pa.types
+    if t.is_floating(arrow_type):
+        return "f"
+    if t.is_signed_integer(arrow_type) or (
+            t.is_unsigned_integer(arrow_type) and arrow_type.bit_width <= 32):
+        return "i"
+    if t.is_boolean(arrow_type):
+        return "b"
+    if t.is_string(arrow_type) or t.is_large_string(arrow_type) or (
+            hasattr(t, "is_string_view") and t.is_string_view(arrow_type)):
+        return "s"
+    return "v"
+
+
+def _part(data: bytes) -> bytes:
+    return len(data).to_bytes(8, "little") + data
 
 
 def _canon(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def _message(document: dict[str, Any], table_hash: str) -> bytes:
+def _message(document: dict[str, Any], table_hash: str, scheme: str = SEAL_SCHEME) -> bytes:
     body = {k: v for k, v in document.items() if k != "seal"}
-    return SEAL_SCHEME.encode() + b"\0" + _canon(body) + b"\0" + table_hash.encode()
+    return scheme.encode() + b"\0" + _canon(body) + b"\0" + table_hash.encode()
 
 
 def _key_bytes(key: bytes | str) -> bytes:
@@ -190,10 +281,11 @@ def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None 
             "older dpframe, or not a release): its values cannot be checked against it. "
             "Read it anyway with verify=False"
         )
-    if seal.get("scheme") != SEAL_SCHEME:
-        raise IntegrityError(f"{where}: unknown seal scheme {seal.get('scheme')!r}")
-    actual = table_digest(table)
-    msg = _message(document, actual)
+    scheme = seal.get("scheme")
+    if scheme not in _SCHEMES:
+        raise IntegrityError(f"{where}: unknown seal scheme {scheme!r}")
+    actual = table_digest(table, scheme)
+    msg = _message(document, actual, scheme)
     values_match = hmac.compare_digest(str(seal.get("table", "")), actual)
     intact = hmac.compare_digest(str(seal.get("digest", "")), hashlib.sha256(msg).hexdigest())
     if not values_match:

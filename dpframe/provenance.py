@@ -127,7 +127,9 @@ def check_key_list(column: Any, keys: Any) -> list[Any]:
     out = list(keys)
     if not out:
         raise ParameterError(f"keys for {column!r} is empty; declare at least one public key")
-    if any(k is None or (isinstance(k, float) and k != k) for k in out):
+    kinds = set(map(type, out))  # one pass in C; per-key Python only where floats may be NaN
+    if type(None) in kinds or (not kinds <= {int, str, bool} and any(
+            isinstance(k, float) and k != k for k in out)):
         raise ParameterError(f"keys for {column!r} must not contain None/NaN")
     try:
         distinct = len(set(out)) == len(out)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import hashlib
 import itertools
 import json
 import math
@@ -293,6 +294,7 @@ def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:
     """Key values must be of the group column's kind (from the schema, before any read)."""
     import narwhals.stable.v2 as nw
 
+    kinds = set(map(type, keys))  # one pass in C: the common cases need no per-key Python
     if dtype.is_integer():
         # an integer column holds only integers of its width: a float or out-of-range key can
         # never match (and Polars refuses to compare them, after the reservation)
@@ -300,14 +302,20 @@ def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:
             info: Any = np.iinfo(str(dtype).lower())
         except (TypeError, ValueError):  # e.g. Int128: no numpy twin, no range check
             info = None
-        bad = [k for k in keys if isinstance(k, bool | np.bool_)
-               or not isinstance(k, int | np.integer)
-               or (info is not None and not info.min <= int(k) <= info.max)]
+        if kinds == {int}:
+            bad = [] if info is None or (info.min <= min(keys) and max(keys) <= info.max) else [
+                k for k in keys if not info.min <= k <= info.max]
+        else:
+            lo, hi = (int(info.min), int(info.max)) if info is not None else (None, None)
+            bad = [k for k in keys if isinstance(k, bool | np.bool_)
+                   or not isinstance(k, int | np.integer)
+                   or (lo is not None and hi is not None and not lo <= int(k) <= hi)]
     elif dtype.is_numeric():
-        bad = [k for k in keys if isinstance(k, bool | np.bool_)
-               or not isinstance(k, int | float | np.number)]
+        bad = [] if kinds <= {int, float} else [
+            k for k in keys if isinstance(k, bool | np.bool_)
+            or not isinstance(k, int | float | np.number)]
     elif dtype in (nw.String, nw.Categorical) or isinstance(dtype, nw.Enum):
-        bad = [k for k in keys if not isinstance(k, str)]
+        bad = [] if kinds == {str} else [k for k in keys if not isinstance(k, str)]
         if isinstance(dtype, nw.Enum) and not bad:
             cats = set(dtype.categories)
             bad = [k for k in keys if k not in cats]
@@ -572,7 +580,9 @@ def run(
                                                               release_seed(request.rng)),
         )
         values, intervals, entries = _measure(frame, facts, request, planned, aggs)
-        release_id = ledger.commit(reservation, selected + entries)
+        release_id = ledger.commit(reservation, selected + entries,
+                                   keys=None if request.keys is None else dict(
+                                       [keys_reference(request.keys)]))
     except BaseException:
         ledger.cancel(reservation)  # no-op once committed
         raise
@@ -717,7 +727,7 @@ class _LogContext:
     engine: str
     random_source: str
     group_by: GroupBy | None
-    keys_json: str | None
+    keys_ref: str | None  # the ledger's reference to the key list (keys_reference)
     n_keys: int
     derivation: str
     facts: FrameFacts
@@ -731,9 +741,7 @@ class _LogContext:
             random_source=request.random_source,
             group_by=None if request.group_by is None else ",".join(
                 group_columns(request.group_by)),
-            keys_json=None if request.keys is None else json.dumps(
-                [[_key_json(v) for v in k] if isinstance(k, tuple) else _key_json(k)
-                 for k in request.keys]),
+            keys_ref=None if request.keys is None else keys_reference(request.keys)[0],
             n_keys=len(request.keys or ()),
             derivation=" > ".join(facts.derivation),
             facts=facts,
@@ -763,7 +771,7 @@ class _LogContext:
             "part": m.name if m is not None else p.plan.query,
             "columns": ",".join(cols),
             "group_by": self.group_by,
-            "group_keys": self.keys_json,
+            "group_keys": self.keys_ref,
             "epsilon": float(epsilon),
             "delta": float(delta),
             "mechanism_epsilon": float(mech.epsilon) if mech is not None else 0.0,
@@ -808,7 +816,7 @@ class _LogContext:
         return {
             "time": self.time, "name": "keys", "query": "key selection",
             "part": "keys", "columns": ",".join(columns), "group_by": self.group_by,
-            "group_keys": self.keys_json, "epsilon": float(log["epsilon"]),
+            "group_keys": self.keys_ref, "epsilon": float(log["epsilon"]),
             "delta": float(log["delta"]),
             "mechanism_epsilon": float(log["epsilon_per_key"]),
             "epsilon_overhead": float(log["epsilon_overhead"]),
@@ -842,6 +850,33 @@ def _policy_text(policy: Any) -> str:
 def _json_num(x: float) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def keys_reference(keys: Sequence[Any]) -> tuple[str, str]:
+    """``(reference, JSON)`` of a list of group keys for the log: the JSON list of the keys
+    (a key of several columns as a list of its values; numpy scalars as Python values, other
+    objects as their ``str``) and ``"sha256:"`` + the SHA-256 of its UTF-8 bytes. Log entries
+    name the reference; the ledger stores the JSON once (:class:`dpframe.accounting.Ledger`).
+
+    Keys that are all ``int``, ``str`` (or ``float``/``bool``) are encoded in one
+    ``json.dumps`` call, and lists of ``int``/``str`` keys are remembered (a session
+    re-releases the same declared keys)."""
+    kinds = set(map(type, keys))
+    if kinds <= {int, str}:  # equal tuples of exact ints/strs have equal JSON: cacheable
+        return _cached_reference(tuple(keys))
+    if kinds <= {int, str, float, bool}:
+        return _reference(json.dumps(list(keys)))
+    return _reference(json.dumps([[_key_json(v) for v in k] if isinstance(k, tuple) else
+                                  _key_json(k) for k in keys]))
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_reference(keys: tuple[Any, ...]) -> tuple[str, str]:
+    return _reference(json.dumps(list(keys)))
+
+
+def _reference(text: str) -> tuple[str, str]:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(), text
 
 
 def _key_json(k: Any) -> Any:

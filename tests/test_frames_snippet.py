@@ -65,7 +65,7 @@ def test_design_snippet_verbatim_pandas(tmp_path, monkeypatch):
     # age is int64 and income has a fill value: only the filtered release has a private size
     assert set(log.loc[log["derivation"] == "protect", "size"]) == {"public"}
     saved = dpf.read_log("release.parquet")
-    assert saved["version"] == 1 and len(saved["entries"]) == len(log)
+    assert saved["version"] == 2 and len(saved["entries"]) == len(log)  # 2: keys by reference
     # a share that truly exceeds the budget is refused and spends nothing
     with pytest.raises(dpf.BudgetExceededError):
         pf.dp.count(epsilon=1e-6)

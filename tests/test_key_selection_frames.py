@@ -33,12 +33,15 @@ def test_selected_keys_are_the_common_ones_sorted_and_logged(constructor):
     assert constructor.column(table, "city") == ["lyon", "nice", "paris"]
     means = constructor.values(table, "mean")
     assert np.all(np.abs(means - 50) < 15)  # noise scale of each mean ≈ 1.5
-    log = pf.dp.session.ledger.snapshot_document()["entries"]
+    doc = pf.dp.session.ledger.snapshot_document()
+    log = doc["entries"]
     assert [e["name"] for e in log] == ["keys", "mean", "mean"]
     assert log[0]["query"] == "key selection" and log[0]["delta"] == 1e-6
     assert math.fsum(e["epsilon"] for e in log) == pytest.approx(1.0)
     assert all(e["delta"] == 0.0 for e in log[1:])
-    assert log[1]["group_keys"] == '["lyon", "nice", "paris"]'
+    # the released keys are stored once in the ledger; entries name them by reference
+    assert log[0]["group_keys"] == log[1]["group_keys"] == log[2]["group_keys"]
+    assert doc["keys"][log[1]["group_keys"]] == '["lyon", "nice", "paris"]'
     budget = pf.dp.budget
     assert budget.epsilon_spent == pytest.approx(1.0)
     assert budget.delta_spent == pytest.approx(1e-6)

@@ -42,19 +42,23 @@ _FLOAT_COLUMNS = frozenset({
 
 def to_frame(out: Outcome) -> Any:
     """One row (ungrouped) or one row per declared key (grouped), one column per query."""
-    data: dict[str, list[Any]] = {}
+    data: dict[str, Any] = {}
     if isinstance(out.group_by, str):
         data[out.group_by] = list(out.keys or [])
     elif out.group_by is not None:  # several key columns: one output column each
         for i, col in enumerate(out.group_by):
             data[col] = [k[i] for k in out.keys or []]
-    for name, vals in out.values.items():
-        data[name] = [float(v) for v in np.atleast_1d(vals)]
+    for name, vals in out.values.items():  # float64 arrays (copies): no per-value Python
+        data[name] = _floats(vals)
         if name in out.intervals:
             lo, hi = out.intervals[name]
-            data[f"{name}_lower"] = [float(v) for v in np.atleast_1d(lo)]
-            data[f"{name}_upper"] = [float(v) for v in np.atleast_1d(hi)]
+            data[f"{name}_lower"] = _floats(lo)
+            data[f"{name}_upper"] = _floats(hi)
     return out.backend.table(data)
+
+
+def _floats(values: Any) -> Any:
+    return np.array(np.atleast_1d(values), dtype=np.float64)
 
 
 def matrix_frame(matrix: np.ndarray, columns: Sequence[str], backend: Backend,
@@ -104,9 +108,15 @@ def describe_frame(out: Outcome, columns: Sequence[str],
 
 
 def log_frame(document: dict[str, Any], backend: Backend | str) -> Any:
-    """The log's entries as a frame (pandas or Polars), columns in :data:`LOG_COLUMNS`."""
+    """The log's entries as a frame (pandas or Polars), columns in :data:`LOG_COLUMNS`;
+    ``group_keys`` shows the JSON list of keys (the document stores it once, in ``keys``)."""
     family = backend if isinstance(backend, str) else backend.results_in
     rows = [{c: e.get(c) for c in LOG_COLUMNS} for e in document.get("entries", [])]
+    keys = document.get("keys") or {}
+    for row in rows:  # group keys are stored once per ledger: show the JSON list itself
+        ref = row["group_keys"]
+        if isinstance(ref, str) and ref in keys:
+            row["group_keys"] = keys[ref]
     if family == "pandas":
         import pandas as pd
 
