@@ -48,7 +48,13 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import numpy as np
 
-from dpframe.backends import is_pandas_frame, is_polars_eager, is_polars_lazy
+from dpframe.backends import (
+    is_dask_frame,
+    is_pandas_frame,
+    is_polars_eager,
+    is_polars_lazy,
+    is_spark_frame,
+)
 from dpframe.errors import ParameterError, UnsupportedInputError
 
 __all__ = [
@@ -320,6 +326,33 @@ def _narwhals_sums(
     group_by: str | tuple[str, ...] | None,
     keys: Sequence[Any] | None,
 ) -> dict[Agg, np.ndarray]:
+    """The aggregates inside the frame's engine. PySpark frames get the same arithmetic as
+    Spark SQL text (:mod:`dpframe.engine_spark`: building narwhals expressions costs a JVM
+    round trip per operation there) and Dask frames run the in-memory path partition by
+    partition (:mod:`dpframe.engine_dask`); every other engine runs the narwhals
+    expressions."""
+    if is_spark_frame(native):
+        from dpframe.engine_spark import spark_sums
+
+        found = spark_sums(native, aggs, columns, missing, group_by, keys)
+        if found is not None:
+            return found
+    if is_dask_frame(native):
+        from dpframe.engine_dask import dask_sums
+
+        return dask_sums(native, aggs, missing, group_by, keys)
+    return _expression_sums(native, aggs, columns, missing, group_by, keys)
+
+
+def _expression_sums(
+    native: Any,
+    aggs: Sequence[Agg],
+    columns: Mapping[str, Any],
+    missing: Mapping[str, Any],
+    group_by: str | tuple[str, ...] | None,
+    keys: Sequence[Any] | None,
+) -> dict[Agg, np.ndarray]:
+    """The generic path: narwhals per-row expressions and sums, collected."""
     frame = _engine_frame(native)
     exprs = _row_expressions(aggs, columns, missing)
     sums = {n: e for n, e in exprs.items() if e is not None}
@@ -344,23 +377,36 @@ def _narwhals_sums(
                               *(e.sum().alias(n) for n, e in sums.items()))
     if isinstance(result, nw.LazyFrame):
         result = _collect(result, native)
+    names = [length if exprs[f"__dp_{i}"] is None else f"__dp_{i}" for i in range(len(aggs))]
+    return _aligned(aggs, cols, columns, tuples,
+                    list(zip(*(result.get_column(c).to_list() for c in cols), strict=True)),
+                    [result.get_column(name).to_list() for name in names])
+
+
+def _aligned(
+    aggs: Sequence[Agg],
+    cols: Sequence[str],
+    columns: Mapping[str, Any],
+    tuples: Sequence[tuple[Any, ...]],
+    found_keys: Sequence[tuple[Any, ...]],
+    values: Sequence[Sequence[Any]],
+) -> dict[Agg, np.ndarray]:
+    """Align the engine's groups (``found_keys``, one tuple per result row; ``values[i]``:
+    aggregate ``i`` per result row) with the declared keys: a combination not present in the
+    data is an empty group (zeros); present combinations that were not declared are dropped.
+    Without a group-by, the one result row."""
     found: dict[Any, int] = {None: 0}
     order: list[Any] = [None]
-    if cols:  # align the engine's groups with the declared keys (a combination not present
-        # in the data is an empty group; present combinations that were not declared are
-        # dropped here)
+    if cols:
         order = [tuple(_as_float_if(columns[c], v) for c, v in zip(cols, k, strict=True))
                  for k in tuples]
-        rows = zip(*(result.get_column(c).to_list() for c in cols), strict=True)
         found = {tuple(_as_float_if(columns[c], v) for c, v in zip(cols, row, strict=True)): i
-                 for i, row in enumerate(rows)}
+                 for i, row in enumerate(found_keys)}
     pos = np.array([found.get(key, -1) for key in order], dtype=np.int64)
     present = pos >= 0
     out: dict[Agg, np.ndarray] = {}
-    for i, agg in enumerate(aggs):
-        name = length if exprs[f"__dp_{i}"] is None else f"__dp_{i}"
-        raw = np.asarray([0.0 if v is None else v
-                          for v in result.get_column(name).to_list()], dtype=np.float64)
+    for agg, column in zip(aggs, values, strict=True):
+        raw = np.asarray([0.0 if v is None else v for v in column], dtype=np.float64)
         aligned = np.zeros(len(order), dtype=np.float64)
         aligned[present] = raw[pos[present]]
         out[agg] = aligned
