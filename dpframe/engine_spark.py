@@ -16,6 +16,14 @@ decimal to the nearest double; the ``D`` suffix makes it a double literal (not a
 Key literals are rendered only for integer keys of integer columns, numbers of float columns
 and strings (without quotes or backslashes) of string columns; for any other key,
 :func:`spark_sums` returns None and the narwhals path runs.
+
+**The key filter.** Rows whose key was not declared are left out before aggregating. Spark
+evaluates ``key IN (k₁, …, k₁₀₀₀)`` as a hash-set lookup per row, which measured slower than the
+whole aggregation (a 1,000-key group-by at 10 M rows: 1.7–2.0× the native clamp + group sum +
+count, against 1.05× without the filter). Integer keys usually are codes or years: declared
+integer keys of an integer column that form at most :data:`MAX_RANGES` runs of consecutive
+integers are written as ``key BETWEEN a AND b OR …`` instead — the same rows exactly (an
+integer lies in ``[a, b]`` iff it is one of ``a, a+1, …, b``) — which measured 1.18×.
 """
 
 from __future__ import annotations
@@ -31,6 +39,9 @@ from dpframe import engine
 from dpframe.engine import DROP, Agg, FixedPoint
 
 __all__ = ["spark_sums", "sql_aggregates"]
+
+#: At most this many ``BETWEEN`` ranges replace an ``IN`` list of integer keys.
+MAX_RANGES = 16
 
 _INTEGER_TYPES = (nw.Int8, nw.Int16, nw.Int32, nw.Int64, nw.UInt8, nw.UInt16, nw.UInt32,
                   nw.UInt64)
@@ -120,6 +131,26 @@ def _key_literal(key: Any, dtype: Any) -> str | None:
     return None
 
 
+def _key_filter(column: str, dtype: Any, keys: Sequence[Any]) -> str | None:
+    """A SQL condition true exactly for rows whose ``column`` holds one of ``keys``, or None
+    when a key cannot be written as a literal."""
+    literals = [_key_literal(v, dtype) for v in keys]
+    if any(lit is None for lit in literals):
+        return None
+    name = _name(column)
+    if dtype in _INTEGER_TYPES:
+        runs: list[list[int]] = []
+        for k in sorted({int(v) for v in keys}):
+            if runs and k == runs[-1][1] + 1:
+                runs[-1][1] = k
+            else:
+                runs.append([k, k])
+        if len(runs) <= MAX_RANGES:
+            return "(" + " OR ".join(f"{name} BETWEEN {a} AND {b}" if a != b else
+                                     f"{name} = {a}" for a, b in runs) + ")"
+    return f"{name} IN ({', '.join(map(str, literals))})"
+
+
 def spark_sums(
     native: Any,
     aggs: Sequence[Agg],
@@ -137,10 +168,10 @@ def spark_sums(
     tuples = [k if len(cols) > 1 else (k,) for k in (keys or [])]
     frame = native
     for i, col in enumerate(cols):  # keep rows whose key (in every column) is declared
-        literals = [_key_literal(v, columns[col]) for v in dict.fromkeys(k[i] for k in tuples)]
-        if any(lit is None for lit in literals):
+        condition = _key_filter(col, columns[col], list(dict.fromkeys(k[i] for k in tuples)))
+        if condition is None:
             return None
-        frame = frame.where(F.expr(f"{_name(col)} IN ({', '.join(map(str, literals))})"))
+        frame = frame.where(F.expr(condition))
     exprs = [F.expr(text).alias(f"__dp_{i}")
              for i, text in enumerate(sql_aggregates(aggs, columns, missing))]
     if cols:

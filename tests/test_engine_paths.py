@@ -177,7 +177,8 @@ def _engine_aggs(n: int) -> list[Agg]:
 @pytest.mark.parametrize("engine_name", ["spark", "dask"])
 @pytest.mark.parametrize("missing", ["drop", 1.25])
 @pytest.mark.parametrize(("group_by", "keys"), [
-    (None, None), ("k", [0, 2, 3, 5, 99]), ("f", [0, 2.0, 3, 99]), ("s", ["k1", "k3", "k9"]),
+    (None, None), ("k", [0, 2, 3, 5, 99]), ("k", [5, 4, 3, 2, 1]), ("k", list(range(-3, 40, 2))),
+    ("f", [0, 2.0, 3, 99]), ("s", ["k1", "k3", "k9"]),
     (("k", "s"), [(0, "k1"), (2, "k3"), (5, "k9")])])
 def test_engine_paths_match_the_numpy_path(engine_name, missing, group_by, keys):
     n = 4_001
@@ -223,3 +224,21 @@ def test_spark_double_literals_are_exact():
     row = spark.sql("SELECT " + ", ".join(f"{_double(v)} AS c{i}"
                                          for i, v in enumerate(values))).collect()[0]
     assert [float(v).hex() for v in row] == [v.hex() for v in values]
+
+
+def test_spark_integer_keys_in_few_runs_are_filtered_by_ranges():
+    """Declared integer keys forming few runs of consecutive integers become BETWEEN ranges
+    (the same rows; much cheaper in Spark than a 1,000-element IN); many runs keep IN."""
+    import narwhals.stable.v2 as nw
+
+    from dpframe.engine_spark import MAX_RANGES, _key_filter
+
+    assert _key_filter("k", nw.Int64, list(range(1000))) == "(`k` BETWEEN 0 AND 999)"
+    assert _key_filter("k", nw.Int32, [7, -2, -1, 0, 9, 8]) == \
+        "(`k` BETWEEN -2 AND 0 OR `k` BETWEEN 7 AND 9)"
+    assert _key_filter("k", nw.Int64, [4]) == "(`k` = 4)"
+    many = list(range(0, 2 * (MAX_RANGES + 1), 2))
+    assert _key_filter("k", nw.Int64, many).startswith("`k` IN (0, 2, 4")
+    assert _key_filter("f", nw.Float64, [1, 2]) == "`f` IN (1.0D, 2.0D)"  # never ranges
+    assert _key_filter("s", nw.String, ["a", "b"]) == "`s` IN ('a', 'b')"
+    assert _key_filter("s", nw.String, ["it's"]) is None
