@@ -68,6 +68,9 @@ __all__ = [
 
 _EXACT = 2**53 - 1
 DROP = "drop"
+#: Aggregate kinds that are sums over rows (so per-partition results add up) and that
+#: :mod:`dpframe.engine_spark` writes as SQL; other kinds take the narwhals path on engines.
+ADDITIVE_KINDS = ("rows", "sum", "sum_sq", "sum_prod")
 
 
 @dataclass(frozen=True)
@@ -337,7 +340,7 @@ def _narwhals_sums(
         found = spark_sums(native, aggs, columns, missing, group_by, keys)
         if found is not None:
             return found
-    if is_dask_frame(native):
+    if is_dask_frame(native) and all(a.kind in ADDITIVE_KINDS for a in aggs):
         from dpframe.engine_dask import dask_sums
 
         return dask_sums(native, aggs, missing, group_by, keys)

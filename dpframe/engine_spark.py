@@ -163,6 +163,8 @@ def spark_sums(
     cannot be written as a literal (the narwhals path then runs)."""
     from pyspark.sql import functions as F  # noqa: N812
 
+    if any(a.kind not in engine.ADDITIVE_KINDS for a in aggs):  # a kind this file cannot write
+        return None
     cols = [] if group_by is None else [group_by] if isinstance(group_by, str) else list(
         group_by)
     tuples = [k if len(cols) > 1 else (k,) for k in (keys or [])]
