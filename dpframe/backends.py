@@ -145,6 +145,20 @@ class Backend:
             return _dask_paths(getattr(frame, "expr", None))
         return []
 
+    def bound_files(self, frame: Any) -> tuple[str, ...] | None:
+        """Every file the frame's plan reads, as local paths, when the engine fixes that list
+        in the plan and says so without reading data; None otherwise (then the row count is
+        re-read before each release instead).
+
+        Spark (classic, not Connect): every leaf of the analysed plan is either an in-memory
+        ``LocalRelation`` (immutable data held in the plan) or a file relation over an
+        ``InMemoryFileIndex`` — the listing Spark made when the frame was created and reads
+        from until it is refreshed — and every file ``inputFiles()`` names is a ``file:`` URI.
+        Other engines: None (DuckDB and Dask re-list their globs at every query)."""
+        if self.name == "spark":
+            return _spark_files(frame)
+        return None
+
     def can_hold_missing(self, dtype: Any) -> bool:
         """Whether a column of this dtype can hold a missing value (null or NaN). A schema
         fact: numpy integer and boolean columns in pandas cannot; every Polars column can."""
@@ -176,6 +190,44 @@ def _duckdb_paths(sql: str) -> list[str]:
     for match in _DUCKDB_SCANS.finditer(sql):
         paths += [p.replace("''", "'") for p in re.findall(r"'((?:[^']|'')*)'", match.group(1))]
     return paths
+
+
+_SPARK_LOCAL = "org.apache.spark.sql.catalyst.plans.logical.LocalRelation"
+_SPARK_FILES = ("org.apache.spark.sql.execution.datasources.LogicalRelation",
+                "org.apache.spark.sql.execution.datasources.HadoopFsRelation",
+                "org.apache.spark.sql.execution.datasources.InMemoryFileIndex")
+
+
+def _spark_files(frame: Any) -> tuple[str, ...] | None:
+    """See :meth:`Backend.bound_files` (a few JVM calls; no Spark job)."""
+    from urllib.parse import unquote, urlparse
+
+    jdf = getattr(frame, "_jdf", None)
+    if jdf is None:  # Spark Connect: the plan is on the server
+        return None
+    try:
+        leaves = jdf.queryExecution().analyzed().collectLeaves().iterator()
+        while leaves.hasNext():
+            leaf = leaves.next()
+            name = leaf.getClass().getName()
+            if name == _SPARK_LOCAL:
+                continue
+            if name != _SPARK_FILES[0]:
+                return None
+            relation = leaf.relation()
+            if (relation.getClass().getName() != _SPARK_FILES[1]
+                    or relation.location().getClass().getName() != _SPARK_FILES[2]):
+                return None
+        uris = list(frame.inputFiles())
+    except Exception:  # an engine version that answers differently: re-count instead
+        return None
+    paths = []
+    for uri in uris:
+        parsed = urlparse(uri)
+        if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+            return None
+        paths.append(unquote(parsed.path))
+    return tuple(sorted(paths))
 
 
 def _dask_paths(expr: Any, depth: int = 0) -> list[str]:

@@ -49,7 +49,13 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import numpy as np
 
-from dpframe.backends import is_pandas_frame, is_polars_eager, is_polars_lazy
+from dpframe.backends import (
+    is_dask_frame,
+    is_pandas_frame,
+    is_polars_eager,
+    is_polars_lazy,
+    is_spark_frame,
+)
 from dpframe.bounding import Bounding, bound_contributions
 from dpframe.errors import ParameterError, UnsupportedInputError
 
@@ -65,6 +71,9 @@ __all__ = [
 
 _EXACT = 2**53 - 1
 DROP = "drop"
+#: Aggregate kinds that are sums over rows (so per-partition results add up) and that
+#: :mod:`dpframe.engine_spark` writes as SQL; other kinds take the narwhals path on engines.
+ADDITIVE_KINDS = ("rows", "sum", "sum_sq", "sum_prod")
 
 
 @dataclass(frozen=True)
@@ -383,6 +392,33 @@ def _narwhals_sums(
     group_by: str | tuple[str, ...] | None,
     keys: Sequence[Any] | None,
 ) -> dict[Agg, np.ndarray]:
+    """The aggregates inside the frame's engine. PySpark frames get the same arithmetic as
+    Spark SQL text (:mod:`dpframe.engine_spark`: building narwhals expressions costs a JVM
+    round trip per operation there) and Dask frames run the in-memory path partition by
+    partition (:mod:`dpframe.engine_dask`); every other engine runs the narwhals
+    expressions."""
+    if is_spark_frame(native):
+        from dpframe.engine_spark import spark_sums
+
+        found = spark_sums(native, aggs, columns, missing, group_by, keys)
+        if found is not None:
+            return found
+    if is_dask_frame(native) and all(a.kind in ADDITIVE_KINDS for a in aggs):
+        from dpframe.engine_dask import dask_sums
+
+        return dask_sums(native, aggs, missing, group_by, keys)
+    return _expression_sums(native, aggs, columns, missing, group_by, keys)
+
+
+def _expression_sums(
+    native: Any,
+    aggs: Sequence[Agg],
+    columns: Mapping[str, Any],
+    missing: Mapping[str, Any],
+    group_by: str | tuple[str, ...] | None,
+    keys: Sequence[Any] | None,
+) -> dict[Agg, np.ndarray]:
+    """The generic path: narwhals per-row expressions and sums, collected."""
     frame = _engine_frame(native)
     exprs = _row_expressions(aggs, columns, missing)
     sums = {n: e for n, e in exprs.items() if e is not None}
@@ -407,23 +443,44 @@ def _narwhals_sums(
                               *(total(e, n).alias(n) for n, e in sums.items()))
     if isinstance(result, nw.LazyFrame):
         result = _collect(result, native)
+    names = [length if exprs[f"__dp_{i}"] is None else f"__dp_{i}" for i in range(len(aggs))]
+    return _aligned(aggs, cols, columns, tuples,
+                    [result.get_column(c).to_list() for c in cols],
+                    [result.get_column(name).to_numpy() for name in names])
+
+
+def _aligned(
+    aggs: Sequence[Agg],
+    cols: Sequence[str],
+    columns: Mapping[str, Any],
+    tuples: Sequence[tuple[Any, ...]],
+    found_columns: Sequence[Sequence[Any]],
+    values: Sequence[Any],
+) -> dict[Agg, np.ndarray]:
+    """Align the engine's groups with the declared keys: ``found_columns[c]`` holds group column
+    ``c`` per result row and ``values[i]`` aggregate ``i`` per result row. A combination not
+    present in the data is an empty group (zeros); present combinations that were not declared
+    are dropped (:func:`_group_positions`). Without a group-by, the one result row."""
     n_out = len(tuples) if cols else 1
-    pos = _group_positions(result, cols, columns, tuples) if cols else np.zeros(1, np.int64)
+    pos = (_group_positions(found_columns, cols, columns, tuples) if cols
+           else np.zeros(1, np.int64))
     present = pos >= 0
     out: dict[Agg, np.ndarray] = {}
-    for i, agg in enumerate(aggs):
-        name = length if exprs[f"__dp_{i}"] is None else f"__dp_{i}"
-        raw = np.nan_to_num(np.asarray(result.get_column(name).to_numpy(), dtype=np.float64),
-                            nan=0.0)  # (an engine may give a null sum for an empty group)
+    for agg, column in zip(aggs, values, strict=True):
+        # (an engine may give a null sum for an empty group)
+        raw = np.nan_to_num(np.asarray([np.nan if v is None else v for v in column]
+                                       if isinstance(column, list) else column,
+                                       dtype=np.float64), nan=0.0)
         aligned = np.zeros(n_out, dtype=np.float64)
         aligned[present] = raw[pos[present]]
         out[agg] = aligned
     return out
 
 
-def _group_positions(result: Any, cols: Sequence[str], columns: Mapping[str, Any],
-                     tuples: Sequence[tuple[Any, ...]]) -> np.ndarray:
-    """For each declared key, the row of the engine's per-group ``result`` holding it (-1: a
+def _group_positions(found_columns: Sequence[Sequence[Any]], cols: Sequence[str],
+                     columns: Mapping[str, Any], tuples: Sequence[tuple[Any, ...]]
+                     ) -> np.ndarray:
+    """For each declared key, the row of the engine's per-group result holding it (-1: a
     combination not present in the data, an empty group); present combinations that were not
     declared are dropped. Keys of a float column compare as floats (:func:`_as_float_if`).
     One column: a hash lookup of all keys at once (pandas ``Index.get_indexer`` on Python
@@ -433,8 +490,7 @@ def _group_positions(result: Any, cols: Sequence[str], columns: Mapping[str, Any
     def norm(values: Sequence[Any], is_float: bool) -> list[Any]:
         return [float(v) if v is not None else v for v in values] if is_float else list(values)
 
-    found_cols = [norm(result.get_column(c).to_list(), f) for c, f in zip(cols, floats,
-                                                                           strict=True)]
+    found_cols = [norm(values, f) for values, f in zip(found_columns, floats, strict=True)]
     if len(cols) == 1:
         import pandas as pd
 

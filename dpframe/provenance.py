@@ -32,7 +32,7 @@ import math
 import os
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -186,13 +186,24 @@ def validate_missing(
 # -- data sets, facts, sessions -------------------------------------------------------------
 @dataclass(eq=False)
 class SourceBinding:
-    """The identity of the files a lazy source reads (path → size, mtime, inode), recorded at
-    protect time and checked before every release. ``recount``: the source is not made of
-    files dpframe can identify, so its row count is re-read instead."""
+    """The identity of the files a lazy source reads (path → size, mtime, device, inode),
+    recorded at protect time and checked before every release. ``recount``: the source is
+    not made of files dpframe can identify, so its row count is re-read instead. ``lister``:
+    for engines that fix their file list in the plan (Spark), asks the engine for the list it
+    will read now (None: it no longer can), compared with the recorded one; ``patterns``
+    (globs expanded) are used otherwise.
+
+    Why metadata suffices (``docs/engines.md``, "Is the source still the protected one?"):
+    if the engine reads exactly the listed files and no file changed its size, modification
+    time, device or inode, the bytes read — hence the ``n`` rows — are those counted at
+    protect time. The check reads no row and runs before any budget is reserved; a refusal
+    depends only on file-system metadata, which the data's owner controls and sees anyway.
+    """
 
     files: dict[str, tuple[int, int, int, int]]
     patterns: tuple[str, ...]
     recount: bool
+    lister: Callable[[], tuple[str, ...] | None] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, lazy: Any) -> SourceBinding:
@@ -205,8 +216,25 @@ class SourceBinding:
             st[0] < 0 for st in files.values())
         return cls(files, patterns, other or unbound)
 
+    @classmethod
+    def of_engine(cls, frame: Any, backend: Backend) -> SourceBinding:
+        """The binding of an engine frame whose plan dpframe cannot read: the engine's own
+        fixed file list where it gives one (no re-count needed), else the files it names, if
+        any, plus a re-count before each release."""
+        listed = backend.bound_files(frame)
+        if listed is not None:
+            files = _stat_paths(listed)
+            if all(st[0] >= 0 for st in files.values()):
+                return cls(files, listed, recount=False,
+                           lister=lambda: backend.bound_files(frame))
+        patterns = tuple(backend.source_paths(frame))
+        return cls(_stat_all(patterns), patterns, recount=True)
+
     def changed(self) -> bool:
-        return _stat_all(self.patterns) != self.files
+        if self.lister is None:
+            return _stat_all(self.patterns) != self.files
+        listed = self.lister()
+        return listed is None or _stat_paths(listed) != self.files
 
 
 def _is_local(path: str) -> bool:
@@ -215,17 +243,24 @@ def _is_local(path: str) -> bool:
 
 def _stat_all(patterns: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
     """Path → (size, mtime, device, inode) of every file the patterns name (globs expanded)."""
-    out: dict[str, tuple[int, int, int, int]] = {}
+    paths: list[str] = []
     for pattern in patterns:
-        matches = sorted(_glob.glob(pattern, recursive=True)) if _glob.has_magic(pattern) \
+        paths += sorted(_glob.glob(pattern, recursive=True)) if _glob.has_magic(pattern) \
             else [pattern]
-        for path in matches:
-            try:
-                st = os.stat(path)
-            except OSError:
-                out[path] = (-1, -1, -1, -1)
-                continue
-            out[path] = (st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+    return _stat_paths(paths)
+
+
+def _stat_paths(paths: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
+    """Path → (size, mtime, device, inode) of each path as given; (-1, -1, -1, -1) if it
+    cannot be read."""
+    out: dict[str, tuple[int, int, int, int]] = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out[path] = (-1, -1, -1, -1)
+            continue
+        out[path] = (st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
     return out
 
 
@@ -784,10 +819,8 @@ def protect(
     dataset.root_ref = weakref.ref(protected)
     if backend.readable_plans:
         dataset.source = SourceBinding.of(frame)
-    elif backend.lazy:  # a plan dpframe cannot read: bind the files the engine names (if
-        # any) by identity, and re-count its rows before each release
-        patterns = tuple(backend.source_paths(protected))
-        dataset.source = SourceBinding(_stat_all(patterns), patterns, recount=True)
+    elif backend.lazy:  # a plan dpframe cannot read: bind the files the engine reads
+        dataset.source = SourceBinding.of_engine(protected, backend)
         dataset.root_strong = protected
     else:
         dataset.root_shape = _shape(protected, backend)

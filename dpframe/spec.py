@@ -58,9 +58,11 @@ Path_ = tuple[str | int, ...]
 _TOP_KEYS = ("version", "input", "privacy", "bounds", "keys", "missing", "query", "output")
 _INPUT_KEYS = ("path", "format", "engine")
 _PRIVACY_KEYS = ("unit", "epsilon", "delta", "ledger", "run_epsilon", "run_delta", "mechanism")
-_QUERY_KEYS = ("name", "share", "kind", "column", "statistics", "group_by", "keys", "filter",
-               "mechanism")
-_STAT_KEYS = ("kind", "column", "weight")
+_QUERY_KEYS = ("name", "share", "accuracy", "level", "kind", "column", "statistics", "group_by",
+               "keys", "filter", "mechanism")
+_STAT_KEYS = ("kind", "column", "weight", "accuracy")
+#: Default probability that a released value is within its target accuracy of the truth.
+DEFAULT_LEVEL = 0.95
 _COND_KEYS = ("column", "op", "value")
 _OUTPUT_KEYS = ("path", "overwrite")
 _SHORTHAND = re.compile(r"^\s*(count|sum|mean|variance|std)\s*(?:\(\s*([^()]*?)\s*\))?\s*$")
@@ -264,28 +266,38 @@ class Condition:
 @dataclass(frozen=True)
 class StatisticSpec:
     """One statistic of a query: ``kind`` (count, sum, mean, variance, std) of ``column``,
-    with a relative ``weight`` of the query's ε."""
+    with a relative ``weight`` of the query's ε, or (``target``) the half-width it must reach
+    at its query's ``level``, which sets its ε (:mod:`dpframe.spec_plan`)."""
 
     name: str
     kind: str
     column: str | None
     weight: float
     path: Path_ = ()
+    target: float | None = None
 
 
 @dataclass(frozen=True)
 class QuerySpec:
     """One ``[[query]]``: one release (one pass over the data), its ``share`` of the run's ε
-    and δ, optional ``group_by`` (with public ``keys``) and ``filter``."""
+    and δ — or, with ``share`` None, target accuracies on its statistics (each within its
+    ``target`` of the truth with probability ≥ ``level``), which set its ε — and optional
+    ``group_by`` (with public ``keys``) and ``filter``."""
 
     name: str
-    share: float
+    share: float | None
     statistics: tuple[StatisticSpec, ...]
     group_by: str | None
     keys: tuple[Any, ...] | None
     filter: tuple[Condition, ...]
     mechanism: str
     path: Path_ = ()
+    level: float = DEFAULT_LEVEL
+
+    @property
+    def targeted(self) -> bool:
+        """The query's ε comes from target accuracies, not from a share."""
+        return self.share is None
 
     def columns_read(self) -> tuple[str, ...]:
         """The columns whose values the statistics read."""
@@ -335,13 +347,19 @@ class ReleaseSpec:
         """A :class:`SpecError` about ``path``, naming its line."""
         return SpecError(message, source=self.source, line=self.line_of(path))
 
-    def query_epsilon(self, q: QuerySpec) -> float:
-        """The ε of one query's release."""
-        return self.run_epsilon * q.share
+    def query_epsilon(self, q: QuerySpec, targeted_epsilon: float = 0.0) -> float:
+        """The ε of a query with a share: its share of what the run's ε leaves after the
+        ``targeted_epsilon`` the queries with target accuracies need (:mod:`dpframe.spec_plan`
+        computes those; they depend on the public n)."""
+        assert q.share is not None, "a query with target accuracies gets its ε from the plan"
+        return (self.run_epsilon - targeted_epsilon) * q.share
 
     def query_delta(self, q: QuerySpec) -> float:
         """The δ of one query's release: its share of the run's δ when its mechanism is
-        ``"bounded"`` (the only one that uses δ), else 0 (that part of δ is left unspent)."""
+        ``"bounded"`` (the only one that uses δ), else 0 (that part of δ is left unspent).
+        Queries with target accuracies spend no δ (their ε is found for δ = 0)."""
+        if q.share is None:
+            return 0.0
         return self.run_delta * q.share if q.mechanism == "bounded" else 0.0
 
 
@@ -483,10 +501,12 @@ def parse_spec(text: str, *, source: str = "spec", base: str | Path = ".") -> Re
     keys = _keys(c, data.get("keys", {}), ("keys",))
     missing = _missing(c, data.get("missing", {}), bounds)
     queries = _queries(c, data["query"], bounds, keys, mech)
-    if run_dlt > 0 and not any(q.mechanism == "bounded" for q in queries):
+    if run_dlt > 0 and not any(q.mechanism == "bounded" and q.share is not None
+                               for q in queries):
         raise c.fail(("privacy", "run_delta" if "run_delta" in priv else "delta"),
-                     "delta > 0 but no query uses the 'bounded' mechanism (the only one that "
-                     "spends delta); set delta = 0")
+                     "delta > 0 but no query with a share uses the 'bounded' mechanism (the "
+                     "only one that spends delta; queries with target accuracies spend none); "
+                     "set delta = 0")
 
     out = c.table(data["output"], ("output",), "[output]")
     c.known(out, ("output",), _OUTPUT_KEYS, "[output]")
@@ -600,10 +620,12 @@ def _statistic(c: _Checker, name: str, raw: Any, path: Path_,
                          '"count", "mean(income)", ... or { kind = "mean", column = "income" }')
         kind, column = m.group(1), (m.group(2) or None)
         weight = 1.0
+        target: float | None = None
     else:
         t = c.table(raw, path, f"statistic {name!r}")
         c.known(t, path, _STAT_KEYS, f"statistic {name!r}")
         kind_raw = c.required(t, "kind", path, f"statistic {name!r}", 'kind = "mean"')
+        target = None
         if not isinstance(kind_raw, str) or kind_raw not in KINDS:
             close = difflib.get_close_matches(str(kind_raw), KINDS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -614,6 +636,11 @@ def _statistic(c: _Checker, name: str, raw: Any, path: Path_,
         if column is not None:
             column = c.string(column, (*path, "column"), f"column of {name!r}")
         weight = c.positive(t.get("weight", 1.0), (*path, "weight"), f"weight of {name!r}")
+        if "accuracy" in t:
+            if "weight" in t:
+                raise c.fail((*path, "weight"), f"{name!r}: give a weight (its part of the "
+                             "query's share) or an accuracy (which sets its ε), not both")
+            target = c.positive(t["accuracy"], (*path, "accuracy"), f"accuracy of {name!r}")
     col_path = path if isinstance(raw, str) else (*path, "column")
     if kind == "count":
         if column is not None:
@@ -625,7 +652,7 @@ def _statistic(c: _Checker, name: str, raw: Any, path: Path_,
         raise c.fail(col_path, f"{name!r}: column {column!r} has no bounds; declare public "
                      f"bounds for it under [bounds] ({column} = [lower, upper]); bounds are "
                      "never read from the data")
-    return StatisticSpec(name, kind, column, weight, path)
+    return StatisticSpec(name, kind, column, weight, path, target)
 
 
 def _condition(c: _Checker, raw: Any, path: Path_) -> Condition:
@@ -683,12 +710,12 @@ def _queries(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]],
         if name in names:
             raise c.fail((*path, "name"), f"query name {name!r} is used twice")
         names.add(name)
-        share = c.positive(c.required(t, "share", path, f"query {name!r}",
-                                      "share = 0.25 (its part of the run's epsilon)"),
-                           (*path, "share"), f"share of {name!r}")
-        if share > 1:
-            raise c.fail((*path, "share"), f"share of {name!r} is {share:g}; shares are parts "
-                         "of the run's epsilon and add up to 1")
+        share: float | None = None
+        if "share" in t:
+            share = c.positive(t["share"], (*path, "share"), f"share of {name!r}")
+            if share > 1:
+                raise c.fail((*path, "share"), f"share of {name!r} is {share:g}; shares are "
+                             "parts of the run's epsilon and add up to 1")
         if "statistics" in t and ("kind" in t or "column" in t):
             raise c.fail(path, f"query {name!r}: give either kind/column (one statistic) or "
                          "[query.statistics] (several), not both")
@@ -701,6 +728,10 @@ def _queries(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]],
         elif "kind" in t:
             one = {"kind": t["kind"]} | ({"column": t["column"]} if "column" in t else {})
             stats = (_statistic(c, name, one, path, bounds),)
+            if "accuracy" in t:
+                target = c.positive(t["accuracy"], (*path, "accuracy"), f"accuracy of {name!r}")
+                stats = (StatisticSpec(name, stats[0].kind, stats[0].column, 1.0,
+                                       (*path, "accuracy"), target),)
         else:
             raise c.fail(path, f'query {name!r} needs kind = "count" / "mean" / ... (with '
                          "column = ...) or a [query.statistics] table")
@@ -732,11 +763,47 @@ def _queries(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]],
             flt = tuple(_condition(c, x, (*path, "filter", j)) for j, x in enumerate(raw_f))
         mech = c.choice(t.get("mechanism", default_mech), (*path, "mechanism"),
                         f"mechanism of {name!r}", MECHANISMS)
-        out.append(QuerySpec(name, share, stats, group_by, qkeys, flt, mech, path))
-    total = math.fsum(q.share for q in out)
-    if abs(total - 1.0) > SHARE_TOLERANCE:
-        listing = ", ".join(f"{q.name} {q.share:g}" for q in out)
-        raise c.fail(("query", len(out) - 1, "share"),
+        level = _budget_mode(c, t, path, name, share, stats)
+        out.append(QuerySpec(name, share, stats, group_by, qkeys, flt, mech, path, level))
+    shared = [(i, q) for i, q in enumerate(out) if q.share is not None]
+    total = math.fsum(q.share for _, q in shared if q.share is not None)
+    if shared and abs(total - 1.0) > SHARE_TOLERANCE:
+        listing = ", ".join(f"{q.name} {q.share:g}" for _, q in shared)
+        rest = " after the queries with target accuracies" if len(shared) < len(out) else ""
+        raise c.fail(("query", shared[-1][0], "share"),
                      f"the queries' shares add up to {total:.12g}, not 1 ({listing}); shares "
-                     "split the run's epsilon (privacy.run_epsilon) and must add up to 1")
+                     f"split the run's epsilon (privacy.run_epsilon){rest} and must add up "
+                     "to 1")
     return tuple(out)
+
+
+def _budget_mode(c: _Checker, t: Mapping[str, Any], path: Path_, name: str,
+                 share: float | None, stats: tuple[StatisticSpec, ...]) -> float:
+    """Check that a query has a share or target accuracies (not both, not neither); return
+    its level (the probability of being within the targets)."""
+    targets = [s.target is not None for s in stats]
+    if share is not None:
+        if any(targets) or "accuracy" in t:
+            where = (*path, "accuracy") if "accuracy" in t else next(
+                s.path for s in stats if s.target is not None)
+            raise c.fail(where, f"query {name!r}: give a share of the run's epsilon or target "
+                         "accuracies (which set the epsilon they need), not both")
+        if "level" in t:
+            raise c.fail((*path, "level"), f"query {name!r}: level goes with accuracy targets")
+        return DEFAULT_LEVEL
+    if "accuracy" in t and "statistics" in t:
+        raise c.fail((*path, "accuracy"), f"query {name!r} has several statistics: give each "
+                     'its own target, e.g. mean_income = { kind = "mean", column = "income", '
+                     "accuracy = 500 }")
+    if not any(targets):
+        raise c.fail(path, f"query {name!r} needs share = 0.25 (its part of the run's "
+                     "epsilon) or accuracy = ... (a target half-width that sets its epsilon)")
+    if not all(targets):
+        missing = next(s for s in stats if s.target is None)
+        raise c.fail(missing.path, f"query {name!r} has target accuracies, so every statistic "
+                     f"needs one; {missing.name!r} has none")
+    level = c.number(t.get("level", DEFAULT_LEVEL), (*path, "level"), f"level of {name!r}")
+    if not 0 < level < 1:
+        raise c.fail((*path, "level"), f"level of {name!r} must be in (0, 1), e.g. 0.95; got "
+                     f"{t.get('level')!r}")
+    return level

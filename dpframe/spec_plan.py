@@ -10,6 +10,16 @@ use (``tests/test_release_spec.py`` checks this against the log). Nothing here r
 
 When ``n`` is unknown (CSV files keep no row count in their metadata) the sensitivities,
 domains and scales that depend on ``n`` are shown as formulas in ``n``.
+
+**Target accuracies.** A query may give each statistic a target half-width ``h`` at a level
+``1 − α`` instead of a share of ε. Its ε is then the smallest ε at which the statistic's
+mechanism has ``P(|release − true| ≤ h) ≥ 1 − α`` for every true value
+(:func:`dpframe.mechanisms.accuracy.epsilon_for_half_width`, the inverse behind
+``frame.dp.epsilon_for``; doubled in a group-by, where each group's mechanism gets half), for
+statistics that are one measurement: counts, and sums, means and variances on their plan's
+size; a std is released as the square root of a variance, and ``|√a − √b| ≤ √|a − b|``, so a
+std within ``h`` needs its variance within ``h²``. Such queries spend no δ. The queries with
+shares split what the run's ε leaves. The ε's depend on the public ``n``.
 """
 
 from __future__ import annotations
@@ -100,6 +110,9 @@ class MeasurementPlan:
     epsilon_overhead: float | None
     half_width: float | None
     formula: str | None = None
+    target: float | None = None  # the statistic's target half-width, if it has one
+    level: float | None = None  # ... at this level
+    target_half_width: float | None = None  # the half-width reached at ``level``
 
 
 @dataclass(frozen=True)
@@ -107,7 +120,7 @@ class QueryPlan:
     """One query: one release of ε, δ over its statistics."""
 
     name: str
-    share: float
+    share: float | None  # None: the ε comes from target accuracies
     epsilon: float
     delta: float
     mechanism: str
@@ -115,6 +128,7 @@ class QueryPlan:
     keys: tuple[Any, ...] | None
     filter: str | None
     measurements: tuple[MeasurementPlan, ...]
+    targeted: bool = False  # ε set by target accuracies (else by the share)
 
 
 @dataclass(frozen=True)
@@ -353,10 +367,53 @@ def _parts(stat: StatisticSpec, public: bool) -> tuple[tuple[str, float], ...]:
     return (("count", 1 / 3), ("sum", 1 / 3), ("sum_sq", 1 / 3))
 
 
-def _plan_query(spec: ReleaseSpec, q: QuerySpec, n: int | None) -> QueryPlan:
+def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, n: int) -> float:
+    """The ε (charged to the ledger) at which ``stat`` reaches its target half-width at the
+    query's level (see the module docstring)."""
+    from dpframe.mechanisms.accuracy import epsilon_for_half_width
+
+    assert stat.target is not None
+    one = QuerySpec(q.name, 1.0, (stat,), q.group_by, q.keys, q.filter, q.mechanism)
+    try:
+        plan = build_queries(one)[0][stat.name].plan(_context(spec, q, stat, n))
+    except DPFrameError as exc:
+        raise spec.error(stat.path, f"{stat.name!r}: {exc}") from None
+    ms = plan.measurements
+    if len(ms) != 1:
+        raise spec.error(stat.path, (
+            f"{stat.name!r}: a target accuracy needs a statistic released as one measurement "
+            f"(counts; sums, means, variances and stds on a public size); this {stat.kind} is "
+            f"{len(ms)} measurements ({', '.join(m.name for m in ms)}: its size is private — "
+            "a filter, a group-by or missing = \"drop\" on its column). Give the query a share "
+            "instead, or declare a fill value for the column"))
+    m = ms[0]
+    target = stat.target * stat.target if stat.kind == "std" else stat.target
+    finite = math.isfinite(m.lower) and math.isfinite(m.upper)
+    options = {} if finite or m.magnitude is None else {"magnitude": m.magnitude}
+    gf = (plan.group_share or 0.5) if q.group_by is not None else 1.0
+    try:
+        eps = epsilon_for_half_width(
+            q.mechanism, target, sensitivity=m.sensitivity,
+            lower=m.lower if math.isfinite(m.lower) else None,
+            upper=m.upper if math.isfinite(m.upper) else None,
+            delta=0.0, alpha=1.0 - q.level, **options)
+    except DPFrameError as exc:
+        raise spec.error(stat.path, f"{stat.name!r}: accuracy {stat.target:g} at level "
+                         f"{q.level:g} cannot be reached: {exc}") from None
+    return eps / gf / m.weight
+
+
+def _plan_query(spec: ReleaseSpec, q: QuerySpec, n: int | None, eps_q: float,
+                weights: Mapping[str, float] | None = None) -> QueryPlan:
+    """The plan of one query released with ε = ``eps_q`` (and its share of δ); ``weights``:
+    the statistics' ε's for a query with target accuracies (else their weights)."""
     from dpframe.mechanisms import make_mechanism
 
-    eps_q, dlt_q = spec.query_epsilon(q), spec.query_delta(q)
+    dlt_q = spec.query_delta(q)
+    if weights is not None:
+        q = QuerySpec(q.name, q.share, tuple(
+            StatisticSpec(s.name, s.kind, s.column, weights[s.name], s.path, s.target)
+            for s in q.statistics), q.group_by, q.keys, q.filter, q.mechanism, q.path, q.level)
     total_w = math.fsum(s.weight for s in q.statistics)
     grouped = q.group_by is not None
     out: list[MeasurementPlan] = []
@@ -395,13 +452,19 @@ def _plan_query(spec: ReleaseSpec, q: QuerySpec, n: int | None) -> QueryPlan:
                                  f"{q.mechanism} mechanism cannot be built: {exc}") from None
             h = (_half_width(mech, ALPHA) if _half_width is not None
                  else float(mech.scale) * math.log(1 / ALPHA) + float(mech.grid or 0.0))
+            reached = None
+            if stat.target is not None and _half_width is not None:
+                reached = _half_width(mech, 1.0 - q.level)
+                reached = math.sqrt(reached) if stat.kind == "std" else reached
             out.append(MeasurementPlan(
                 stat.name, stat.kind, stat.column, m.name, size, eps, dlt, eps * gf,
                 str(mech.name), float(mech.sensitivity), float(mech.domain.lower),
                 float(mech.domain.upper), float(mech.scale), float(mech.grid or 0.0),
-                float(getattr(mech, "epsilon_overhead", 0.0)), float(h)))
+                float(getattr(mech, "epsilon_overhead", 0.0)), float(h),
+                target=stat.target, level=q.level if stat.target is not None else None,
+                target_half_width=reached))
     return QueryPlan(q.name, q.share, eps_q, dlt_q, q.mechanism, q.group_by, q.keys,
-                     describe_filter(q.filter), tuple(out))
+                     describe_filter(q.filter), tuple(out), targeted=q.targeted)
 
 
 def plan_release(spec: ReleaseSpec, facts: SourceFacts) -> ReleasePlan:
@@ -410,7 +473,32 @@ def plan_release(spec: ReleaseSpec, facts: SourceFacts) -> ReleasePlan:
     if facts.n is not None and facts.n == 0:
         raise spec.error(("input", "path"), "the input has no rows (n = 0 is public); there "
                          "is nothing to release")
-    queries = tuple(_plan_query(spec, q, facts.n) for q in spec.queries)
+    targeted: dict[str, dict[str, float]] = {}
+    for q in spec.queries:
+        if not q.targeted:
+            continue
+        if facts.n is None:
+            raise spec.error(q.statistics[0].path, (
+                f"query {q.name!r}: the epsilon a target accuracy needs depends on the public "
+                "row count n, which CSV files do not record; pass --rows N to plan at an "
+                "assumed n (the run uses the n it counts)"))
+        targeted[q.name] = {s.name: _target_epsilon(spec, q, s, facts.n) for s in q.statistics}
+    needed = math.fsum(math.fsum(e.values()) for e in targeted.values())
+    if needed > spec.run_epsilon * (1 + 1e-9) or (
+            needed >= spec.run_epsilon and any(not q.targeted for q in spec.queries)):
+        detail = ", ".join(f"{name} {math.fsum(e.values()):.4g}" for name, e in
+                           targeted.items())
+        raise spec.error(("privacy", "run_epsilon"), (
+            f"the target accuracies need ε = {needed:.6g} ({detail}), "
+            + ("more than" if needed > spec.run_epsilon else "all of")
+            + f" this run's ε = {spec.run_epsilon:g} (privacy.run_epsilon)"
+            + ("" if all(q.targeted for q in spec.queries) else
+               ", leaving nothing for the queries with shares")
+            + "; relax the targets or raise the budget"))
+    queries = tuple(
+        _plan_query(spec, q, facts.n, math.fsum(targeted[q.name].values()), targeted[q.name])
+        if q.targeted else _plan_query(spec, q, facts.n, spec.query_epsilon(q, needed))
+        for q in spec.queries)
     return ReleasePlan(spec, facts, queries, ACCURACY_METHOD, ALPHA)
 
 
@@ -444,7 +532,9 @@ def format_plan(plan: ReleasePlan) -> str:
             extra.append(f"group_by {q.group_by} ({len(q.keys)} public keys: ε/2 per group)")
         if q.filter is not None:
             extra.append(f"filter {q.filter}")
-        lines.append(f"query {q.name!r}: share {q.share:g} → ε = {q.epsilon:.6g}, "
+        how = (f"target accuracies at level {q.measurements[0].level:g}" if q.targeted
+               and q.measurements else f"share {q.share:g}")
+        lines.append(f"query {q.name!r}: {how} → ε = {q.epsilon:.6g}, "
                      f"δ = {q.delta:.3g}, mechanism {q.mechanism}"
                      + ("; " + "; ".join(extra) if extra else ""))
         header = ("statistic", "part", "size", "ε", "ε mech", "δ", "Δ", "domain", "scale",
@@ -470,8 +560,16 @@ def format_plan(plan: ReleasePlan) -> str:
         for r in rows:
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
                          .rstrip())
+        for m in q.measurements:
+            if m.target is not None:
+                reached = ("" if m.target_half_width is None else
+                           f": reaches ±{_num(m.target_half_width)} at ε = {m.epsilon:.4g}")
+                lines.append(f"  target {m.statistic}: ±{m.target:g} with probability ≥ "
+                             f"{m.level:g}{reached}")
     total = math.fsum(q.epsilon for q in plan.queries)
-    lines += ["", f"total: ε = {total:.6g} of this run's {s.run_epsilon:g}; Δ and the domain "
+    lines += ["", f"total: ε = {total:.6g} of this run's {s.run_epsilon:g}"
+              + ("" if total >= s.run_epsilon * (1 - 1e-9) else " (the rest stays unspent: "
+                 "every query has a target accuracy)") + "; Δ and the domain "
               "are in the mechanism's coordinates (public-size sums and means are released "
               "shifted by the lower bound); ε mech = the ε each group's mechanism gets."]
     return "\n".join(lines)

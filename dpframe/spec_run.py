@@ -26,7 +26,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from dpframe.spec_plan import (
     ReleasePlan,
     SourceFacts,
     build_queries,
+    check_schema,
     compile_filter,
     format_plan,
     plan_release,
@@ -297,22 +298,30 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
                         "overwrite = true under [output]", source=spec.source,
                         line=spec.line_of(("output", "path")))
     facts = source_facts(spec)
-    plan_release(spec, facts)  # every check of the dry run, before protect
+    if facts.n is not None or not any(q.targeted for q in spec.queries):
+        plan_release(spec, facts)  # every check of the dry run, before protect
+    else:  # CSV with target accuracies: their ε needs n, known once protect has counted it
+        check_schema(spec, facts)
     rng = None if random_state is None else np.random.default_rng(random_state)
     spec.ledger.parent.mkdir(parents=True, exist_ok=True)
     session = dpf.Session(path=spec.ledger)
     frame = load_frame(spec.input)
     pf = _protect(spec, frame, session)
+    # the ε's of the queries, at the public n protect read (the same n as the footers')
+    plan = plan_release(spec, replace(facts, n=pf.dp.size))
+    by_name = {qp.name: qp for qp in plan.queries}
+    run_eps = math.fsum(qp.epsilon for qp in plan.queries)
+    run_dlt = math.fsum(qp.delta for qp in plan.queries)
     remaining = pf.dp.budget
     try:
-        session.ledger.check(spec.run_epsilon, spec.run_delta)
+        session.ledger.check(run_eps, run_dlt)
     except BudgetExceededError:
         raise BudgetExceededError(
             f"the ledger {spec.ledger} has ε = {remaining.epsilon_remaining:.6g} and "
             f"δ = {remaining.delta_remaining:.3g} left of its ε = {spec.epsilon:g}, "
-            f"δ = {spec.delta:g}; this run needs ε = {spec.run_epsilon:g}, "
-            f"δ = {spec.run_delta:g} (privacy.run_epsilon / run_delta). No release ran; "
-            "nothing was spent."
+            f"δ = {spec.delta:g}; this run needs ε = {run_eps:.6g}, "
+            f"δ = {run_dlt:.3g} (privacy.run_epsilon / run_delta, or what the target "
+            "accuracies need). No release ran; nothing was spent."
         ) from None
     print(f"protected {spec.input.path} ({spec.input.engine}): n = {pf.dp.size:,}; ledger "
           f"{spec.ledger}: {remaining}", file=out)
@@ -321,9 +330,12 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
     documents: list[dict[str, Any]] = []
     try:
         for q in spec.queries:
+            qp = by_name[q.name]
             stats, weights = build_queries(q)
+            if q.targeted:  # each statistic gets the ε its target needs
+                weights = {m.statistic: m.epsilon for m in qp.measurements}
             derived = pf.dp.filter(*compile_filter(q.filter)) if q.filter else pf
-            kwargs = {"epsilon": spec.query_epsilon(q), "delta": spec.query_delta(q),
+            kwargs = {"epsilon": qp.epsilon, "delta": qp.delta,
                       "weights": weights, "mechanism": q.mechanism, "random_state": rng}
             if q.group_by is not None:
                 table = derived.dp.groupby(q.group_by, keys=list(q.keys or ())).release(
@@ -333,10 +345,9 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
             doc = release_log_of(table)
             if doc is not None:
                 documents.append(doc)
-            spent[q.name] = spec.query_epsilon(q)
+            spent[q.name] = qp.epsilon
             rows.extend(_long_rows(q.name, q.group_by, table))
-            print(f"  released {q.name!r}: ε = {spec.query_epsilon(q):.6g}, "
-                  f"δ = {spec.query_delta(q):.3g}", file=out)
+            print(f"  released {q.name!r}: ε = {qp.epsilon:.6g}, δ = {qp.delta:.3g}", file=out)
     except BaseException:
         if rows:  # what was released (and spent) is not lost
             partial = target.with_name(target.name + ".partial")

@@ -189,3 +189,105 @@ def test_grouped_numpy_method_matches_narwhals_method(squares, kind):
     # per group, the row counts are those of the declared keys only
     keys = pd.Series(g).astype(object)
     assert list(fast[Agg("rows")]) == [int((keys == k).sum()) for k in declared]
+
+
+# -- engines: the Spark SQL text and the Dask per-partition path against the numpy path ---------
+def _engine_frame(name: str, df: pd.DataFrame):
+    from conftest import Constructor
+
+    return Constructor(name)(df)
+
+
+def _tricky(n: int, seed: int) -> pd.DataFrame:
+    """Floats with NaN, ±inf and finite extremes, float32, ints, booleans and keys."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-5.0, 12.0, n)
+    x[::13] = np.nan
+    x[5], x[6], x[7], x[8] = np.inf, -np.inf, 1.7e308, -1.7e308
+    return pd.DataFrame({
+        "x": x, "x32": rng.uniform(-5.0, 12.0, n).astype("float32"),
+        "i": rng.integers(-20, 40, n), "b": rng.random(n) < 0.3,
+        "k": rng.integers(0, 6, n), "f": rng.integers(0, 6, n).astype(float),
+        "s": np.array([f"k{v}" for v in rng.integers(0, 6, n)], dtype=object)})
+
+
+def _engine_aggs(n: int) -> list[Agg]:
+    out: list[Agg] = [Agg("rows")]
+    for col, (lo, hi, c) in {"x": (-3.0, 7.5, 2.25), "x32": (0.0, 4.0, 0.0),
+                             "i": (-10.0, 30.0, 10.0), "b": (0.0, 1.0, 0.5)}.items():
+        fp = FixedPoint.choose(lo, hi, c, n, True)
+        out += [Agg("rows", col), Agg("sum", col, fp), Agg("sum_sq", col, fp)]
+    fx = FixedPoint.choose(-3.0, 7.5, 2.25, n, True)
+    fi = FixedPoint.choose(-10.0, 30.0, 10.0, n, True)
+    out.append(Agg("sum_prod", "x", fx, "i", fi))
+    return out
+
+
+@pytest.mark.parametrize("engine_name", ["spark", "dask"])
+@pytest.mark.parametrize("missing", ["drop", 1.25])
+@pytest.mark.parametrize(("group_by", "keys"), [
+    (None, None), ("k", [0, 2, 3, 5, 99]), ("k", [5, 4, 3, 2, 1]), ("k", list(range(-3, 40, 2))),
+    ("f", [0, 2.0, 3, 99]), ("s", ["k1", "k3", "k9"]),
+    (("k", "s"), [(0, "k1"), (2, "k3"), (5, "k9")])])
+def test_engine_paths_match_the_numpy_path(engine_name, missing, group_by, keys):
+    n = 4_001
+    df = _tricky(n, 11)
+    aggs = _engine_aggs(n)
+    policy = {"x": missing, "x32": missing, "i": missing, "b": missing}
+    kw = {"missing": policy, "group_by": group_by, "keys": keys}
+    want = engine.aggregate(df, aggs, **kw)  # numpy where it can, else narwhals in pandas
+    native = _engine_frame(engine_name, df)
+    got = engine.aggregate(native, aggs, **kw)
+    generic = engine._expression_sums(native, aggs, engine.frame_columns(native), policy,
+                                      group_by, keys)  # the narwhals expressions in the engine
+    for a in aggs:
+        assert np.array_equal(got[a], want[a]), a
+        assert np.array_equal(generic[a], want[a]), a
+    if engine_name == "spark":  # the SQL text ran (no fallback to the narwhals expressions)
+        from dpframe.engine_spark import spark_sums
+
+        assert spark_sums(native, aggs, engine.frame_columns(native), policy, group_by,
+                          keys) is not None
+
+
+def test_spark_keys_it_cannot_write_as_literals_take_the_narwhals_path(monkeypatch):
+    from dpframe import engine_spark
+
+    df = pd.DataFrame({"s": ["it's", "a\\b", "c", "it's"], "x": [1.0, 2.0, 3.0, 4.0]})
+    native = _engine_frame("spark", df)
+    fp = FixedPoint.choose(0.0, 10.0, 5.0, 4, False)
+    aggs = [Agg("rows"), Agg("sum", "x", fp)]
+    columns = engine.frame_columns(native)
+    assert engine_spark.spark_sums(native, aggs, columns, {}, "s", ["it's", "c"]) is None
+    got = engine.aggregate(native, aggs, missing={}, group_by="s", keys=["it's", "a\\b", "z"])
+    assert got[aggs[0]].tolist() == [2.0, 1.0, 0.0]
+    assert (got[aggs[1]] * fp.q + 5.0 * got[aggs[0]]).tolist() == [5.0, 2.0, 0.0]
+
+
+def test_spark_double_literals_are_exact():
+    from dpframe.engine_spark import _double
+
+    spark = _engine_frame("spark", pd.DataFrame({"x": [0.0]})).sparkSession
+    values = [0.1, -0.1, 1e-300, 5e-324, 1.7976931348623157e308, 2.0**-60, -2.5e16,
+              6755399441055744.0, 1.0 / 3.0, -0.0]
+    row = spark.sql("SELECT " + ", ".join(f"{_double(v)} AS c{i}"
+                                         for i, v in enumerate(values))).collect()[0]
+    assert [float(v).hex() for v in row] == [v.hex() for v in values]
+
+
+def test_spark_integer_keys_in_few_runs_are_filtered_by_ranges():
+    """Declared integer keys forming few runs of consecutive integers become BETWEEN ranges
+    (the same rows; much cheaper in Spark than a 1,000-element IN); many runs keep IN."""
+    import narwhals.stable.v2 as nw
+
+    from dpframe.engine_spark import MAX_RANGES, _key_filter
+
+    assert _key_filter("k", nw.Int64, list(range(1000))) == "(`k` BETWEEN 0 AND 999)"
+    assert _key_filter("k", nw.Int32, [7, -2, -1, 0, 9, 8]) == \
+        "(`k` BETWEEN -2 AND 0 OR `k` BETWEEN 7 AND 9)"
+    assert _key_filter("k", nw.Int64, [4]) == "(`k` = 4)"
+    many = list(range(0, 2 * (MAX_RANGES + 1), 2))
+    assert _key_filter("k", nw.Int64, many).startswith("`k` IN (0, 2, 4")
+    assert _key_filter("f", nw.Float64, [1, 2]) == "`f` IN (1.0D, 2.0D)"  # never ranges
+    assert _key_filter("s", nw.String, ["a", "b"]) == "`s` IN ('a', 'b')"
+    assert _key_filter("s", nw.String, ["it's"]) is None

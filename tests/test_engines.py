@@ -155,3 +155,87 @@ def test_a_file_rewritten_with_the_same_row_count_is_refused(tmp_path, engine):
     with pytest.raises(dpf.SourceChangedError):
         p.dp.mean("x", epsilon=1.0)
     assert p.dp.budget.epsilon_spent == 1.0
+
+
+def test_spark_files_are_bound_by_their_metadata_without_a_count_job(tmp_path, monkeypatch):
+    """A Spark frame over Parquet files is checked before each release by its file list and
+    the files' size/mtime/inode (no Spark job); a changed file or a refreshed listing is
+    refused before anything is read or spent."""
+    import polars as pl
+    from conftest import spark_session
+
+    from dpframe.backends import Backend
+    from dpframe.engine import Agg, aggregate
+
+    spark = spark_session()
+    folder = tmp_path / "src"
+    folder.mkdir()
+    x = np.random.default_rng(4).uniform(0, 1, 300)
+    for i in range(3):
+        pl.DataFrame({"x": x[i * 100:(i + 1) * 100]}).write_parquet(folder / f"p{i}.parquet")
+    p = dpf.protect(spark.read.parquet(str(folder)), bounds={"x": (0.0, 1.0)}, epsilon=5.0,
+                    missing=0.0)
+    assert p.dp.size == 300
+
+    def no_count(self, frame):
+        raise AssertionError("the public size must not be re-counted")
+
+    monkeypatch.setattr(Backend, "count_rows", no_count)
+    p.dp.mean("x", epsilon=1.0)
+    # a file added to the folder: Spark keeps reading the listing it made, so the protected
+    # rows are still exactly the ones read (nothing to refuse)
+    pl.DataFrame({"x": np.ones(50)}).write_parquet(folder / "p3.parquet")
+    assert aggregate(p, [Agg("rows")], missing={})[Agg("rows")][0] == 300
+    p.dp.mean("x", epsilon=1.0)
+    spark.catalog.refreshByPath(str(folder))  # re-lists cached plans only: still the same
+    assert aggregate(p, [Agg("rows")], missing={})[Agg("rows")][0] == 300
+    # a cached plan over the same file index: refreshing it re-lists the folder for every frame
+    # sharing that index, so the protected frame would now read 350 rows: refused
+    p.cache()
+    spark.catalog.refreshByPath(str(folder))
+    assert aggregate(p, [Agg("rows")], missing={})[Agg("rows")][0] == 350
+    with pytest.raises(dpf.SourceChangedError):
+        p.dp.mean("x", epsilon=1.0)
+    assert p.dp.budget.epsilon_spent == 2.0
+
+
+def test_spark_file_rewritten_with_the_same_row_count_is_refused(tmp_path, monkeypatch):
+    import polars as pl
+    from conftest import spark_session
+
+    from dpframe.backends import Backend
+
+    path = tmp_path / "src.parquet"
+    x = np.random.default_rng(2).uniform(0, 1, 200)
+    pl.DataFrame({"x": x}).write_parquet(path)
+    p = dpf.protect(spark_session().read.parquet(str(path)), bounds={"x": (0.0, 1.0)},
+                    epsilon=5.0, missing=0.0)
+    monkeypatch.setattr(Backend, "count_rows", lambda self, frame: 200)  # a count would pass
+    p.dp.mean("x", epsilon=1.0)
+    pl.DataFrame({"x": np.full(200, x[0])}).write_parquet(path)  # same n, other content
+    with pytest.raises(dpf.SourceChangedError):
+        p.dp.mean("x", epsilon=1.0)
+    path.unlink()
+    with pytest.raises(dpf.SourceChangedError):
+        p.dp.mean("x", epsilon=1.0)
+    assert p.dp.budget.epsilon_spent == 1.0
+
+
+def test_spark_frames_not_made_of_bound_files_are_recounted(monkeypatch):
+    """In-memory data Spark holds as an RDD could come from anywhere: it is re-counted."""
+    from dpframe.backends import SPARK, Backend
+
+    frame = dpf.protect(spark_frame(data()), epsilon=5.0, bounds=BOUNDS, missing=0.0)
+    assert SPARK.bound_files(frame) is None
+    calls = []
+    real = Backend.count_rows
+    monkeypatch.setattr(Backend, "count_rows",
+                        lambda self, f: (calls.append(1), real(self, f))[1])
+    frame.dp.mean("age", epsilon=1.0)
+    assert calls == [1]
+
+
+def spark_frame(pdf):
+    from conftest import Constructor
+
+    return Constructor("spark")(pdf)

@@ -411,3 +411,168 @@ def test_failure_mid_run_keeps_what_was_released(tmp_path, capsys, monkeypatch):
     assert pl.read_parquet(partial)["query"].to_list() == ["n"]
     assert dpf.read_log(partial)["budget"]["epsilon_spent"] == pytest.approx(0.5)
     assert "out.parquet.partial" in out
+
+
+# -- target accuracies -------------------------------------------------------------------------
+TARGETED = BASE.replace('''[[query]]
+name = "n"
+share = 0.5
+kind = "count"
+''', '''[[query]]
+name = "n"
+accuracy = 20.0
+level = 0.9
+kind = "count"
+
+[[query]]
+name = "by_region"
+group_by = "region"
+[query.statistics]
+total = {{ kind = "sum", column = "income", accuracy = 80000 }}
+count = {{ kind = "count", accuracy = 60 }}
+
+[[query]]
+name = "sd_income"
+kind = "std"
+column = "income"
+accuracy = 150
+''').replace('name = "m"\nshare = 0.5', 'name = "m"\nshare = 1.0')
+
+
+def test_target_accuracies_set_epsilon_dry_run_and_run_agree(tmp_path, capsys):
+    """A query with target accuracies gets the smallest ε meeting them (the planner's inverse,
+    as frame.dp.epsilon_for gives it); the shares split what is left; the run spends exactly
+    the planned ε's and the mechanisms it builds reach the targets."""
+    from dpframe.mechanisms.accuracy import half_width
+
+    _data(2_000).write_parquet(tmp_path / "data.parquet")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(TARGETED.format(fmt="parquet"))
+    code, out, err = _cli([str(spec), "--dry-run", "--json"], capsys)
+    assert code == 0, err
+    plan = {q["name"]: q for q in json.loads(out)["queries"]}
+    frame = dpf.protect(_data(2_000), epsilon=1.0, bounds={"age": (0, 100),
+                        "income": (0, 1000)}, missing={"income": 0.0})
+    eps_n = frame.dp.epsilon_for(dpf.count(), 20.0, alpha=0.1)
+    assert plan["n"]["share"] is None and plan["n"]["epsilon"] == pytest.approx(eps_n, rel=1e-12)
+    (m_n,) = plan["n"]["measurements"]
+    assert m_n["target"] == 20.0 and m_n["level"] == 0.9 and m_n["target_half_width"] <= 20.0
+    grouped = {m["statistic"]: m for m in plan["by_region"]["measurements"]}
+    assert grouped["total"]["target_half_width"] <= 80000
+    assert grouped["count"]["target_half_width"] <= 60
+    assert plan["by_region"]["epsilon"] == pytest.approx(
+        grouped["total"]["epsilon"] + grouped["count"]["epsilon"])
+    (m_sd,) = plan["sd_income"]["measurements"]  # a std is √ of a variance: h² on it
+    assert m_sd["part"] == "variance" and m_sd["target_half_width"] <= 150
+    # the planner's inverse on a protected frame of the same public facts gives the same ε's
+    from dpframe import planner
+
+    for stat, query, target in (("total", dpf.sum("income"), 80000), ("count", dpf.count(), 60)):
+        want = planner.epsilon_for(frame, query, target, group_by="region", keys=["a", "b"])
+        assert grouped[stat]["epsilon"] == pytest.approx(want, rel=1e-12), stat
+        assert grouped[stat]["mechanism_epsilon"] == pytest.approx(want / 2, rel=1e-12)
+    targeted = sum(plan[q]["epsilon"] for q in ("n", "by_region", "sd_income"))
+    assert plan["m"]["epsilon"] == pytest.approx(1.0 - targeted)  # the shares split the rest
+    code, out, err = _cli([str(spec), "--dry-run"], capsys)
+    assert "target n: ±20 with probability ≥ 0.9: reaches ±" in out
+    assert "target accuracies at level 0.9" in out
+
+    code, out, err = _cli([str(spec), "--noise-seed", "3"], capsys)
+    assert code == 0, err
+    doc = dpf.read_log(tmp_path / "out.parquet")
+    logged = {(e["name"], e["part"], e["group_by"]): e for e in doc["entries"]}
+    for name, q in plan.items():  # the run spends and builds exactly what the dry run showed
+        for m in q["measurements"]:
+            e = logged[(m["statistic"], m["part"], q["group_by"])]
+            assert e["epsilon"] == pytest.approx(m["epsilon"], rel=1e-12), name
+            assert e["scale"] == pytest.approx(m["scale"], rel=1e-12), name
+    assert doc["budget"]["epsilon_spent"] == pytest.approx(1.0)
+    # and the count's mechanism, rebuilt from its log entry, reaches the target
+    from dpframe.mechanisms import make_mechanism
+
+    e = logged[("n", "count", None)]
+    mech = make_mechanism("bounded", epsilon=e["epsilon"], sensitivity=e["sensitivity"],
+                          lower=e["domain_lower"], upper=e["domain_upper"], delta=0.0)
+    assert half_width(mech, 0.1) <= 20.0
+
+
+def test_only_target_accuracies_spend_only_what_they_need(tmp_path, capsys):
+    _data(2_000).write_parquet(tmp_path / "data.parquet")
+    text = TARGETED.format(fmt="parquet").replace('''[[query]]
+name = "m"
+share = 1.0
+[query.statistics]
+mean_age = "mean(age)"
+mean_income = { kind = "mean", column = "income", weight = 2 }
+''', "")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    code, out, err = _cli([str(spec), "--dry-run"], capsys)
+    assert code == 0, err
+    assert "the rest stays unspent" in out
+    code, out, err = _cli([str(spec), "--noise-seed", "1"], capsys)
+    assert code == 0, err
+    assert 0 < dpf.read_log(tmp_path / "out.parquet")["budget"]["epsilon_spent"] < 1.0
+
+
+def test_target_accuracies_on_csv_need_n(tmp_path, capsys):
+    _data(2_000).write_csv(tmp_path / "data.csv")
+    text = TARGETED.format(fmt="csv")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    code, _out, err = _cli([str(spec), "--dry-run"], capsys)
+    assert code == 2 and "--rows N" in err
+    assert f"spec.toml:{text.splitlines().index('accuracy = 20.0') + 1}: " in err
+    code, _, err = _cli([str(spec), "--dry-run", "--rows", "2000"], capsys)
+    assert code == 0, err
+    code, _, err = _cli([str(spec), "--noise-seed", "1"], capsys)  # the run counts n
+    assert code == 0, err
+
+
+def _bad_target(old: str, new: str) -> str:
+    base = TARGETED.format(fmt="parquet")
+    assert old in base, old
+    return base.replace(old, new, 1)
+
+
+BAD_TARGETS = {
+    "share and accuracy": (_bad_target("accuracy = 20.0", f"share = 0.1\naccuracy = 20.0  {MARK}"),
+                           "not both"),
+    "neither": (_bad_target('[[query]]\nname = "n"\naccuracy = 20.0\nlevel = 0.9\n',
+                            f'[[query]]  {MARK}\nname = "n"\n'), "needs share = 0.25"),
+    "query accuracy with statistics": (_bad_target(
+        'group_by = "region"', f'group_by = "region"\naccuracy = 5  {MARK}'),
+        "give each its own target"),
+    "statistic without target": (_bad_target(
+        'count = { kind = "count", accuracy = 60 }', f'count = {{ kind = "count" }}  {MARK}'),
+        "'count' has none"),
+    "weight and accuracy": (_bad_target('accuracy = 60 }', f'accuracy = 60, weight = 2 }}'
+                                        f'  {MARK}'), "not both"),
+    "bad level": (_bad_target("level = 0.9", f"level = 95  {MARK}"), "level of 'n'"),
+    "level with share": (_bad_target('name = "m"\nshare = 1.0',
+                                     f'name = "m"\nshare = 1.0\nlevel = 0.9  {MARK}'),
+                         "level goes with accuracy"),
+    "negative accuracy": (_bad_target("accuracy = 20.0", f"accuracy = -1  {MARK}"), "> 0"),
+    "private-size target": (_bad_target(
+        'total = { kind = "sum", column = "income", accuracy = 80000 }',
+        f'total = {{ kind = "mean", column = "age", accuracy = 1 }}  {MARK}'),
+        "one measurement"),
+    "targets over budget": (_bad_target("epsilon = 1.0", f"epsilon = 1.0\nrun_epsilon = 0.01"
+                                        f"  {MARK}"), "the target accuracies need"),
+    "unreachable target": (_bad_target("accuracy = 20.0", f"accuracy = 1e-12  {MARK}"),
+                           "cannot be reached"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_TARGETS))
+def test_bad_target_accuracy_names_its_line(case, tmp_path, capsys):
+    text, needle = BAD_TARGETS[case]
+    _data(2_000).write_parquet(tmp_path / "data.parquet")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    for argv in ([str(spec), "--dry-run"], [str(spec)]):
+        code, out, err = _cli(argv, capsys)
+        assert code == 2, (case, out, err)
+        assert f"spec.toml:{_marked_line(text)}: " in err, (case, err)
+        assert needle in err, (case, err)
+    assert not (tmp_path / "ledger.jsonl").exists()  # refused before protect
