@@ -124,6 +124,15 @@ class Backend:
 
         return dict(nw.from_native(frame).collect_schema().items())
 
+    def column_dtype(self, frame: Any, column: str) -> Any:
+        """One column's dtype, as :meth:`schema` gives it, without converting the whole
+        schema (pandas: the column's own dtype; Polars eager: its cached schema)."""
+        if self.family == "pandas":
+            return frame[column].dtype
+        if self.family == "polars" and not self.lazy:
+            return frame.get_column(column).dtype
+        return self.schema(frame)[column]
+
     def polars_schema(self, frame: Any) -> dict[str, Any]:
         """The frame's schema as Polars dtypes (for verifying expressions on an empty frame)."""
         if self.family == "polars":

@@ -58,6 +58,7 @@ from dpframe.backends import (
 )
 from dpframe.bounding import Bounding, bound_contributions
 from dpframe.errors import ParameterError, UnsupportedInputError
+from dpframe.identity import IdentityMap
 
 __all__ = [
     "Agg",
@@ -217,11 +218,25 @@ def engine_name(native: Any) -> str:
     return name
 
 
-def frame_columns(native: Any) -> dict[str, Any]:
-    """Column name → narwhals dtype, from the schema only (no data is read)."""
+#: Schemas of frames whose schema cannot change (private snapshots, immutable plans), so a
+#: release does not convert a wide frame's schema again on every query.
+_SCHEMAS: IdentityMap[dict[str, Any]] = IdentityMap()
+
+
+def frame_columns(native: Any, *, immutable: bool = False) -> dict[str, Any]:
+    """Column name → narwhals dtype, from the schema only (no data is read). ``immutable``:
+    the caller knows ``native``'s schema can never change (dpframe's private snapshot of an
+    in-memory frame, a lazy plan); it is then converted once and remembered."""
+    if immutable:
+        known = _SCHEMAS.get(native)
+        if known is not None:
+            return known
     obj = nw.from_native(native)
     schema = obj.collect_schema() if isinstance(obj, nw.LazyFrame) else obj.schema
-    return dict(schema.items())
+    out = dict(schema.items())
+    if immutable:
+        _SCHEMAS.set(native, out)
+    return out
 
 
 def _is_numeric(dtype: Any) -> bool:
@@ -260,6 +275,7 @@ def aggregate(
     keys: Sequence[Any] | None = None,
     method: str = "auto",
     bounding: Bounding | None = None,
+    columns: Mapping[str, Any] | None = None,
 ) -> dict[Agg, np.ndarray]:
     """Every aggregate in ``aggs``, exactly, in one pass over ``native``.
 
@@ -280,7 +296,8 @@ def aggregate(
             group_by=group_by, keys=keys)
     binned = [a for a in aggs if a.kind == "bins"]
     aggs = [a for a in aggs if a.kind != "bins"]
-    columns = frame_columns(native)
+    if columns is None or bounding is not None:  # (bounding makes a new frame)
+        columns = frame_columns(native)
     data: dict[Agg, np.ndarray] | None = None
     # values near ±1.8e308 overflow to ±inf when scaled by 1/q; clamping maps them to the
     # bounds, exactly as for any value outside them (a value is never an error)

@@ -273,7 +273,7 @@ class Dataset:
     backend: Backend
     session: Session
     root_ref: Any = field(default=None, repr=False)  # weakref to the protected frame
-    root_shape: tuple[int, tuple[tuple[str, str], ...]] | None = None  # eager roots
+    root_shape: tuple[int, tuple[Any, ...], tuple[Any, ...]] | None = None  # eager roots
     source: SourceBinding | None = None  # lazy roots
     root_strong: Any = field(default=None, repr=False)  # kept alive for re-counting
 
@@ -303,9 +303,14 @@ class Dataset:
                 )
 
 
-def _shape(frame: Any, backend: Backend) -> tuple[int, tuple[tuple[str, str], ...]]:
+def _shape(frame: Any, backend: Backend) -> tuple[int, tuple[Any, ...], tuple[Any, ...]]:
+    """Rows, column names and dtype objects of an eager frame (cheap: no dtype is printed)."""
+    if backend.family == "pandas":
+        return len(frame), tuple(frame.columns), tuple(frame.dtypes.tolist())
+    if backend.family == "polars" and not backend.lazy:  # (frame.schema builds a Schema)
+        return frame.height, tuple(frame.columns), tuple(frame.dtypes)
     schema = backend.schema(frame)
-    return backend.count_rows(frame), tuple((str(c), str(t)) for c, t in schema.items())
+    return backend.count_rows(frame), tuple(schema), tuple(schema.values())
 
 
 @dataclass(frozen=True, eq=False)

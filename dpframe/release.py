@@ -345,6 +345,14 @@ class Planned:
     bounds: tuple[float, float] | None = None  # of its column, if it has one
 
 
+def _immutable(facts: FrameFacts) -> bool:
+    """The frame a release reads cannot change its schema: dpframe's private snapshot of an
+    in-memory frame, or an immutable plan (Polars LazyFrame, DuckDB relation, Spark
+    DataFrame; a Dask DataFrame can be assigned to in place)."""
+    return facts.data is not None or facts.dataset.backend.name in (
+        "polars-lazy", "duckdb", "spark")
+
+
 def _selectable(dtype: Any) -> bool:
     """Key columns whose values are of one type, so a group has one canonical key."""
     import narwhals.stable.v2 as nw
@@ -377,8 +385,8 @@ def _selection_rule(facts: FrameFacts, request: Request) -> Any:
 def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[str, Query]
               ) -> list[Planned]:
     backend = facts.dataset.backend
-    columns = engine.frame_columns(frame)
-    native = backend.schema(frame)
+    columns = engine.frame_columns(frame, immutable=_immutable(facts))
+    native: dict[str, Any] = {}
     unit = facts.unit
     # with a privacy unit the row count is private; k·U (public) caps the bounded rows
     n = facts.dataset.n if unit is None else unit.row_cap
@@ -413,6 +421,9 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
                     "deriving it (frame.dp.with_columns(..., bounds=...)); bounds are public "
                     "and never computed from the data"
                 )
+        for c in read:
+            if c not in native:
+                native[c] = backend.column_dtype(frame, c)
         drops = [c for c in read
                  if facts.missing.get(c, DROP) == DROP and backend.can_hold_missing(native[c])]
         ctx = PlanContext(
@@ -576,6 +587,7 @@ def run(
             missing={c: facts.missing.get(c, DROP) for p in planned
                      for c in p.query.columns_read()},
             group_by=request.group_by, keys=request.keys,
+            columns=engine.frame_columns(frame, immutable=_immutable(facts)),
             bounding=None if facts.unit is None else Bounding(facts.unit,
                                                               release_seed(request.rng)),
         )
