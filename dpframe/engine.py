@@ -59,6 +59,7 @@ from dpframe.backends import (
 from dpframe.bounding import Bounding, bound_contributions
 from dpframe.errors import ParameterError, UnsupportedInputError
 from dpframe.identity import IdentityMap
+from dpframe.keyset import Keys, key_kinds
 
 __all__ = [
     "Agg",
@@ -329,24 +330,26 @@ def _rounded(expr: Any) -> Any:
     return (expr + _ROUNDER) - _ROUNDER
 
 
-def _present(column: str, dtype: Any) -> Any:
-    """Row-wise: the column holds a value (not null, not NaN)."""
+def _present(column: str, dtype: Any, ns: Any = nw) -> Any:
+    """Row-wise: the column holds a value (not null, not NaN). ``ns``: the expression
+    namespace, narwhals or (for Polars frames, the same API natively) Polars."""
     if _is_float(dtype):
-        return ~(nw.col(column).is_null() | nw.col(column).is_nan()).fill_null(True)
-    return ~nw.col(column).is_null()
+        return ~(ns.col(column).is_null() | ns.col(column).is_nan()).fill_null(True)
+    return ~ns.col(column).is_null()
 
 
-def _k_expression(column: str, dtype: Any, fp: FixedPoint, policy: Any) -> tuple[Any, Any]:
+def _k_expression(column: str, dtype: Any, fp: FixedPoint, policy: Any, ns: Any = nw
+                  ) -> tuple[Any, Any]:
     """``(k, present)``: the per-row fixed-point integer ``round(clip((x − c)/q))`` as an
     exact integer-valued double, with missing values replaced by the fill value (or by the
     centre, to be masked out, under ``"drop"``); ``present`` is None unless rows are dropped."""
-    x = nw.col(column) if dtype == nw.Float64 else nw.col(column).cast(nw.Float64)
+    x = ns.col(column) if dtype == nw.Float64 else ns.col(column).cast(ns.Float64)
     present = None
     if policy == DROP:
-        present = _present(column, dtype)
-        x = nw.when(present).then(x).otherwise(nw.lit(fp.center))
+        present = _present(column, dtype, ns)
+        x = ns.when(present).then(x).otherwise(ns.lit(fp.center))
     else:
-        x = nw.when(_present(column, dtype)).then(x).otherwise(nw.lit(float(policy)))
+        x = ns.when(_present(column, dtype, ns)).then(x).otherwise(ns.lit(float(policy)))
     inv_q = 1.0 / fp.q  # exact: q is a power of two
     scaled = (x - fp.center) * inv_q if fp.center != 0.0 else x * inv_q
     return _rounded(scaled.clip(fp.k_lo, fp.k_hi)), present
@@ -357,26 +360,27 @@ def _drops(column: str | None, columns: Mapping[str, Any], missing: Mapping[str,
 
 
 def _row_expressions(
-    aggs: Sequence[Agg], columns: Mapping[str, Any], missing: Mapping[str, Any]
+    aggs: Sequence[Agg], columns: Mapping[str, Any], missing: Mapping[str, Any], ns: Any = nw
 ) -> dict[str, Any]:
     """One named per-row expression per aggregate (summed by the caller); None for a plain
-    row count (the caller uses the engine's ``len``)."""
+    row count (the caller uses the engine's ``len``). ``ns``: narwhals, or Polars itself for
+    Polars frames (:func:`_expression_namespace`)."""
     out: dict[str, Any] = {}
     for i, agg in enumerate(aggs):
         name = f"__dp_{i}"
         if agg.kind == "units":  # the id itself, counted distinct by the caller
             assert agg.column is not None
-            out[name] = nw.col(agg.column)
+            out[name] = ns.col(agg.column)
             continue
         if agg.kind == "rows":
             if agg.column is None or not _drops(agg.column, columns, missing):
                 out[name] = None
             else:
-                out[name] = _present(agg.column, columns[agg.column]).cast(nw.Float64)
+                out[name] = _present(agg.column, columns[agg.column], ns).cast(ns.Float64)
             continue
         assert agg.column is not None and agg.fp is not None
         policy = missing.get(agg.column, DROP)
-        k, present = _k_expression(agg.column, columns[agg.column], agg.fp, policy)
+        k, present = _k_expression(agg.column, columns[agg.column], agg.fp, policy, ns)
         masks = [present] if present is not None else []
         if agg.kind == "sum":
             expr = k
@@ -385,20 +389,34 @@ def _row_expressions(
         else:
             assert agg.column2 is not None and agg.fp2 is not None
             k2, present2 = _k_expression(agg.column2, columns[agg.column2], agg.fp2,
-                                         missing.get(agg.column2, DROP))
+                                         missing.get(agg.column2, DROP), ns)
             expr = k * k2
             if present2 is not None:
                 masks.append(present2)
         for mask in masks:
-            expr = expr * mask.cast(nw.Float64)
+            expr = expr * mask.cast(ns.Float64)
         out[name] = expr
     return out
 
 
 def _engine_frame(native: Any) -> Any:
-    """The narwhals frame aggregations run on. Polars eager frames run through their lazy
-    plan (zero-copy) so the per-row expressions fuse with the sums."""
+    """The narwhals frame the bin counts and key observations run on. Polars eager frames run
+    through their lazy plan (zero-copy) so the per-row expressions fuse with the sums."""
     return nw.from_native(native.lazy() if is_polars_eager(native) else native)
+
+
+def _expression_namespace(native: Any) -> tuple[Any, Any]:
+    """``(namespace, frame)`` the aggregation expressions are built in and run on. Polars
+    frames use Polars' own expressions, which have the very API the narwhals expressions
+    mirror (``col``, ``when``, ``lit``, ``is_null``, ``clip``, ``cast``, ``len``), so one
+    builder serves both and a query skips narwhals' per-expression translation; eager frames
+    run through their lazy plan (zero-copy) so the per-row expressions fuse with the sums.
+    Every other engine gets narwhals expressions."""
+    if is_polars_lazy(native) or is_polars_eager(native):
+        import polars as pl
+
+        return pl, native.lazy() if is_polars_eager(native) else native
+    return nw, nw.from_native(native)
 
 
 def _narwhals_sums(
@@ -436,8 +454,8 @@ def _expression_sums(
     keys: Sequence[Any] | None,
 ) -> dict[Agg, np.ndarray]:
     """The generic path: narwhals per-row expressions and sums, collected."""
-    frame = _engine_frame(native)
-    exprs = _row_expressions(aggs, columns, missing)
+    ns, frame = _expression_namespace(native)
+    exprs = _row_expressions(aggs, columns, missing, ns)
     sums = {n: e for n, e in exprs.items() if e is not None}
     distinct = {f"__dp_{i}" for i, a in enumerate(aggs) if a.kind == "units"}
 
@@ -448,17 +466,17 @@ def _expression_sums(
         group_by)
     tuples = [k if len(cols) > 1 else (k,) for k in (keys or [])]
     if cols:
-        frame = _keep_declared(frame, cols, tuples, columns)
+        frame = _keep_declared(frame, cols, tuples, columns, ns)
         # materialise the per-row columns first: simple per-column sums group efficiently in
         # every backend (pandas cannot group arbitrary expressions)
-        frame = frame.select(*(nw.col(c) for c in cols),
+        frame = frame.select(*(ns.col(c) for c in cols),
                              *(e.alias(n) for n, e in sums.items()))
-        result = frame.group_by(*cols).agg(nw.len().alias(length),
-                                           *(total(nw.col(n), n) for n in sums))
+        result = frame.group_by(*cols).agg(ns.len().alias(length),
+                                           *(total(ns.col(n), n) for n in sums))
     else:
-        result = frame.select(nw.len().alias(length),
+        result = frame.select(ns.len().alias(length),
                               *(total(e, n).alias(n) for n, e in sums.items()))
-    if isinstance(result, nw.LazyFrame):
+    if hasattr(result, "collect"):  # a narwhals or Polars LazyFrame
         result = _collect(result, native)
     names = [length if exprs[f"__dp_{i}"] is None else f"__dp_{i}" for i in range(len(aggs))]
     return _aligned(aggs, cols, columns, tuples,
@@ -572,7 +590,7 @@ def _numpy_sums(
     codes = None
     if group_by is not None:
         assert isinstance(group_by, str)
-        codes = _declared_codes(native, group_by, list(keys or []))
+        codes = _declared_codes(native, group_by, keys or ())
         if codes is None:
             return None
     n_groups = 1 if codes is None else len(keys or [])
@@ -602,11 +620,14 @@ def _column_kernel(
         if a.fp is not None:
             by_fp.setdefault(a.fp, []).append(a)
     can_miss = values.dtype.kind == "f"
-    for start in range(0, values.size, _BLOCK):
-        block = values[start : start + _BLOCK]
+    # a per-group sum costs O(rows + groups) per block: with many groups, longer blocks keep
+    # the per-group part (allocating and adding G cells) below a quarter of the work
+    step = _BLOCK if codes is None else max(_BLOCK, 4 * n_groups)
+    for start in range(0, values.size, step):
+        block = values[start : start + step]
         group = None
         if codes is not None:  # keep the rows of declared keys only
-            group = codes[start : start + _BLOCK]
+            group = codes[start : start + step]
             keep = group >= 0
             if not keep.all():
                 block, group = block[keep], group[keep]
@@ -676,6 +697,48 @@ class _FloatBlocks:
                                                              na_value=np.nan))
 
 
+class _MaskedBlocks:
+    """A numeric column in Arrow's layout -- a values buffer and a validity bitmap, as an
+    eager Polars column with nulls holds it -- read block by block as float64 copies with NaN
+    where the bitmap marks a null. Both buffers are read in place: nothing but one block is
+    copied, and a null's (arbitrary) stored value is never used."""
+
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, values: np.ndarray, validity: np.ndarray | None, offset: int) -> None:
+        self._values = values  # the column's values, already sliced to its length
+        self._validity = validity  # bitmap bytes (LSB first) from bit 0 of the buffer
+        self._offset = offset  # the column's first bit in the bitmap
+        self.size = values.size
+
+    def __getitem__(self, part: slice) -> np.ndarray:
+        start, stop, _ = part.indices(self.size)
+        block = self._values[start:stop].astype(np.float64)
+        if self._validity is not None and stop > start:
+            lo, hi = start + self._offset, stop + self._offset
+            bits = np.unpackbits(self._validity[lo // 8 : (hi + 7) // 8], bitorder="little")
+            block[bits[lo % 8 : lo % 8 + (stop - start)] == 0] = np.nan
+        return block
+
+    @staticmethod
+    def of(series: Any) -> _MaskedBlocks | None:
+        """The blocks of a one-chunk Polars numeric column (None for other layouts)."""
+        import pyarrow as pa
+
+        arr = series.to_arrow()
+        kind = arr.type
+        if not isinstance(arr, pa.Array) or not (
+                pa.types.is_integer(kind) or kind in (pa.float32(), pa.float64())):
+            return None
+        validity, values = arr.buffers()[:2]
+        if values is None:
+            return None
+        np_dtype = np.dtype(kind.to_pandas_dtype())
+        data = np.frombuffer(values, dtype=np_dtype)[arr.offset : arr.offset + len(arr)]
+        bitmap = None if validity is None else np.frombuffer(validity, dtype=np.uint8)
+        return _MaskedBlocks(data, bitmap, arr.offset)
+
+
 @functools.cache
 def _polars_float64() -> Any:
     import polars as pl
@@ -699,10 +762,14 @@ def _numpy_view(native: Any, column: str, *, grouped: bool) -> Any:
         if getattr(dtype, "kind", None) in ("f", "i", "u", "b"):
             return _FloatBlocks(series.array, len(series), polars=False)
         return None
-    if is_polars_eager(native) and not grouped:
+    if is_polars_eager(native):
         series = native.get_column(column)
         if not (series.dtype.is_numeric() or series.dtype == _polars_boolean()):
             return None
+        if series.null_count() and series.n_chunks() == 1 and series.dtype.is_numeric():
+            masked = _MaskedBlocks.of(series)
+            if masked is not None:
+                return masked
         if series.null_count() or series.n_chunks() != 1 or not series.dtype.is_numeric():
             return _FloatBlocks(series, len(series), polars=True)
         try:
@@ -720,14 +787,16 @@ def _polars_boolean() -> Any:
     return pl.Boolean
 
 
-def _declared_codes(native: Any, group_by: str, keys: list[Any]) -> np.ndarray | None:
+def _declared_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarray | None:
     """Position of each row's key among the declared keys (-1: undeclared or missing), or
     None when the keys cannot be matched this way (then the narwhals path runs)."""
+    if is_polars_eager(native):
+        return _polars_codes(native.get_column(group_by), keys)
     if not is_pandas_frame(native):
         return None
     import pandas as pd
 
-    declared = pd.Index(keys)
+    declared = keys.pandas_index if isinstance(keys, Keys) else pd.Index(list(keys))
     key_col = native[group_by]
     try:
         if isinstance(key_col.dtype, pd.CategoricalDtype):
@@ -744,26 +813,57 @@ def _declared_codes(native: Any, group_by: str, keys: list[Any]) -> np.ndarray |
         return None
 
 
-def _arrow_string_codes(key_col: Any, keys: list[Any]) -> np.ndarray | None:
+def _polars_codes(key_col: Any, keys: Sequence[Any]) -> np.ndarray | None:
+    """Codes of an eager Polars key column: integer columns without nulls are read as numpy
+    (zero-copy for one chunk) and looked up in pandas' hash index of the keys; String
+    columns are matched in Arrow (:func:`_arrow_codes`). None for other dtypes (Polars
+    groups them itself)."""
+    import pandas as pd
+
+    dtype = key_col.dtype
+    if dtype.is_integer() and not key_col.null_count() and key_kinds(keys) == {int}:
+        declared = keys.pandas_index if isinstance(keys, Keys) else pd.Index(list(keys))
+        return np.asarray(declared.get_indexer(key_col.to_numpy()), dtype=np.int64)
+    if dtype == _polars_string() and key_kinds(keys) == {str}:
+        return _arrow_codes(key_col.to_arrow(), keys)
+    return None
+
+
+@functools.cache
+def _polars_string() -> Any:
+    import polars as pl
+
+    return pl.String
+
+
+def _arrow_codes(column: Any, keys: Sequence[Any]) -> np.ndarray | None:
+    """Position of each value of an Arrow string array among string ``keys``
+    (``pyarrow.compute.index_in`` on the array's buffers; a null matches nothing: -1)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = column.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_string_view(kind)):
+        return None
+    found = pc.index_in(column, value_set=pa.array(list(keys), type=column.type))
+    return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
+
+
+def _arrow_string_codes(key_col: Any, keys: Sequence[Any]) -> np.ndarray | None:
     """Codes of an Arrow-backed pandas string column (pandas 3's default ``str``), matched in
     Arrow (``pyarrow.compute.index_in`` on the column's own buffers: no Python string per
     row); None for other columns or non-string keys. A missing key (null) matches nothing."""
     dtype = key_col.dtype
     if getattr(dtype, "storage", None) != "pyarrow" and "pyarrow" not in str(dtype):
         return None
-    if set(map(type, keys)) != {str}:
+    if key_kinds(keys) != {str}:
         return None
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     try:
         column = key_col.array.__arrow_array__()
     except (AttributeError, TypeError, ValueError):  # pragma: no cover - not Arrow-backed
         return None
-    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-        return None
-    found = pc.index_in(column, value_set=pa.array(keys, type=column.type))
-    return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
+    return _arrow_codes(column, keys)
 
 
 #: Rows per block of the bin-count kernel (its per-block cost includes the G·B count cells).
@@ -776,13 +876,13 @@ def _group_columns(group_by: str | tuple[str, ...] | None) -> list[str]:
 
 
 def _keep_declared(frame: Any, cols: Sequence[str], tuples: Sequence[tuple[Any, ...]],
-                   columns: Mapping[str, Any]) -> Any:
+                   columns: Mapping[str, Any], ns: Any = nw) -> Any:
     """Keep the rows whose key, in every group column, is among the declared ones."""
     for i, col in enumerate(cols):
         declared = list(dict.fromkeys(k[i] for k in tuples))
         if _is_float(columns[col]):  # int keys of a float column (Polars compares dtypes)
             declared = [float(k) for k in declared]
-        frame = frame.filter(nw.col(col).is_in(declared))
+        frame = frame.filter(ns.col(col).is_in(declared))
     return frame
 
 

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import hashlib
 import itertools
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +36,7 @@ from dpframe import engine, units
 from dpframe.backends import Backend, backend_of
 from dpframe.bounding import Bounding, release_seed
 from dpframe.errors import BoundsError, ParameterError, PrivateSizeError
+from dpframe.keyset import Keys, key_kinds, keys_reference
 from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
 from dpframe.queries import Measurement, Plan, PlanContext, Query
@@ -57,7 +56,7 @@ class Outcome:
     of this release."""
 
     values: dict[str, np.ndarray]
-    keys: list[Any] | None
+    keys: Sequence[Any] | None  # (a Keys: the request's checked key tuple)
     group_by: GroupBy | None
     entries: list[dict[str, Any]]
     document: dict[str, Any]
@@ -251,18 +250,18 @@ def _group_request(group_by: Any, keys: Any, names: list[str], facts: FrameFacts
     key tuples (the product of each column's declared keys unless given explicitly)."""
     cols = list(_check_group_columns(group_by, names))
     if len(cols) == 1:
-        declared = facts.keys.get(cols[0]) if keys is None else check_key_list(cols[0], keys)
+        declared = facts.keys.get(cols[0]) if keys is None else declared_keys(cols[0], keys)
         if declared is None:
             raise ParameterError(_NO_KEYS.format(col=cols[0]))
-        return cols[0], tuple(declared)
+        return cols[0], declared if isinstance(declared, Keys) else Keys(declared)
     if keys is None:
         missing = [c for c in cols if c not in facts.keys]
         if missing:
             raise ParameterError(_NO_KEYS.format(col=missing[0]))
-        combos = tuple(itertools.product(*(facts.keys[c] for c in cols)))
+        combos = Keys(itertools.product(*(facts.keys[c] for c in cols)))
     else:
-        combos = tuple(tuple(k) if isinstance(k, Sequence) and not isinstance(k, str) else
-                       (k,) for k in check_key_list(tuple(cols), keys))
+        combos = Keys(tuple(k) if isinstance(k, Sequence) and not isinstance(k, str) else
+                      (k,) for k in check_key_list(tuple(cols), keys))
         if any(len(k) != len(cols) for k in combos):
             raise ParameterError(f"keys for a group-by on {cols} must be tuples of "
                                  f"{len(cols)} values, e.g. keys=[{tuple('…' for _ in cols)}]")
@@ -290,11 +289,27 @@ def group_columns(group_by: GroupBy | None) -> tuple[str, ...]:
     return (group_by,) if isinstance(group_by, str) else tuple(group_by)
 
 
+def declared_keys(column: str, keys: Sequence[Any]) -> Keys:
+    """``keys`` checked (:func:`dpframe.provenance.check_key_list`) as a :class:`Keys`; a
+    :class:`Keys` is already checked and comes back as it is."""
+    return keys if isinstance(keys, Keys) else Keys(check_key_list(column, keys))
+
+
 def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:
-    """Key values must be of the group column's kind (from the schema, before any read)."""
+    """Key values must be of the group column's kind (from the schema, before any read).
+    A :class:`Keys` remembers the dtypes it passed (the check reads only keys and dtype)."""
+    seen = keys.matched_dtypes if isinstance(keys, Keys) else None
+    if seen is not None and (column, repr(dtype)) in seen:
+        return
+    _check_key_kinds(dtype, column, keys)
+    if seen is not None:
+        seen.add((column, repr(dtype)))
+
+
+def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
     import narwhals.stable.v2 as nw
 
-    kinds = set(map(type, keys))  # one pass in C: the common cases need no per-key Python
+    kinds = key_kinds(keys)  # one pass in C: the common cases need no per-key Python
     if dtype.is_integer():
         # an integer column holds only integers of its width: a float or out-of-range key can
         # never match (and Polars refuses to compare them, after the reservation)
@@ -598,7 +613,7 @@ def run(
     except BaseException:
         ledger.cancel(reservation)  # no-op once committed
         raise
-    keys_out = list(request.keys) if request.keys is not None else None
+    keys_out = request.keys
     return Outcome(values, keys_out, request.group_by, entries, ledger.snapshot_document(),
                    release_id, backend_of(frame), intervals, request.ci)
 
@@ -862,38 +877,3 @@ def _policy_text(policy: Any) -> str:
 def _json_num(x: float) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
-
-
-def keys_reference(keys: Sequence[Any]) -> tuple[str, str]:
-    """``(reference, JSON)`` of a list of group keys for the log: the JSON list of the keys
-    (a key of several columns as a list of its values; numpy scalars as Python values, other
-    objects as their ``str``) and ``"sha256:"`` + the SHA-256 of its UTF-8 bytes. Log entries
-    name the reference; the ledger stores the JSON once (:class:`dpframe.accounting.Ledger`).
-
-    Keys that are all ``int``, ``str`` (or ``float``/``bool``) are encoded in one
-    ``json.dumps`` call, and lists of ``int``/``str`` keys are remembered (a session
-    re-releases the same declared keys)."""
-    kinds = set(map(type, keys))
-    if kinds <= {int, str}:  # equal tuples of exact ints/strs have equal JSON: cacheable
-        return _cached_reference(tuple(keys))
-    if kinds <= {int, str, float, bool}:
-        return _reference(json.dumps(list(keys)))
-    return _reference(json.dumps([[_key_json(v) for v in k] if isinstance(k, tuple) else
-                                  _key_json(k) for k in keys]))
-
-
-@functools.lru_cache(maxsize=16)
-def _cached_reference(keys: tuple[Any, ...]) -> tuple[str, str]:
-    return _reference(json.dumps(list(keys)))
-
-
-def _reference(text: str) -> tuple[str, str]:
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(), text
-
-
-def _key_json(k: Any) -> Any:
-    if isinstance(k, bool | int | float | str):
-        return k
-    if hasattr(k, "item"):
-        return k.item()
-    return str(k)

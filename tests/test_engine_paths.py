@@ -83,19 +83,20 @@ def test_numpy_method_matches_narwhals_method(squares, lo, hi, center, dtype, mi
 @pytest.mark.parametrize("squares", [False, True])
 @pytest.mark.parametrize("dtype", ["Float64", "Int64", "boolean", "double[pyarrow]",
                                    "int64[pyarrow]", "polars_nulls", "polars_chunks",
-                                   "polars_int_nulls"])
+                                   "polars_int_nulls", "polars_sliced", "polars_int32_nulls"])
 @pytest.mark.parametrize("missing", ["drop", 0.5])
 @pytest.mark.parametrize("grouped", [False, True])
 def test_nullable_columns_take_the_numpy_path_bit_for_bit(squares, dtype, missing, grouped):
-    """Nullable and Arrow-backed pandas columns, and Polars columns with nulls or several
+    """Nullable and Arrow-backed pandas columns, and Polars columns with nulls (values buffer
+    and validity bitmap read in place, also from a slice that starts mid-byte) or several
     chunks, are read by the numpy kernel in float64 blocks (NA/null -> NaN): the results equal
-    the narwhals path's, NA and NaN alike following the declared policy."""
+    the narwhals path's, NA and NaN alike following the declared policy, grouped or not."""
     rng = np.random.default_rng(11)
     n = 150_007
     lo, hi = -3.0, 40.0
     x = rng.uniform(lo - 10, hi + 10, n)
     na = rng.random(n) < 0.05
-    if dtype in ("Int64", "int64[pyarrow]", "polars_int_nulls"):
+    if dtype in ("Int64", "int64[pyarrow]", "polars_int_nulls", "polars_int32_nulls"):
         x = np.round(x)
     if dtype == "boolean":
         x = (x > 10).astype(float)
@@ -109,8 +110,12 @@ def test_nullable_columns_take_the_numpy_path_bit_for_bit(squares, dtype, missin
     df = pd.DataFrame({"x": values, "g": g})
     if dtype.startswith("polars"):
         s = pl.Series("x", np.where(na, None, x).tolist(),
-                      dtype=pl.Int64 if dtype == "polars_int_nulls" else pl.Float64,
-                      strict=False)
+                      dtype={"polars_int_nulls": pl.Int64, "polars_int32_nulls": pl.Int32}.get(
+                          dtype, pl.Float64), strict=False)
+        if dtype == "polars_sliced":  # an Arrow offset of 5 bits into the validity bitmap
+            s = pl.Series("x", [None] * 5 + s.to_list(), dtype=pl.Float64).slice(5)
+            assert s.n_chunks() == 1 and s.to_arrow().offset == 5
+            assert engine._MaskedBlocks.of(s) is not None
         if dtype == "polars_chunks":
             s = pl.concat([s.slice(0, 70_001).fill_null(1.0), s.slice(70_001).fill_null(2.0)],
                           rechunk=False)
@@ -125,10 +130,9 @@ def test_nullable_columns_take_the_numpy_path_bit_for_bit(squares, dtype, missin
     if grouped:
         kw.update(group_by="g", keys=[0, 2, 3, 5, 8, 42])
     generic = engine.aggregate(frame, aggs, method="narwhals", **kw)
-    if not (grouped and dtype.startswith("polars")):  # Polars group-bys run in Polars
-        fast = engine.aggregate(frame, aggs, method="numpy", **kw)
-        for a in aggs:
-            assert np.array_equal(fast[a], generic[a]), (a, fast[a], generic[a])
+    fast = engine.aggregate(frame, aggs, method="numpy", **kw)
+    for a in aggs:
+        assert np.array_equal(fast[a], generic[a]), (a, fast[a], generic[a])
     auto = engine.aggregate(frame, aggs, **kw)
     for a in aggs:
         assert np.array_equal(auto[a], generic[a]), a
@@ -221,6 +225,41 @@ def _engine_aggs(n: int) -> list[Agg]:
     fi = FixedPoint.choose(-10.0, 30.0, 10.0, n, True)
     out.append(Agg("sum_prod", "x", fx, "i", fi))
     return out
+
+
+@pytest.mark.parametrize("kind", ["int", "int32", "int_nulls", "str", "categorical"])
+def test_polars_group_keys_are_matched_outside_polars_bit_for_bit(kind):
+    """An eager Polars frame grouped on an integer column without nulls (pandas' hash index
+    of the keys) or a String column (Arrow's index_in) runs the numpy kernel; other key
+    columns group in Polars. Both give the narwhals path's exact sums."""
+    rng = np.random.default_rng(8)
+    n = 90_001
+    raw = rng.integers(0, 12, n)
+    x = rng.normal(3.0, 4.0, n)
+    if kind.startswith("int"):
+        g = pl.Series("g", raw, dtype=pl.Int32 if kind == "int32" else pl.Int64)
+        if kind == "int_nulls":
+            g = g.scatter(np.arange(0, n, 89), None)
+        declared = [0, 2, 3, 5, 7, 11, 99]
+    else:
+        g = pl.Series("g", [f"k{v}" for v in raw])
+        if kind == "categorical":
+            g = g.cast(pl.Categorical)
+        declared = ["k0", "k2", "k3", "k5", "k7", "k11", "k99"]
+    frame = pl.DataFrame({"x": x, "g": g})
+    fp = FixedPoint.choose(-2.0, 9.0, 3.5, n, True)
+    aggs = _aggs(fp, True)
+    kw = {"missing": {"x": "drop"}, "group_by": "g", "keys": declared}
+    generic = engine.aggregate(frame, aggs, method="narwhals", **kw)
+    if kind in ("int", "int32", "str"):
+        fast = engine.aggregate(frame, aggs, method="numpy", **kw)
+    else:
+        with pytest.raises(dpf.ParameterError, match="method='numpy'"):
+            engine.aggregate(frame, aggs, method="numpy", **kw)
+        fast = engine.aggregate(frame, aggs, **kw)
+    for a in aggs:
+        assert np.array_equal(fast[a], generic[a]), a
+    assert fast[Agg("rows")][-1] == 0 and fast[Agg("rows")].sum() > 0
 
 
 @pytest.mark.parametrize("engine_name", ["spark", "dask"])

@@ -56,6 +56,50 @@ def test_full_precision_uniforms():
     assert np.mean(small * 2.0**53 != np.floor(small * 2.0**53)) > 0.9
 
 
+class _ScriptedWords(RandomSource):
+    """A source that hands out given words first (then seeded ones): drives edge cases."""
+
+    def __init__(self, words: list[int]) -> None:
+        super().__init__(11)
+        self._script = list(words)
+
+    def words(self, n: int) -> np.ndarray:
+        head, self._script = self._script[:n], self._script[n:]
+        rest = super().words(n - len(head))
+        return np.concatenate([np.array(head, dtype=np.uint64), rest])
+
+
+def test_fast_uniform_path_equals_the_general_one():
+    """The fast path (word >= 2^52: truncate the word to 53 significant bits) gives the same
+    doubles as the general exponent-and-mantissa construction, at the edges of rounding."""
+    rng = np.random.default_rng(3)
+    edge = [2**64 - 1, 2**64 - 2**10, 2**64 - 2**10 - 1, 2**64 - 2**11, 2**64 - 2**11 - 1,
+            2**63, 2**63 - 1, 2**63 + 1, 2**53 - 1, 2**53 + 1, 2**52, 2**52 + 1]
+    for shift in range(12):  # random words of every fast-path binade, and all-ones words
+        edge += [int(w) >> shift | 1 << (63 - shift) for w in
+                 rng.integers(0, 2**63, 50, dtype=np.uint64)]
+        edge.append((1 << (64 - shift)) - 1)
+    lead = np.array(edge, dtype=np.uint64)
+    u, log_u = _ScriptedWords(edge).uniform(len(edge))
+    expect, expect_log = _ScriptedWords([]).\
+        _uniform_general(lead)  # no word below 2^52 here, so no extra words are drawn
+    assert np.array_equal(u, expect) and np.array_equal(log_u, expect_log)
+    # the rounding up that the fast path corrects happens, and never leaves (0, 1)
+    below = lead < np.uint64(2**64 - 2**10)  # (the others round to 2^64 itself)
+    assert (lead[below].astype(np.float64).astype(np.uint64) > lead[below]).any()
+    assert ((u > 0) & (u < 1)).all()
+
+
+def test_uniform_mixes_both_paths_in_place():
+    """Words below 2^52 (and 0, which continues into further words) go the general way, at
+    their own positions; uniform_values gives the same U without the logs."""
+    script = [2**63 + 5, 3, 2**40, 0, 2**62, 2**51 + 1]
+    u, log_u = _ScriptedWords(script).uniform(len(script))
+    assert np.array_equal(u, _ScriptedWords(script).uniform_values(len(script)))
+    assert u[1] < 2.0**-60 and u[3] < 2.0**-64 and u[0] == 0.5
+    np.testing.assert_allclose(np.log(u), log_u, rtol=1e-15, atol=0)
+
+
 def test_secure_source_words_look_random():
     w = RandomSource().words(100_000)
     bits = np.unpackbits(w.view(np.uint8))

@@ -739,6 +739,14 @@ class DPGroupBy:
         self._keys = keys
         self._selection_share = selection_share
 
+    def _declared(self) -> Sequence[Any] | None:
+        """The ``keys=`` of one column as a checked :class:`~dpframe.keyset.Keys`, made at
+        the first release and reused by the next ones (so 100,000 keys are checked, hashed
+        for the log and indexed once, not per release)."""
+        if self._keys is not None and isinstance(self._column, str):
+            self._keys = release.declared_keys(self._column, self._keys)
+        return self._keys
+
     def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                 weights: Mapping[str, float] | Sequence[float] | None = None,
                 mechanism: str = "bounded", random_state: Any = None,
@@ -746,8 +754,8 @@ class DPGroupBy:
         """Several statistics per group in one release; see :meth:`DPNamespace.release`."""
         out = release.run(self._ns._frame, queries, epsilon=epsilon, delta=delta,
                           weights=weights, mechanism=mechanism, random_state=random_state,
-                          group_by=self._column, keys=self._keys, session=session, ci=ci,
-                          selection_share=self._selection_share)
+                          group_by=self._column, keys=self._declared(), session=session,
+                          ci=ci, selection_share=self._selection_share)
         return _table(out, results.to_frame(out))
 
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
@@ -760,7 +768,8 @@ class DPGroupBy:
 
         rows = planner.accuracy(self._ns._frame, queries, epsilon=epsilon, delta=delta,
                                 weights=weights, mechanism=mechanism, alpha=alpha,
-                                group_by=self._column, keys=self._keys, min_rows=min_rows,
+                                group_by=self._column, keys=self._declared(),
+                                min_rows=min_rows,
                                 session=session)
         return _accuracy_table(self._ns._frame, rows)
 

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dpframe.backends import Backend
+from dpframe.keyset import Keys
 from dpframe.release import Outcome
 
 __all__ = ["LOG_COLUMNS", "Estimate", "describe_frame", "log_frame", "matrix_frame", "to_frame"]
@@ -44,7 +45,9 @@ def to_frame(out: Outcome) -> Any:
     """One row (ungrouped) or one row per declared key (grouped), one column per query."""
     data: dict[str, Any] = {}
     if isinstance(out.group_by, str):
-        data[out.group_by] = list(out.keys or [])
+        keys = out.keys or ()
+        # (a Keys gives int keys as one numpy array: no per-key Python for 100,000 keys)
+        data[out.group_by] = keys.column_values if isinstance(keys, Keys) else list(keys)
     elif out.group_by is not None:  # several key columns: one output column each
         for i, col in enumerate(out.group_by):
             data[col] = [k[i] for k in out.keys or []]

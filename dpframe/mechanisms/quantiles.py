@@ -331,7 +331,7 @@ class QuantileMechanism:
         if self.output == "midpoint":
             pos = (j + 0.5) / b
         else:
-            u, _ = source.uniform(j.size)
+            u = source.uniform_values(j.size)
             pos = (j + u.reshape(j.shape)) / b
         return np.clip(lo + (hi - lo) * pos, lo, hi)
 

@@ -28,6 +28,8 @@ RandomState = Union[int, np.random.Generator, None]  # noqa: UP007 - runtime ali
 
 _LN2 = float(np.log(2.0))
 _MAX_WORDS = 32  # 32 * 64 = 2048 bits of leading zeros at most
+_TWO_52 = np.uint64(1 << 52)
+_BELOW_2_64 = float(2**64 - 2**11)  # the largest double below 2^64
 
 
 def _bit_length32(x: np.ndarray) -> np.ndarray:
@@ -67,15 +69,51 @@ class RandomSource:
     def words(self, n: int) -> np.ndarray:
         """``n`` independent uniform 64-bit words."""
         if self._rng is None:
-            return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
+            # read-only and uncopied: every caller derives new arrays from the words
+            return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
         return self._rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
 
     def uniform(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``n`` full-precision uniforms on (0, 1): returns ``(U, log U)``."""
+        u, short, log_short = self._uniform(n)
+        if short is None or log_short is None:
+            return u, np.log(u)
+        log_u = np.log(np.where(short, 1.0, u))
+        log_u[short] = log_short
+        return u, log_u
+
+    def uniform_values(self, n: int) -> np.ndarray:
+        """``n`` full-precision uniforms on (0, 1), without their logs (for comparisons)."""
+        return self._uniform(n)[0]
+
+    def _uniform(self, n: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """``(U, short, log U[short])``: ``short`` marks the words that took the general path
+        (None, with its logs, when no word did).
+
+        Fast path (a word of at least 2^52, probability 1 - 2^-12): the first one bit is
+        among the top 12, so the word holds the 52 bits after it, and ``U`` -- the real
+        ``(word + V)/2^64`` rounded down to a double -- is the word truncated to 53
+        significant bits, times 2^-64. Converting the word to a double rounds to nearest;
+        where that rounded up, the next double below is the truncation. The other words
+        take the general path (:meth:`_uniform_general`), which draws the mantissa from a
+        fresh word; both paths give bit-identical values and consume the same words."""
         lead = self.words(n)
+        f = lead.astype(np.float64)
+        np.minimum(f, _BELOW_2_64, out=f)  # words that round to 2^64 truncate to 2^64 - 2^11
+        over = f.astype(np.uint64) > lead
+        f[over] = np.nextafter(f[over], 0.0)
+        u = np.multiply(f, 2.0**-64, out=f)
+        short = lead < _TWO_52
+        if not short.any():
+            return u, None, None
+        u[short], log_short = self._uniform_general(lead[short])
+        return u, short, log_short
+
+    def _uniform_general(self, lead: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(U, log U)`` for any leading words: the exponent ``k`` from the leading zero
+        bits (continued into further words while they are all zero), the 52-bit mantissa
+        from the bits after the first one when at least 52 remain, else from a fresh word."""
         k = _leading_zeros64(lead) + 1  # position of the first one bit
-        # the bits after the first one bit are independent and uniform: when at least 52 remain
-        # (k <= 12) they are the mantissa; otherwise (probability 2^-12) draw a fresh word
         shift = np.minimum(k, 12).astype(np.uint64)
         mant_words = (lead << shift) >> np.uint64(12)
         short = k > 12

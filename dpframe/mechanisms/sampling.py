@@ -64,7 +64,7 @@ def draw_pieces(log_mass: np.ndarray, source: RandomSource) -> np.ndarray:
     chosen = np.full(n, live.size - 1)
     undecided = np.ones(n, dtype=bool)
     for j in range(live.size - 1):
-        u, _ = source.uniform(n)
+        u = source.uniform_values(n)
         with np.errstate(invalid="ignore"):
             take = np.exp(lm[:, j] - suffix[:, j])  # r
             skip = np.exp(suffix[:, j + 1] - suffix[:, j])  # 1 - r, computed directly
@@ -83,11 +83,15 @@ def truncated_exponential(scaled_len: np.ndarray, w: np.ndarray, log_w: np.ndarr
     ``-logaddexp(ln W, -A + log1p(-W))`` otherwise (no underflow when ``W`` or ``e^{-A}`` is
     far below the smallest double).
     """
+    near = scaled_len < 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        short = -np.log1p((1.0 - w) * np.expm1(-scaled_len))
-        long = -np.logaddexp(log_w, -scaled_len + np.log1p(-w))
-    e = np.where(scaled_len < 1.0, short, long)
-    return np.clip(e, 0.0, scaled_len)
+        if near.all():
+            e = -np.log1p((1.0 - w) * np.expm1(-scaled_len))
+        else:  # each form evaluated only where it is used (the long form is the usual one)
+            e = -np.logaddexp(log_w, -scaled_len + np.log1p(-w))
+            if near.any():
+                e[near] = -np.log1p((1.0 - w[near]) * np.expm1(-scaled_len[near]))
+    return np.clip(e, 0.0, scaled_len, out=e)
 
 
 def sample_offsets(

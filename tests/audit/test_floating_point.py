@@ -71,6 +71,9 @@ class _Scripted:
         assert u.size == n
         return u, log_u
 
+    def uniform_values(self, n: int) -> np.ndarray:
+        return self.uniform(n)[0]
+
 
 def _full_precision_uniform(log_target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(U, log U)`` as dpframe's source represents ``U = (1 + m·2^-52)·2^-k`` (k ≥ 1, m a
