@@ -272,6 +272,15 @@ def build_issue15(spec: dict[str, Any]) -> dict[str, Callable[[], Any]]:
         col = df["income"]
         return {"dp": lambda: pf.dp.mean("income", epsilon=EPS),
                 "floor": lambda: (col.clip(lo, hi).sum(), col.count())}
+    if case == "pandas_mean_numpy_floor":
+        # the physical floor: numpy's clip + sum + count on the very array pandas holds
+        x = _table(path, ["income"], rows).column("income").to_numpy()
+        df = pd.DataFrame({"income": x})
+        pf = protect(df, inc, missing=_fill(inc))
+        arr = df["income"].to_numpy()
+        return {"dp": lambda: pf.dp.mean("income", epsilon=EPS),
+                "floor": lambda: (float(np.clip(arr, lo, hi).sum()),
+                                  int(np.count_nonzero(~np.isnan(arr))))}
     if case == "pandas_str_keys":
         t = _table(path, ["key1000", "income"], rows)
         df = t.to_pandas()
@@ -281,9 +290,16 @@ def build_issue15(spec: dict[str, Any]) -> dict[str, Callable[[], Any]]:
         s, k = df["income"], df["key1000"]
         return {"dp": _dp_call(pf, "groupby_mean", keys),
                 "floor": lambda: s.clip(lo, hi).groupby(k).agg(["sum", "count"])}
-    if case in ("pandas_100k_keys", "polars_100k_keys"):
+    if case in ("pandas_100k_keys", "polars_100k_keys", "polars_100k_str_keys"):
         t = _table(path, ["key100000", "income"], rows)
         keys = list(range(100_000))
+        if case == "polars_100k_str_keys":  # Polars String keys (matched in Arrow)
+            df = pl.from_arrow(t).rechunk().with_columns(pl.col("key100000").cast(pl.String))
+            skeys = [str(k) for k in keys]
+            pf = protect(df, inc, missing=_fill(inc), keys={"key100000": skeys})
+            exprs = [pl.col("income").clip(lo, hi).sum(), pl.len()]
+            return {"dp": _dp_call(pf, "groupby_mean", skeys, by="key100000"),
+                    "floor": lambda: df.group_by("key100000").agg(exprs)}
         if case == "pandas_100k_keys":
             df = t.to_pandas()
             pf = protect(df, inc, missing=_fill(inc), keys={"key100000": keys})
@@ -481,8 +497,11 @@ def issue15_specs(path10m: str, pairs: int) -> list[dict[str, Any]]:
     add("pandas_float64_nan", m10, 1.3, peak=True)
     add("polars_Float64_null", m10, 1.3, peak=True)
     add("pandas_str_keys", m10, 1.3, peak=True)
+    add("pandas_mean_numpy_floor", m10, 1.2)
+    add("pandas_mean_numpy_floor", m1, 1.2)
     add("pandas_100k_keys", m1, 2.0)
     add("polars_100k_keys", m1, 2.0)
+    add("polars_100k_str_keys", m1, 2.0)
     add("polars_release10", m10, 1.2)
     add("polars_release10", m1, 1.2)
     for e in ("pandas", "polars", "polars-lazy"):
