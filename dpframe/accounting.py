@@ -35,6 +35,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
+from dpframe.logentries import frozen_entries
 
 __all__ = [
     "LOG_VERSION", "RELATIVE_TOLERANCE", "Budget", "Ledger", "Reservation", "new_ledger_id",
@@ -138,7 +139,7 @@ class Ledger:
         self._pending: dict[int, Reservation] = {}
         self._tokens = itertools.count(1)
         self._releases = itertools.count(1)
-        self.entries: list[dict[str, Any]] = []
+        self.entries: list[dict[str, Any]] = []  # committed: LogEntry (immutable)
         self.keys: dict[str, str] = {}
         self.budget_doc: dict[str, float] = {}
         self.document: dict[str, Any] = {
@@ -237,7 +238,7 @@ class Ledger:
             _stamp(entries, self.id, release_id)
             self._eps_spent += reservation.epsilon
             self._delta_spent += reservation.delta
-            self.entries.extend(entries)
+            self.entries.extend(frozen_entries(entries))  # immutable from now on
             self.keys.update(keys or {})
             self._refresh_budget_doc()
             return release_id

@@ -91,6 +91,7 @@ from typing import Any
 
 from dpframe.accounting import LOG_VERSION, Ledger, Reservation, _stamp
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
+from dpframe.logentries import frozen_entries
 
 __all__ = [
     "FORMAT",
@@ -608,7 +609,7 @@ class DurableLedger(Ledger):
                 self._eps_spent = chain.eps
                 self._delta_spent = chain.dlt
                 for rec in records:
-                    self.entries.extend(rec.get("entries", []))
+                    self.entries.extend(frozen_entries(rec.get("entries", [])))
                     self.keys.update(rec.get("keys", {}))
                 self._doc_chain = (chain.seq, chain.hashes[-1])
                 self._refresh_budget_doc()
@@ -737,7 +738,7 @@ class DurableLedger(Ledger):
             self._eps_spent = chain.eps
             self._delta_spent = chain.dlt
             self._pending.pop(reservation.token, None)
-            self.entries.extend(entries)
+            self.entries.extend(frozen_entries(entries))
             self.keys.update(new_keys)
             self._doc_chain = (seq, chain.hashes[seq])
             self._refresh_budget_doc()

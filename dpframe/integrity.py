@@ -52,6 +52,7 @@ from typing import Any
 
 from dpframe.errors import IntegrityError, ParameterError
 from dpframe.identity import IdentityMap
+from dpframe.logentries import canonical_json, detached
 
 __all__ = [
     "RELEASE_ATTRS_KEY",
@@ -241,7 +242,9 @@ def _part(data: bytes) -> bytes:
 
 
 def _canon(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    """``json.dumps(obj, sort_keys=True, separators=(",", ":"))`` as UTF-8; a log's committed
+    entries come from their cached text (:func:`dpframe.logentries.canonical_json`)."""
+    return canonical_json(obj).encode("utf-8")
 
 
 def _message(document: dict[str, Any], table_hash: str, scheme: str = SEAL_SCHEME) -> bytes:
@@ -323,8 +326,10 @@ def attach_release_log(table: Any, document: dict[str, Any], *,
     returned for the release(s) in the table; ``key``: sign with HMAC-SHA256 as well.
 
     Call it on the final table: any later change of its values makes verification fail."""
-    doc: dict[str, Any] = json.loads(_canon({k: v for k, v in document.items()
-                                             if k not in ("seal", "kind", "release_ids")}))
+    # the table's own copy (no later change of the ledger reaches it); committed entries are
+    # immutable and shared, so this costs O(1) per earlier entry, not a JSON round trip
+    doc: dict[str, Any] = detached({k: v for k, v in document.items()
+                                    if k not in ("seal", "kind", "release_ids")})
     ids = [] if release_id is None else (
         [int(release_id)] if isinstance(release_id, int) else [int(r) for r in release_id])
     doc["kind"] = RELEASE_KIND

@@ -1,0 +1,127 @@
+"""Committed log entries as immutable JSON values whose canonical text is computed once.
+
+Every release table carries the log document of its ledger as of that release, sealed with a
+SHA-256 over the document's canonical JSON (:mod:`dpframe.integrity`). Re-encoding (and, to
+detach the table's copy from the ledger, re-decoding) every earlier entry at each release made a
+table release cost O(entries in the ledger): 38 ms after 1,000 queries, 110 ms after 3,000.
+
+A ledger never changes an entry after it commits it, so each committed entry becomes a
+:class:`LogEntry`: a ``dict`` that refuses mutation (nested lists and dicts likewise), remembers
+its canonical JSON, and can therefore be shared by every document and table that includes it.
+:func:`canonical_json` writes a document byte for byte as
+``json.dumps(doc, sort_keys=True, separators=(",", ":"))`` would, taking each entry's cached
+text; :func:`detached` copies a document for a table, sharing the immutable entries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, NoReturn
+
+__all__ = ["LogEntry", "canonical_json", "detached", "frozen_entries"]
+
+
+def _refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
+    raise TypeError("a committed log entry cannot be changed; copy it with dict(entry)")
+
+
+class _FrozenList(list[Any]):
+    """A JSON list inside a committed entry (a ``list`` for readers and ``json``)."""
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __copy__(self) -> _FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _FrozenList:
+        return self
+
+    def __reduce__(self) -> Any:
+        return (_frozen, (list(self),))
+
+
+class LogEntry(dict[str, Any]):
+    """A committed log entry: a ``dict`` that cannot change, with its canonical JSON cached.
+    ``copy``/``deepcopy`` (pandas copies ``attrs`` that way) return the entry itself."""
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    update = pop = popitem = clear = setdefault = _refuse
+
+    @property
+    def canonical(self) -> str:
+        """``json.dumps(self, sort_keys=True, separators=(",", ":"))``, computed once."""
+        text = self.__dict__.get("_canonical")
+        if text is None:
+            text = json.dumps(self, sort_keys=True, separators=(",", ":"))
+            self.__dict__["_canonical"] = text
+        return text
+
+    def __copy__(self) -> LogEntry:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LogEntry:
+        return self
+
+    def __reduce__(self) -> Any:
+        return (_frozen, (dict(self),))
+
+
+def _frozen(value: Any) -> Any:
+    """An immutable copy of a JSON value (dicts become :class:`LogEntry`, lists
+    ``_FrozenList``, tuples lists, as a JSON round trip would make them)."""
+    if isinstance(value, dict):
+        out = LogEntry()
+        for k, v in value.items():
+            dict.__setitem__(out, k, _frozen(v))
+        return out
+    if isinstance(value, list | tuple):
+        return _FrozenList(_frozen(v) for v in value)
+    return value
+
+
+def frozen_entries(entries: Iterable[dict[str, Any]]) -> list[LogEntry]:
+    """Entries as a ledger commits them: each one a JSON round trip (exactly what a document
+    copy made of it before), frozen."""
+    out = []
+    for entry in entries:
+        if isinstance(entry, LogEntry):
+            out.append(entry)
+            continue
+        frozen = _frozen(json.loads(json.dumps(entry)))
+        assert isinstance(frozen, LogEntry)
+        out.append(frozen)
+    return out
+
+
+def detached(value: Any) -> Any:
+    """A copy of a JSON document that no later change of the original reaches: committed
+    entries (immutable) are shared, other dicts and lists copied, tuples made lists."""
+    if isinstance(value, LogEntry | _FrozenList):
+        return value
+    if isinstance(value, dict):
+        return {k: detached(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [detached(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return json.loads(json.dumps(value))  # (anything else: as the JSON round trip made it)
+
+
+def canonical_json(doc: Any) -> str:
+    """``json.dumps(doc, sort_keys=True, separators=(",", ":"))``, with committed entries
+    written from their cached text: ``doc`` is a document (a ``dict`` with string keys, whose
+    lists may hold entries), a list of entries, or any JSON value."""
+    if isinstance(doc, LogEntry):
+        return doc.canonical
+    if isinstance(doc, list) and any(isinstance(v, LogEntry) for v in doc):
+        return "[" + ",".join(canonical_json(v) for v in doc) + "]"
+    if isinstance(doc, dict) and all(isinstance(k, str) for k in doc):
+        return "{" + ",".join(json.dumps(k) + ":" + canonical_json(doc[k])
+                              for k in sorted(doc)) + "}"
+    return _dump(doc)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))

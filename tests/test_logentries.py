@@ -1,0 +1,80 @@
+"""Committed log entries are immutable and keep their canonical JSON, so a table release seals
+the ledger's document without re-encoding every earlier entry (issue 15: log building)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+import dpframe as dpf
+from dpframe.logentries import LogEntry, canonical_json, detached, frozen_entries
+
+
+def _plain(doc):
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def test_canonical_json_is_json_dumps_byte_for_byte():
+    raw = [{"b": 1, "a": [1.5, None, {"z": "é", "y": float("inf")}], "c": (1, 2)},
+           {"epsilon": 0.1, "name": "n", "nested": {"k": [True, False]}}]
+    entries = frozen_entries(raw)
+    doc = {"version": 2, "entries": entries, "keys": {"sha256:x": "[1, 2]"},
+           "budget": {"epsilon": 1.0}, "ünï": "ok"}
+    assert canonical_json(doc) == _plain(doc)
+    assert canonical_json(entries) == _plain(entries)
+    assert canonical_json(entries[0]) == _plain(json.loads(json.dumps(raw[0])))
+    assert entries[0]["c"] == [1, 2]  # a tuple became a list, as a JSON round trip makes it
+
+
+def test_entries_refuse_changes_and_copy_as_themselves():
+    (entry,) = frozen_entries([{"a": [1, 2], "b": {"c": 3}}])
+    for change in (lambda: entry.__setitem__("a", 0), lambda: entry.update(a=0),
+                   lambda: entry.pop("a"), lambda: entry["a"].append(3),
+                   lambda: entry["a"].__setitem__(0, 9), lambda: entry["b"].clear()):
+        with pytest.raises(TypeError, match="cannot be changed"):
+            change()
+    assert entry == {"a": [1, 2], "b": {"c": 3}}
+    assert copy.copy(entry) is entry and copy.deepcopy(entry) is entry
+    back = pickle.loads(pickle.dumps(entry))
+    assert back == entry and isinstance(back, LogEntry) and isinstance(back["b"], LogEntry)
+    mutable = dict(entry)
+    mutable["a"] = 0  # a plain copy is an ordinary dict
+
+
+def test_detached_shares_entries_and_copies_the_rest():
+    entries = frozen_entries([{"a": 1}])
+    doc = {"entries": entries, "budget": {"epsilon": 1.0}, "ids": (1, 2)}
+    out = detached(doc)
+    assert out["entries"][0] is entries[0] and out["entries"] is not entries
+    assert out["budget"] == doc["budget"] and out["budget"] is not doc["budget"]
+    assert out["ids"] == [1, 2]
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+def test_a_release_table_seals_the_same_log_as_before(backend, tmp_path):
+    """The table's log is the ledger's document; its entries are the ledger's own immutable
+    entries; the seal verifies from the Parquet file; a later release does not reach it."""
+    data = {"x": np.random.default_rng(1).uniform(0, 1, 300)}
+    frame = pd.DataFrame(data) if backend == "pandas" else pl.DataFrame(data)
+    pf = dpf.protect(frame, epsilon=10.0, bounds={"x": (0, 1)}, missing={"x": 0.0})
+    for _ in range(5):
+        pf.dp.mean("x", epsilon=0.1)
+    table = pf.dp.release({"m": dpf.mean("x")}, epsilon=0.1)
+    ledger_entries = pf.dp.session.ledger.entries
+    assert all(isinstance(e, LogEntry) for e in ledger_entries)
+    path = tmp_path / "r.parquet"
+    if backend == "pandas":
+        table.to_parquet(path)
+    else:
+        table.dp.write_parquet(path)
+    read = dpf.read_log(path)  # verifies the seal against the file's values
+    assert len(read["entries"]) == 6
+    assert read["entries"] == [dict(e) for e in ledger_entries]
+    pf.dp.mean("x", epsilon=0.1)
+    assert len(dpf.read_log(path)["entries"]) == 6
