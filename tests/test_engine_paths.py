@@ -330,3 +330,48 @@ def test_spark_integer_keys_in_few_runs_are_filtered_by_ranges():
     assert _key_filter("f", nw.Float64, [1, 2]) == "`f` IN (1.0D, 2.0D)"  # never ranges
     assert _key_filter("s", nw.String, ["a", "b"]) == "`s` IN ('a', 'b')"
     assert _key_filter("s", nw.String, ["it's"]) is None
+
+
+def test_polars_group_by_with_few_keys_per_row_stays_in_polars():
+    """``auto`` leaves an eager Polars group-by with fewer than one key per 160 rows to
+    Polars' parallel group-by; with more keys, the numpy kernel (same exact sums)."""
+    n = 16_000
+    frame = pl.DataFrame({"g": np.arange(n) % 200, "x": np.linspace(0.0, 1.0, n)})
+    fp = FixedPoint.choose(0.0, 1.0, 0.5, n, False)
+    aggs = _aggs(fp, False)
+    cols = engine.frame_columns(frame)
+    few, many = list(range(10)), list(range(200))
+    miss = {"x": "drop"}
+    assert engine._numpy_sums(frame, aggs, cols, miss, "g", few) is None
+    assert engine._numpy_sums(frame, aggs, cols, miss, "g", few, "numpy") is not None
+    assert engine._numpy_sums(frame, aggs, cols, miss, "g", many) is not None
+    for keys in (few, many):
+        auto = engine.aggregate(frame, aggs, missing=miss, group_by="g", keys=keys)
+        generic = engine.aggregate(frame, aggs, missing=miss, group_by="g", keys=keys,
+                                   method="narwhals")
+        for a in aggs:
+            assert np.array_equal(auto[a], generic[a]), a
+
+
+@pytest.mark.parametrize("missing", ["drop", 2.5])
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("squares", [False, True])
+def test_nan_after_clean_blocks_is_caught_by_the_speculative_kernel(missing, grouped, squares):
+    """The kernel sums a float block before looking for NaN (NaN reaches every sum); a NaN
+    that first appears in a late block, next to ±inf, still follows the declared rule."""
+    n = 5 * engine._BLOCK + 123
+    x = np.random.default_rng(4).uniform(-5.0, 15.0, n)
+    x[3 * engine._BLOCK + 7] = np.nan  # blocks 0-2 clean
+    x[3 * engine._BLOCK + 9] = np.inf
+    x[4 * engine._BLOCK + 1 :: 1001] = np.nan
+    x[-1] = -np.inf
+    df = pd.DataFrame({"x": x, "g": np.arange(n) % 3})
+    fp = FixedPoint.choose(0.0, 10.0, 5.0, n, squares)
+    aggs = _aggs(fp, squares)
+    kw: dict = {"missing": {"x": missing}}
+    if grouped:
+        kw.update(group_by="g", keys=[0, 1, 2])
+    fast = engine.aggregate(df, aggs, method="numpy", **kw)
+    generic = engine.aggregate(df, aggs, method="narwhals", **kw)
+    for a in aggs:
+        assert np.array_equal(fast[a], generic[a]), a

@@ -63,7 +63,8 @@ def test_bin_counts_agree_on_every_path(policy, group, column):
     elif group is not None:
         keys = list(itertools.product(["a", "b", "y"], [1, 2]))
     frames = {"pandas": df, "polars": pl.from_pandas(df, nan_to_null=False),
-              "polars-lazy": pl.from_pandas(df, nan_to_null=False).lazy()}
+              "polars-lazy": pl.from_pandas(df, nan_to_null=False).lazy(),
+              "polars-nulls": pl.from_pandas(df)}  # NaN as nulls: the validity bitmap path
     results = {}
     for name, frame in frames.items():
         for method in ("auto", "narwhals"):
