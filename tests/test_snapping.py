@@ -218,3 +218,25 @@ def test_grid_example_in_privacy_doc():
     assert m.epsilon_overhead == pytest.approx(6.9e-7, abs=5e-9)
     assert m.epsilon_overhead <= 1e-6 * m.epsilon
     assert m.scale / m.grid == pytest.approx(3.4e6, rel=0.01)
+
+
+def test_two_piece_choice_matches_the_sequential_rule():
+    """The one-decision shortcut for two live pieces chooses exactly what the general
+    stick-breaking loop chooses from the same uniforms (here: with three pieces, one dead)."""
+    from dpframe.mechanisms.sampling import draw_pieces
+
+    rng = np.random.default_rng(9)
+    n = 20_000
+    lm = np.log(rng.uniform(1e-300, 1.0, (n, 2)))
+    lm[::7, 0] = np.log(1e-320)  # near-certain choices either way
+    lm[::11, 1] = -np.inf
+    dead = np.full((n, 1), -np.inf)
+    two = draw_pieces(lm, RandomSource(4))
+    u = RandomSource(4).uniform_values(n)
+    total = np.logaddexp(lm[:, 0], lm[:, 1])
+    take, skip = np.exp(lm[:, 0] - total), np.exp(lm[:, 1] - total)
+    expected = np.where(np.where(take <= 0.5, u < take, ~(u < skip)), 0, 1)
+    assert np.array_equal(two, expected)
+    # a dead column in between leaves the same choice, mapped to the live columns
+    three = draw_pieces(np.concatenate([lm[:, :1], dead, lm[:, 1:]], axis=1), RandomSource(4))
+    assert np.array_equal(three, np.where(expected == 0, 0, 2))

@@ -39,12 +39,11 @@ def _pieces(domain: FeasibleSet, centre: np.ndarray, b: float) -> tuple[np.ndarr
     anchors = np.concatenate([np.minimum(hi, col_centre), np.maximum(lo, col_centre)], axis=1)
     with np.errstate(invalid="ignore"):
         lengths = np.concatenate([anchors[:, : lo.size] - lo, hi - anchors[:, lo.size :]], axis=1)
-        dists = np.abs(anchors - col_centre)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         log_mass = np.log(-np.expm1(-lengths / b))  # 0 for infinite length, -inf for empty
         log_mass += LOG_HALF
         if domain.finite_endpoints and len(domain.components) > 1:
-            log_mass -= dists / b
+            log_mass -= np.abs(anchors - col_centre) / b
         log_mass[~(lengths > 0)] = -np.inf
     return anchors, lengths, log_mass
 
@@ -52,15 +51,20 @@ def _pieces(domain: FeasibleSet, centre: np.ndarray, b: float) -> tuple[np.ndarr
 def draw_pieces(log_mass: np.ndarray, source: RandomSource) -> np.ndarray:
     """Choose one column per row with probability ∝ ``exp(log_mass)``."""
     n = log_mass.shape[0]
-    live = np.flatnonzero(np.isfinite(log_mass).any(axis=0))
+    live = np.flatnonzero(np.isfinite(np.fmax.reduce(log_mass, axis=0)))  # (fmax skips NaN)
     if live.size == 1:
         return np.full(n, live[0])
-    lm = log_mass[:, live]
+    lm = log_mass if live.size == log_mass.shape[1] else log_mass[:, live]
+    if live.size == 2:  # one decision: take column 0 with r = e^{lm0} / (e^{lm0} + e^{lm1})
+        u = source.uniform_values(n)
+        total = np.logaddexp(lm[:, 0], lm[:, 1])
+        with np.errstate(invalid="ignore"):
+            take = np.exp(lm[:, 0] - total)  # r
+            skip = np.exp(lm[:, 1] - total)  # 1 - r, computed directly
+        pick = np.where(take <= 0.5, u < take, ~(u < skip))
+        return live[np.where(pick, 0, 1)]
     # log of suffix sums: suffix[:, j] = log Σ_{k ≥ j} exp(lm[:, k])
-    if live.size == 2:
-        suffix = np.stack([np.logaddexp(lm[:, 0], lm[:, 1]), lm[:, 1]], axis=1)
-    else:
-        suffix = np.logaddexp.accumulate(lm[:, ::-1], axis=1)[:, ::-1]
+    suffix = np.logaddexp.accumulate(lm[:, ::-1], axis=1)[:, ::-1]
     chosen = np.full(n, live.size - 1)
     undecided = np.ones(n, dtype=bool)
     for j in range(live.size - 1):
