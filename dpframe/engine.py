@@ -790,21 +790,36 @@ class _MaskedBlocks:
 
     @staticmethod
     def of(series: Any) -> _MaskedBlocks | None:
-        """The blocks of a one-chunk Polars numeric column (None for other layouts)."""
+        """The blocks of a one-chunk Polars column of a numpy-representable number type
+        (8- to 64-bit integers, Float32, Float64), decided from the dtype alone; None for
+        every other dtype or layout (read through Polars instead). Nothing here may fail
+        for some values and not others: a data-dependent error would be an outcome the
+        noise does not cover."""
         import pyarrow as pa
 
-        arr = series.to_arrow()
-        kind = arr.type
-        if not isinstance(arr, pa.Array) or not (
-                pa.types.is_integer(kind) or kind in (pa.float32(), pa.float64())):
+        if series.dtype not in _polars_numpy_numbers():
             return None
-        validity, values = arr.buffers()[:2]
-        if values is None:
+        try:
+            arr = series.to_arrow()
+            validity, values = arr.buffers()[:2]
+            kind = arr.type
+            np_dtype = np.dtype(kind.to_pandas_dtype())
+        except Exception:  # pragma: no cover - an unexpected export: read through Polars
             return None
-        np_dtype = np.dtype(kind.to_pandas_dtype())
+        if not isinstance(arr, pa.Array) or values is None or np_dtype.kind not in "iuf":
+            return None
         data = np.frombuffer(values, dtype=np_dtype)[arr.offset : arr.offset + len(arr)]
         bitmap = None if validity is None else np.frombuffer(validity, dtype=np.uint8)
         return _MaskedBlocks(data, bitmap, arr.offset)
+
+
+@functools.cache
+def _polars_numpy_numbers() -> frozenset[Any]:
+    """Polars number dtypes numpy holds as they are (no Int128/UInt128, Float16, Decimal)."""
+    import polars as pl
+
+    return frozenset({pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32,
+                      pl.UInt64, pl.Float32, pl.Float64})
 
 
 @functools.cache
@@ -888,8 +903,9 @@ def _polars_codes(key_col: Any, keys: Sequence[Any]) -> np.ndarray | None:
     groups them itself)."""
     import pandas as pd
 
-    dtype = key_col.dtype
-    if dtype.is_integer() and not key_col.null_count() and key_kinds(keys) == {int}:
+    dtype = key_col.dtype  # (decided from the dtype and the keys alone, never the values)
+    if (dtype.is_integer() and dtype in _polars_numpy_numbers() and not key_col.null_count()
+            and key_kinds(keys) == {int}):
         declared = keys.pandas_index if isinstance(keys, Keys) else pd.Index(list(keys))
         return np.asarray(declared.get_indexer(key_col.to_numpy()), dtype=np.int64)
     if dtype == _polars_string() and key_kinds(keys) == {str}:
@@ -911,8 +927,9 @@ def _arrow_codes(column: Any, keys: Sequence[Any]) -> np.ndarray | None:
     import pyarrow.compute as pc
 
     kind = column.type
+    is_view = getattr(pa.types, "is_string_view", None)  # (pyarrow >= 16)
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
-            or pa.types.is_string_view(kind)):
+            or (is_view is not None and is_view(kind))):
         return None
     found = pc.index_in(column, value_set=pa.array(list(keys), type=column.type))
     return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)

@@ -21,14 +21,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Keys", "key_kinds", "keys_reference"]
+__all__ = ["Keys", "checked_keys", "key_kinds", "keys_reference"]
 
 
 class Keys(tuple[Any, ...]):
-    """A checked key list (one column: the keys; several: key tuples) with cached forms.
+    """A key list (one column: the keys; several: key tuples) with cached forms.
 
     Equal to, and hashed as, the plain tuple of its keys. The cached forms are only ever
-    derived from the keys, so a cached value is the value that recomputing would give."""
+    derived from the keys, so a cached value is the value that recomputing would give.
+    Constructing one checks nothing: only :func:`checked_keys` marks a list as checked
+    (distinct, no missing values), and dpframe trusts no other."""
+
+    @property
+    def checked(self) -> bool:
+        """Made by :func:`checked_keys` (so distinct and non-missing)."""
+        return self.__dict__.get("_checked") is _CHECKED
 
     @functools.cached_property
     def reference(self) -> tuple[str, str]:
@@ -62,6 +69,17 @@ class Keys(tuple[Any, ...]):
         """``(column, dtype)`` pairs these keys were checked against (the check is a pass
         over every key; its outcome depends only on the keys and the dtype)."""
         return set()
+
+
+_CHECKED = object()  # private: a Keys built by checked_keys carries it
+
+
+def checked_keys(keys: Sequence[Any]) -> Keys:
+    """``keys`` (already checked by the caller: distinct, no missing values) as a
+    :class:`Keys` marked checked."""
+    out = Keys(keys)
+    out.__dict__["_checked"] = _CHECKED
+    return out
 
 
 def key_kinds(keys: Sequence[Any]) -> frozenset[type]:

@@ -50,7 +50,7 @@ from dpframe.errors import (
     UnsupportedInputError,
 )
 from dpframe.identity import IdentityMap
-from dpframe.keyset import Keys
+from dpframe.keyset import Keys, checked_keys
 
 __all__ = [
     "Dataset",
@@ -116,7 +116,7 @@ def validate_keys(keys: Any) -> dict[str, Keys]:
         return {}
     if not isinstance(keys, Mapping):
         raise ParameterError("keys must be a mapping column -> list of public group keys")
-    return {str(c): Keys(check_key_list(c, v)) for c, v in keys.items()}
+    return {str(c): checked_keys(check_key_list(c, v)) for c, v in keys.items()}
 
 
 def check_key_list(column: Any, keys: Any) -> list[Any]:

@@ -36,7 +36,7 @@ from dpframe import engine, units
 from dpframe.backends import Backend, backend_of
 from dpframe.bounding import Bounding, release_seed
 from dpframe.errors import BoundsError, ParameterError, PrivateSizeError
-from dpframe.keyset import Keys, key_kinds, keys_reference
+from dpframe.keyset import Keys, checked_keys, key_kinds, keys_reference
 from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
 from dpframe.queries import Measurement, Plan, PlanContext, Query
@@ -253,21 +253,21 @@ def _group_request(group_by: Any, keys: Any, names: list[str], facts: FrameFacts
         declared = facts.keys.get(cols[0]) if keys is None else declared_keys(cols[0], keys)
         if declared is None:
             raise ParameterError(_NO_KEYS.format(col=cols[0]))
-        return cols[0], declared if isinstance(declared, Keys) else Keys(declared)
+        return cols[0], declared_keys(cols[0], declared)
     if keys is None:
         missing = [c for c in cols if c not in facts.keys]
         if missing:
             raise ParameterError(_NO_KEYS.format(col=missing[0]))
-        combos = Keys(itertools.product(*(facts.keys[c] for c in cols)))
+        combos: tuple[Any, ...] = tuple(itertools.product(*(facts.keys[c] for c in cols)))
     else:
-        combos = Keys(tuple(k) if isinstance(k, Sequence) and not isinstance(k, str) else
-                      (k,) for k in check_key_list(tuple(cols), keys))
+        combos = tuple(tuple(k) if isinstance(k, Sequence) and not isinstance(k, str) else
+                       (k,) for k in check_key_list(tuple(cols), keys))
         if any(len(k) != len(cols) for k in combos):
             raise ParameterError(f"keys for a group-by on {cols} must be tuples of "
                                  f"{len(cols)} values, e.g. keys=[{tuple('…' for _ in cols)}]")
         for i, c in enumerate(cols):
             check_key_list(c, sorted({k[i] for k in combos}, key=repr))
-    return tuple(cols), combos
+    return tuple(cols), checked_keys(combos)
 
 
 _NO_KEYS = (
@@ -290,9 +290,11 @@ def group_columns(group_by: GroupBy | None) -> tuple[str, ...]:
 
 
 def declared_keys(column: str, keys: Sequence[Any]) -> Keys:
-    """``keys`` checked (:func:`dpframe.provenance.check_key_list`) as a :class:`Keys`; a
-    :class:`Keys` is already checked and comes back as it is."""
-    return keys if isinstance(keys, Keys) else Keys(check_key_list(column, keys))
+    """``keys`` checked (:func:`dpframe.provenance.check_key_list`) as a :class:`Keys`; one
+    that dpframe itself checked (:func:`dpframe.keyset.checked_keys`) comes back as it is."""
+    if isinstance(keys, Keys) and keys.checked:
+        return keys
+    return checked_keys(check_key_list(column, keys))
 
 
 def _check_keys_match(dtype: Any, column: str, keys: Sequence[Any]) -> None:

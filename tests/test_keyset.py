@@ -66,3 +66,14 @@ def test_a_groupby_checks_its_keys_once_and_logs_them_once(backend):
     assert refs == {keys_reference(keys)[0]}
     with pytest.raises(dpf.ParameterError, match="duplicates"):
         pf.dp.groupby("g", keys=[1, 1]).mean("x", epsilon=0.5)
+
+
+def test_a_keys_object_built_outside_dpframe_is_checked_again():
+    """Only keys dpframe checked are trusted: a hand-made Keys with a duplicate is refused
+    (a duplicate key would release one group twice while charging ε once)."""
+    lf = dpf.protect(pl.LazyFrame({"g": [1, 1, 2], "x": [0.1, 0.2, 0.3]}), epsilon=1.0,
+                     bounds={"x": (0, 1)}, missing={"x": 0.0})
+    with pytest.raises(dpf.ParameterError, match="duplicates"):
+        lf.dp.groupby("g", keys=Keys([1, 1, 2])).mean("x", epsilon=0.5)
+    assert not Keys([1, 2]).checked
+    assert release.declared_keys("g", Keys([1, 2])).checked

@@ -71,7 +71,9 @@ class RandomSource:
         if self._rng is None:
             # read-only and uncopied: every caller derives new arrays from the words
             return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
-        return self._rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+        out = self._rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+        out.flags.writeable = False  # as the secure words: no caller may write into them
+        return out
 
     def uniform(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``n`` full-precision uniforms on (0, 1): returns ``(U, log U)``."""

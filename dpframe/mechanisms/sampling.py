@@ -51,7 +51,7 @@ def _pieces(domain: FeasibleSet, centre: np.ndarray, b: float) -> tuple[np.ndarr
 def draw_pieces(log_mass: np.ndarray, source: RandomSource) -> np.ndarray:
     """Choose one column per row with probability ∝ ``exp(log_mass)``."""
     n = log_mass.shape[0]
-    live = np.flatnonzero(np.isfinite(np.fmax.reduce(log_mass, axis=0)))  # (fmax skips NaN)
+    live = np.flatnonzero(np.isfinite(np.fmax.reduce(log_mass, axis=0, initial=-np.inf)))
     if live.size == 1:
         return np.full(n, live[0])
     lm = log_mass if live.size == log_mass.shape[1] else log_mass[:, live]
@@ -87,12 +87,13 @@ def truncated_exponential(scaled_len: np.ndarray, w: np.ndarray, log_w: np.ndarr
     ``-logaddexp(ln W, -A + log1p(-W))`` otherwise (no underflow when ``W`` or ``e^{-A}`` is
     far below the smallest double).
     """
+    scaled_len, w, log_w = np.broadcast_arrays(np.asarray(scaled_len, dtype=np.float64), w, log_w)
     near = scaled_len < 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         if near.all():
-            e = -np.log1p((1.0 - w) * np.expm1(-scaled_len))
+            e = np.asarray(-np.log1p((1.0 - w) * np.expm1(-scaled_len)))
         else:  # each form evaluated only where it is used (the long form is the usual one)
-            e = -np.logaddexp(log_w, -scaled_len + np.log1p(-w))
+            e = np.asarray(-np.logaddexp(log_w, -scaled_len + np.log1p(-w)))
             if near.any():
                 e[near] = -np.log1p((1.0 - w[near]) * np.expm1(-scaled_len[near]))
     return np.clip(e, 0.0, scaled_len, out=e)
