@@ -538,6 +538,46 @@ def run(specs: list[dict[str, Any]], timeout: float) -> list[dict[str, Any]]:
     return results
 
 
+_DIFFPRIVLIB_FIXED = """
+import json, sys, time, warnings
+import numpy as np
+warnings.filterwarnings("ignore")
+from diffprivlib.tools import mean
+x = np.array(np.load(sys.argv[1], mmap_mode="r")[:1000])
+f = lambda: mean(x, epsilon=0.1, bounds=(0.0, 250000.0))
+for _ in range(200):
+    f()
+best = []
+for _ in range(7):
+    t = time.perf_counter()
+    for _ in range(300):
+        f()
+    best.append((time.perf_counter() - t) / 300 * 1e3)
+print(json.dumps({"min_ms": min(best), "median_ms": float(np.median(best))}))
+"""
+
+
+def diffprivlib_fixed_cost(path10m: str) -> dict[str, Any] | None:
+    """diffprivlib's ``tools.mean`` on 1,000 rows in its own venv (the per-query fixed-cost
+    reference of issue 15), or None without that venv (``python -m benchmarks --peers``
+    creates it)."""
+    from benchmarks.data import npy_path
+    from benchmarks.peers import venv_python
+
+    python = venv_python("diffprivlib")
+    npy = npy_path(10_000_000, "income", Path(path10m).parent)
+    if not python.exists() or not npy.exists():
+        return None
+    proc = subprocess.run([str(python), "-c", _DIFFPRIVLIB_FIXED, str(npy)], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": ""})
+    if proc.returncode != 0:
+        return None
+    timing = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"diffprivlib tools.mean, 1,000 rows: {timing['min_ms'] * 1e3:.0f} µs", flush=True)
+    return {"spec": {"group": "issue15", "case": "diffprivlib_fixed", "rows": 1000},
+            "status": "ok", "peer_ms": timing}
+
+
 def _git_state() -> str:
     """HEAD, the dpframe/ tree and whether dpframe/ has uncommitted changes (other sessions
     edit the same checkout; a measurement is of the working tree)."""
@@ -590,6 +630,10 @@ def main(argv: list[str] | None = None) -> int:
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     state_start = _git_state()
     results = run(specs, args.timeout)
+    if "issue15" in groups and not args.smoke:
+        peer = diffprivlib_fixed_cost(path10)
+        if peer is not None:
+            results.append(peer)
     for r in results:
         r["git_start"], r["git_end"], r["started"] = state_start, _git_state(), started
     old: list[dict[str, Any]] = []
