@@ -82,17 +82,27 @@ def _frozen(value: Any) -> Any:
 
 
 def frozen_entries(entries: Iterable[dict[str, Any]]) -> list[LogEntry]:
-    """Entries as a ledger commits them: each one a JSON round trip (exactly what a document
-    copy made of it before), frozen."""
+    """Entries as a ledger commits them, frozen: what a JSON round trip (the document copy
+    made of them before) would give -- tuples become lists; an entry whose dicts have keys
+    other than strings (JSON turns them into strings) takes the round trip itself."""
     out = []
     for entry in entries:
         if isinstance(entry, LogEntry):
             out.append(entry)
             continue
-        frozen = _frozen(json.loads(json.dumps(entry)))
+        plain = entry if _string_keys(entry) else json.loads(json.dumps(entry))
+        frozen = _frozen(plain)
         assert isinstance(frozen, LogEntry)
         out.append(frozen)
     return out
+
+
+def _string_keys(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _string_keys(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_string_keys(v) for v in value)
+    return True
 
 
 def detached(value: Any) -> Any:

@@ -78,3 +78,12 @@ def test_a_release_table_seals_the_same_log_as_before(backend, tmp_path):
     assert read["entries"] == [dict(e) for e in ledger_entries]
     pf.dp.mean("x", epsilon=0.1)
     assert len(dpf.read_log(path)["entries"]) == 6
+
+
+def test_freezing_gives_what_a_json_round_trip_gives():
+    raw = {"a": (1, 2.5, None), "b": {"c": [True, {"d": "x"}]}, "n": float("inf")}
+    odd = {"a": {1: "one", 2.5: "x"}}  # non-string keys: JSON makes them strings
+    for entry in (raw, odd):
+        (frozen,) = frozen_entries([entry])
+        assert frozen == json.loads(json.dumps(entry))
+        assert frozen.canonical == _plain(json.loads(json.dumps(entry)))
