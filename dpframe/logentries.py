@@ -68,16 +68,26 @@ class LogEntry(dict[str, Any]):
         return (_frozen, (dict(self),))
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class _NotStringKeyError(Exception):
+    """A dict key JSON would turn into a string (the entry takes the round trip)."""
+
+
 def _frozen(value: Any) -> Any:
     """An immutable copy of a JSON value (dicts become :class:`LogEntry`, lists
-    ``_FrozenList``, tuples lists, as a JSON round trip would make them)."""
+    ``_FrozenList``, tuples lists, as a JSON round trip would make them); raises
+    :class:`_NotStringKeyError` for a dict key that is not a string."""
     if isinstance(value, dict):
         out = LogEntry()
         for k, v in value.items():
-            dict.__setitem__(out, k, _frozen(v))
+            if type(k) is not str:
+                raise _NotStringKeyError
+            dict.__setitem__(out, k, v if type(v) in _SCALARS else _frozen(v))
         return out
     if isinstance(value, list | tuple):
-        return _FrozenList(_frozen(v) for v in value)
+        return _FrozenList(v if type(v) in _SCALARS else _frozen(v) for v in value)
     return value
 
 
@@ -90,19 +100,13 @@ def frozen_entries(entries: Iterable[dict[str, Any]]) -> list[LogEntry]:
         if isinstance(entry, LogEntry):
             out.append(entry)
             continue
-        plain = entry if _string_keys(entry) else json.loads(json.dumps(entry))
-        frozen = _frozen(plain)
+        try:
+            frozen = _frozen(entry)
+        except _NotStringKeyError:
+            frozen = _frozen(json.loads(json.dumps(entry)))
         assert isinstance(frozen, LogEntry)
         out.append(frozen)
     return out
-
-
-def _string_keys(value: Any) -> bool:
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _string_keys(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return all(_string_keys(v) for v in value)
-    return True
 
 
 def detached(value: Any) -> Any:
