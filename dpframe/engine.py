@@ -592,7 +592,7 @@ def _numpy_sums(
     needed = sorted({c for a in aggs for c in a.columns()})
     views = {}
     for column in needed:
-        view = _numpy_view(native, column, grouped=group_by is not None)
+        view = _numpy_view(native, column)
         if view is None:
             return None
         views[column] = view
@@ -840,14 +840,15 @@ def _polars_float64() -> Any:
     return pl.Float64
 
 
-def _numpy_view(native: Any, column: str, *, grouped: bool) -> Any:
+def _numpy_view(native: Any, column: str) -> Any:
     """A numeric column of an in-memory frame as the numpy kernels read it, or None.
 
     pandas: a column held as a plain numpy array is a zero-copy view; nullable and
     Arrow-backed numbers (extension dtypes of kind f, i, u or b) are read in float64 blocks
     (:class:`_FloatBlocks`). Polars: an eager ``DataFrame`` column with one chunk and no nulls
-    is exposed without copying (``allow_copy=False``); with nulls or several chunks it is read
-    in blocks; LazyFrames stay lazy (None), and Polars group-bys run in Polars."""
+    is exposed without copying (``allow_copy=False``); with nulls, its values buffer and
+    validity bitmap in place (:class:`_MaskedBlocks`); with several chunks, in blocks;
+    LazyFrames stay lazy (None)."""
     if is_pandas_frame(native):
         series = native[column]
         dtype = getattr(series, "dtype", None)
@@ -1051,7 +1052,7 @@ def _numpy_bin_counts(native: Any, agg: Agg, policy: Any, group_by: str | tuple[
     if not (is_pandas_frame(native) or is_polars_eager(native)) or (
             group_by is not None and not isinstance(group_by, str)):
         return None
-    values = _numpy_view(native, agg.column, grouped=group_by is not None)
+    values = _numpy_view(native, agg.column)
     if values is None:
         return None
     codes = None

@@ -26,25 +26,30 @@ def _refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
     raise TypeError("a committed log entry cannot be changed; copy it with dict(entry)")
 
 
-class _FrozenList(list[Any]):
+class _Shared:
+    """Immutable, so ``copy``/``deepcopy`` (pandas copies ``attrs`` that way) return the
+    object itself."""
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+
+class _FrozenList(_Shared, list[Any]):
     """A JSON list inside a committed entry (a ``list`` for readers and ``json``)."""
 
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
-    def __copy__(self) -> _FrozenList:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _FrozenList:
-        return self
-
     def __reduce__(self) -> Any:
         return (_frozen, (list(self),))
 
 
-class LogEntry(dict[str, Any]):
-    """A committed log entry: a ``dict`` that cannot change, with its canonical JSON cached.
-    ``copy``/``deepcopy`` (pandas copies ``attrs`` that way) return the entry itself."""
+class LogEntry(_Shared, dict[str, Any]):
+    """A committed log entry: a ``dict`` that cannot change, with its canonical JSON cached;
+    copies are the entry itself."""
 
     __setitem__ = __delitem__ = __ior__ = _refuse
     update = pop = popitem = clear = setdefault = _refuse
@@ -57,12 +62,6 @@ class LogEntry(dict[str, Any]):
             text = json.dumps(self, sort_keys=True, separators=(",", ":"))
             self.__dict__["_canonical"] = text
         return text
-
-    def __copy__(self) -> LogEntry:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> LogEntry:
-        return self
 
     def __reduce__(self) -> Any:
         return (_frozen, (dict(self),))
@@ -118,7 +117,7 @@ def detached(value: Any) -> Any:
         return {k: detached(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [detached(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
+    if isinstance(value, _SCALARS):
         return value
     return json.loads(json.dumps(value))  # (anything else: as the JSON round trip made it)
 

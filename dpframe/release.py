@@ -250,7 +250,7 @@ def _group_request(group_by: Any, keys: Any, names: list[str], facts: FrameFacts
     key tuples (the product of each column's declared keys unless given explicitly)."""
     cols = list(_check_group_columns(group_by, names))
     if len(cols) == 1:
-        declared = facts.keys.get(cols[0]) if keys is None else declared_keys(cols[0], keys)
+        declared = facts.keys.get(cols[0]) if keys is None else keys
         if declared is None:
             raise ParameterError(_NO_KEYS.format(col=cols[0]))
         return cols[0], declared_keys(cols[0], declared)

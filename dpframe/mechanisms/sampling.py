@@ -55,28 +55,31 @@ def draw_pieces(log_mass: np.ndarray, source: RandomSource) -> np.ndarray:
     if live.size == 1:
         return np.full(n, live[0])
     lm = log_mass if live.size == log_mass.shape[1] else log_mass[:, live]
-    if live.size == 2:  # one decision: take column 0 with r = e^{lm0} / (e^{lm0} + e^{lm1})
-        u = source.uniform_values(n)
-        total = np.logaddexp(lm[:, 0], lm[:, 1])
-        with np.errstate(invalid="ignore"):
-            take = np.exp(lm[:, 0] - total)  # r
-            skip = np.exp(lm[:, 1] - total)  # 1 - r, computed directly
-        pick = np.where(take <= 0.5, u < take, ~(u < skip))
+    if live.size == 2:  # one decision, the suffix sums being (log(e^lm0 + e^lm1), lm1)
+        pick = _decide(source.uniform_values(n), lm[:, 0], lm[:, 1],
+                       np.logaddexp(lm[:, 0], lm[:, 1]))
         return live[np.where(pick, 0, 1)]
     # log of suffix sums: suffix[:, j] = log Σ_{k ≥ j} exp(lm[:, k])
     suffix = np.logaddexp.accumulate(lm[:, ::-1], axis=1)[:, ::-1]
     chosen = np.full(n, live.size - 1)
     undecided = np.ones(n, dtype=bool)
     for j in range(live.size - 1):
-        u = source.uniform_values(n)
-        with np.errstate(invalid="ignore"):
-            take = np.exp(lm[:, j] - suffix[:, j])  # r
-            skip = np.exp(suffix[:, j + 1] - suffix[:, j])  # 1 - r, computed directly
-        pick = np.where(take <= 0.5, u < take, ~(u < skip))
+        pick = _decide(source.uniform_values(n), lm[:, j], suffix[:, j + 1], suffix[:, j])
         pick &= undecided
         chosen[pick] = j
         undecided &= ~pick
     return live[chosen]
+
+
+def _decide(u: np.ndarray, log_take: np.ndarray, log_rest: np.ndarray, log_total: np.ndarray
+            ) -> np.ndarray:
+    """Take (True) with probability ``r = e^{log_take − log_total}``: ``u < r`` when r ≤ ½,
+    else ``not u < 1 − r`` with ``1 − r = e^{log_rest − log_total}`` computed directly, so
+    each decision is exact up to relative error ρ however close r is to 0 or 1."""
+    with np.errstate(invalid="ignore"):
+        take = np.exp(log_take - log_total)  # r
+        skip = np.exp(log_rest - log_total)  # 1 - r
+    return np.where(take <= 0.5, u < take, ~(u < skip))
 
 
 def truncated_exponential(scaled_len: np.ndarray, w: np.ndarray, log_w: np.ndarray) -> np.ndarray:
