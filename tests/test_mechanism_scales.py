@@ -114,3 +114,22 @@ def test_scales_are_cached():
     BoundedLaplace(0.7, 1.0, lower=0, upper=10)
     info = holohan_scale.cache_info()
     assert info.hits >= 1
+
+
+SMALL_EPSILONS = [1e-3, 1e-5, 1e-7, 1e-9, 1e-11, 1e-13, 1e-15]
+
+
+@pytest.mark.parametrize("eps", SMALL_EPSILONS)
+@pytest.mark.parametrize("ratio", [1e-4, 5e-3, 0.3, 0.999])
+def test_holohan_scale_never_falls_below_the_fixed_point_at_small_epsilon(eps, ratio):
+    """Small ε puts b far above the width, where 1 − (e^{−Δ/b} + e^{−(w−Δ)/b})/2 computed
+    directly cancels to a few digits: the scale came out up to 69% *below* b* (a privacy
+    loss above ε) for ε ≲ 1e-3. Written as log1p of an exact product of expm1's it keeps full
+    precision: b*(1 + SCALE_MARGIN) to within 1e-12 over fifteen orders of magnitude."""
+    width = 10.0
+    sens = ratio * width
+    exact = mp_fixed_point(eps, 0.0, sens, width)
+    got = holohan_scale(eps, 0.0, sens, width)
+    rel = float((mp.mpf(got) - exact) / exact)
+    assert rel >= 0.0, (eps, ratio, rel)  # never below b*: the loss never exceeds ε
+    assert rel == pytest.approx(SCALE_MARGIN, abs=1e-12)

@@ -60,9 +60,15 @@ def _effective_epsilon(epsilon: float, delta: float) -> float:
 
 def holohan_f(b: float, eps_eff: float, sensitivity: float, width: float) -> float:
     """Holohan's fixed-point operator f(b) (eq. 4.1), with ``eps_eff = ε - ln(1-δ)``."""
+    # ln(C_shift / C_l) with C_l = (1 - e^{-w/b})/2 and C_shift = 1 - (e^{-Δ/b} + e^{-(w-Δ)/b})/2.
+    # Their difference is exactly (1 - e^{-Δ/b})(1 - e^{-(w-Δ)/b})/2, so the log is
+    # log1p(that / C_l): every factor keeps full relative precision even when b is far larger
+    # than the width (tiny ε), where subtracting the exponentials would cancel.
     c_l = -0.5 * math.expm1(-width / b)
-    c_shift = 1.0 - 0.5 * (math.exp(-sensitivity / b) + math.exp(-(width - sensitivity) / b))
-    denom = eps_eff - math.log(c_shift / c_l)
+    excess = 0.5 * math.expm1(-sensitivity / b) * math.expm1(-(width - sensitivity) / b)
+    if not c_l > 0.0:
+        return math.inf  # b beyond floating point's reach: no usable fixed point
+    denom = eps_eff - math.log1p(excess / c_l)
     return math.inf if denom <= 0 else sensitivity / denom
 
 
