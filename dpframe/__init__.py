@@ -17,6 +17,7 @@ from dpframe.errors import (
     NoLedgerError,
     ParameterError,
     PrivateSizeError,
+    ReleaseFailedError,
     SourceChangedError,
     UnsupportedInputError,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "NoLedgerError",
     "ParameterError",
     "PrivateSizeError",
+    "ReleaseFailedError",
     "Session",
     "SourceChangedError",
     "UnsupportedInputError",

@@ -103,12 +103,19 @@ class Backend:
     def results_in(self) -> str:
         return self.result_family or self.family
 
-    def count_rows(self, frame: Any) -> int:
-        """The number of rows (for a lazy frame this runs the plan's count once)."""
+    def count_rows(self, frame: Any, *, fresh: bool = False) -> int:
+        """The number of rows (for a lazy frame this runs the plan's count once). ``fresh``:
+        count what the source holds now — a Polars plan answers a bare ``select(len())`` from
+        the row count it cached when it first counted, so the re-count goes through a
+        (no-op) filter that makes Polars read the source again."""
         if self.family == "pandas":
             return len(frame)
         if self.family == "polars" and not self.lazy:
             return int(frame.height)
+        if self.family == "polars" and fresh:
+            import polars as pl
+
+            return int(frame.filter(pl.lit(True)).select(pl.len()).collect().item())
         import narwhals as nw
 
         return int(nw.from_native(frame).select(nw.len()).lazy().collect().item())
@@ -142,6 +149,39 @@ class Backend:
         if self.family == "pandas":
             return dict(nw.from_native(frame.iloc[:0], eager_only=True).schema.to_polars().items())
         return dict(nw.from_native(frame).collect_schema().to_polars().items())
+
+    def snapshot(self, frame: Any) -> Any:
+        """dpframe's private copy of a frame it protects or verifies, which later edits of
+        the object the user holds can never reach (DESIGN §2: nothing reads the user's mutable
+        object after ``protect``). pandas: a copy-on-write copy (deep before pandas 3 without
+        copy-on-write); Polars: a clone (its columns are immutable, shared); a Polars plan or a
+        Spark DataFrame: the object itself (immutable); Dask: a new collection over the same
+        graph (assigning a column to the user's object rebinds only that object); DuckDB: the
+        relation itself when it reads files only (bound by their identity, checked before each
+        release), else its rows copied into Arrow and queried on a connection of dpframe's own
+        (a relation over a table or a pandas frame reads their current contents)."""
+        if self.family == "pandas":
+            import pandas as pd
+
+            cow = int(pd.__version__.split(".")[0]) >= 3 or bool(
+                getattr(pd.options.mode, "copy_on_write", False))
+            return frame.copy(deep=not cow)
+        if self.family == "polars":
+            return frame if self.lazy else frame.clone()
+        if self.name == "dask":
+            return frame.copy()
+        if self.name == "duckdb" and not _duckdb_reads_files_only(frame):
+            import duckdb
+
+            copy = getattr(frame, "to_arrow_table", None) or frame.fetch_arrow_table
+            return duckdb.connect().from_arrow(copy())
+        return frame
+
+    def handout(self, frame: Any) -> Any:
+        """The object handed to the user for a derived frame dpframe built (and keeps, as
+        what releases read): a separate Dask collection, the same object elsewhere (immutable
+        plans; eager frames are snapshot when registered)."""
+        return frame.copy() if self.name == "dask" else frame
 
     def source_paths(self, frame: Any) -> list[str]:
         """The files an engine frame reads, where the engine says so without reading them
@@ -199,6 +239,72 @@ def _duckdb_paths(sql: str) -> list[str]:
     for match in _DUCKDB_SCANS.finditer(sql):
         paths += [p.replace("''", "'") for p in re.findall(r"'((?:[^']|'')*)'", match.group(1))]
     return paths
+
+
+#: DuckDB table functions that read files (whose identity dpframe binds at protect).
+_DUCKDB_FILE_READERS = frozenset({
+    "read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "csv_scan", "read_json",
+    "read_json_auto", "read_ndjson", "read_ndjson_auto"})
+
+
+def _duckdb_reads_files_only(relation: Any) -> bool:
+    """Whether a DuckDB relation's query reads nothing but files through file-reading table
+    functions (no table, view, replacement scan of a Python object, or other table
+    function), from DuckDB's own parse of its SQL. Anything unreadable counts as False."""
+    tree = duckdb_parse(relation)
+    if tree is None:  # an engine version that answers differently: copy instead
+        return False
+    ctes: set[str] = set()
+    _cte_names(tree, ctes)
+    return _only_file_scans(tree["statements"], ctes)
+
+
+def duckdb_parse(relation: Any) -> dict[str, Any] | None:
+    """DuckDB's own parse of a relation's SQL (``json_serialize_sql``), on a throwaway
+    connection (no data is read); None when it cannot be had."""
+    import json
+
+    import duckdb
+
+    try:
+        row = duckdb.connect().execute("SELECT json_serialize_sql(?)",
+                                       [relation.sql_query()]).fetchone()
+        tree = json.loads(row[0]) if row is not None else None
+    except Exception:
+        return None
+    if not isinstance(tree, dict) or tree.get("error") or not tree.get("statements"):
+        return None
+    return tree
+
+
+def _cte_names(node: Any, found: set[str]) -> None:
+    """Every common-table-expression name defined anywhere in a parsed query (the relational
+    API wraps each step in one; a reference to it is a step of the same query)."""
+    if isinstance(node, list):
+        for item in node:
+            _cte_names(item, found)
+    elif isinstance(node, dict):
+        for entry in (node.get("cte_map") or {}).get("map", []) if isinstance(
+                node.get("cte_map"), dict) else []:
+            found.add(str(entry.get("key")))
+        for value in node.values():
+            _cte_names(value, found)
+
+
+def _only_file_scans(node: Any, ctes: set[str]) -> bool:
+    if isinstance(node, list):
+        return all(_only_file_scans(item, ctes) for item in node)
+    if not isinstance(node, dict):
+        return True
+    kind = node.get("type")
+    if kind == "BASE_TABLE" and (node.get("schema_name") or node.get("catalog_name")
+                                 or node.get("table_name") not in ctes):
+        return False
+    if kind == "TABLE_FUNCTION":
+        function = node.get("function") or {}
+        if str(function.get("function_name", "")).lower() not in _DUCKDB_FILE_READERS:
+            return False
+    return all(_only_file_scans(value, ctes) for value in node.values())
 
 
 _SPARK_LOCAL = "org.apache.spark.sql.catalyst.plans.logical.LocalRelation"

@@ -36,21 +36,28 @@ the verifier walks down the plan to the nearest marker, checking every node abov
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dpframe.errors import DerivationError, NoLedgerError
+from dpframe.rowwise.functions import FUNCTIONS
+from dpframe.rowwise.nodes import Cast, Col, RowExpr, walk
+from dpframe.rowwise.reading import ALLOWED_NOTE, read_expression
 
 __all__ = [
     "MARKER_PREFIX",
     "ROW_WISE_FUNCTIONS",
     "Step",
     "add_marker",
+    "buffer_addresses",
     "new_marker",
+    "plan_buffer_addresses",
     "plan_markers",
     "plan_signature",
     "plan_sources",
+    "scan_nodes",
     "verify_expressions",
     "walk_lazy_plan",
 ]
@@ -58,61 +65,11 @@ __all__ = [
 MARKER_PREFIX = "dpframe:"
 
 #: Element-wise functions as they appear in Polars' plan (``Function`` nodes): the plain names
-#: and the namespaced enum members. Each maps one row's values to one value of that row.
-ROW_WISE_FUNCTIONS = frozenset({
-    # numeric
-    "abs", "negate", "clip", "round", "round_sig_figs", "floor", "ceil", "sqrt", "cbrt", "exp",
-    "log", "log1p", "pow", "sign", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
-    "sinh", "cosh", "tanh", "degrees", "radians",
-    # missing values with a given (row-wise) value, mappings with literal tables
-    "fill_null", "replace", "coalesce",
-    # horizontal (across the columns of one row)
-    "max_horizontal", "min_horizontal", "sum_horizontal", "mean_horizontal",
-    "BooleanFunction.AllHorizontal", "BooleanFunction.AnyHorizontal",
-    # predicates
-    "BooleanFunction.IsNull", "BooleanFunction.IsNotNull", "BooleanFunction.IsNan",
-    "BooleanFunction.IsNotNan", "BooleanFunction.IsFinite", "BooleanFunction.IsInfinite",
-    "BooleanFunction.Not", "BooleanFunction.IsBetween", "BooleanFunction.IsIn",
-    # strings
-    "StringFunction.Uppercase", "StringFunction.Lowercase", "StringFunction.Titlecase",
-    "StringFunction.Contains", "StringFunction.StartsWith", "StringFunction.EndsWith",
-    "StringFunction.LenChars", "StringFunction.LenBytes", "StringFunction.Slice",
-    "StringFunction.Head", "StringFunction.Tail", "StringFunction.StripChars",
-    "StringFunction.StripCharsStart", "StringFunction.StripCharsEnd",
-    "StringFunction.StripPrefix", "StringFunction.StripSuffix", "StringFunction.ToInteger",
-    "StringFunction.Replace", "StringFunction.ConcatHorizontal",
-    "StringFunction.ZFill", "StringFunction.PadStart",
-    "StringFunction.PadEnd", "StringFunction.Reverse", "StringFunction.CountMatches",
-    "StringFunction.Find",
-    # dates and times
-    "TemporalFunction.Year", "TemporalFunction.Month", "TemporalFunction.Day",
-    "TemporalFunction.Hour", "TemporalFunction.Minute", "TemporalFunction.Second",
-    "TemporalFunction.Millisecond", "TemporalFunction.Microsecond",
-    "TemporalFunction.Nanosecond", "TemporalFunction.Weekday", "TemporalFunction.Week",
-    "TemporalFunction.Quarter", "TemporalFunction.OrdinalDay", "TemporalFunction.IsoYear",
-    "TemporalFunction.Truncate", "TemporalFunction.Round", "TemporalFunction.Date",
-    "TemporalFunction.Time", "TemporalFunction.IsLeapYear",
-    # lists held in one row
-    "ListFunction.Length", "ListFunction.Sum", "ListFunction.Mean", "ListFunction.Max",
-    "ListFunction.Min", "ListFunction.Contains",
-})
+#: and the namespaced enum members. Each maps one row's values to one value of that row; what
+#: each computes, in every engine, is in :mod:`dpframe.rowwise.functions`.
+ROW_WISE_FUNCTIONS = frozenset(FUNCTIONS)
 
-#: Functions that can raise on some values unless told not to: accepted only in their
-#: non-strict form (``function_data[1]`` is the ``strict`` flag), so that no value can turn a
-#: release into an error.
-_STRICT_FLAG = frozenset({"StringFunction.ToInteger"})
-
-#: Namespaces whose functions take arguments (a regex pattern, a width, a time unit) that can
-#: make them fail or allocate depending on a value when taken from a column: their arguments
-#: after the first input must be literals (a bad literal pattern fails on every row, which the
-#: empty-frame check and the public schema cannot see, so it is checked on a probe row).
-_LITERAL_ARGUMENTS = ("StringFunction.", "TemporalFunction.")
-
-_ALLOWED_NOTE = (
-    "dpframe answers derived frames only when it can verify from their structure that every "
-    "row comes from one row of the protected data: filters with row-wise predicates, "
-    "row-wise new or replaced columns, select / drop / rename / cast. "
-)
+_ALLOWED_NOTE = ALLOWED_NOTE
 
 
 @dataclass(frozen=True)
@@ -121,11 +78,21 @@ class Step:
     ``"select"``; ``outputs`` maps each output column to the input column it copies (a bare
     column reference or a cast of one; bounds carry over) or to None (a computed value);
     ``casts``: the outputs that copy through a cast (not value for value: a privacy-unit id
-    cannot follow them)."""
+    cannot follow them). ``predicate`` (filters) and ``columns`` (the other kinds: each output
+    name with its expression, in order) are the verified trees dpframe compiles for the
+    frame's engine: what runs on the data is built from them, never the user's objects."""
 
     kind: str
     outputs: dict[str, str | None] = field(default_factory=dict)
     casts: frozenset[str] = frozenset()
+    predicate: RowExpr | None = field(default=None, compare=False)
+    columns: tuple[tuple[str, RowExpr], ...] = field(default=(), compare=False)
+
+    @classmethod
+    def copying(cls, outputs: dict[str, str], schema: Any) -> Step:
+        """A ``select`` of existing columns, renamed as ``outputs`` says (new -> old)."""
+        return cls("select", dict(outputs), columns=tuple(
+            (new, Col(schema[old], old)) for new, old in outputs.items()))
 
 
 def new_marker() -> str:
@@ -154,168 +121,15 @@ def _visitor(lazy: Any) -> Any:
         ) from None
 
 
-def _function_name(expr_node: Any) -> str:
-    head = expr_node.function_data[0]
-    return str(head)
-
-
-def _view(nt: Any, node_id: int, where: str) -> Any:
-    try:
-        return nt.view_expression(node_id)
-    except Exception as exc:  # e.g. python UDFs (map_batches, map_elements) have no view
-        raise DerivationError(
-            f"{where}: dpframe cannot read this expression ({type(exc).__name__}: {exc}); "
-            "python functions (map_elements, map_batches, ...) can read other rows and are "
-            "refused. " + _ALLOWED_NOTE + "Nothing was read or spent."
-        ) from None
-
-
-def _cast_is_safe(source: Any, target: Any) -> bool:
-    """A strict cast that no value can make fail: to a float or string type from a numeric,
-    boolean or string (to string only) column, or between integer types that widen."""
-    import polars as pl
-
-    if target in (pl.Float64, pl.Float32):
-        return bool(source.is_numeric()) or source == pl.Boolean
-    if target == pl.String:
-        return bool(source.is_numeric()) or source in (pl.Boolean, pl.String)
-    if source == pl.Boolean and (target.is_integer() or target == pl.Boolean):
-        return True  # 0 or 1 fits every integer type
-    if source.is_integer() and target.is_integer():
-        src_lo, src_hi = _int_range(source)
-        dst_lo, dst_hi = _int_range(target)
-        return dst_lo <= src_lo and src_hi <= dst_hi
-    return source == target
-
-
-def _int_range(dtype: Any) -> tuple[int, int]:
-    import numpy as np
-
-    info = np.iinfo(str(dtype).lower())
-    return int(info.min), int(info.max)
-
-
-def _input_dtype(nt: Any, expr_id: int) -> Any:
-    """The dtype of an expression evaluated on the current plan node's *input* (the visitor
-    types expressions against the node it stands on, whose output may replace the column)."""
-    here = nt.get_node()
-    inputs = nt.get_inputs()
-    if inputs:
-        nt.set_node(inputs[0])
-    try:
-        return nt.get_dtype(expr_id)
-    finally:
-        nt.set_node(here)
-
-
-def _check_expression(nt: Any, node_id: int, where: str) -> bool:
-    """Raise :class:`DerivationError` unless the expression rooted at ``node_id`` is row-wise
-    and cannot raise on any value; return whether it reads a column (an expression of
-    literals only is a single row)."""
-    stack = [node_id]
-    reads_column = False
-    while stack:
-        current = stack.pop()
-        e = _view(nt, current, where)
-        kind = type(e).__name__
-        if kind == "Column":
-            reads_column = True
-            continue
-        if kind == "Literal":
-            if type(e.value).__name__ in ("PySeries", "PyDataFrame"):
-                raise DerivationError(
-                    f"{where}: a Series literal brings rows from outside the protected data. "
-                    + _ALLOWED_NOTE + "Nothing was read or spent."
-                )
-            continue
-        if kind == "BinaryExpr":
-            stack += [e.left, e.right]
-        elif kind == "Cast":
-            if e.options == 0 and not _cast_is_safe(_input_dtype(nt, e.expr), e.dtype):
-                raise DerivationError(
-                    f"{where}: a strict cast to {e.dtype} can fail on some values, which would "
-                    "make the outcome depend on the data; cast with strict=False (values that "
-                    "do not fit become missing) or to Float64/String. Nothing was read or "
-                    "spent."
-                )
-            stack.append(e.expr)
-        elif kind == "Ternary":
-            stack += [e.predicate, e.truthy, e.falsy]
-        elif kind == "Function":
-            name = _function_name(e)
-            if name in _STRICT_FLAG and e.function_data[1]:
-                raise DerivationError(
-                    f"{where}: {name!r} with strict=True raises on values it cannot parse, "
-                    "which would make the outcome depend on the data; use strict=False "
-                    "(unparseable values become missing). Nothing was read or spent."
-                )
-            if name.startswith(_LITERAL_ARGUMENTS) and any(
-                    type(_view(nt, arg, where)).__name__ != "Literal" for arg in e.input[1:]):
-                raise DerivationError(
-                    f"{where}: {name!r} takes its pattern, length or unit from the data here; "
-                    "such arguments can make the function fail or allocate depending on a "
-                    "value, so dpframe accepts literal arguments only. Nothing was read or "
-                    "spent."
-                )
-            _check_pattern(nt, e, name, where)
-            if name not in ROW_WISE_FUNCTIONS:
-                raise DerivationError(
-                    f"{where}: {name!r} is not a row-wise function (it can read other rows, "
-                    "or dpframe has not verified it). " + _ALLOWED_NOTE
-                    + "Aggregates, windows (over), shift, cumulative, rank, fill strategies, "
-                    "unique and sampling are refused. Nothing was read or spent."
-                )
-            stack += list(e.input)
-        else:
-            what = {
-                "Agg": "an aggregation", "Window": "a window (over)", "Len": "len()",
-                "Sort": "a sort", "SortBy": "a sort", "Gather": "a gather", "Filter":
-                "a filter inside an expression", "Slice": "a slice (head/tail)",
-            }.get(kind, f"a {kind} expression")
-            raise DerivationError(
-                f"{where}: {what} reads other rows of the data. " + _ALLOWED_NOTE
-                + "Compute such values from released statistics instead. Nothing was read or "
-                "spent."
-            )
-    return reads_column
-
-
-#: Regex-taking string functions and the index of their ``literal`` flag in ``function_data``.
-_REGEX_LITERAL_FLAG = {"StringFunction.Contains": 1, "StringFunction.Find": 1,
-                       "StringFunction.CountMatches": 1, "StringFunction.Replace": 2}
-
-
-def _check_pattern(nt: Any, e: Any, name: str, where: str) -> None:
-    """A literal regex pattern that does not compile fails on every row, but not on an empty
-    frame: compile it here (with Polars' own regex engine), so the refusal does not wait for
-    data."""
-    flag = _REGEX_LITERAL_FLAG.get(name)
-    if flag is None or e.function_data[flag] or len(e.input) < 2:
-        return
-    pattern = _view(nt, e.input[1], where)
-    if type(pattern).__name__ != "Literal" or not isinstance(pattern.value, str):
-        return
-    import polars as pl
-
-    try:
-        pl.Series([""], dtype=pl.String).str.contains(pattern.value)
-    except Exception as exc:
-        raise DerivationError(
-            f"{where}: the regular expression {pattern.value!r} does not compile ({exc}); fix "
-            "it or pass literal=True. Nothing was read or spent."
-        ) from None
-
-
-def _copied_column(nt: Any, node_id: int) -> str | None:
+def _copied_column(expr: RowExpr) -> str | None:
     """The input column an output copies (bare reference or a cast of one), else None."""
-    e = _view(nt, node_id, "select")
-    while type(e).__name__ == "Cast":
-        e = _view(nt, e.expr, "select")
-    return str(e.name) if type(e).__name__ == "Column" else None
+    while isinstance(expr, Cast):
+        expr = expr.expr
+    return expr.name if isinstance(expr, Col) else None
 
 
-def _is_cast(nt: Any, node_id: int) -> bool:
-    return type(_view(nt, node_id, "select")).__name__ == "Cast"
+def _reads_column(expr: RowExpr) -> bool:
+    return any(isinstance(node, Col) for node in walk(expr))
 
 
 def _marker_of(nt: Any, predicate_id: int) -> str | None:
@@ -334,7 +148,7 @@ def _marker_of(nt: Any, predicate_id: int) -> str | None:
     return None
 
 
-def walk_lazy_plan(lazy: Any) -> tuple[str, list[Step], str]:
+def walk_lazy_plan(lazy: Any, origin: str = "polars") -> tuple[str, list[Step], str]:
     """Walk ``lazy``'s plan down to its nearest dpframe marker.
 
     Returns the marker, the verified steps above it (bottom-up) and the signature of the plan
@@ -351,39 +165,44 @@ def walk_lazy_plan(lazy: Any) -> tuple[str, list[Step], str]:
         kind = type(node).__name__
         if kind in _SOURCES:
             raise NoLedgerError(
-                "this LazyFrame does not derive from a protected frame (its plan reaches its "
-                "source without passing through dpf.protect); protect the data first with "
-                "dpf.protect(frame, epsilon=..., bounds=...). Nothing was read or spent."
+                "this LazyFrame does not derive from a protected frame: its plan reaches its "
+                "source without passing through a frame returned by dpf.protect, so it has no "
+                "privacy budget. Build derived LazyFrames from the protected LazyFrame itself "
+                "(lf.filter(...), lf.with_columns(...), lf.dp.filter(...)). Nothing was read or "
+                "spent."
             )
         if kind == "Filter":
             marker = _marker_of(nt, node.predicate.node)
             if marker is not None:
                 steps.reverse()
                 nt.set_node(nt.get_inputs()[0])
+                if steps:
+                    probe_steps(dict(nt.get_schema()), steps)
                 return marker, steps, _signature(nt)
-            _check_expression(nt, node.predicate.node, "filter")
-            steps.append(Step("filter"))
+            predicate = read_expression(nt, node.predicate.node, "filter", origin=origin)
+            steps.append(Step("filter", predicate=predicate))
         elif kind in ("HStack", "Select"):
             verb = "with_columns" if kind == "HStack" else "select"
             outputs: dict[str, str | None] = {}
             casts = set()
-            reads = False
+            columns: list[tuple[str, RowExpr]] = []
             for expr in node.exprs if kind == "HStack" else node.expr:
                 name = str(expr.output_name)
-                reads = _check_expression(nt, expr.node, f"{verb}({name!r})") or reads
-                outputs[name] = _copied_column(nt, expr.node)
-                if outputs[name] is not None and _is_cast(nt, expr.node):
+                tree = read_expression(nt, expr.node, f"{verb}({name!r})", origin=origin)
+                columns.append((name, tree))
+                outputs[name] = _copied_column(tree)
+                if outputs[name] is not None and isinstance(tree, Cast):
                     casts.add(name)
-            if kind == "Select" and not reads:
+            if kind == "Select" and not any(_reads_column(t) for _, t in columns):
                 raise DerivationError(
                     "select(): no output reads a column, so the result is a single row made of "
                     "literals, not one row per input row. " + _ALLOWED_NOTE
                     + "Nothing was read or spent."
                 )
-            steps.append(Step(verb, outputs, frozenset(casts)))
+            steps.append(Step(verb, outputs, frozenset(casts), columns=tuple(columns)))
         elif kind == "SimpleProjection":
             schema = nt.get_schema()
-            steps.append(Step("select", {str(c): str(c) for c in schema}))
+            steps.append(Step.copying({str(c): str(c) for c in schema}, dict(schema)))
         else:
             raise DerivationError(_refused_node(kind))
         inputs = nt.get_inputs()
@@ -431,10 +250,12 @@ def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str
     if not exprs:
         raise DerivationError(f"dp.{verb}() needs at least one expression")
     empty = add_marker(pl.LazyFrame(schema=schema), MARKER_PREFIX + "empty")
+    origin = "polars"
     try:
         if all(isinstance(e, pl.Expr) for e in exprs):
             derived = getattr(empty, verb)(*exprs)
         elif all(isinstance(e, nw.Expr) for e in exprs):
+            origin = "narwhals"
             derived = getattr(nw.from_native(empty), verb)(*exprs).to_native()
         else:
             raise DerivationError(
@@ -442,15 +263,96 @@ def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str
                 "nw.col('age') >= 65) or, on Polars frames, Polars expressions; got "
                 + ", ".join(type(e).__name__ for e in exprs)
             )
-        out_schema = dict(derived.collect_schema().items())
+        derived.collect_schema()  # a type error surfaces here, from the schema alone
     except DerivationError:
         raise
     except Exception as exc:
         raise DerivationError(
             f"dp.{verb}() refused: {exc}. " + _ALLOWED_NOTE + "Nothing was read or spent."
         ) from None
-    _marker, steps, _sig = walk_lazy_plan(derived)
-    return steps, out_schema
+    _marker, steps, _sig = walk_lazy_plan(derived, origin)
+    return steps, compiled_schema(schema, steps)
+
+
+#: One public value per kind of dtype for :func:`probe_steps` (next to a missing value).
+def _probe_value(dtype: Any) -> Any:
+    import datetime as dt
+    import decimal
+
+    import polars as pl
+
+    if dtype == pl.Boolean:
+        return True
+    if dtype.is_integer():
+        return 1
+    if dtype.is_float():
+        return 1.5
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
+        return None if isinstance(dtype, pl.Enum) else "1"
+    if dtype == pl.Date:
+        return dt.date(2000, 1, 1)
+    if isinstance(dtype, pl.Datetime):
+        return dt.datetime(2000, 1, 1)
+    if isinstance(dtype, pl.Duration):
+        return dt.timedelta(seconds=1)
+    if dtype == pl.Time:
+        return dt.time(12)
+    if isinstance(dtype, pl.Decimal):
+        return decimal.Decimal(1)
+    return None
+
+
+_PROBED: dict[str, bool] = {}
+_PROBED_LOCK = threading.Lock()
+
+
+def probe_steps(schema: Any, steps: Sequence[Step]) -> None:
+    """Run dpframe's compilation of ``steps`` on two public rows (one typical value of each
+    column's dtype, and missing values): an operation Polars supports for no value of a type
+    (``dt.hour()`` of a Date, a String cast to Boolean) fails here, before any data is read,
+    instead of on the first real row. Value-dependent failures are the compilers' business
+    (they cannot happen); this catches the type-level ones. Cached per plan."""
+    import polars as pl
+
+    from dpframe.rowwise.polars_target import apply_step
+
+    key = repr((sorted((str(k), str(v)) for k, v in dict(schema).items()),
+                [(s.kind, s.predicate, s.columns) for s in steps]))
+    with _PROBED_LOCK:
+        if key in _PROBED:
+            return
+    frame = pl.DataFrame({name: pl.Series(name, [_probe_value(dtype), None], dtype=dtype,
+                                          strict=False)
+                          for name, dtype in dict(schema).items()})
+    try:
+        for step in steps:
+            frame = apply_step(frame, step.kind, step.predicate, step.columns)
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise
+        raise DerivationError(
+            f"this derivation fails in Polars on any value of its columns' types "
+            f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}); "
+            + _ALLOWED_NOTE + "Nothing was read or spent."
+        ) from None
+    with _PROBED_LOCK:
+        if len(_PROBED) > 4096:
+            _PROBED.clear()
+        _PROBED[key] = True
+
+
+def compiled_schema(schema: Any, steps: Iterable[Step]) -> dict[str, Any]:
+    """The Polars schema of ``steps`` as dpframe compiles them, applied to a frame with
+    ``schema`` (no data): the dtypes derived columns have whatever the values (``**`` is
+    Float64 even on integers, for example)."""
+    import polars as pl
+
+    from dpframe.rowwise.polars_target import apply_step
+
+    frame = pl.LazyFrame(schema=schema)
+    for step in steps:
+        frame = apply_step(frame, step.kind, step.predicate, step.columns)
+    return dict(frame.collect_schema().items())
 
 
 def _all_nodes(lazy: Any) -> Iterable[tuple[Any, Any]]:
@@ -473,6 +375,12 @@ def plan_markers(lazy: Any) -> set[str]:
             if marker is not None:
                 found.add(marker)
     return found
+
+
+def scan_nodes(lazy: Any) -> list[Any]:
+    """Every file-scan node of ``lazy``'s plan (their ``scan_type`` holds the reader's
+    options)."""
+    return [node for _nt, node in _all_nodes(lazy) if type(node).__name__ == "Scan"]
 
 
 def plan_sources(lazy: Any) -> tuple[list[str], bool]:
@@ -531,19 +439,45 @@ def _frame_identity(pydf: Any) -> str:
     if they share every buffer, and the registry keeps the protected frames alive so their
     addresses cannot be reused by other data."""
     import polars as pl
-    from polars import CompatLevel
 
     frame = pl.DataFrame._from_pydf(pydf)
     parts: list[str] = [str(frame.height)]
+    for series, arr in _arrow_chunks(frame):
+        addresses = ",".join(str(b.address) if b is not None else "0" for b in arr.buffers())
+        parts.append(f"{series.name}:{arr.offset}:{len(arr)}:{addresses}")
+    return "|".join(parts)
+
+
+def _arrow_chunks(frame: Any) -> Iterable[tuple[Any, Any]]:
+    """Every (column, Arrow chunk) of a Polars DataFrame, zero-copy."""
+    import polars as pl
+    from polars import CompatLevel
+
     for series in frame.iter_columns():
         if series.dtype == pl.Categorical or isinstance(series.dtype, pl.Enum):
             series = series.to_physical()
         for chunk in series.get_chunks():
-            arr = chunk.to_arrow(compat_level=CompatLevel.newest())
-            addresses = ",".join(str(b.address) if b is not None else "0"
-                                 for b in arr.buffers())
-            parts.append(f"{series.name}:{arr.offset}:{len(arr)}:{addresses}")
-    return "|".join(parts)
+            yield series, chunk.to_arrow(compat_level=CompatLevel.newest())
+
+
+def buffer_addresses(frame: Any) -> set[int]:
+    """The addresses of the data buffers of a Polars ``DataFrame`` (zero-copy): frames made
+    from it without copying (``clone()``, ``lazy()``, ``select(pl.all())``) share them."""
+    found: set[int] = set()
+    for _series, arr in _arrow_chunks(frame):
+        found.update(b.address for b in arr.buffers()[1:] if b is not None and b.size > 0)
+    return found
+
+
+def plan_buffer_addresses(lazy: Any) -> set[int]:
+    """The buffer addresses of every in-memory frame a LazyFrame's plan scans."""
+    import polars as pl
+
+    found: set[int] = set()
+    for _nt, node in _all_nodes(lazy):
+        if type(node).__name__ == "DataFrameScan":
+            found |= buffer_addresses(pl.DataFrame._from_pydf(node.df))
+    return found
 
 
 def _describe(nt: Any, value: Any) -> str:

@@ -113,6 +113,9 @@ class FixedPoint:
             e -= 1
         while half / Fraction(2) ** e > limit:
             e += 1
+        # a normal double (bounds narrower than ~1e-292 would ask for a subnormal quantum,
+        # whose reciprocal overflows): a coarser grid then, still exact
+        e = max(e, -1022)
         q = Fraction(2) ** e
         k_lo = math.ceil((lo - c) / q)
         k_hi = math.floor((hi - c) / q)

@@ -17,6 +17,7 @@ __all__ = [
     "NoLedgerError",
     "ParameterError",
     "PrivateSizeError",
+    "ReleaseFailedError",
     "SourceChangedError",
     "UnsupportedInputError",
 ]
@@ -68,3 +69,13 @@ class IntegrityError(DPFrameError):
 
 class NoLedgerError(LedgerError):
     """The frame has no budget attached: protect it, or name / enter a ``dpf.Session``."""
+
+
+class ReleaseFailedError(DPFrameError):
+    """A release (or the evaluation of a derivation) failed after dpframe had read data.
+
+    This is the safety net, not the design: every expression and every line dpframe runs after
+    the read is written to be total, so this should never happen. When it does, the reserved ε
+    and δ are spent and the failure is logged, and the message names the query and the
+    exception's class only, never its text (which could quote a value). A failure still tells
+    the caller one bit (it happened) — docs/audit.md, "The safety net"."""

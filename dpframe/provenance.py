@@ -51,6 +51,8 @@ from dpframe.errors import (
 )
 from dpframe.identity import IdentityMap
 from dpframe.keyset import Keys, checked_keys
+from dpframe.rowwise.engines import apply_steps
+from dpframe.sources import check_readers, parse_in_full
 
 __all__ = [
     "Dataset",
@@ -85,7 +87,7 @@ def validate_bounds(bounds: Any) -> dict[str, tuple[float, float]]:
     for col, pair in bounds.items():
         try:
             lo, hi = (float(v) for v in pair)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise BoundsError(
                 f"bounds for {col!r} must be a (lower, upper) pair of numbers, got {pair!r}"
             ) from None
@@ -174,7 +176,10 @@ def validate_missing(
             raise ParameterError(
                 f"missing policy for {col!r} must be 'drop' or a number, got {policy!r}"
             )
-        value = float(policy)
+        try:
+            value = float(policy)
+        except OverflowError:
+            raise BoundsError(f"fill value for {col!r} is too large for a float") from None
         lo, hi = bounds[col]
         if not (lo <= value <= hi):
             raise BoundsError(
@@ -274,45 +279,30 @@ class Dataset:
     backend: Backend
     session: Session
     root_ref: Any = field(default=None, repr=False)  # weakref to the protected frame
-    root_shape: tuple[int, tuple[Any, ...], tuple[Any, ...]] | None = None  # eager roots
     source: SourceBinding | None = None  # lazy roots
-    root_strong: Any = field(default=None, repr=False)  # kept alive for re-counting
+    root_strong: Any = field(default=None, repr=False)  # dpframe's own root, for re-counting
 
     def check_unchanged(self) -> None:
-        """Refuse (before anything is read or spent) if the protected data changed under us:
-        an eager root mutated in place, or a lazy root's files replaced or grown."""
-        root = self.root_ref() if self.root_ref is not None else None
-        if (root is not None and self.root_shape is not None
-                and _shape(root, self.backend) != self.root_shape):
-            raise LedgerError(
-                "the protected frame was changed in place after dpf.protect() (its rows or "
-                "columns differ); its public size no longer holds. Derive new frames with "
-                "frame.dp.filter / frame.dp.with_columns instead of mutating it."
+        """Refuse (before anything is read or spent) if a lazy root's files were replaced,
+        added, removed or grown since ``protect`` — file-system metadata, or for sources
+        dpframe cannot bind by identity a re-count of rows. In-memory data needs no check:
+        releases read dpframe's private snapshot, never the object the user holds, so an
+        in-place edit of that object cannot reach a release and is not looked at."""
+        if self.source is None:
+            return
+        if self.source.changed():
+            raise SourceChangedError(
+                "the files behind this protected frame changed after dpf.protect() (added, "
+                "removed, grown or replaced); its public size no longer holds. Queries on it "
+                "are refused. Nothing was read or spent."
             )
-        if self.source is not None:
-            if self.source.changed():
-                raise SourceChangedError(
-                    "the files behind this protected LazyFrame changed after dpf.protect() "
-                    "(added, removed, grown or replaced); its public size no longer holds. "
-                    "Protect the new data as a new data set. Nothing was read or spent."
-                )
-            if self.source.recount and self.backend.count_rows(
-                    root if root is not None else self.root_strong) != self.n:
-                raise SourceChangedError(
-                    "the protected LazyFrame's source now has a different number of rows than "
-                    "at dpf.protect(); protect the new data as a new data set. Nothing was spent."
-                )
-
-
-def _shape(frame: Any, backend: Backend) -> tuple[int, tuple[Any, ...], tuple[Any, ...]]:
-    """Rows, column names and dtype objects of an eager frame (cheap: no dtype is printed)."""
-    if backend.family == "pandas":  # (Index.tolist converts in C; iterating an Arrow-backed
-        # column index makes one Python object per column, 10x slower on a wide frame)
-        return len(frame), tuple(frame.columns.tolist()), tuple(frame.dtypes.tolist())
-    if backend.family == "polars" and not backend.lazy:  # (frame.schema builds a Schema)
-        return frame.height, tuple(frame.columns), tuple(frame.dtypes)
-    schema = backend.schema(frame)
-    return backend.count_rows(frame), tuple(schema), tuple(schema.values())
+        if self.source.recount and self.backend.count_rows(self.root_strong,
+                                                            fresh=True) != self.n:
+            raise SourceChangedError(
+                "the source of this protected frame now has a different number of rows than "
+                "at dpf.protect(); its public size no longer holds. Queries on it are refused. "
+                "Nothing was spent."
+            )
 
 
 @dataclass(frozen=True, eq=False)
@@ -325,10 +315,10 @@ class FrameFacts:
     missing: dict[str, Missing]
     keys: dict[str, Keys]
     derivation: tuple[str, ...] = ("protect",)
-    #: the data releases read, for in-memory frames: a private snapshot taken when the frame
-    #: was verified (pandas: a copy-on-write copy; Polars: a clone), so editing the frame a
-    #: user holds in place can never reach a release. None: query the frame itself (lazy
-    #: plans, engines).
+    #: the data releases read: dpframe's private object for this frame (a snapshot of an
+    #: in-memory frame, the protected plan with the verified steps compiled on it, a private
+    #: Dask collection or DuckDB copy; :meth:`Backend.snapshot`), so editing the object a
+    #: user holds can never reach a release. None only while a frame is being registered.
     data: Any = field(default=None, repr=False)
     #: the privacy unit (``dpf.protect(..., privacy_unit=...)``), its column as named in this
     #: frame; None: one row per unit
@@ -521,24 +511,12 @@ _frames: IdentityMap[FrameFacts] = IdentityMap()  # verified Polars and engine f
 _markers: dict[str, tuple[FrameFacts, str, Any]] = {}
 
 
-def _snapshot(frame: Any, backend: Backend) -> Any:
-    """A private copy of an in-memory frame that later in-place edits of ``frame`` cannot
-    reach: pandas with copy-on-write (pandas ≥ 3, or the option on) a shallow copy, else a deep
-    one; Polars a clone (its columns are immutable, shared)."""
-    if backend.family == "pandas":
-        import pandas as pd
-
-        cow = int(pd.__version__.split(".")[0]) >= 3 or bool(
-            getattr(pd.options.mode, "copy_on_write", False))
-        return frame.copy(deep=not cow)
-    return frame.clone()
-
-
-def _register(frame: Any, facts: FrameFacts) -> Any:
-    """Make ``frame`` (a fresh native object) a verified frame with ``facts``; return it."""
+def _register(frame: Any, facts: FrameFacts, data: Any = None) -> Any:
+    """Make ``frame`` (the object handed to the user) a verified frame with ``facts``;
+    ``data``: the private object its releases read (default: a snapshot of ``frame``).
+    Returns the frame to hand out (a LazyFrame gains its marker)."""
     backend = facts.dataset.backend
-    if not backend.lazy:
-        facts = replace(facts, data=_snapshot(frame, backend))
+    facts = replace(facts, data=backend.snapshot(frame) if data is None else data)
     if backend.family == "pandas":
         frame.attrs = {**{k: v for k, v in frame.attrs.items() if k != ATTRS_KEY},
                        ATTRS_KEY: _Handle(facts, frame)}
@@ -567,22 +545,26 @@ _UNVERIFIED_PANDAS = (
     "pf.dp.rename({...}) (import narwhals as nw). Nothing was read or spent."
 )
 _NO_ROOT_PANDAS = (
-    "this pandas frame has no privacy budget: it is not a frame returned by dpf.protect or by "
-    "a .dp derivation of one. Call dpf.protect(frame, epsilon=..., bounds=...) on the full "
-    "data, and derive frames with frame.dp.filter / frame.dp.with_columns."
+    "this pandas frame has no privacy budget: it is neither a frame returned by dpf.protect "
+    "nor a .dp derivation of one (pandas operations such as merge, concat, indexing or "
+    "to_numpy produce frames dpframe cannot trace). A frame computed from protected data must "
+    "be derived from the protected frame: frame.dp.filter(nw.col('age') >= 65), "
+    "frame.dp.with_columns(...), .dp.select / .dp.drop / .dp.rename (import narwhals as nw). "
+    "Nothing was read or spent."
 )
 _NO_ROOT_ENGINE = (
     "this {engine} frame has no protected root: it is not a frame returned by dpf.protect or "
     "by a .dp derivation of one ({engine} plans cannot be read by dpframe, so frames derived "
-    "with native operations cannot be verified). Derive with frame.dp.filter(nw.col('age') >= "
-    "65) / frame.dp.with_columns(...) (import narwhals as nw). Nothing was read or spent."
+    "with native operations cannot be verified). Derive from the protected frame with "
+    "frame.dp.filter(nw.col('age') >= 65) / frame.dp.with_columns(...) (import narwhals as "
+    "nw). Nothing was read or spent."
 )
 _NO_ROOT_POLARS = (
     "this Polars DataFrame has no protected root: it is not a frame returned by dpf.protect or "
     "by a .dp derivation of one (eager Polars frames keep no plan, so frames derived with "
-    "native operations cannot be verified). Derive with df.dp.filter(pl.col('age') >= 65) / "
-    "df.dp.with_columns(...), or protect a LazyFrame (dpf.protect(df.lazy(), ...)), whose "
-    "native plans dpframe verifies. Nothing was read or spent."
+    "native operations cannot be verified). Derive from the protected frame with "
+    "df.dp.filter(pl.col('age') >= 65) / df.dp.with_columns(...) / .dp.select(...). "
+    "Nothing was read or spent."
 )
 
 
@@ -615,7 +597,11 @@ def _facts_of(frame: Any, backend: Backend) -> FrameFacts:
             "protected (a marker copied onto other data, or a protected plan changed); "
             "derive frames from the protected LazyFrame itself. Nothing was read or spent."
         )
-    return base.after(steps)
+    if not steps:
+        return base
+    # what releases read: the protected plan with the verified steps compiled by dpframe,
+    # never the plan the user built
+    return replace(base.after(steps), data=apply_steps(base.data, steps, backend.name))
 
 
 def resolve(frame: Any, session: Session | str | None = None) -> FrameFacts:
@@ -645,8 +631,12 @@ def resolve(frame: Any, session: Session | str | None = None) -> FrameFacts:
 
 
 def derive(facts: FrameFacts, result: Any) -> Any:
-    """Register ``result`` (a native frame just computed by a verified derivation) as a
-    verified frame with ``facts``; returns the frame to hand to the user."""
+    """Register ``result`` (a native frame dpframe just built from verified steps) as a
+    verified frame with ``facts``; returns the frame to hand to the user. Lazy frames keep
+    ``result`` itself as what releases read; eager ones a snapshot of it."""
+    backend = facts.dataset.backend
+    if backend.lazy:
+        return _register(backend.handout(result), facts, data=result)
     return _register(result, facts)
 
 
@@ -654,10 +644,27 @@ _originals: IdentityMap[Dataset] = IdentityMap()  # objects passed to protect
 _files: dict[tuple[int, int], Dataset] = {}  # (device, inode) of files protected lazy sources read
 
 
+#: address of a data buffer of a protected Polars frame -> its data set, while that frame's
+#: snapshot (which keeps the buffer alive) lives
+_buffers: dict[int, Dataset] = {}
+
+
+def _buffers_of(frame: Any, backend: Backend) -> set[int]:
+    """The data-buffer addresses of a Polars frame (or of the in-memory frames a LazyFrame
+    scans); empty for other libraries."""
+    if backend.family != "polars":
+        return set()
+    if backend.lazy:
+        return derivations.plan_buffer_addresses(frame)
+    return derivations.buffer_addresses(frame)
+
+
 def _refuse_live(frame: Any, backend: Backend) -> None:
     """Refuse to open a second budget on data that already has one in this process: a frame
     that is protected or derived from a protected one, the very object protected before (a
-    re-run notebook cell), or a lazy source over files a protected frame already reads."""
+    re-run notebook cell), a Polars frame or plan over the buffers of a protected frame
+    (``clone()``, ``lazy()``, ``select(pl.all())``), or a lazy source over files a protected
+    frame already reads."""
     if backend.family == "pandas":
         # a live handle, or its notice after a pickle / Parquet round trip (a public fact)
         handle = frame.attrs.get(ATTRS_KEY)
@@ -669,6 +676,9 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
         live = _registered(frame) is not None
     if _originals.get(frame) is not None:
         live = True
+    if not live and backend.family == "polars":
+        with _registry_lock:
+            live = bool(_buffers) and not _buffers_of(frame, backend).isdisjoint(_buffers)
     if not live and backend.readable_plans:
         paths, _other = derivations.plan_sources(frame)
         with _registry_lock:
@@ -676,24 +686,36 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
     if live:
         raise LedgerError(
             "this data already carries a privacy budget in this process (the frame is "
-            "protected, derived from a protected frame, was passed to dpf.protect before, or "
-            "reads files a protected frame reads); protecting it again would open a second "
-            "budget on the same people. Keep querying the protected frame (re-running a "
-            "notebook cell: use the frame from the first run), or use a durable "
+            "protected, derived from a protected frame, shares its memory, was passed to "
+            "dpf.protect before, or reads files a protected frame reads); protecting it again "
+            "would open a second budget on the same people. Keep querying the protected frame "
+            "(re-running a notebook cell: use the frame from the first run), or use a durable "
             "dpf.Session(path=...) to continue one budget across runs."
         )
 
 
-def _remember_original(frame: Any, dataset: Dataset) -> None:
+def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:
     try:
         _originals.set(frame, dataset)
     except TypeError:  # pragma: no cover - every supported frame type is weak-referenceable
         return
+    addresses = _buffers_of(data, dataset.backend)
     with _registry_lock:
         if dataset.source is not None:
             for st in dataset.source.files.values():
                 if st[0] >= 0:
                     _files[(st[2], st[3])] = dataset  # the file itself, whatever its name
+        for address in addresses:
+            _buffers[address] = dataset
+    if addresses:  # forgotten with the snapshot that keeps the buffers alive
+        weakref.finalize(data, _forget_buffers, addresses, dataset)
+
+
+def _forget_buffers(addresses: set[int], dataset: Dataset) -> None:
+    with _registry_lock:
+        for address in addresses:
+            if _buffers.get(address) is dataset:
+                del _buffers[address]
 
 
 # -- protect --------------------------------------------------------------------------------
@@ -775,6 +797,7 @@ def protect(
     clean_bounds = validate_bounds(bounds)
     clean_keys = validate_keys(keys)
     clean_missing = validate_missing(missing, clean_bounds)
+    check_readers(frame, backend)
     schema = backend.schema(frame)
     bad_names = [c for c in schema if not isinstance(c, str)]
     if bad_names:
@@ -796,7 +819,11 @@ def protect(
 
     declared_unit = units.validate_unit(privacy_unit, max_rows_per_unit, max_groups_per_unit,
                                         schema, backend)
-    n = backend.count_rows(frame)
+    original: Any = frame
+    protected: Any = original.copy(deep=False) if backend.family == "pandas" else original
+    data = backend.snapshot(protected)  # what every release reads from now on
+    parse_in_full(data, backend)  # a CSV source: every value once, now, not in a release
+    n = backend.count_rows(data)
     if n == 0:
         raise UnsupportedInputError(
             "the frame is empty: there is nothing to protect; protect the full data set"
@@ -804,7 +831,7 @@ def protect(
     unit = None
     if declared_unit is not None:
         column, k, g = declared_unit
-        n_units = units.count_distinct_units(frame, backend, column)
+        n_units = units.count_distinct_units(data, backend, column)
         if n_units == 0:
             raise UnsupportedInputError(
                 f"the privacy_unit column {column!r} holds no id: there is no person to protect"
@@ -817,19 +844,16 @@ def protect(
         ledger: Ledger = open_ledger(epsilon, delta, path=sess.path)
     else:
         ledger = Ledger(epsilon, delta)
-    original: Any = frame
-    protected: Any = original.copy(deep=False) if backend.family == "pandas" else original
     dataset = Dataset(ledger, n, backend, sess)
     facts = FrameFacts(dataset, True, clean_bounds, clean_missing, clean_keys, unit=unit)
     sess._bind(dataset)
-    protected = _register(protected, facts)
+    protected = _register(protected, facts, data=data)
     dataset.root_ref = weakref.ref(protected)
     if backend.readable_plans:
-        dataset.source = SourceBinding.of(frame)
+        dataset.source = SourceBinding.of(data)
     elif backend.lazy:  # a plan dpframe cannot read: bind the files the engine reads
-        dataset.source = SourceBinding.of_engine(protected, backend)
-        dataset.root_strong = protected
-    else:
-        dataset.root_shape = _shape(protected, backend)
-    _remember_original(frame, dataset)
+        dataset.source = SourceBinding.of_engine(data, backend)
+    if backend.lazy:
+        dataset.root_strong = data
+    _remember_original(frame, dataset, data)
     return protected  # the same type as ``frame``

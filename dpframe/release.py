@@ -7,17 +7,20 @@ cov/corr, describe, group-by, batch release — goes through :func:`run`:
 2. **arguments** (:func:`check_request`): ε, δ, mechanism, weights, random state, group keys;
 3. **plan**: each query's measurements from public facts only (bounds, missing-value policy,
    the public size, dtypes), and every mechanism built — bad parameters fail here;
-4. **source**: the protected data has not changed under a lazy plan or an in-place edit;
+4. **source**: the files under a lazy plan have not changed (file metadata; in-memory data
+   needs no check: releases read dpframe's private snapshot, never the user's object);
 5. **reserve** ε and δ in the ledger;
 6. **aggregate**: one pass over the data for all queries (:func:`dpframe.engine.aggregate`);
 7. **noise, post-processing and log entries**;
-8. **commit** (the ledger assigns the release id); any exception before it cancels the
-   reservation, so nothing is spent.
+8. **commit** (the ledger assigns the release id).
 
-Steps 1–5 read public facts only. After step 5 nothing a caller sees depends on the data except
-through the mechanisms' noise: the engine never refuses a value (missing values follow the
-declared policy, infinite ones are clamped), no row count is checked, and the shapes of the
-results are fixed by the declared keys.
+Steps 1–5 read public facts only, and an error there spends nothing. After step 5 nothing a
+caller sees depends on the data except through the mechanisms' noise: derived columns are
+computed by dpframe's total compilation of the verified expressions (:mod:`dpframe.rowwise`),
+the engine never refuses a value (missing values follow the declared policy, infinite ones are
+clamped), no row count is checked, and the shapes of the results are fixed by the declared
+keys. Should anything still fail in steps 6–7, the safety net (:mod:`dpframe.safety_net`)
+spends the reservation, logs the failure and raises one fixed error with no data in it.
 """
 
 from __future__ import annotations
@@ -40,8 +43,11 @@ from dpframe.keyset import Keys, checked_keys, key_kinds, keys_reference
 from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
 from dpframe.queries import Measurement, Plan, PlanContext, Query
+from dpframe.rowwise.engines import apply_steps
+from dpframe.safety_net import failure_entry, failure_error, quiet
 
-__all__ = ["MECHANISMS", "Outcome", "Planned", "Request", "check_request", "plan", "run"]
+__all__ = ["MECHANISMS", "Outcome", "Planned", "Request", "check_request", "evaluate_derivation",
+           "plan", "run"]
 
 MECHANISMS = ("bounded", "truncated", "laplace", "auto")
 
@@ -90,8 +96,8 @@ def _number(name: str, value: Any) -> float:
         raise ParameterError(f"{name} must be a number, got {value!r}")
     try:
         return float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ParameterError(f"{name} must be a number (a float), got {value!r}") from None
 
 
 def _check_epsilon(epsilon: Any) -> float:
@@ -167,6 +173,9 @@ def _check_random_state(random_state: Any) -> tuple[np.random.Generator | None, 
     if isinstance(random_state, np.random.Generator):
         return random_state, "seeded"
     if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ParameterError(f"random_state must be a non-negative int seed, got "
+                                 f"{random_state}")
         return np.random.default_rng(int(random_state)), "seeded"
     raise ParameterError(
         "random_state must be None (secure, the default), an int seed or a numpy Generator "
@@ -433,10 +442,11 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
             engine.validate_column(frame, col, columns=columns)
             if col not in facts.bounds:
                 raise BoundsError(
-                    f"no bounds declared for column {col!r}: declare them when protecting, "
-                    f"dpf.protect(frame, ..., bounds={{{col!r}: (lower, upper)}}), or when "
-                    "deriving it (frame.dp.with_columns(..., bounds=...)); bounds are public "
-                    "and never computed from the data"
+                    f"no bounds declared for column {col!r}. Bounds are public and never "
+                    "computed from the data; declare them on a derived copy: "
+                    f"frame.dp.with_columns(nw.col({col!r}).alias('{col}_b'), "
+                    f"bounds={{'{col}_b': (lower, upper)}}) (new columns take their bounds "
+                    "where they are derived)"
                 )
         for c in read:
             if c not in native:
@@ -460,9 +470,11 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
                 )
             raise PrivateSizeError(
                 f"dp.{q.kind} needs the public row count: run it on the protected frame or a "
-                "derivation that keeps every row (with_columns/select), with a fill value "
-                "declared for missing values (dpf.protect(..., missing={column: value})) "
-                f"where the columns can hold them ({', '.join(drops) or 'none'} drop them)"
+                "derivation that keeps every row (with_columns/select), with a public fill "
+                "value for missing values in the columns it reads "
+                f"({', '.join(drops) or 'none'} drop them): e.g. a derived copy "
+                "frame.dp.with_columns(nw.col(c).alias(c2), bounds={c2: (lo, hi)}, "
+                "missing={c2: value})"
             )
         try:
             plan_q = q.plan(ctx)
@@ -558,7 +570,7 @@ def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str
     frame's verified facts, the data releases read (its private snapshot, if any), the checked
     request and the plans with their mechanisms."""
     facts = resolve(frame, session)
-    data = frame if facts.data is None else facts.data
+    data = facts.data  # dpframe's private object: never the one the user holds
     request = check_request(queries, facts=facts, **arguments)
     if request.selection is not None:  # keys from the data: check the selection's
         _selection_rule(facts, request)  # calibration and the queries' rest of ε now
@@ -593,8 +605,10 @@ def run(
     dataset.check_unchanged()
     ledger = dataset.ledger
     spends = any(p.plan.measurements for p in planned)
-    reservation = ledger.reserve(request.epsilon if spends else 0.0,
-                                 request.delta if spends else 0.0)
+    epsilon, delta = (request.epsilon, request.delta) if spends else (0.0, 0.0)
+    reservation = ledger.reserve(epsilon, delta)
+    # --- data is read from here on: nothing below may depend on it except through noise ---
+    failure: str | None = None
     try:
         selected: list[dict[str, Any]] = []
         if request.selection is not None:
@@ -609,6 +623,11 @@ def run(
                                                               release_seed(request.rng)),
         )
         values, intervals, entries = _measure(frame, facts, request, planned, aggs)
+    except BaseException as exc:  # the safety net (dpframe.safety_net): never the text
+        failure = type(exc).__name__
+    if failure is not None:
+        _charge_failure(frame, facts, request, list(queries), failure, reservation)
+    try:
         release_id = ledger.commit(reservation, selected + entries,
                                    keys=None if request.keys is None else dict(
                                        [keys_reference(request.keys)]))
@@ -618,6 +637,46 @@ def run(
     keys_out = request.keys
     return Outcome(values, keys_out, request.group_by, entries, ledger.snapshot_document(),
                    release_id, backend_of(frame), intervals, request.ci)
+
+
+def _charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list[str],
+                    failure: str, reservation: Any) -> None:
+    """A release failed after the read: spend its reservation, log the failure, and raise
+    the one fixed error (outside the ``except`` block, so nothing chains to the original)."""
+    context = _LogContext.of(frame, facts, request)
+    entry = failure_entry(
+        what="release", names=names, error=failure, epsilon=request.epsilon,
+        delta=request.delta, engine=context.engine, random_source=context.random_source,
+        derivation=context.derivation,
+        group_by=None if context.group_by is None else str(context.group_by),
+        keys_ref=context.keys_ref,
+        unit_fields=units.describe(facts.unit, context.group_by is not None))
+    facts.dataset.ledger.commit(reservation, [entry])
+    if failure in ("KeyboardInterrupt", "SystemExit"):
+        raise KeyboardInterrupt if failure == "KeyboardInterrupt" else SystemExit(1)
+    raise failure_error("release", names, failure, request.epsilon, request.delta)
+
+
+def evaluate_derivation(facts: FrameFacts, steps: Sequence[Any], schema: Mapping[str, Any]
+                        ) -> Any:
+    """Compute a verified derivation of an in-memory frame (pandas, Polars) on its private
+    data, in dpframe's total compilation (:mod:`dpframe.rowwise`). Under the safety net: a
+    failure is logged (ε = 0: no budget was reserved) and raises the one fixed error."""
+    backend = facts.dataset.backend
+    failure: str | None = None
+    try:
+        with quiet():
+            return apply_steps(facts.data, steps, backend.name, schema)
+    except BaseException as exc:
+        failure = type(exc).__name__
+    ledger = facts.dataset.ledger
+    entry = failure_entry(
+        what="derivation", names=[s.kind for s in steps], error=failure, epsilon=0.0,
+        delta=0.0, engine=engine.engine_name(facts.data), random_source="none",
+        derivation=" > ".join(facts.derivation),
+        unit_fields=units.describe(facts.unit, False))
+    ledger.commit(ledger.reserve(0.0, 0.0), [entry])
+    raise failure_error("derivation", [s.kind for s in steps], failure, 0.0, 0.0)
 
 
 def _select_keys(frame: Any, facts: FrameFacts, request: Request,

@@ -56,7 +56,10 @@ SHARE_TOLERANCE = 1e-9
 Path_ = tuple[str | int, ...]
 
 _TOP_KEYS = ("version", "input", "privacy", "bounds", "keys", "missing", "query", "output")
-_INPUT_KEYS = ("path", "format", "engine")
+_INPUT_KEYS = ("path", "format", "engine", "columns")
+#: Column types a CSV input declares (``[input.columns]``); a value that does not parse as its
+#: column's type is read as missing, in every engine.
+CSV_TYPES = ("float64", "int64", "string", "bool", "date")
 _PRIVACY_KEYS = ("unit", "epsilon", "delta", "ledger", "run_epsilon", "run_delta", "mechanism")
 _QUERY_KEYS = ("name", "share", "accuracy", "level", "kind", "column", "statistics", "group_by",
                "keys", "filter", "mechanism")
@@ -306,12 +309,14 @@ class QuerySpec:
 
 @dataclass(frozen=True)
 class InputSpec:
-    """Where the data is: ``path`` (a file or a glob, absolute), its ``format`` and the
-    ``engine`` that reads it lazily."""
+    """Where the data is: ``path`` (a file or a glob, absolute), its ``format``, the
+    ``engine`` that reads it lazily and, for CSV, the declared ``columns`` types (column ->
+    one of :data:`CSV_TYPES`; undeclared columns are strings)."""
 
     path: str
     format: str
     engine: str
+    columns: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -539,7 +544,22 @@ def _input(c: _Checker, raw: Any, base: Path) -> InputSpec:
                          'add format = "parquet" or format = "csv"')
         fmt = suffix
     engine = c.choice(t.get("engine", "polars"), ("input", "engine"), "input.engine", ENGINES)
-    return InputSpec(str((base / path).absolute()), fmt, engine)
+    columns: tuple[tuple[str, str], ...] = ()
+    if "columns" in t:
+        if fmt != "csv":
+            raise c.fail(("input", "columns"), "input.columns declares the types of a CSV "
+                         "input; Parquet files carry their own")
+        table = c.table(t["columns"], ("input", "columns"), "[input.columns]")
+        columns = tuple((str(name), c.choice(kind, ("input", "columns", name),
+                                             f"input.columns.{name}", CSV_TYPES))
+                        for name, kind in table.items())
+    elif fmt == "csv":
+        raise c.fail(("input", "path"), "a CSV input declares its column types, e.g. "
+                     '[input.columns] age = "float64", region = "string" (one of '
+                     f"{', '.join(CSV_TYPES)}); a value that does not parse is then missing. "
+                     "Types inferred from a sample of the rows would make a later value fail "
+                     "a release")
+    return InputSpec(str((base / path).absolute()), fmt, engine, columns)
 
 
 def _bounds(c: _Checker, raw: Any) -> dict[str, tuple[float, float]]:

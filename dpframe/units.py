@@ -165,9 +165,9 @@ class CountUnits(Query):
     def plan(self, ctx: PlanContext) -> Plan:
         if ctx.unit is None:
             raise ParameterError(
-                "count_units() needs a privacy unit: protect with dpf.protect(..., "
-                "privacy_unit='person_id', max_rows_per_unit=k); without one every row is a "
-                "unit and dp.count() counts them"
+                "count_units() needs a privacy unit, and this data was protected without one "
+                "(privacy_unit=... is part of the protection, fixed for the life of the "
+                "budget): every row is a unit, and dp.count() counts them"
             )
         total = float(ctx.unit.n_units)
         if ctx.units_public and not ctx.grouped and ctx.public_exact:

@@ -59,8 +59,10 @@ class Constructor:
             return data.copy() if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
         import polars as pl
 
+        # fresh buffers every call: Polars converts numpy data without copying, and dpframe
+        # refuses a second budget on buffers a protected frame already holds
         if isinstance(data, pd.DataFrame):
-            frame = pl.from_pandas(data, nan_to_null=False)
+            frame = pl.from_pandas(data.copy(deep=True), nan_to_null=False)
         else:
             frame = pl.DataFrame({k: _plain(v) for k, v in dict(data).items()})
         return frame.lazy() if self.lazy else frame
@@ -118,6 +120,8 @@ def _plain(values: Any) -> Any:
     """numpy object/str arrays as lists (Polars then infers String with nulls for None)."""
     if isinstance(values, np.ndarray) and values.dtype.kind in "OU":
         return values.tolist()
+    if isinstance(values, np.ndarray):
+        return values.copy()
     return values
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import narwhals as nw
@@ -185,3 +186,56 @@ def test_non_frames_are_refused():
         dpf.protect([1, 2, 3], epsilon=1.0, bounds={})
     with pytest.raises(dpf.ParameterError, match="column name"):
         dpf.mean(None)
+
+
+TINY = [1e-11, 1e-13, 1e-15, 1e-300, 5e-324]
+
+
+@pytest.mark.parametrize("epsilon", TINY)
+@pytest.mark.parametrize("mechanism", ["bounded", "truncated", "laplace", "auto"])
+@pytest.mark.parametrize("query", ["count", "mean", "variance", "groupby_mean", "accuracy"])
+def test_any_epsilon_is_answered_or_a_parameter_error(constructor, epsilon, mechanism, query):
+    """The review found IndexError / ZeroDivisionError / 'math domain error' for ε ≤ 1e-11
+    (nothing spent, but not dpframe errors). Every ε is now answered or refused with a
+    ParameterError before anything is read, and nothing is spent by a refusal."""
+    pf, s = _protect(constructor, keys={"g": ["u", "v"]}, missing=0.0)
+    calls = {
+        "count": lambda: pf.dp.count(epsilon=epsilon, mechanism=mechanism, random_state=0),
+        "mean": lambda: pf.dp.mean("x", epsilon=epsilon, mechanism=mechanism, random_state=0),
+        "variance": lambda: pf.dp.variance("x", epsilon=epsilon, mechanism=mechanism,
+                                           random_state=0),
+        "groupby_mean": lambda: pf.dp.groupby("g").mean("x", epsilon=epsilon,
+                                                        mechanism=mechanism, random_state=0),
+        "accuracy": lambda: pf.dp.accuracy({"m": dpf.mean("x")}, epsilon=epsilon,
+                                           mechanism=mechanism),
+    }
+    try:
+        calls[query]()
+    except dpf.ParameterError:
+        assert s.ledger.budget.epsilon_spent == 0.0
+    assert not any(e["query"].startswith("failed") for e in s.ledger.entries)
+
+
+@pytest.mark.parametrize("call", [
+    lambda f: f.dp.mean("x", epsilon=0.5, random_state=-1),
+    lambda f: f.dp.release({"a": dpf.mean("x"), "b": dpf.count()}, epsilon=0.5,
+                           weights=[1e-300, 1.0], random_state=0),
+    lambda f: f.dp.release({"a": dpf.mean("x"), "b": dpf.count()}, epsilon=0.5,
+                           weights=[5e-324, 1.0], random_state=0),
+])
+def test_extreme_parameters_are_parameter_errors(constructor, call):
+    pf, s = _protect(constructor, missing=0.0)
+    with contextlib.suppress(dpf.ParameterError):
+        call(pf)
+    assert not any(e["query"].startswith("failed") for e in s.ledger.entries)
+
+
+@pytest.mark.parametrize("bounds", [(0, 10**400), (0.0, 5e-324), (0.0, 1e-300)])
+def test_extreme_bounds_are_bounds_errors_or_answered(bounds):
+    frame = pd.DataFrame({"x": np.linspace(0, 1e-300, 50)})
+    try:
+        pf = dpf.protect(frame, epsilon=1.0, bounds={"x": bounds}, missing=0.0)
+        pf.dp.mean("x", epsilon=0.5, random_state=0)
+        pf.dp.variance("x", epsilon=0.4, random_state=0)
+    except dpf.ParameterError:
+        return

@@ -167,7 +167,7 @@ BASE = """\
 [input]
 path = "data.{fmt}"
 engine = "polars"
-
+{columns}
 [privacy]
 epsilon = 1.0
 ledger = "ledger.jsonl"
@@ -199,6 +199,14 @@ path = "out.parquet"
 """
 
 
+#: a CSV input declares its column types (a value that does not parse is missing)
+CSV_COLUMNS = """[input.columns]
+age = "int64"
+income = "float64"
+region = "string"
+"""
+
+
 def _data(n: int = 50) -> pl.DataFrame:
     rng = np.random.default_rng(0)
     return pl.DataFrame({"age": rng.integers(0, 100, n), "income": rng.uniform(0, 1000, n),
@@ -216,7 +224,7 @@ def test_dry_run_reads_only_the_parquet_footer(tmp_path, capsys):
     raw[4:data_end] = b"\xff" * (data_end - 4)
     path.write_bytes(bytes(raw))
     spec = tmp_path / "spec.toml"
-    spec.write_text(BASE.format(fmt="parquet"))
+    spec.write_text(BASE.format(fmt="parquet", columns=""))
     code, out, err = _cli([str(spec), "--dry-run"], capsys)
     assert code == 0, err
     assert "5,000" in out and "public n" in out
@@ -230,7 +238,7 @@ def test_dry_run_on_csv_reads_only_the_header(tmp_path, capsys):
     unknown and shows n-dependent quantities as formulas; --rows evaluates them."""
     (tmp_path / "data.csv").write_bytes(b"age,income,region\n" + bytes(range(256)) * 40)
     spec = tmp_path / "spec.toml"
-    spec.write_text(BASE.format(fmt="csv"))
+    spec.write_text(BASE.format(fmt="csv", columns=CSV_COLUMNS))
     code, out, err = _cli([str(spec), "--dry-run"], capsys)
     assert code == 0, err
     assert "unknown" in out and "formulas in n" in out
@@ -246,7 +254,7 @@ def test_csv_run_matches_parquet_run_plan(tmp_path, capsys):
     """A well-formed CSV runs with the Polars engine (n counted by protect)."""
     _data(400).write_csv(tmp_path / "data.csv")
     spec = tmp_path / "spec.toml"
-    spec.write_text(BASE.format(fmt="csv"))
+    spec.write_text(BASE.format(fmt="csv", columns=CSV_COLUMNS))
     code, _, err = _cli([str(spec)], capsys)
     assert code == 0, err
     out = pl.read_parquet(tmp_path / "out.parquet")
@@ -255,7 +263,7 @@ def test_csv_run_matches_parquet_run_plan(tmp_path, capsys):
 
 # -- bad specs name their line -----------------------------------------------------------------
 def _bad(old: str, new: str) -> str:
-    base = BASE.format(fmt="parquet")
+    base = BASE.format(fmt="parquet", columns="")
     assert old in base, old
     return base.replace(old, new, 1)
 
@@ -319,7 +327,7 @@ def test_bad_spec_names_its_line(case, tmp_path, capsys):
 
 def test_missing_table_is_named():
     with pytest.raises(SpecError, match=r"missing \[privacy\] table"):
-        parse_spec(BASE.format(fmt="parquet").replace(
+        parse_spec(BASE.format(fmt="parquet", columns="").replace(
             '[privacy]\nepsilon = 1.0\nledger = "ledger.jsonl"\n', ""))
 
 
@@ -333,7 +341,7 @@ def test_bad_arguments_exit_2(capsys):
 
 # -- filters -----------------------------------------------------------------------------------
 def test_filter_language_compiles_to_the_same_rows():
-    text = BASE.format(fmt="parquet").replace('kind = "count"', """kind = "count"
+    text = BASE.format(fmt="parquet", columns="").replace('kind = "count"', """kind = "count"
 filter = [
   { column = "age", op = "between", value = [20, 60] },
   { any = [ { column = "region", op = "==", value = "a" },
@@ -352,7 +360,7 @@ filter = [
 
 def test_filtered_query_is_verified_and_private_size(tmp_path, capsys):
     _data(3_000).write_parquet(tmp_path / "data.parquet")
-    text = BASE.format(fmt="parquet").replace('kind = "count"', """kind = "count"
+    text = BASE.format(fmt="parquet", columns="").replace('kind = "count"', """kind = "count"
 filter = [{ column = "age", op = ">=", value = 50 },
           { column = "region", op = "in", value = ["a"] }]""")
     (tmp_path / "spec.toml").write_text(text)
@@ -375,7 +383,8 @@ def test_other_engines(engine, tmp_path, capsys):
     if engine == "spark" and shutil.which("java") is None:
         pytest.skip("Java is not installed: Spark cannot start")
     _data(500).write_parquet(tmp_path / "data.parquet")
-    text = BASE.format(fmt="parquet").replace('engine = "polars"', f'engine = "{engine}"')
+    text = BASE.format(fmt="parquet", columns="").replace('engine = "polars"',
+                                                           f'engine = "{engine}"')
     text = text.replace('kind = "count"', 'kind = "count"\ngroup_by = "region"')
     (tmp_path / "spec.toml").write_text(text)
     code, _, err = _cli([str(tmp_path / "spec.toml")], capsys)
@@ -387,13 +396,40 @@ def test_other_engines(engine, tmp_path, capsys):
     assert len(dpf.read_log(tmp_path / "out.parquet")["entries"]) == 1 + 2 + 1
 
 
+@pytest.mark.parametrize("engine", ["polars", *ENGINE_MODULES])
+def test_a_csv_value_that_does_not_parse_is_missing_on_every_engine(engine, tmp_path, capsys):
+    """Neighbouring CSV files, one with a late value that does not parse as its declared type
+    (and a ragged line): both runs exit 0 with the same log apart from noise and times — the
+    value is read as missing, never an error that quotes it."""
+    if engine != "polars":
+        pytest.importorskip(ENGINE_MODULES[engine])
+    if engine == "spark" and shutil.which("java") is None:
+        pytest.skip("Java is not installed: Spark cannot start")
+    logs = []
+    for late in ("55", "fifty-five"):
+        folder = tmp_path / late
+        folder.mkdir()
+        rows = "".join(f"{20 + i % 50},{i * 3.5},{'ab'[i % 2]}\n" for i in range(300))
+        (folder / "data.csv").write_text(f"age,income,region\n{rows}{late},1.0,a\n")
+        text = BASE.format(fmt="csv", columns=CSV_COLUMNS).replace(
+            'engine = "polars"', f'engine = "{engine}"')
+        (folder / "spec.toml").write_text(text)
+        code, _, err = _cli([str(folder / "spec.toml"), "--noise-seed", "1"], capsys)
+        assert code == 0, err
+        assert "fifty-five" not in err
+        entries = dpf.read_log(folder / "out.parquet")["entries"]
+        logs.append([{k: v for k, v in e.items() if k not in ("time", "ledger_id")}
+                     for e in entries])
+    assert logs[0] == logs[1]
+
+
 def test_failure_mid_run_keeps_what_was_released(tmp_path, capsys, monkeypatch):
     """If a release fails after earlier ones were spent, their results are written to
     ``<output>.partial`` (sealed, with the log) and the command exits 1."""
     import dpframe.spec_run as spec_run
 
     _data(300).write_parquet(tmp_path / "data.parquet")
-    (tmp_path / "spec.toml").write_text(BASE.format(fmt="parquet"))
+    (tmp_path / "spec.toml").write_text(BASE.format(fmt="parquet", columns=""))
     real = spec_run.build_queries
     calls = []
 
@@ -447,7 +483,7 @@ def test_target_accuracies_set_epsilon_dry_run_and_run_agree(tmp_path, capsys):
 
     _data(2_000).write_parquet(tmp_path / "data.parquet")
     spec = tmp_path / "spec.toml"
-    spec.write_text(TARGETED.format(fmt="parquet"))
+    spec.write_text(TARGETED.format(fmt="parquet", columns=""))
     code, out, err = _cli([str(spec), "--dry-run", "--json"], capsys)
     assert code == 0, err
     plan = {q["name"]: q for q in json.loads(out)["queries"]}
@@ -498,7 +534,7 @@ def test_target_accuracies_set_epsilon_dry_run_and_run_agree(tmp_path, capsys):
 
 def test_only_target_accuracies_spend_only_what_they_need(tmp_path, capsys):
     _data(2_000).write_parquet(tmp_path / "data.parquet")
-    text = TARGETED.format(fmt="parquet").replace('''[[query]]
+    text = TARGETED.format(fmt="parquet", columns="").replace('''[[query]]
 name = "m"
 share = 1.0
 [query.statistics]
@@ -517,7 +553,7 @@ mean_income = { kind = "mean", column = "income", weight = 2 }
 
 def test_target_accuracies_on_csv_need_n(tmp_path, capsys):
     _data(2_000).write_csv(tmp_path / "data.csv")
-    text = TARGETED.format(fmt="csv")
+    text = TARGETED.format(fmt="csv", columns=CSV_COLUMNS)
     spec = tmp_path / "spec.toml"
     spec.write_text(text)
     code, _out, err = _cli([str(spec), "--dry-run"], capsys)
@@ -530,7 +566,7 @@ def test_target_accuracies_on_csv_need_n(tmp_path, capsys):
 
 
 def _bad_target(old: str, new: str) -> str:
-    base = TARGETED.format(fmt="parquet")
+    base = TARGETED.format(fmt="parquet", columns="")
     assert old in base, old
     return base.replace(old, new, 1)
 

@@ -22,6 +22,8 @@ from dpframe.frames import results
 from dpframe.frames.results import Estimate
 from dpframe.integrity import attach_release_log, release_log_of
 from dpframe.provenance import Missing, Session
+from dpframe.release import evaluate_derivation
+from dpframe.rowwise.engines import apply_steps, check_engine
 
 __all__ = ["DPGroupBy", "DPNamespace", "dp"]
 
@@ -624,13 +626,13 @@ class DPNamespace:
         return self._rows_kept("rename", list(mapping), dict(mapping))
 
     def _rows_kept(self, verb: str, names: list[str], mapping: dict[str, str] | None) -> Any:
-        import narwhals as nw
-
         facts = provenance.resolve(self._frame)
-        schema = list(facts.dataset.backend.schema(self._frame))
+        source = facts.data
+        schema = facts.dataset.backend.polars_schema(source)
         unknown = [c for c in names if c not in schema]
         if unknown:
-            raise ParameterError(f"dp.{verb}: unknown columns {unknown}; available: {schema}")
+            raise ParameterError(f"dp.{verb}: unknown columns {unknown}; available: "
+                                 f"{list(schema)}")
         if verb == "select":
             outputs = {c: c for c in names}
         elif verb == "drop":
@@ -640,25 +642,34 @@ class DPNamespace:
             outputs = {mapping.get(c, c): c for c in schema}
             if len(outputs) != len(schema):
                 raise ParameterError(f"dp.rename: the new names collide: {mapping}")
-        exprs = [nw.col(src).alias(dst) for dst, src in outputs.items()]
-        steps = [derivations.Step("select", dict(outputs))]
-        native = _run_narwhals(_data(self._frame, facts), "select", exprs)
-        return provenance.derive(facts.after(steps), native)
+        steps = [derivations.Step.copying(outputs, schema)]
+        return self._built(facts, facts.after(steps), steps, schema)
 
     def _derive(self, verb: str, exprs: Sequence[Any],
                 bounds: Mapping[str, tuple[float, float]] | None,
                 missing: Missing | Mapping[str, Missing] | None) -> Any:
         facts = provenance.resolve(self._frame)
         backend = facts.dataset.backend
-        source = _data(self._frame, facts)
-        steps, schema = derivations.verify_expressions(backend.polars_schema(source), exprs,
-                                                       verb)
+        if backend.family != "polars" and exprs and all(_is_polars_expr(e) for e in exprs):
+            raise DerivationError("Polars expressions apply to Polars frames; use narwhals "
+                                  "expressions (import narwhals as nw) for this frame")
+        schema = backend.polars_schema(facts.data)
+        steps, _derived_schema = derivations.verify_expressions(schema, exprs, verb)
+        check_engine(steps, backend.name)
         new = facts.after(steps)
         if bounds is not None or missing is not None:
             new = _declare(new, steps, bounds or {}, missing)
-        native = _run_native(source, verb, exprs)
-        if backend.family == "pandas":
-            native = _typed_like(native, schema, steps)
+        return self._built(facts, new, steps, schema)
+
+    def _built(self, facts: provenance.FrameFacts, new: provenance.FrameFacts,
+               steps: Sequence[derivations.Step], schema: Mapping[str, Any]) -> Any:
+        """The derived frame: dpframe's compilation of the verified ``steps`` applied to the
+        private data of this frame (eager frames are computed here, lazy ones are plans)."""
+        backend = facts.dataset.backend
+        if backend.lazy:
+            native = apply_steps(facts.data, steps, backend.name, schema)
+        else:
+            native = evaluate_derivation(facts, steps, schema)
         return provenance.derive(new, native)
 
     # -- budget and log -----------------------------------------------------------------------
@@ -886,32 +897,11 @@ def _accuracy_table(frame: Any, rows: Sequence[Any]) -> Any:
     return backend_of(frame).table({f: [getattr(r, f) for r in rows] for f in fields})
 
 
-def _data(frame: Any, facts: provenance.FrameFacts) -> Any:
-    """What a derivation reads: the verified frame's private snapshot, else the frame."""
-    return frame if facts.data is None else facts.data
+def _is_polars_expr(expr: Any) -> bool:
+    import sys
 
-
-#: pandas nullable dtypes for the Polars dtypes a verified expression produces.
-_PANDAS_NULLABLE = {
-    "Float64": "Float64", "Float32": "Float32", "Int64": "Int64", "Int32": "Int32",
-    "Int16": "Int16", "Int8": "Int8", "UInt64": "UInt64", "UInt32": "UInt32",
-    "UInt16": "UInt16", "UInt8": "UInt8", "Boolean": "boolean", "String": "string",
-}
-
-
-def _typed_like(native: Any, schema: Mapping[str, Any],
-                steps: Sequence[derivations.Step]) -> Any:
-    """Give every column a pandas derivation computed the dtype its verified plan says, as a
-    nullable dtype. pandas infers dtypes from values (an int column with a missing value turns
-    float, a bool one object), which would let one value change what the planner and the log
-    see; the plan's dtype does not depend on the data."""
-    computed = {name for step in steps for name, src in step.outputs.items() if src is None}
-    casts = {name: _PANDAS_NULLABLE[str(schema[name])] for name in computed
-             if name in schema and str(schema[name]) in _PANDAS_NULLABLE}
-    if not casts:
-        return native
-    with _quiet():
-        return native.astype(casts)
+    pl = sys.modules.get("polars")
+    return pl is not None and isinstance(expr, pl.Expr)
 
 
 def _names(columns: Sequence[str]) -> list[str]:
@@ -938,47 +928,3 @@ def _declare(facts: provenance.FrameFacts, steps: Sequence[derivations.Step],
                                            clean)
     return replace(facts, bounds={**facts.bounds, **clean},
                    missing={**facts.missing, **policies})
-
-
-def _narwhals_module(exprs: Sequence[Any]) -> Any:
-    import narwhals as nw
-    import narwhals.stable.v1 as nw1
-    import narwhals.stable.v2 as nw2
-
-    for mod in (nw2, nw1):
-        if exprs and all(isinstance(e, mod.Expr) for e in exprs):
-            return mod
-    return nw
-
-
-def _run_narwhals(frame: Any, verb: str, exprs: Sequence[Any]) -> Any:
-    mod = _narwhals_module(exprs)
-    with _quiet():
-        return getattr(mod.from_native(frame), verb)(*exprs).to_native()
-
-
-def _quiet() -> Any:
-    """Numeric warnings of a verified derivation (log of a negative, overflow in a cast ...)
-    depend on the values; they are not shown (the result holds NaN/inf, which the missing-value
-    rule and clamping handle)."""
-    import contextlib
-    import warnings
-
-    stack = contextlib.ExitStack()
-    stack.enter_context(warnings.catch_warnings())
-    warnings.simplefilter("ignore")
-    stack.enter_context(np.errstate(all="ignore"))
-    return stack
-
-
-def _run_native(frame: Any, verb: str, exprs: Sequence[Any]) -> Any:
-    """Apply a verified derivation in the frame's own engine."""
-    import polars as pl
-
-    if all(isinstance(e, pl.Expr) for e in exprs):
-        if backend_of(frame).family != "polars":
-            raise DerivationError("Polars expressions apply to Polars frames; use narwhals "
-                                  "expressions (import narwhals as nw) for pandas")
-        with _quiet():
-            return getattr(frame, verb)(*exprs)
-    return _run_narwhals(frame, verb, exprs)

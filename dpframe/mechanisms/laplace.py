@@ -119,15 +119,37 @@ class _LaplaceFamily:
         hi = self.domain.upper if math.isfinite(self.domain.upper) else self.magnitude
         return lo, hi
 
+    def _scale_for(self, epsilon: float) -> float:
+        """The continuous scale for ``epsilon``, or a :class:`ParameterError` when it is not a
+        positive finite double (ε so small that Δ/ε overflows, or the scale's equation has no
+        solution in floating point): a fact about the parameters alone."""
+        try:
+            b = self._continuous_scale(epsilon)
+        except (ArithmeticError, ValueError):
+            b = math.nan
+        if not (math.isfinite(b) and b > 0):
+            raise ParameterError(
+                f"epsilon={self.epsilon:g} is too small for this sensitivity "
+                f"({self.sensitivity:g}) and domain: the noise scale cannot be computed in "
+                "floating point; use a larger epsilon"
+            )
+        return b
+
     def _calibrate(self) -> None:
         if not self.snapping:
-            self.scale = self._continuous_scale(self.epsilon)
+            self.scale = self._scale_for(self.epsilon)
             self.plan: SnapPlan | None = None
             self.epsilon_overhead = 0.0
             self.grid = 0.0
             return
-        b = self._continuous_scale(self.epsilon)
-        plan = plan_snapping(b, self.epsilon, self._sampling_set(), self._window(b))
+        b = self._scale_for(self.epsilon)
+        try:
+            plan = plan_snapping(b, self.epsilon, self._sampling_set(), self._window(b))
+        except (ArithmeticError, ValueError):
+            raise ParameterError(
+                f"epsilon={self.epsilon:g} is too small for floating point at this domain and "
+                "sensitivity (no snapping grid fits); use a larger epsilon"
+            ) from None
         reserved = plan.overhead
         for _ in range(20):
             if reserved >= self.epsilon:
@@ -135,7 +157,7 @@ class _LaplaceFamily:
                     f"epsilon={self.epsilon:g} is too small for floating point at this domain and"
                     " sensitivity (snapping would cost all of it); use a larger epsilon"
                 )
-            b = self._continuous_scale(self.epsilon - reserved)
+            b = self._scale_for(self.epsilon - reserved)
             cost = rounding_cost(plan.delta_t_at(b), plan.w_min, plan.w_max, b) + plan.choice_cost
             if cost <= reserved:
                 break

@@ -51,14 +51,15 @@ class RandomSource:
             self._rng: np.random.Generator | None = None
         elif isinstance(random_state, np.random.Generator):
             self._rng = random_state
-        elif isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        elif (isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)
+              and random_state >= 0):
             self._rng = np.random.default_rng(int(random_state))
         else:
             from dpframe.errors import ParameterError
 
             raise ParameterError(
-                "random_state must be None (secure), an int seed or a numpy Generator;"
-                f" got {type(random_state).__name__}"
+                "random_state must be None (secure), a non-negative int seed or a numpy "
+                f"Generator; got {random_state!r}"
             )
 
     @property

@@ -1,0 +1,389 @@
+"""Reading one expression of a Polars plan into a verified :class:`~dpframe.rowwise.nodes.RowExpr`.
+
+The expression is read node by node through Polars' plan visitor; every node must be on the
+row-wise allow-list (:data:`dpframe.rowwise.functions.FUNCTIONS`, :data:`OPERATORS`) and take
+its arguments in a form that no value can make fail (literal patterns that compile, literal
+widths under the public cap, no arithmetic Polars cannot check row by row). Anything else is a
+:class:`~dpframe.errors.DerivationError`, raised before any data is read. Reading is the same
+for every engine; which functions an engine can run is checked when the tree is compiled for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpframe.errors import DerivationError
+from dpframe.rowwise.functions import FUNCTIONS, MAX_WIDTH, OPERATORS
+from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When
+
+__all__ = ["ALLOWED_NOTE", "read_expression"]
+
+ALLOWED_NOTE = (
+    "dpframe answers derived frames only when it can verify from their structure that every "
+    "row comes from one row of the protected data: filters with row-wise predicates, "
+    "row-wise new or replaced columns, select / drop / rename / cast. "
+)
+_NOTHING = "Nothing was read or spent."
+
+#: Functions taking a width that is capped, and the index of the width among their inputs.
+_WIDTHS = {"StringFunction.ZFill": 1, "StringFunction.PadStart": 1,
+           "StringFunction.PadEnd": 1}
+#: Regex-taking string functions and the index of their ``literal`` flag in ``function_data``.
+_REGEX_LITERAL_FLAG = {"StringFunction.Contains": 1, "StringFunction.Find": 1,
+                       "StringFunction.CountMatches": 1, "StringFunction.Replace": 2}
+#: Functions with a ``strict`` flag (``function_data[1]``) that raise when it is set.
+_STRICT_FLAG = frozenset({"StringFunction.ToInteger"})
+#: Arithmetic operators: checked on integers, refused on operands no engine can check.
+ARITHMETIC = frozenset({"Plus", "Minus", "Multiply", "TrueDivide", "FloorDivide", "Modulus"})
+_ROUND_SIG_MAX = 300
+
+
+def read_expression(nt: Any, node_id: int, where: str, *, origin: str = "polars") -> RowExpr:
+    """The verified tree of the expression ``node_id`` of the visitor's current plan node.
+
+    ``origin``: ``"polars"`` for Polars expressions and native plans (a strict cast that can
+    fail is refused: the user asked for an error on some values), ``"narwhals"`` for narwhals
+    expressions (narwhals casts have no strictness; dpframe compiles them non-strict). Types are
+    read against the node's *input* schema, where the expression is evaluated."""
+    here = nt.get_node()
+    inputs = nt.get_inputs()
+    if inputs:
+        nt.set_node(inputs[0])
+    try:
+        return _Reader(nt, where, origin).read(node_id)
+    finally:
+        nt.set_node(here)
+
+
+class _Reader:
+    def __init__(self, nt: Any, where: str, origin: str) -> None:
+        self.nt = nt
+        self.where = where
+        self.origin = origin
+
+    def refuse(self, what: str) -> DerivationError:
+        return DerivationError(f"{self.where}: {what} {_NOTHING}")
+
+    def view(self, node_id: int) -> Any:
+        try:
+            return self.nt.view_expression(node_id)
+        except Exception as exc:  # e.g. python UDFs (map_elements, map_batches) have no view
+            raise DerivationError(
+                f"{self.where}: dpframe cannot read this expression ({type(exc).__name__}); "
+                "python functions (map_elements, map_batches, ...) can read other rows and are "
+                "refused. " + ALLOWED_NOTE + _NOTHING
+            ) from None
+
+    def dtype(self, node_id: int) -> Any:
+        return self.nt.get_dtype(node_id)
+
+    def read(self, node_id: int) -> RowExpr:
+        e = self.view(node_id)
+        kind = type(e).__name__
+        dtype = self.dtype(node_id)
+        if kind == "Column":
+            return Col(dtype, str(e.name))
+        if kind == "Literal":
+            if type(e.value).__name__ in ("PySeries", "PyDataFrame"):
+                raise self.refuse("a Series literal brings rows from outside the protected "
+                                  "data. " + ALLOWED_NOTE)
+            return Lit(dtype, e.value)
+        if kind == "BinaryExpr":
+            return self.binary(e, dtype)
+        if kind == "Cast":
+            _check_cast_exists(self.dtype(e.expr), e.dtype, self)
+            if self.origin == "polars" and e.options == 0 and not _cast_is_safe(
+                    self.dtype(e.expr), e.dtype):
+                raise self.refuse(
+                    f"a strict cast to {e.dtype} can fail on some values, which would make the "
+                    "outcome depend on the data; cast with strict=False (values that do not "
+                    "fit become missing) or to Float64/String."
+                )
+            return Cast(dtype, self.read(e.expr))
+        if kind == "Ternary":
+            return When(dtype, self.read(e.predicate), self.read(e.truthy),
+                        self.read(e.falsy))
+        if kind == "Function":
+            return self.function(e, dtype)
+        what = {
+            "Agg": "an aggregation", "Window": "a window (over)", "Len": "len()",
+            "Sort": "a sort", "SortBy": "a sort", "Gather": "a gather",
+            "Filter": "a filter inside an expression", "Slice": "a slice (head/tail)",
+        }.get(kind, f"a {kind} expression")
+        raise self.refuse(f"{what} reads other rows of the data. " + ALLOWED_NOTE
+                          + "Compute such values from released statistics instead.")
+
+    def binary(self, e: Any, dtype: Any) -> RowExpr:
+        op = str(e.op).rsplit(".", 1)[-1]
+        if op not in OPERATORS:
+            raise self.refuse(f"the operator {op!r} is not on dpframe's row-wise list.")
+        left, right = self.read(e.left), self.read(e.right)
+        if op in ARITHMETIC:
+            _check_arithmetic(op, left, right, dtype, self)
+        return Binary(dtype, op, left, right)
+
+    def function(self, e: Any, dtype: Any) -> RowExpr:
+        data = tuple(e.function_data)
+        name = str(data[0])
+        if name not in FUNCTIONS:
+            raise self.refuse(
+                f"{name!r} is not a row-wise function (it can read other rows, or dpframe has "
+                "not verified it). " + ALLOWED_NOTE + "Aggregates, windows (over), shift, "
+                "cumulative, rank, fill strategies, unique and sampling are refused."
+            )
+        spec = FUNCTIONS[name]
+        if name in _STRICT_FLAG and data[1]:
+            raise self.refuse(
+                f"{name!r} with strict=True raises on values it cannot parse, which would make "
+                "the outcome depend on the data; use strict=False (unparseable values become "
+                "missing)."
+            )
+        args = tuple(self.read(i) for i in e.input)
+        if spec.literal_args and any(not isinstance(a, Lit) for a in args[1:]):
+            raise self.refuse(
+                f"{name!r} takes its pattern, length, table or unit from the data here; such "
+                "arguments can make the function fail or allocate depending on a value, so "
+                "dpframe accepts literal arguments only."
+            )
+        self.check_arguments(name, args, data)
+        return Call(dtype, name, args, data[1:])
+
+    def check_arguments(self, name: str, args: tuple[RowExpr, ...], data: tuple[Any, ...]
+                        ) -> None:
+        """Literal arguments whose value alone would make the function fail on some rows."""
+        if name in _WIDTHS:
+            width = args[_WIDTHS[name]]
+            assert isinstance(width, Lit)
+            if not isinstance(width.value, int) or not 0 <= width.value <= MAX_WIDTH:
+                raise self.refuse(f"{name!r} pads to a width of at most {MAX_WIDTH} "
+                                  f"characters (a public cap); got {width.value!r}.")
+        elif name == "round_sig_figs":
+            digits = data[1]
+            if not isinstance(digits, int) or not 1 <= digits <= _ROUND_SIG_MAX:
+                raise self.refuse(f"round_sig_figs takes 1 to {_ROUND_SIG_MAX} significant "
+                                  f"digits; got {digits!r}.")
+        elif name == "clip":
+            _check_clip_bounds(args, self)
+        elif name == "sum_horizontal":
+            for a in args:
+                _check_number(name, value_dtype(a), self)
+        elif name == "ListFunction.Sum":
+            _check_number(name, getattr(args[0].dtype, "inner", None), self)
+        elif name in ("TemporalFunction.Truncate", "TemporalFunction.Round"):
+            _check_every(args, name, self)
+        elif name == "StringFunction.ToInteger":
+            base = args[1]
+            assert isinstance(base, Lit)
+            if not isinstance(base.value, int) or not 2 <= base.value <= 36:
+                raise self.refuse(f"str.to_integer takes a base from 2 to 36; got "
+                                  f"{base.value!r}.")
+        elif name in ("StringFunction.Slice", "StringFunction.Head", "StringFunction.Tail"):
+            for arg in args[2:] if name.endswith("Slice") else ():
+                assert isinstance(arg, Lit)
+                if arg.value is not None and (not isinstance(arg.value, int) or arg.value < 0):
+                    raise self.refuse(f"str.slice takes a length of 0 or more; got "
+                                      f"{arg.value!r}.")
+        elif name == "replace":
+            _check_table(args, self)
+        flag = _REGEX_LITERAL_FLAG.get(name)
+        if flag is not None and not data[flag]:
+            pattern = args[1]
+            assert isinstance(pattern, Lit)
+            _check_pattern(pattern.value, self)
+
+
+def _cast_is_safe(source: Any, target: Any) -> bool:
+    """A strict Polars cast that no value can make fail: to a float or string type from a
+    numeric, boolean or string (to string only) column, or between integer types that widen."""
+    import polars as pl
+
+    if target in (pl.Float64, pl.Float32):
+        return bool(source.is_numeric()) or source == pl.Boolean
+    if target == pl.String:
+        return bool(source.is_numeric()) or source in (pl.Boolean, pl.String)
+    if source == pl.Boolean and (target.is_integer() or target == pl.Boolean):
+        return True  # 0 or 1 fits every integer type
+    if source.is_integer() and target.is_integer():
+        src_lo, src_hi = int_range(source)
+        dst_lo, dst_hi = int_range(target)
+        return dst_lo <= src_lo and src_hi <= dst_hi
+    return bool(source == target)
+
+
+def int_range(dtype: Any) -> tuple[int, int]:
+    """The smallest and largest value of a Polars integer dtype (128-bit ones included)."""
+    name = str(dtype)
+    bits = int(name.lstrip("UInt").lstrip("Int") or 64)
+    if name.startswith("U"):
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def value_dtype(expr: RowExpr) -> Any:
+    """The narrowest dtype that holds every value ``expr`` can take: its own, or, through
+    widening integer casts (which Polars inserts to bring operands to a common type), the
+    dtype of what was cast."""
+    while isinstance(expr, Cast) and _widens(expr.expr.dtype, expr.dtype):
+        expr = expr.expr
+    return expr.dtype
+
+
+def _widens(source: Any, target: Any) -> bool:
+    if not (source.is_integer() and target.is_integer()):
+        return False
+    lo, hi = int_range(source)
+    to_lo, to_hi = int_range(target)
+    return to_lo <= lo and hi <= to_hi
+
+
+def _unchecked(dtype: Any) -> str | None:
+    """Why arithmetic on ``dtype`` cannot be checked row by row in every engine, or None."""
+    text = str(dtype)
+    if text.startswith("Decimal"):
+        return "Decimal arithmetic can overflow"
+    if text in ("Int128", "UInt128"):
+        return "128-bit integer arithmetic can overflow"
+    return None
+
+
+def _check_number(name: str, dtype: Any, reader: _Reader) -> None:
+    """Refuse a sum no engine can check row by row (Decimal, 128-bit integers)."""
+    why = None if dtype is None else _unchecked(dtype)
+    if why is not None:
+        raise reader.refuse(
+            f"{name!r}: {why}, and dpframe cannot check that row by row in every engine; cast "
+            "the operand to Float64 (or to Int64) first."
+        )
+
+
+def _check_arithmetic(op: str, left: RowExpr, right: RowExpr, result: Any,
+                      reader: _Reader) -> None:
+    """Arithmetic is accepted on numbers (and ``+`` on strings, which concatenates); integer
+    results are checked by the compilers, which needs operands of at most 64 bits."""
+    import polars as pl
+
+    if op == "Plus" and result == pl.String:
+        return
+    symbol = OPERATORS[op].split("`")[1]
+    for dtype in (left.dtype, right.dtype, result):
+        if not (dtype.is_numeric() or dtype == pl.Boolean):
+            raise reader.refuse(
+                f"{symbol!r} on {dtype} values is not accepted (it can overflow in some "
+                "engines); extract numbers first (dt.year(), ...) or cast to Float64."
+            )
+    # a 128-bit result of 64-bit values (UInt64 with Int64) cannot overflow 128 bits
+    checked = [value_dtype(left), value_dtype(right)]
+    if str(result) != "Int128":
+        checked.append(result)
+    for dtype in checked:
+        why = _unchecked(dtype)
+        if why is not None:
+            raise reader.refuse(
+                f"{symbol!r}: {why}, and dpframe cannot check that row by row in every "
+                "engine; cast the operands to Float64 (or to Int64) first."
+            )
+
+
+def _check_clip_bounds(args: tuple[RowExpr, ...], reader: _Reader) -> None:
+    """``clip`` converts its bounds to the subject's type, strictly in Polars: a bound that
+    does not convert (a float bound on integers, or one out of the type's range) would fail —
+    on every row for a literal, on some rows for a column. Bounds must be of the subject's
+    type, or integer-valued literals that fit it."""
+    subject = args[0].dtype
+    for bound in args[1:]:
+        if bound.dtype == subject:
+            continue
+        value = bound.value if isinstance(bound, Lit) else None
+        if subject.is_integer() and isinstance(value, int | float) and not isinstance(
+                value, bool) and float(value).is_integer():
+            lo, hi = int_range(subject)
+            if lo <= int(value) <= hi:
+                continue
+        elif subject.is_float() and isinstance(value, int | float) and not isinstance(
+                value, bool):
+            continue
+        raise reader.refuse(
+            f"clip bounds must be of the clipped column's type ({subject}); got a "
+            f"{bound.dtype} bound" + (f" {value!r}" if value is not None else "") + ". Give "
+            "bounds of the column's type that fit it, or cast the column to Float64 first "
+            "(nw.col(...).cast(nw.Float64).clip(...))."
+        )
+
+
+def _check_cast_exists(source: Any, target: Any, reader: _Reader) -> None:
+    """Polars refuses some casts only when a row reaches them ("not supported", e.g. String to
+    Boolean): try the cast on one missing value of the source type, which no data is."""
+    import polars as pl
+
+    try:
+        pl.Series([None], dtype=source).cast(target, strict=False)
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise
+        raise reader.refuse(f"a cast from {source} to {target} is not supported by Polars "
+                            "on any value; cast through another type.") from None
+
+
+def _check_table(args: tuple[RowExpr, ...], reader: _Reader) -> None:
+    """``replace(old, new)``: a literal table whose keys repeat, or whose values do not fit
+    the column, fails on rows that hold a key. Try it on the keys themselves (public
+    literals, not data)."""
+    import polars as pl
+
+    subject, old, new = args[0].dtype, args[1], args[2]
+    assert isinstance(old, Lit) and isinstance(new, Lit)
+    keys = list(old.value) if isinstance(old.value, list | tuple) else [old.value]
+    if len({repr(k) for k in keys}) != len(keys):
+        raise reader.refuse("replace(): the table's old values repeat; give each once.")
+    try:
+        probe = pl.Series(keys, strict=False).cast(subject, strict=False)
+        probe.replace(old.value, new.value)
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise
+        raise reader.refuse("replace(): the table's values do not fit the column's type "
+                            f"({subject}); give values of that type.") from None
+
+
+def _check_pattern(pattern: Any, reader: _Reader) -> None:
+    """A literal regex pattern that does not compile fails on every row, but not on an empty
+    frame: compile it here (with Polars' own regex engine), so the refusal does not wait for
+    data."""
+    if not isinstance(pattern, str):
+        return
+    import polars as pl
+
+    try:
+        pl.Series([""], dtype=pl.String).str.contains(pattern)
+    except Exception:
+        raise reader.refuse(f"the regular expression {pattern!r} does not compile; fix it or "
+                            "pass literal=True.") from None
+
+
+def _check_every(args: tuple[RowExpr, ...], name: str, reader: _Reader) -> None:
+    """``dt.truncate`` / ``dt.round`` with a literal interval: an interval Polars cannot parse
+    fails on every non-empty frame, so it is tried here on one public probe value."""
+    import datetime as dt
+
+    import polars as pl
+
+    every = args[1]
+    assert isinstance(every, Lit)
+    start = dt.datetime(2000, 1, 1)
+    probe = pl.Series([start], dtype=pl.Datetime("us"))
+    what = f"dt.{name.rsplit('.', 1)[-1].lower()}"
+    try:
+        if name.endswith("Truncate"):
+            probe.dt.truncate(every.value)
+        else:
+            probe.dt.round(every.value)
+        end = probe.dt.offset_by(every.value).item()
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise
+        raise reader.refuse(f"{what}: the interval {every.value!r} is not a valid Polars "
+                            "duration.") from None
+    if not dt.timedelta(0) <= end - start <= dt.timedelta(days=366):
+        raise reader.refuse(f"{what} takes an interval of at most a year (a public limit that "
+                            f"keeps every result inside the type's range); got "
+                            f"{every.value!r}.")

@@ -1,0 +1,205 @@
+"""Readers of protected sources: no type inferred from the data, no value that fails a release.
+
+A CSV reader that infers column types from a sample of the rows (Polars reads 100 rows, DuckDB
+samples, Dask reads the first block) fails later, on the first value the sample did not
+foresee — inside a release, with a message quoting the value or the line. Whether a release
+fails then depends on one row: a leak. So a protected CSV source must
+
+* **declare its types**: Polars ``scan_csv(schema=...)`` (or ``infer_schema=False``: every
+  column a string), DuckDB ``read_csv(columns={...})`` (or ``all_varchar=true``), Dask
+  ``read_csv(dtype={...})`` covering every column; and
+* **parse in full at protect**: :func:`parse_in_full` reads every value of every column once,
+  when the data is protected (before any budget exists). A file that does not parse as
+  declared is refused there, without the reader's message. Afterwards the files are bound by
+  their identity (:class:`dpframe.provenance.SourceBinding`), so every release parses the same
+  bytes the check parsed and cannot fail.
+
+With Polars, ``ignore_errors=True`` (and ``truncate_ragged_lines=True``) make values that do
+not parse missing instead, which is what a steward usually wants. DuckDB's ``ignore_errors``
+is refused: it drops whole rows from what a query reads but not from ``count(*)``, so the
+public size would not be the number of rows the statistics see.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dpframe.backends import Backend, duckdb_parse
+from dpframe.errors import UnsupportedInputError
+
+__all__ = ["check_readers", "parse_in_full"]
+
+_POLARS_FIX = (
+    "pl.scan_csv(path, schema={'age': pl.Float64, 'region': pl.String, ...}, "
+    "ignore_errors=True, truncate_ragged_lines=True) (values that do not parse become missing)"
+)
+_DUCKDB_FIX = (
+    "duckdb.read_csv(path, dtype={'age': 'DOUBLE', 'region': 'VARCHAR', ...}) or "
+    "read_csv(path, columns={...}), or all_varchar=true and casts in a derivation (a cast "
+    "that fails gives a missing value)"
+)
+_DASK_FIX = (
+    "dd.read_csv(path, dtype={'age': 'float64', 'region': 'string', ...}) naming every "
+    "column, or dtype=str and casts in a derivation (a cast that fails gives a missing value)"
+)
+
+
+def check_readers(frame: Any, backend: Backend) -> None:
+    """Refuse (reading no data) a CSV source whose column types would be inferred from the
+    data, or a reader option that makes the rows read differ from the rows counted."""
+    if backend.readable_plans:
+        for options in _polars_csv_scans(frame):
+            if options.get("schema") is None and options.get("infer_schema_length") != 0:
+                raise UnsupportedInputError(
+                    "this LazyFrame reads a CSV file whose column types Polars would infer from "
+                    "its first rows; a later value that does not parse would then fail a "
+                    "release. Declare the types: " + _POLARS_FIX + ". Nothing was read."
+                )
+    elif backend.name == "duckdb":
+        for arguments in _duckdb_csv_scans(frame):
+            if arguments.get("ignore_errors") == "true":
+                raise UnsupportedInputError(
+                    "DuckDB's read_csv(ignore_errors=true) drops rows that do not parse from "
+                    "what queries read but not from count(*), so the protected size would not "
+                    "be the rows the statistics see; declare the types without it: "
+                    + _DUCKDB_FIX + ". Nothing was read."
+                )
+            if "columns" not in arguments and arguments.get("all_varchar") != "true":
+                raise UnsupportedInputError(
+                    "this DuckDB relation reads a CSV file whose column types DuckDB would "
+                    "infer from a sample; a value the sample did not foresee would then fail a "
+                    "release. Declare the types: " + _DUCKDB_FIX + ". Nothing was read."
+                )
+    elif backend.name == "dask":
+        for columns, dtype in _dask_csv_reads(frame):
+            declared = dtype is not None and (
+                not isinstance(dtype, dict) or all(c in dtype for c in columns))
+            if not declared:
+                raise UnsupportedInputError(
+                    "this Dask frame reads a CSV file whose column types Dask infers from its "
+                    "first block; a later value that does not parse would then fail a "
+                    "release. Declare every column's type: " + _DASK_FIX + ". Nothing was "
+                    "read."
+                )
+
+
+def parse_in_full(data: Any, backend: Backend) -> None:
+    """For a CSV source: read every value of every column once (at protect, before any
+    budget exists), so that no release can be the first to meet a value that does not parse.
+    A failure is refused with a fixed message: the reader's own would quote the data."""
+    if not _reads_csv(data, backend):
+        return
+    try:
+        if backend.readable_plans:
+            import polars as pl
+
+            data.select(pl.all().null_count()).collect()
+        elif backend.name == "duckdb":
+            data.aggregate("count(COLUMNS(*))").fetchall()
+        else:
+            data.map_partitions(lambda part: part.notna().sum()).compute()
+    except Exception:
+        raise UnsupportedInputError(
+            "the CSV source does not parse with its declared column types (the reader's "
+            "message is not shown: it can quote the data). Declare types every value fits, or "
+            "let values that do not parse become missing (Polars: ignore_errors=True, "
+            "truncate_ragged_lines=True; DuckDB and Dask: read the columns as strings and cast "
+            "in a derivation)."
+        ) from None
+
+
+def _reads_csv(frame: Any, backend: Backend) -> bool:
+    if backend.readable_plans:
+        return bool(_polars_csv_scans(frame))
+    if backend.name == "duckdb":
+        return bool(_duckdb_csv_scans(frame))
+    if backend.name == "dask":
+        return bool(_dask_csv_reads(frame))
+    return False
+
+
+def _polars_csv_scans(lazy: Any) -> list[dict[str, Any]]:
+    """The options of every CSV scan in a LazyFrame's plan (from Polars' plan visitor)."""
+    from dpframe.derivations import scan_nodes
+
+    found = []
+    for node in scan_nodes(lazy):
+        scan_type = node.scan_type
+        if scan_type and str(scan_type[0]) == "csv":
+            try:
+                found.append(json.loads(scan_type[1]))
+            except (TypeError, ValueError, IndexError):  # an unknown layout: refuse as inferred
+                found.append({})
+    return found
+
+
+_DUCKDB_CSV_READERS = frozenset({"read_csv", "read_csv_auto", "csv_scan", "sniff_csv"})
+
+
+def _duckdb_csv_scans(relation: Any) -> list[dict[str, str]]:
+    """The named arguments (name -> constant text, ``"columns"`` -> ``"declared"``) of every
+    CSV-reading table function in a DuckDB relation's query (DuckDB's own parse)."""
+    tree = duckdb_parse(relation)
+    if tree is None:
+        return []
+    found: list[dict[str, str]] = []
+
+    def visit(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                visit(item)
+            return
+        if not isinstance(node, dict):
+            return
+        if node.get("type") == "TABLE_FUNCTION":
+            function = node.get("function") or {}
+            if str(function.get("function_name", "")).lower() in _DUCKDB_CSV_READERS:
+                found.append(_named_arguments(function))
+        for value in node.values():
+            visit(value)
+
+    visit(tree.get("statements", []))
+    return found
+
+
+def _named_arguments(function: dict[str, Any]) -> dict[str, str]:
+    """Named arguments, written ``name := value`` (the relational API) or ``name = value``."""
+    out: dict[str, str] = {}
+    for arg in function.get("arguments") or function.get("children") or []:
+        if not isinstance(arg, dict):
+            continue
+        expr = arg.get("expression", arg)
+        if not isinstance(expr, dict):
+            continue
+        name, value = str(arg.get("name") or ""), expr
+        if not name and expr.get("type") == "COMPARE_EQUAL":
+            names = (expr.get("left") or {}).get("column_names") or []
+            name, value = (str(names[-1]) if names else ""), expr.get("right") or {}
+        if not name:
+            continue
+        literal = value.get("literal") or {}
+        out[name.lower()] = str(literal.get("text", "")).lower() if literal else "declared"
+    return out
+
+
+def _dask_csv_reads(frame: Any) -> list[tuple[list[str], Any]]:
+    """(columns, dtype argument) of every pandas CSV reader in a Dask expression tree."""
+    found: list[tuple[list[str], Any]] = []
+    stack = [getattr(frame, "expr", None)]
+    seen = 0
+    while stack and seen < 10_000:
+        expr = stack.pop()
+        seen += 1
+        if expr is None:
+            continue
+        parameters = getattr(expr, "_parameters", ())
+        if "func" in parameters:
+            func = expr.operand("func")
+            keywords = getattr(func, "keywords", None) or {}
+            reader = keywords.get("reader")
+            if getattr(reader, "__name__", "") in ("read_csv", "read_table", "read_fwf"):
+                kwargs = keywords.get("kwargs") or {}
+                found.append((list(keywords.get("full_columns") or []), kwargs.get("dtype")))
+        stack.extend(expr.dependencies())
+    return found

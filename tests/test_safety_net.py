@@ -1,0 +1,112 @@
+"""The safety net (dpframe/safety_net.py): a failure after the read spends, logs, says nothing.
+
+Totality makes these paths unreachable by design, so the tests inject a failure where data
+has just been read — inside the one aggregation pass of a release, and inside the evaluation
+of an eager derivation — with an exception whose message quotes a "value".
+"""
+
+from __future__ import annotations
+
+import narwhals as nw
+import pandas as pd
+import polars as pl
+import pytest
+
+import dpframe as dpf
+from dpframe import engine
+from dpframe.rowwise import engines as rowwise_engines
+
+SECRET = "age=73421"
+
+
+class EngineBoom(ArithmeticError):
+    pass
+
+
+def _frame(name: str) -> object:
+    data = {"age": [30.0, 50.0, 70.0], "g": ["a", "b", "a"]}
+    return pd.DataFrame(data) if name == "pandas" else pl.DataFrame(data)
+
+
+@pytest.mark.parametrize("name", ["pandas", "polars"])
+def test_a_release_that_fails_after_the_read_spends_logs_and_hides_the_message(
+        name, monkeypatch):
+    pf = dpf.protect(_frame(name), epsilon=1.0, bounds={"age": (0.0, 100.0)})
+
+    def boom(*args, **kwargs):
+        raise EngineBoom(f"Overflow in multiplication ({SECRET} * 100000)!")
+
+    monkeypatch.setattr(engine, "aggregate", boom)
+    with pytest.raises(dpf.ReleaseFailedError) as info:
+        pf.dp.release({"mean_age": dpf.mean("age"), "n": dpf.count()}, epsilon=0.25)
+    error = info.value
+    assert SECRET not in str(error) and "EngineBoom" in str(error)
+    assert "'mean_age'" in str(error) and "'n'" in str(error)
+    # nothing chains to the original exception: no context, no cause, no traceback text
+    assert error.__context__ is None and error.__cause__ is None
+    assert isinstance(error, dpf.DPFrameError)
+    budget = pf.dp.budget
+    assert budget.epsilon_spent == pytest.approx(0.25)
+    entry = pf.dp.session.ledger.snapshot_document()["entries"][-1]
+    assert entry["query"] == "failed release" and entry["epsilon"] == pytest.approx(0.25)
+    assert "EngineBoom" in entry["formulation"] and SECRET not in str(entry)
+
+
+def test_an_eager_derivation_that_fails_logs_and_hides_the_message(monkeypatch):
+    pf = dpf.protect(_frame("pandas"), epsilon=1.0, bounds={"age": (0.0, 100.0)})
+
+    def boom(*args, **kwargs):
+        raise ValueError(f"invalid literal for int() with base 10: {SECRET!r}")
+
+    monkeypatch.setattr("dpframe.release.apply_steps", boom)
+    with pytest.raises(dpf.ReleaseFailedError) as info:
+        pf.dp.filter(nw.col("age") > 40)
+    assert SECRET not in str(info.value) and info.value.__context__ is None
+    entries = pf.dp.session.ledger.snapshot_document()["entries"]
+    assert entries[-1]["query"] == "failed derivation" and entries[-1]["epsilon"] == 0.0
+    assert pf.dp.budget.epsilon_spent == 0.0
+
+
+def test_a_panic_is_caught_too(monkeypatch):
+    """Polars' Rust panics are ``BaseException``s: the net catches them as well."""
+    pf = dpf.protect(_frame("polars"), epsilon=1.0, bounds={"age": (0.0, 100.0)})
+
+    class PanicException(BaseException):
+        pass
+
+    def panic(*args, **kwargs):
+        raise PanicException(f"Formatting argument out of range: {SECRET}")
+
+    monkeypatch.setattr(engine, "aggregate", panic)
+    with pytest.raises(dpf.ReleaseFailedError, match="PanicException") as info:
+        pf.dp.mean("age", epsilon=0.5)
+    assert SECRET not in str(info.value)
+    assert pf.dp.budget.epsilon_spent == pytest.approx(0.5)
+
+
+def test_failures_before_the_read_still_spend_nothing():
+    pf = dpf.protect(_frame("pandas"), epsilon=1.0, bounds={"age": (0.0, 100.0)})
+    with pytest.raises(dpf.BudgetExceededError):
+        pf.dp.mean("age", epsilon=2.0)
+    with pytest.raises(dpf.UnsupportedInputError):
+        pf.dp.mean("g", epsilon=0.5)
+    assert pf.dp.budget.epsilon_spent == 0.0
+    assert pf.dp.session.ledger.snapshot_document()["entries"] == []
+
+
+def test_the_failed_entry_has_every_log_column():
+    from dpframe.frames.results import LOG_COLUMNS
+    from dpframe.safety_net import failure_entry
+
+    entry = failure_entry(what="release", names=["m"], error="ValueError", epsilon=0.1,
+                          delta=0.0, engine="pandas", random_source="secure",
+                          derivation="protect")
+    missing = [c for c in LOG_COLUMNS if c not in entry and c not in (
+        "ledger_id", "release_id", "privacy_unit", "max_rows_per_unit",
+        "max_groups_per_unit", "bounding")]
+    assert missing == []
+
+
+def test_engine_module_is_not_monkeypatched_for_the_rest_of_the_run():
+    # the apply function the pipeline uses is the real one again (monkeypatch undoes it)
+    assert rowwise_engines.apply_steps.__module__ == "dpframe.rowwise.engines"

@@ -1,0 +1,90 @@
+"""CSV sources (dpframe/sources.py): declared types, parsed in full at protect, never an error
+in a release.
+
+A CSV reader that infers types from the first rows fails on a later value inside a release,
+quoting it: whether the release fails then depends on one row. Neighbouring files that differ
+only in such a late value must give the same outcome.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import dpframe as dpf
+
+ROWS = "".join(f"{20 + i % 50},{i % 7}\n" for i in range(300))
+
+
+def _csv(folder: Path, late: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "data.csv"
+    path.write_text(f"age,k\n{ROWS}{late},1\n")
+    return path
+
+
+def test_polars_csv_with_inferred_types_is_refused_before_reading(tmp_path):
+    path = _csv(tmp_path, "55")
+    with pytest.raises(dpf.UnsupportedInputError, match=r"schema=\{"):
+        dpf.protect(pl.scan_csv(path), epsilon=1.0, bounds={"age": (0.0, 100.0)})
+
+
+def test_polars_csv_with_declared_lenient_types_reads_bad_values_as_missing(tmp_path):
+    outcomes = []
+    for late in ("55", "fifty-five"):
+        path = _csv(tmp_path / late, late)
+        lf = dpf.protect(pl.scan_csv(path, schema={"age": pl.Float64, "k": pl.Int64},
+                                     ignore_errors=True, truncate_ragged_lines=True),
+                         epsilon=10.0, bounds={"age": (0.0, 100.0)}, missing=0.0)
+        assert lf.dp.size == 301
+        lf.dp.mean("age", epsilon=1.0, random_state=0)
+        outcomes.append([e["mechanism"] for e in lf.dp.session.ledger.entries])
+    assert outcomes[0] == outcomes[1]
+
+
+def test_a_csv_that_does_not_parse_as_declared_is_refused_at_protect_without_its_text(
+        tmp_path):
+    path = _csv(tmp_path, "fifty-five")
+    with pytest.raises(dpf.UnsupportedInputError) as info:
+        dpf.protect(pl.scan_csv(path, schema={"age": pl.Int64, "k": pl.Int64}), epsilon=1.0,
+                    bounds={"age": (0.0, 100.0)})
+    assert "fifty-five" not in str(info.value) and "declared column types" in str(info.value)
+
+
+def test_duckdb_csv_sources_declare_types_and_never_drop_rows(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    path = _csv(tmp_path, "55")
+    with pytest.raises(dpf.UnsupportedInputError, match="infer"):
+        dpf.protect(duckdb.connect().sql(f"SELECT * FROM read_csv('{path}')"), epsilon=1.0,
+                    bounds={"age": (0.0, 100.0)})
+    # duckdb.read_csv(path) sniffs the types when the relation is made and writes them into
+    # its SQL as declared columns; a value beyond the sniffed sample is then caught by the
+    # full parse at protect, never in a release
+    late = tmp_path / "late.csv"  # a bad value after DuckDB's 20,480-row sample
+    late.write_text("age,k\n" + "".join(f"{i % 90},1\n" for i in range(30_000)) + "x1,1\n")
+    with pytest.raises(dpf.UnsupportedInputError, match="declared column types"):
+        dpf.protect(duckdb.read_csv(str(late)), epsilon=1.0, bounds={"age": (0.0, 100.0)})
+    with pytest.raises(dpf.UnsupportedInputError, match="ignore_errors"):
+        dpf.protect(duckdb.connect().sql(
+            f"SELECT * FROM read_csv('{path}', columns={{'age': 'DOUBLE', 'k': 'BIGINT'}}, "
+            "ignore_errors=true)"), epsilon=1.0, bounds={"age": (0.0, 100.0)})
+    rel = dpf.protect(duckdb.read_csv(str(path), dtype={"age": "DOUBLE", "k": "BIGINT"}),
+                      epsilon=1.0, bounds={"age": (0.0, 100.0)}, missing=0.0)
+    assert rel.dp.size == 301
+    rel.dp.mean("age", epsilon=0.5)
+
+
+def test_dask_csv_sources_declare_every_column(tmp_path):
+    dd = pytest.importorskip("dask.dataframe")
+    path = _csv(tmp_path, "55")
+    with pytest.raises(dpf.UnsupportedInputError, match="dtype="):
+        dpf.protect(dd.read_csv(str(path)), epsilon=1.0, bounds={"age": (0.0, 100.0)})
+    ddf = dpf.protect(dd.read_csv(str(path), dtype={"age": "float64", "k": "int64"}),
+                      epsilon=1.0, bounds={"age": (0.0, 100.0)}, missing=0.0)
+    ddf.dp.mean("age", epsilon=0.5)
+    bad = _csv(tmp_path / "bad", "fifty-five")
+    with pytest.raises(dpf.UnsupportedInputError, match="declared column types"):
+        dpf.protect(dd.read_csv(str(bad), dtype={"age": "float64", "k": "int64"}),
+                    epsilon=1.0, bounds={"age": (0.0, 100.0)})
