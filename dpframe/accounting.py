@@ -140,6 +140,9 @@ class Ledger:
         self._tokens = itertools.count(1)
         self._releases = itertools.count(1)
         self.entries: list[dict[str, Any]] = []  # committed: LogEntry (immutable)
+        #: set once a release (or a derivation) failed after reading this data set: every
+        #: later reservation is refused (dpframe.safety_net)
+        self.locked = False
         self.keys: dict[str, str] = {}
         self.budget_doc: dict[str, float] = {}
         self.document: dict[str, Any] = {
@@ -179,9 +182,21 @@ class Ledger:
         only :meth:`reserve` is binding)."""
         self.cancel(self.reserve(epsilon, delta))
 
+    def note(self, entries: list[dict[str, Any]]) -> None:
+        """Take note of committed entries: a failed release or derivation locks the ledger."""
+        if any(str(e.get("query", "")).startswith("failed ") for e in entries):
+            self.locked = True
+
     def reserve(self, epsilon: float, delta: float = 0.0) -> Reservation:
         """Hold ε and δ for one release, or raise :class:`BudgetExceededError`."""
         self._check_process()
+        if self.locked:
+            raise LedgerError(
+                "a release or derivation on this data failed inside dpframe after reading "
+                "it (a bug; its log entry names the exception's class): the failure itself "
+                "revealed one bit about the data, so this budget answers nothing more. "
+                "Report the bug; nothing was read or spent now."
+            )
         # ε = 0: a release answered from public facts only (e.g. the public size), logged
         eps = Fraction(_check_budget_value("epsilon", epsilon, allow_zero=True))
         dlt = Fraction(_check_budget_value("delta", delta, allow_zero=True))
@@ -239,6 +254,7 @@ class Ledger:
             self._eps_spent += reservation.epsilon
             self._delta_spent += reservation.delta
             self.entries.extend(frozen_entries(entries))  # immutable from now on
+            self.note(entries)
             self.keys.update(keys or {})
             self._refresh_budget_doc()
             return release_id

@@ -147,27 +147,31 @@ class Backend:
         import narwhals as nw
 
         if self.family == "pandas":
-            return dict(nw.from_native(frame.iloc[:0], eager_only=True).schema.to_polars().items())
+            from dpframe.rowwise.pandas_eval import polars_schema
+
+            return polars_schema(frame)
+        if self.name == "dask":
+            from dpframe.rowwise.pandas_eval import polars_schema
+
+            return polars_schema(frame._meta)
         return dict(nw.from_native(frame).collect_schema().to_polars().items())
 
     def snapshot(self, frame: Any) -> Any:
         """dpframe's private copy of a frame it protects or verifies, which later edits of
         the object the user holds can never reach (DESIGN §2: nothing reads the user's mutable
-        object after ``protect``). pandas: a copy-on-write copy (deep before pandas 3 without
-        copy-on-write); Polars: a clone (its columns are immutable, shared); a Polars plan or a
+        object after ``protect``). pandas: a deep copy (a frame's numpy blocks can be views of
+        arrays the user still holds and writes); Polars: its number columns copied (Polars
+        takes numpy arrays without copying them, and the user can write those arrays), the rest
+        shared (Arrow memory is immutable); a Polars plan or a
         Spark DataFrame: the object itself (immutable); Dask: a new collection over the same
         graph (assigning a column to the user's object rebinds only that object); DuckDB: the
         relation itself when it reads files only (bound by their identity, checked before each
         release), else its rows copied into Arrow and queried on a connection of dpframe's own
         (a relation over a table or a pandas frame reads their current contents)."""
         if self.family == "pandas":
-            import pandas as pd
-
-            cow = int(pd.__version__.split(".")[0]) >= 3 or bool(
-                getattr(pd.options.mode, "copy_on_write", False))
-            return frame.copy(deep=not cow)
+            return frame.copy(deep=True)  # (numpy blocks may be views of the user's arrays)
         if self.family == "polars":
-            return frame if self.lazy else frame.clone()
+            return frame if self.lazy else _own_numbers(frame)
         if self.name == "dask":
             return frame.copy()
         if self.name == "duckdb" and not _duckdb_reads_files_only(frame):
@@ -239,6 +243,30 @@ def _duckdb_paths(sql: str) -> list[str]:
     for match in _DUCKDB_SCANS.finditer(sql):
         paths += [p.replace("''", "'") for p in re.findall(r"'((?:[^']|'')*)'", match.group(1))]
     return paths
+
+
+def _own_numbers(frame: Any) -> Any:
+    """A Polars frame whose number, boolean and date columns are in memory of its own (their
+    Arrow buffers copied byte for byte), other columns shared."""
+    import polars as pl
+    import pyarrow as pa
+
+    columns = []
+    for series in frame.iter_columns():
+        dtype = series.dtype
+        if dtype in (pl.Int128, pl.UInt128):  # (numpy holds no 128-bit integers)
+            columns.append(series)
+        elif (dtype.is_numeric() and not isinstance(dtype, pl.Decimal)) \
+                or dtype.is_temporal() or dtype == pl.Boolean:
+            arrow = series.rechunk().to_arrow()
+            buffers = [None if b is None else pa.py_buffer(b.to_pybytes())
+                       for b in arrow.buffers()]
+            copy = pa.Array.from_buffers(arrow.type, len(arrow), buffers, arrow.null_count,
+                                         arrow.offset)
+            columns.append(pl.Series(series.name, copy, dtype=dtype))
+        else:
+            columns.append(series)
+    return pl.DataFrame(columns)
 
 
 #: DuckDB table functions that read files (whose identity dpframe binds at protect).

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpframe.errors import DerivationError, NoLedgerError
+from dpframe.memory import arrow_chunks
 from dpframe.rowwise.functions import FUNCTIONS
 from dpframe.rowwise.nodes import Cast, Col, RowExpr, walk
 from dpframe.rowwise.reading import ALLOWED_NOTE, read_expression
@@ -51,13 +52,12 @@ __all__ = [
     "ROW_WISE_FUNCTIONS",
     "Step",
     "add_marker",
-    "buffer_addresses",
     "new_marker",
-    "plan_buffer_addresses",
     "plan_markers",
     "plan_signature",
     "plan_sources",
     "scan_nodes",
+    "scanned_frames",
     "verify_expressions",
     "walk_lazy_plan",
 ]
@@ -442,42 +442,16 @@ def _frame_identity(pydf: Any) -> str:
 
     frame = pl.DataFrame._from_pydf(pydf)
     parts: list[str] = [str(frame.height)]
-    for series, arr in _arrow_chunks(frame):
+    for series, arr in arrow_chunks(frame):
         addresses = ",".join(str(b.address) if b is not None else "0" for b in arr.buffers())
         parts.append(f"{series.name}:{arr.offset}:{len(arr)}:{addresses}")
     return "|".join(parts)
 
 
-def _arrow_chunks(frame: Any) -> Iterable[tuple[Any, Any]]:
-    """Every (column, Arrow chunk) of a Polars DataFrame, zero-copy."""
-    import polars as pl
-    from polars import CompatLevel
-
-    for series in frame.iter_columns():
-        if series.dtype == pl.Categorical or isinstance(series.dtype, pl.Enum):
-            series = series.to_physical()
-        for chunk in series.get_chunks():
-            yield series, chunk.to_arrow(compat_level=CompatLevel.newest())
-
-
-def buffer_addresses(frame: Any) -> set[int]:
-    """The addresses of the data buffers of a Polars ``DataFrame`` (zero-copy): frames made
-    from it without copying (``clone()``, ``lazy()``, ``select(pl.all())``) share them."""
-    found: set[int] = set()
-    for _series, arr in _arrow_chunks(frame):
-        found.update(b.address for b in arr.buffers()[1:] if b is not None and b.size > 0)
-    return found
-
-
-def plan_buffer_addresses(lazy: Any) -> set[int]:
-    """The buffer addresses of every in-memory frame a LazyFrame's plan scans."""
-    import polars as pl
-
-    found: set[int] = set()
-    for _nt, node in _all_nodes(lazy):
-        if type(node).__name__ == "DataFrameScan":
-            found |= buffer_addresses(pl.DataFrame._from_pydf(node.df))
-    return found
+def scanned_frames(lazy: Any) -> list[Any]:
+    """The in-memory frames (``PyDataFrame``s) a LazyFrame's plan scans."""
+    return [node.df for _nt, node in _all_nodes(lazy)
+            if type(node).__name__ == "DataFrameScan"]
 
 
 def _describe(nt: Any, value: Any) -> str:

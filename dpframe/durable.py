@@ -610,6 +610,7 @@ class DurableLedger(Ledger):
                 self._delta_spent = chain.dlt
                 for rec in records:
                     self.entries.extend(frozen_entries(rec.get("entries", [])))
+                    self.note(rec.get("entries", []))
                     self.keys.update(rec.get("keys", {}))
                 self._doc_chain = (chain.seq, chain.hashes[-1])
                 self._refresh_budget_doc()
@@ -622,6 +623,7 @@ class DurableLedger(Ledger):
         self._chain = _Chain(self._chain.header, self._chain.header_bytes)
         with self._lock:
             self.entries.clear()
+            self.locked = False  # re-read with the entries
             self.keys.clear()
             self._eps_spent = Fraction(0)
             self._delta_spent = Fraction(0)
@@ -739,6 +741,7 @@ class DurableLedger(Ledger):
             self._delta_spent = chain.dlt
             self._pending.pop(reservation.token, None)
             self.entries.extend(frozen_entries(entries))
+            self.note(entries)
             self.keys.update(new_keys)
             self._doc_chain = (seq, chain.hashes[seq])
             self._refresh_budget_doc()

@@ -51,6 +51,7 @@ from dpframe.errors import (
 )
 from dpframe.identity import IdentityMap
 from dpframe.keyset import Keys, checked_keys
+from dpframe.memory import MemoryRegistry, buffer_ranges
 from dpframe.rowwise.engines import apply_steps
 from dpframe.sources import check_readers, parse_in_full
 
@@ -588,7 +589,10 @@ def _facts_of(frame: Any, backend: Backend) -> FrameFacts:
     if found is None:
         raise NoLedgerError(
             "this LazyFrame's plan carries a dpframe marker that this process does not know "
-            "(a plan from another process or session); protect the data in this process"
+            "(a plan from another process, or serialized and read back), so it has no "
+            "privacy budget here. Query the protected LazyFrame of this process, or continue "
+            "its budget across processes with a durable dpf.Session(path=...). Nothing was "
+            "read or spent."
         )
     base, signature, _plan = found
     if beneath != signature:
@@ -644,19 +648,8 @@ _originals: IdentityMap[Dataset] = IdentityMap()  # objects passed to protect
 _files: dict[tuple[int, int], Dataset] = {}  # (device, inode) of files protected lazy sources read
 
 
-#: address of a data buffer of a protected Polars frame -> its data set, while that frame's
-#: snapshot (which keeps the buffer alive) lives
-_buffers: dict[int, Dataset] = {}
-
-
-def _buffers_of(frame: Any, backend: Backend) -> set[int]:
-    """The data-buffer addresses of a Polars frame (or of the in-memory frames a LazyFrame
-    scans); empty for other libraries."""
-    if backend.family != "polars":
-        return set()
-    if backend.lazy:
-        return derivations.plan_buffer_addresses(frame)
-    return derivations.buffer_addresses(frame)
+#: the memory of protected frames (the objects passed to protect, and dpframe's snapshots)
+_memory = MemoryRegistry()
 
 
 def _refuse_live(frame: Any, backend: Backend) -> None:
@@ -676,9 +669,8 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
         live = _registered(frame) is not None
     if _originals.get(frame) is not None:
         live = True
-    if not live and backend.family == "polars":
-        with _registry_lock:
-            live = bool(_buffers) and not _buffers_of(frame, backend).isdisjoint(_buffers)
+    if not live:
+        live = _memory.overlaps(buffer_ranges(frame, backend.family, backend.lazy))
     if not live and backend.readable_plans:
         paths, _other = derivations.plan_sources(frame)
         with _registry_lock:
@@ -699,23 +691,17 @@ def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:
         _originals.set(frame, dataset)
     except TypeError:  # pragma: no cover - every supported frame type is weak-referenceable
         return
-    addresses = _buffers_of(data, dataset.backend)
     with _registry_lock:
         if dataset.source is not None:
             for st in dataset.source.files.values():
                 if st[0] >= 0:
                     _files[(st[2], st[3])] = dataset  # the file itself, whatever its name
-        for address in addresses:
-            _buffers[address] = dataset
-    if addresses:  # forgotten with the snapshot that keeps the buffers alive
-        weakref.finalize(data, _forget_buffers, addresses, dataset)
-
-
-def _forget_buffers(addresses: set[int], dataset: Dataset) -> None:
-    with _registry_lock:
-        for address in addresses:
-            if _buffers.get(address) is dataset:
-                del _buffers[address]
+    family, lazy = dataset.backend.family, dataset.backend.lazy
+    # the memory of the object protected (what copies of it share) while it lives, and of
+    # dpframe's snapshot while that lives
+    _memory.add(buffer_ranges(frame, family, lazy), dataset, frame, family, lazy)
+    if data is not frame:
+        _memory.add(buffer_ranges(data, family, lazy), dataset, data, family, lazy)
 
 
 # -- protect --------------------------------------------------------------------------------
@@ -822,8 +808,8 @@ def protect(
     original: Any = frame
     protected: Any = original.copy(deep=False) if backend.family == "pandas" else original
     data = backend.snapshot(protected)  # what every release reads from now on
-    parse_in_full(data, backend)  # a CSV source: every value once, now, not in a release
-    n = backend.count_rows(data)
+    parsed = parse_in_full(data, backend)  # a CSV source: every value once, not in a release
+    n = parsed if parsed is not None else backend.count_rows(data)
     if n == 0:
         raise UnsupportedInputError(
             "the frame is empty: there is nothing to protect; protect the full data set"

@@ -611,17 +611,18 @@ def run(
     failure: str | None = None
     try:
         selected: list[dict[str, Any]] = []
-        if request.selection is not None:
-            request, planned, selected = _select_keys(frame, facts, request, queries)
-        aggs = engine.aggregate(
-            frame, [a for p in planned for a in p.plan.aggregates],
-            missing={c: facts.missing.get(c, DROP) for p in planned
-                     for c in p.query.columns_read()},
-            group_by=request.group_by, keys=request.keys,
-            columns=engine.frame_columns(frame, immutable=_immutable(facts)),
-            bounding=None if facts.unit is None else Bounding(facts.unit,
-                                                              release_seed(request.rng)),
-        )
+        with quiet():  # an engine's warning (a reader's, a numeric one) depends on values
+            if request.selection is not None:
+                request, planned, selected = _select_keys(frame, facts, request, queries)
+            aggs = engine.aggregate(
+                frame, [a for p in planned for a in p.plan.aggregates],
+                missing={c: facts.missing.get(c, DROP) for p in planned
+                         for c in p.query.columns_read()},
+                group_by=request.group_by, keys=request.keys,
+                columns=engine.frame_columns(frame, immutable=_immutable(facts)),
+                bounding=None if facts.unit is None else Bounding(facts.unit,
+                                                                  release_seed(request.rng)),
+            )
         values, intervals, entries = _measure(frame, facts, request, planned, aggs)
     except BaseException as exc:  # the safety net (dpframe.safety_net): never the text
         failure = type(exc).__name__
@@ -663,13 +664,14 @@ def evaluate_derivation(facts: FrameFacts, steps: Sequence[Any], schema: Mapping
     data, in dpframe's total compilation (:mod:`dpframe.rowwise`). Under the safety net: a
     failure is logged (ε = 0: no budget was reserved) and raises the one fixed error."""
     backend = facts.dataset.backend
+    ledger = facts.dataset.ledger
+    ledger.cancel(ledger.reserve(0.0, 0.0))  # a locked ledger (an earlier failure) refuses
     failure: str | None = None
     try:
         with quiet():
             return apply_steps(facts.data, steps, backend.name, schema)
     except BaseException as exc:
         failure = type(exc).__name__
-    ledger = facts.dataset.ledger
     entry = failure_entry(
         what="derivation", names=[s.kind for s in steps], error=failure, epsilon=0.0,
         delta=0.0, engine=engine.engine_name(facts.data), random_source="none",

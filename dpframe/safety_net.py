@@ -11,12 +11,15 @@ makes every failure free, and an engine's message often quotes the value that ma
   and with which exception class;
 * a derivation of an in-memory frame that fails while being computed (no budget is reserved
   for it) leaves the same kind of entry, with ε = 0;
+* either way the data set's ledger is then **locked**: every later reservation is refused
+  (a durable ledger reads the entry back in every process), so an analyst who found a way to
+  make dpframe fail gets one bit out of it, not a binary search;
 * the caller gets one fixed :class:`~dpframe.errors.ReleaseFailedError` naming the queries and
   the exception's class — never its text, and never chained to it (the original exception is
   dropped, so ``__context__`` and the traceback cannot show it either).
 
-A failure still tells the caller one bit: that it happened (docs/audit.md, "The safety net").
-That is why totality, not this module, is the protection.
+A failure still tells the caller that one bit (docs/audit.md, "The safety net"). That is why
+totality, not this module, is the protection.
 """
 
 from __future__ import annotations
@@ -85,9 +88,10 @@ def failure_error(what: str, names: Sequence[str], error: str, epsilon: float,
              if epsilon > 0 or delta > 0 else "")
     return ReleaseFailedError(
         f"the {what} of {shown} failed inside dpframe after reading data ({error}); "
-        f"{spent}the log records a failed {what}. Its message is withheld because it could "
-        "quote a value. This is a bug in dpframe: please report it with the query (not the "
-        "data)."
+        f"{spent}the log records a failed {what}, and this data set's budget now answers "
+        "nothing more (the failure itself revealed one bit about the data). Its message is "
+        "withheld because it could quote a value. This is a bug in dpframe: please report it "
+        "with the query (not the data)."
     )
 
 

@@ -84,28 +84,44 @@ def check_readers(frame: Any, backend: Backend) -> None:
                 )
 
 
-def parse_in_full(data: Any, backend: Backend) -> None:
+def parse_in_full(data: Any, backend: Backend) -> int | None:
     """For a CSV source: read every value of every column once (at protect, before any
-    budget exists), so that no release can be the first to meet a value that does not parse.
-    A failure is refused with a fixed message: the reader's own would quote the data."""
-    if not _reads_csv(data, backend):
-        return
-    try:
-        if backend.readable_plans:
-            import polars as pl
+    budget exists), with the engine releases use, so that no release can be the first to meet
+    a value that does not parse; returns the number of rows that parse gave (the public size:
+    Polars' fast row count can disagree with its parser on a malformed file), None for other
+    sources. A failure, or a warning from the reader (a malformed file), is refused with a
+    fixed message: the reader's own would quote the data."""
+    import warnings
 
-            data.select(pl.all().null_count()).collect()
-        elif backend.name == "duckdb":
-            data.aggregate("count(COLUMNS(*))").fetchall()
-        else:
-            data.map_partitions(lambda part: part.notna().sum()).compute()
+    if not _reads_csv(data, backend):
+        return None
+    try:
+        # (a reader may warn from its own threads, where a warning cannot become an error:
+        # warnings are recorded and refused after the read)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            if backend.readable_plans:
+                import polars as pl
+
+                counts = data.select(pl.len().alias("__dpframe_rows"),
+                                     pl.all().null_count()).collect(engine="streaming")
+                rows = int(counts.get_column("__dpframe_rows").item())
+            elif backend.name == "duckdb":
+                row = data.aggregate("count(*), count(COLUMNS(*))").fetchall()[0]
+                rows = int(row[0])
+            else:
+                rows = int(data.map_partitions(
+                    lambda part: len(part.notna().sum(axis=1))).compute().sum())
+        if any(not issubclass(w.category, DeprecationWarning | FutureWarning) for w in seen):
+            raise ValueError("the reader warned")
+        return rows
     except Exception:
         raise UnsupportedInputError(
-            "the CSV source does not parse with its declared column types (the reader's "
-            "message is not shown: it can quote the data). Declare types every value fits, or "
-            "let values that do not parse become missing (Polars: ignore_errors=True, "
+            "the CSV source does not parse cleanly with its declared column types (the "
+            "reader's message is not shown: it can quote the data). Declare types every value "
+            "fits, or let values that do not parse become missing (Polars: ignore_errors=True, "
             "truncate_ragged_lines=True; DuckDB and Dask: read the columns as strings and cast "
-            "in a derivation)."
+            "in a derivation); a malformed file (unbalanced quotes, ...) must be repaired."
         ) from None
 
 

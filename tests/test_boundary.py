@@ -842,3 +842,28 @@ def test_polars_refusals_do_not_advise_protecting_a_lazy_copy():
         with pytest.raises(dpf.DPFrameError) as info:
             frame.dp.count(epsilon=0.1)
         assert "dpf.protect(" not in str(info.value)
+
+
+# -- memory the user still holds -----------------------------------------------------------------
+def test_writing_to_the_numpy_array_under_a_protected_frame_is_not_read():
+    """Polars takes numpy arrays without copying them, pandas too with copy=False: the
+    snapshot owns its memory, so writing to the array afterwards changes no release."""
+    for make in (lambda a: pl.DataFrame({"x": a}),
+                 lambda a: pd.DataFrame({"x": a}, copy=False)):
+        arr = np.zeros(5)
+        pf = dpf.protect(make(arr), epsilon=1.0, bounds={"x": (0.0, 10.0)})
+        before = exact_measurements(pf, {"s": dpf.sum("x")})[("s", "sum")][0].tolist()
+        arr[:] = 9.0
+        after = exact_measurements(pf, {"s": dpf.sum("x")})[("s", "sum")][0].tolist()
+        assert before == after == [0.0]
+
+
+@pytest.mark.parametrize("copy", [
+    lambda df: pl.from_arrow(df.to_arrow().slice(1)),          # shares at an offset
+    lambda df: df.to_pandas(use_pyarrow_extension_array=True),  # pandas over Arrow memory
+])
+def test_protect_refuses_frames_over_part_of_a_protected_frames_memory(copy):
+    df = pl.DataFrame({"x": np.arange(1000.0)})
+    dpf.protect(df, epsilon=1.0, bounds={"x": (0.0, 1000.0)})
+    with pytest.raises(dpf.LedgerError, match="already carries a privacy budget"):
+        dpf.protect(copy(df), epsilon=1.0, bounds={"x": (0.0, 1000.0)})

@@ -65,6 +65,7 @@ def test_an_eager_derivation_that_fails_logs_and_hides_the_message(monkeypatch):
     entries = pf.dp.session.ledger.snapshot_document()["entries"]
     assert entries[-1]["query"] == "failed derivation" and entries[-1]["epsilon"] == 0.0
     assert pf.dp.budget.epsilon_spent == 0.0
+    assert pf.dp.session.ledger.locked
 
 
 def test_a_panic_is_caught_too(monkeypatch):
@@ -110,3 +111,51 @@ def test_the_failed_entry_has_every_log_column():
 def test_engine_module_is_not_monkeypatched_for_the_rest_of_the_run():
     # the apply function the pipeline uses is the real one again (monkeypatch undoes it)
     assert rowwise_engines.apply_steps.__module__ == "dpframe.rowwise.engines"
+
+
+def test_a_failure_locks_the_data_set_so_it_cannot_be_a_repeated_oracle(monkeypatch):
+    """The review turned a free failing derivation into a binary search (40 calls, ε = 0).
+    After one failure the ledger refuses every reservation: one bit, not a search."""
+    pf = dpf.protect(_frame("pandas"), epsilon=1.0, bounds={"age": (0.0, 100.0)})
+
+    def boom(*args, **kwargs):
+        raise ValueError(SECRET)
+
+    with monkeypatch.context() as patched:
+        patched.setattr("dpframe.release.apply_steps", boom)
+        with pytest.raises(dpf.ReleaseFailedError):
+            pf.dp.filter(nw.col("age") > 40)
+    for attempt in (lambda: pf.dp.mean("age", epsilon=0.1),
+                    lambda: pf.dp.count(epsilon=0),
+                    lambda: pf.dp.filter(nw.col("age") > 40)):
+        with pytest.raises((dpf.LedgerError, dpf.ReleaseFailedError), match="answers nothing"):
+            attempt()
+    assert pf.dp.budget.epsilon_spent == 0.0
+
+
+def test_a_durable_ledger_stays_locked_in_another_process(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    path = tmp_path / "ledger.jsonl"
+    s = dpf.Session(path=str(path))
+    pf = dpf.protect(_frame("pandas"), epsilon=1.0, bounds={"age": (0.0, 100.0)}, session=s)
+
+    def boom(*args, **kwargs):
+        raise ArithmeticError(SECRET)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(engine, "aggregate", boom)
+        with pytest.raises(dpf.ReleaseFailedError):
+            pf.dp.mean("age", epsilon=0.25)
+    code = (
+        "import pandas as pd, dpframe as dpf\n"
+        f"s = dpf.Session(path={str(path)!r})\n"
+        "pf = dpf.protect(pd.DataFrame({'age': [1.0]}), epsilon=1.0, bounds={'age': (0, 100)},"
+        " session=s)\n"
+        "try:\n    pf.dp.mean('age', epsilon=0.1)\nexcept dpf.LedgerError as e:\n"
+        "    print('locked' if 'answers nothing' in str(e) else 'other')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "locked"

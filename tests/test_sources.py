@@ -88,3 +88,22 @@ def test_dask_csv_sources_declare_every_column(tmp_path):
     with pytest.raises(dpf.UnsupportedInputError, match="declared column types"):
         dpf.protect(dd.read_csv(str(bad), dtype={"age": "float64", "k": "int64"}),
                     epsilon=1.0, bounds={"age": (0.0, 100.0)})
+
+
+def test_the_public_size_of_a_csv_is_the_rows_its_parse_gives(tmp_path):
+    """Polars' fast row count and its parser disagree on a stray quote before a CRLF: the
+    public n comes from the full parse at protect (and a malformed file is refused there)."""
+    rows = "".join(f"{i},name{i}\n" for i in range(1, 101))
+    kw = {"schema": {"x": pl.Float64, "s": pl.String}, "ignore_errors": True,
+          "truncate_ragged_lines": True}
+    good = tmp_path / "good.csv"
+    good.write_bytes(("x,s\n" + rows + "7,a\r\n").encode())
+    lf = dpf.protect(pl.scan_csv(good, **kw), epsilon=1.0, bounds={"x": (0.0, 200.0)})
+    from dpframe.release import exact_measurements
+
+    seen = exact_measurements(lf, {"c": dpf.count()})[("c", "count")][0].tolist()
+    assert [lf.dp.size] == [int(v) for v in seen] == [101]
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(("x,s\n" + rows + '7,a"\r\n').encode())
+    with pytest.raises(dpf.UnsupportedInputError, match="does not parse cleanly"):
+        dpf.protect(pl.scan_csv(bad, **kw), epsilon=1.0, bounds={"x": (0.0, 200.0)})

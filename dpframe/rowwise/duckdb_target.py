@@ -1590,15 +1590,19 @@ def _pad(fn: str) -> Handler:
     return handler
 
 
+def _pattern_call(c: _Compiler, node: Call) -> tuple[str | None, str, str]:
+    """``(pattern, result type, subject)`` of a string function taking a literal pattern
+    (the pattern is None when the literal is missing: the result is then missing)."""
+    return _text_arg(c, node, 1), _duck(c.t(node)), _subject(c, node)
+
+
 def _count_matches(c: _Compiler, node: Call) -> str:
     """Non-overlapping matches, left to right. A regex match is counted by marking each
     match with one extra character (RE2's global replace walks the matches the way Polars
     does, including empty ones)."""
-    pattern = _text_arg(c, node, 1)
-    out = _duck(c.t(node))
+    pattern, out, s = _pattern_call(c, node)
     if pattern is None:
         return f"CAST(NULL AS {out})"
-    s = _subject(c, node)
     if bool(node.params[0]):
         if not pattern:
             return f"TRY_CAST(length({s}) + 1 AS {out})"
@@ -1614,11 +1618,9 @@ def _count_matches(c: _Compiler, node: Call) -> str:
 
 def _find(c: _Compiler, node: Call) -> str:
     """Byte offset of the first match (missing if none)."""
-    pattern = _text_arg(c, node, 1)
-    out = _duck(c.t(node))
+    pattern, out, s = _pattern_call(c, node)
     if pattern is None:
         return f"CAST(NULL AS {out})"
-    s = _subject(c, node)
     if bool(node.params[0]):
         if not pattern:
             return f"(CASE WHEN {s} IS NOT NULL THEN CAST(0 AS {out}) END)"

@@ -93,10 +93,9 @@ def _apply_one(native: Any, step: Any, engine: str, schema: Any) -> Any:
 
 
 def _polars_schema(pandas_frame: Any) -> dict[str, Any]:
-    import narwhals as nw
+    from dpframe.rowwise.pandas_eval import polars_schema
 
-    empty = nw.from_native(pandas_frame.iloc[:0], eager_only=True)
-    return dict(empty.schema.to_polars().items())
+    return polars_schema(pandas_frame)
 
 
 def catalogue_markdown() -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from dpframe.rowwise import polars_target
 from dpframe.rowwise.nodes import Col, RowExpr, walk
 
-__all__ = ["apply_step", "from_polars", "to_polars_columns"]
+__all__ = ["apply_step", "from_polars", "polars_schema", "to_polars_columns"]
 
 #: pandas nullable dtypes for the Polars dtypes a verified expression produces.
 _PANDAS_NULLABLE = {
@@ -75,6 +75,31 @@ def _read_columns(trees: Sequence[RowExpr]) -> list[str]:
     return list(names)
 
 
+def polars_schema(frame: Any) -> dict[str, Any]:
+    """The Polars dtype each pandas column is read as in derivations, from the dtypes alone:
+    narwhals' mapping, numpy datetimes and timedeltas of a unit Polars lacks (seconds, days)
+    read in milliseconds, and ``Object`` for what neither can map (periods, intervals, sparse
+    and complex columns, Arrow dates in milliseconds...), which no expression may read."""
+    import narwhals as nw
+    import numpy as np
+    import polars as pl
+
+    out: dict[str, Any] = {}
+    for name, dtype in frame.dtypes.items():
+        if isinstance(dtype, np.dtype) and dtype.kind in "mM" and np.datetime_data(
+                dtype)[0] not in ("ns", "us", "ms"):
+            out[name] = pl.Datetime("ms") if dtype.kind == "M" else pl.Duration("ms")
+            continue
+        try:
+            empty = nw.from_native(frame[[name]].iloc[:0], eager_only=True)
+            out[name] = empty.schema.to_polars()[name]
+        except Exception:  # a dtype narwhals cannot map: unreadable in derivations
+            out[name] = pl.Object
+        if out[name] == pl.Unknown:
+            out[name] = pl.Object  # (an empty Polars frame would turn Unknown into Null)
+    return out
+
+
 def to_polars_columns(frame: Any, names: Sequence[str], schema: Mapping[str, Any]) -> Any:
     """A Polars frame of ``frame``'s columns ``names``, each with its verified Polars dtype
     (plus one row-count column when no column is read, so literals broadcast to the rows)."""
@@ -88,29 +113,68 @@ def to_polars_columns(frame: Any, names: Sequence[str], schema: Mapping[str, Any
 
 
 def _column(series: Any, name: str, dtype: Any) -> Any:
+    """One pandas column as a Polars Series of ``dtype``, totally: a value that cannot be
+    represented (a string that is not valid Unicode, a category that is not a string) is
+    missing, never an error."""
     import numpy as np
+    import pandas as pd
     import polars as pl
     import pyarrow as pa
 
-    values = series.array
     native = series.dtype
-    if isinstance(native, np.dtype) and native.kind in "biufmM":
+    if isinstance(native, np.dtype) and native.kind in "biuf":
         out = pl.Series(name, series.to_numpy(copy=False))
-    elif isinstance(native, np.dtype):  # object: its str values; anything else is missing
-        out = pl.Series(name, [v if isinstance(v, str) else None for v in values],
-                        dtype=pl.String)
-    else:  # extension arrays (nullable, Arrow-backed, categorical, string) convert via Arrow
-        out = pl.Series(name, pl.from_arrow(pa.array(values)))
+    elif isinstance(native, np.dtype) and native.kind in "mM":
+        values = series.to_numpy(copy=False)
+        if np.datetime_data(native)[0] not in ("ns", "us", "ms"):
+            values = values.astype(("datetime64" if native.kind == "M" else "timedelta64")
+                                   + "[ms]")
+        out = pl.Series(name, values)
+    elif isinstance(native, np.dtype | pd.StringDtype | pd.CategoricalDtype):
+        out = _strings(series, name)
+    else:  # nullable and Arrow-backed arrays convert through Arrow
+        out = pl.Series(name, pl.from_arrow(pa.array(series.array)))
     if out.dtype != dtype:
         out = out.cast(dtype, strict=False)
     return out
+
+
+def _strings(series: Any, name: str) -> Any:
+    """Text values as a Polars String Series: the ``str`` values (categories read as their
+    text), anything else — and a string that is not valid Unicode (a lone surrogate) —
+    missing."""
+    import pandas as pd
+    import polars as pl
+
+    if isinstance(series.dtype, pd.CategoricalDtype):  # each category's text, by its code
+        categories = [str(c) for c in series.cat.categories]
+        codes = pl.Series(series.cat.codes.to_numpy())
+        return codes.replace_strict(list(range(len(categories))), categories, default=None,
+                                    return_dtype=pl.String).alias(name)
+    items = [v if isinstance(v, str) else None for v in series.array]
+    try:
+        return pl.Series(name, items, dtype=pl.String)
+    except Exception:  # a string that is not valid Unicode: the same values, those missing
+        return pl.Series(name, [v if v is None or _encodes(v) else None for v in items],
+                         dtype=pl.String)
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def from_polars(series: Any, index: Any) -> Any:
     """A pandas Series with ``index`` holding a Polars result: nullable pandas dtypes for
     numbers, booleans and strings, Arrow-backed for the rest; never inferred from values."""
     import pandas as pd
+    import polars as pl
 
+    if series.dtype in (pl.Int128, pl.UInt128):  # pandas holds no 128-bit integers
+        series = series.cast(pl.Int64, strict=False)
     arrow = series.to_arrow()
     name = _PANDAS_NULLABLE.get(str(series.dtype))
     if name is not None:

@@ -75,6 +75,10 @@ class _Compiler:
 
         inner = self.compile(expr.expr)
         source, target = expr.expr.dtype, expr.dtype
+        if (source == pl.Date or isinstance(source, pl.Datetime)) and (
+                target == pl.String or getattr(source, "time_zone", None)):
+            # formatting (or a zoned value's calendar) panics beyond chrono's range
+            inner = _temporal_safe(self.once(inner, expr.expr), source)
         if isinstance(target, pl.Decimal) and source.is_float():
             inner = self.once(inner, expr.expr)
             digits = (target.precision or 38) - (target.scale or 0)
@@ -401,6 +405,19 @@ def _temporal_safe(x: Any, dtype: Any) -> Any:
     return pl.when(x.to_physical().is_between(lo, hi)).then(x)
 
 
+def _zoned_safe(path: str) -> Callable[[_Compiler, Call, list[Any]], Any]:
+    """``subject.<path>()``; a datetime with a time zone is first limited to the safe days
+    (its calendar conversions panic on values beyond chrono's range)."""
+    method = _method(path)
+
+    def build(c: _Compiler, node: Call, a: list[Any]) -> Any:
+        dtype = node.args[0].dtype
+        if getattr(dtype, "time_zone", None):
+            a = [_temporal_safe(c.once(a[0], node.args[0]), dtype), *a[1:]]
+        return method(c, node, a)
+    return build
+
+
 def _truncate_or_round(method: str) -> Callable[[_Compiler, Call, list[Any]], Any]:
     """Truncating or rounding to a literal interval (at most a year, checked when read), on
     the values every engine can compute (:func:`safe_days`); the others are missing."""
@@ -463,7 +480,7 @@ _CALLS: dict[str, Callable[[_Compiler, Call, list[Any]], Any]] = {
         _raw(n, 1), literal=bool(n.params[0])),
     "StringFunction.Find": lambda c, n, a: a[0].str.find(
         _raw(n, 1), literal=bool(n.params[0]), strict=False),
-    **{f"TemporalFunction.{t}": _method(f"dt.{m}") for t, m in (
+    **{f"TemporalFunction.{t}": _zoned_safe(f"dt.{m}") for t, m in (
         ("Year", "year"), ("Month", "month"), ("Day", "day"), ("Hour", "hour"),
         ("Minute", "minute"), ("Second", "second"), ("Millisecond", "millisecond"),
         ("Microsecond", "microsecond"), ("Nanosecond", "nanosecond"),

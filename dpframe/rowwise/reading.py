@@ -82,6 +82,12 @@ class _Reader:
         kind = type(e).__name__
         dtype = self.dtype(node_id)
         if kind == "Column":
+            import polars as pl
+
+            if dtype in (pl.Unknown, pl.Object):
+                raise self.refuse(f"column {str(e.name)!r} has a dtype dpframe cannot read in "
+                                  "derivations (it maps to no Polars type); cast or convert it "
+                                  "before protecting.")
             return Col(dtype, str(e.name))
         if kind == "Literal":
             if type(e.value).__name__ in ("PySeries", "PyDataFrame"):
@@ -170,7 +176,16 @@ class _Reader:
         elif name == "ListFunction.Sum":
             _check_number(name, getattr(args[0].dtype, "inner", None), self)
         elif name in ("TemporalFunction.Truncate", "TemporalFunction.Round"):
+            if getattr(args[0].dtype, "time_zone", None):
+                raise self.refuse(
+                    f"{FUNCTIONS[name].api} of a datetime with a time zone can land on a local "
+                    "time that does not exist (a daylight-saving gap) and fail there; truncate "
+                    "datetimes without a time zone.")
             _check_every(args, name, self)
+        elif name in ("round", "ceil", "round_sig_figs") and str(args[0].dtype).startswith(
+                "Decimal"):
+            raise self.refuse(f"{FUNCTIONS[name].api} of a Decimal can overflow its precision "
+                              "on some values; cast to Float64 first.")
         elif name == "StringFunction.ToInteger":
             base = args[1]
             assert isinstance(base, Lit)
@@ -310,11 +325,26 @@ def _check_clip_bounds(args: tuple[RowExpr, ...], reader: _Reader) -> None:
         )
 
 
-def _check_cast_exists(source: Any, target: Any, reader: _Reader) -> None:
-    """Polars refuses some casts only when a row reaches them ("not supported", e.g. String to
-    Boolean): try the cast on one missing value of the source type, which no data is."""
+def castable(dtype: Any) -> bool:
+    """Whether casts from or to ``dtype`` are accepted: numbers (Decimal included), booleans,
+    strings, categoricals and dates/times. Casts of nested or binary values (a List or Binary
+    value to String, ...) fail on some values (bytes that are not UTF-8, ...): refused."""
     import polars as pl
 
+    return bool(dtype.is_numeric() or dtype.is_temporal() or dtype in (
+        pl.Boolean, pl.String, pl.Null) or isinstance(dtype, pl.Categorical | pl.Enum))
+
+
+def _check_cast_exists(source: Any, target: Any, reader: _Reader) -> None:
+    """Refuse a cast of a kind :func:`castable` does not accept, and one Polars refuses only
+    when a row reaches it ("not supported", e.g. String to Boolean): tried on one missing
+    value of the source type, which no data is."""
+    import polars as pl
+
+    if source != target and not (castable(source) and castable(target)):
+        raise reader.refuse(f"a cast from {source} to {target} can fail on some values; "
+                            "dpframe casts numbers, booleans, strings, categoricals and "
+                            "dates only.")
     try:
         pl.Series([None], dtype=source).cast(target, strict=False)
     except BaseException as exc:

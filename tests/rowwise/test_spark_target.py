@@ -797,7 +797,8 @@ REFUSED = {
 
 #: Refused by the verifier itself (for every engine), before the Spark target sees them.
 REFUSED_BY_THE_VERIFIER = {"string_to_date", "string_to_bool", "replace_duplicates",
-                           "replace_not_fitting", "negative_length", "hour_of_date"}
+                           "replace_not_fitting", "negative_length", "hour_of_date",
+                           "truncate_tz"}
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED_BY_THE_VERIFIER))

@@ -1,0 +1,112 @@
+"""What verification refuses because some value would make it fail (dpframe/rowwise/reading.py),
+and what it refuses because no value can (the probe of two public rows)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import polars as pl
+import pytest
+
+import dpframe as dpf
+from dpframe import derivations
+
+SCHEMA = {"i": pl.Int64, "f": pl.Float64, "s": pl.String, "d": pl.Date,
+          "tz": pl.Datetime("us", "Europe/Paris"), "dec": pl.Decimal(38, 3), "b": pl.Binary,
+          "l": pl.List(pl.Int64), "x": pl.Int64}
+
+REFUSED = {
+    # value-dependent failures in Polars
+    "zfill beyond the cap (a Rust panic above 65,535)": pl.col("s").str.zfill(2**40),
+    "round_sig_figs(0)": pl.col("f").round_sig_figs(0),
+    "Decimal arithmetic (overflow)": pl.col("dec") * pl.col("dec"),
+    "Decimal ceil (overflow in rounding)": pl.col("dec").ceil(),
+    "Decimal round": pl.col("dec").round(1),
+    "a zoned truncation (daylight-saving gaps)": pl.col("tz").dt.truncate("2h"),
+    "an interval beyond a year": pl.col("d").dt.truncate("10y"),
+    "an interval Polars cannot parse": pl.col("d").dt.truncate("nonsense"),
+    "Binary to String (bytes that are not UTF-8)": pl.col("b").cast(pl.String, strict=False),
+    "List to String": pl.col("l").cast(pl.String, strict=False),
+    "a strict cast that can fail": pl.col("f").cast(pl.Int8),
+    "strict string parsing": pl.col("s").str.to_integer(strict=True),
+    "a regex that does not compile": pl.col("s").str.contains("("),
+    "a pattern from the data": pl.col("s").str.contains(pl.col("s")),
+    "a width from the data": pl.col("s").str.zfill(pl.col("i")),
+    "clip bounds of another type": pl.col("x").clip(16.5, 89.5),
+    "clip bounds beyond the type": pl.col("x").clip(0, 1e30),
+    "a negative slice length": pl.col("s").str.slice(0, -1),
+    "repeated replace keys": pl.col("i").replace([1, 1], [2, 3]),
+    "replace values that do not fit": pl.col("i").replace([1], ["a"]),
+    # fails on every value: caught by the probe of two public rows
+    "hour of a date": pl.col("d").dt.hour(),
+    "String to Boolean": pl.col("s").cast(pl.Boolean, strict=False),
+    "String to Date": pl.col("s").cast(pl.Date, strict=False),
+    # reads other rows
+    "an aggregate": pl.col("i") > pl.col("i").mean(),
+    "a window": pl.col("i").sum().over("s"),
+    "a shift": pl.col("i").shift(1),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_refused_before_any_read(name):
+    with pytest.raises(dpf.DerivationError, match="Nothing was read or spent"):
+        derivations.verify_expressions(SCHEMA, [REFUSED[name].alias("o")], "with_columns")
+
+
+def test_the_probe_is_cached_per_plan():
+    from dpframe.derivations import _PROBED
+
+    derivations.verify_expressions(SCHEMA, [(pl.col("i") + 17).alias("o")], "with_columns")
+    size = len(_PROBED)
+    derivations.verify_expressions(SCHEMA, [(pl.col("i") + 17).alias("o")], "with_columns")
+    assert len(_PROBED) == size
+
+
+def test_values_that_panicked_are_missing():
+    """A datetime formatted as text, or a zoned datetime's calendar fields, beyond chrono's
+    range: Polars panics (and prints a backtrace quoting nothing but its own code)."""
+    from dpframe.rowwise.polars_target import apply_step
+
+    frame = pl.DataFrame({"i": [10**18, 0, -(10**18)]})
+    text = (pl.col("i").cast(pl.Datetime("ms"), strict=False)
+            .cast(pl.String, strict=False)).alias("t")
+    steps, _ = derivations.verify_expressions({"i": pl.Int64}, [text], "with_columns")
+    out = apply_step(frame, "with_columns", None, steps[0].columns)["t"].to_list()
+    assert out == [None, "1970-01-01 00:00:00.000", None]
+    zoned = pl.DataFrame({"t": pl.Series([10**18, 0], dtype=pl.Int64).cast(pl.Datetime("ms"))
+                          .dt.replace_time_zone("UTC")})
+    for field in ("date", "time", "ordinal_day", "iso_year", "is_leap_year"):
+        steps, _ = derivations.verify_expressions(
+            dict(zoned.schema), [getattr(pl.col("t").dt, field)().alias("o")], "with_columns")
+        got = apply_step(zoned, "with_columns", None, steps[0].columns)["o"].to_list()
+        assert got[0] is None and got[1] is not None, field
+
+
+def test_a_decimal_cast_of_a_float_with_too_many_digits_is_missing():
+    from dpframe.rowwise.polars_target import apply_step
+
+    frame = pl.DataFrame({"f": [1e17, 1.5, float("nan"), float("inf")]})
+    steps, _ = derivations.verify_expressions(
+        {"f": pl.Float64}, [pl.col("f").cast(pl.Decimal(20, 3), strict=False).alias("o")],
+        "with_columns")
+    out = apply_step(frame, "with_columns", None, steps[0].columns)["o"].to_list()
+    assert out == [None, decimal.Decimal("1.500"), None, None]
+
+
+def test_dates_at_the_ends_of_their_range_truncate_to_missing():
+    from dpframe.rowwise.polars_target import apply_step, safe_days
+
+    days = safe_days(pl.Date)
+    assert days is not None
+    values = [days[0] - 1, days[0], 0, days[1], days[1] + 1]
+    frame = pl.DataFrame({"d": pl.Series(values, dtype=pl.Int32).cast(pl.Date)})
+    steps, _ = derivations.verify_expressions({"d": pl.Date},
+                                              [pl.col("d").dt.truncate("1mo").alias("m")],
+                                              "with_columns")
+    out = apply_step(frame, "with_columns", None, steps[0].columns)["m"]
+    physical = out.to_physical().to_list()  # (Python's dates end at year 9999)
+    assert physical[0] is None and physical[-1] is None
+    assert all(v is not None for v in physical[1:4])
+    assert out[2] == dt.date(1970, 1, 1)
