@@ -45,7 +45,7 @@ from dpframe.errors import DerivationError, NoLedgerError
 from dpframe.memory import arrow_chunks
 from dpframe.rowwise.functions import FUNCTIONS
 from dpframe.rowwise.nodes import Cast, Col, RowExpr, walk
-from dpframe.rowwise.reading import ALLOWED_NOTE, read_expression
+from dpframe.rowwise.reading import ALLOWED_NOTE, read_expression, sample_value
 
 __all__ = [
     "MARKER_PREFIX",
@@ -275,33 +275,6 @@ def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str
 
 
 #: One public value per kind of dtype for :func:`probe_steps` (next to a missing value).
-def _probe_value(dtype: Any) -> Any:
-    import datetime as dt
-    import decimal
-
-    import polars as pl
-
-    if dtype == pl.Boolean:
-        return True
-    if dtype.is_integer():
-        return 1
-    if dtype.is_float():
-        return 1.5
-    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
-        return None if isinstance(dtype, pl.Enum) else "1"
-    if dtype == pl.Date:
-        return dt.date(2000, 1, 1)
-    if isinstance(dtype, pl.Datetime):
-        return dt.datetime(2000, 1, 1)
-    if isinstance(dtype, pl.Duration):
-        return dt.timedelta(seconds=1)
-    if dtype == pl.Time:
-        return dt.time(12)
-    if isinstance(dtype, pl.Decimal):
-        return decimal.Decimal(1)
-    return None
-
-
 _PROBED: dict[str, bool] = {}
 _PROBED_LOCK = threading.Lock()
 
@@ -321,7 +294,7 @@ def probe_steps(schema: Any, steps: Sequence[Step]) -> None:
     with _PROBED_LOCK:
         if key in _PROBED:
             return
-    frame = pl.DataFrame({name: pl.Series(name, [_probe_value(dtype), None], dtype=dtype,
+    frame = pl.DataFrame({name: pl.Series(name, [sample_value(dtype), None], dtype=dtype,
                                           strict=False)
                           for name, dtype in dict(schema).items()})
     try:

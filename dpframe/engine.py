@@ -248,7 +248,8 @@ def _is_numeric(dtype: Any) -> bool:
 
 
 def _is_float(dtype: Any) -> bool:
-    return dtype in (nw.Float32, nw.Float64)
+    """Every float width (Float16 included): NaN is a missing value in each of them."""
+    return bool(dtype.is_float())
 
 
 def validate_column(native: Any, column: str, *, numeric: bool = True,
@@ -294,6 +295,14 @@ def aggregate(
     if method not in ("auto", "numpy", "narwhals"):
         raise ParameterError(f"method must be 'auto', 'numpy' or 'narwhals', got {method!r}")
     aggs = list(dict.fromkeys(aggs))
+    if keys is not None and group_by is not None and (is_pandas_frame(native)
+                                                       or is_dask_frame(native)):
+        ticked = _temporal_groups_as_ticks(native, group_by, keys, columns)
+        if ticked is not None:
+            native, kept, sub_keys = ticked
+            return _scattered(aggregate(native, aggs, missing=missing, group_by=group_by,
+                                        keys=sub_keys, method=method, bounding=bounding),
+                              kept, len(keys))
     if bounding is not None:
         native = bound_contributions(
             native, bounding, columns=sorted({c for a in aggs for c in a.columns()}),
@@ -321,6 +330,48 @@ def aggregate(
         if not np.all(np.mod(values, 1.0) == 0.0):  # pragma: no cover - engine invariant
             raise RuntimeError(f"internal error: aggregate {agg} is not an integer; please report")
     return data
+
+
+def _temporal_groups_as_ticks(native: Any, group_by: str | tuple[str, ...],
+                              keys: Sequence[Any], columns: Mapping[str, Any] | None
+                              ) -> tuple[Any, list[int], list[Any]] | None:
+    """pandas and Dask: the frame with its date/datetime group columns as integer ticks, the
+    positions of the declared keys that have a tick in those columns, and those keys as
+    ticks (:mod:`dpframe.tick_keys`); None without temporal group columns."""
+    from dpframe.tick_keys import column_kind, key_tick, with_ticks
+
+    cols = _group_columns(group_by)
+    schema = frame_columns(native) if columns is None else columns
+    temporal = [i for i, c in enumerate(cols)
+                if schema[c] == nw.Date or schema[c] == nw.Datetime]
+    if not temporal:
+        return None
+    kinds = {i: column_kind(native, cols[i]) for i in temporal}
+    kept: list[int] = []
+    sub_keys: list[Any] = []
+    for pos, key in enumerate(keys):
+        parts = list(key) if len(cols) > 1 else [key]
+        ticks = {i: key_tick(parts[i], kinds[i]) for i in temporal}
+        if any(t is None for t in ticks.values()):
+            continue  # no row holds it: an empty group
+        for i, t in ticks.items():
+            parts[i] = t
+        kept.append(pos)
+        sub_keys.append(tuple(parts) if len(cols) > 1 else parts[0])
+    return with_ticks(native, [cols[i] for i in temporal]), kept, sub_keys
+
+
+def _scattered(data: Mapping[Agg, np.ndarray], kept: Sequence[int], n_keys: int
+               ) -> dict[Agg, np.ndarray]:
+    """Per-key results of the kept keys placed at their positions among all ``n_keys``
+    declared keys (zeros, an empty group, for the others)."""
+    out = {}
+    for agg, values in data.items():
+        full = np.zeros((n_keys, *np.shape(values)[1:]), dtype=np.float64)
+        if kept:
+            full[np.asarray(kept)] = values
+        out[agg] = full
+    return out
 
 
 #: Adding then subtracting 1.5·2^52 rounds a double of magnitude below 2^51 to the nearest
@@ -484,7 +535,7 @@ def _expression_sums(
     names = [length if exprs[f"__dp_{i}"] is None else f"__dp_{i}" for i in range(len(aggs))]
     return _aligned(aggs, cols, columns, tuples,
                     [result.get_column(c).to_list() for c in cols],
-                    [result.get_column(name).to_numpy() for name in names])
+                    [result.get_column(name).fill_null(0).to_numpy() for name in names])
 
 
 def _aligned(
@@ -505,10 +556,11 @@ def _aligned(
     present = pos >= 0
     out: dict[Agg, np.ndarray] = {}
     for agg, column in zip(aggs, values, strict=True):
-        # (an engine may give a null sum for an empty group)
-        raw = np.nan_to_num(np.asarray([np.nan if v is None else v for v in column]
-                                       if isinstance(column, list) else column,
-                                       dtype=np.float64), nan=0.0)
+        # an engine may give a null sum for an empty group: 0. A NaN is not papered over
+        # (missing values never reach a sum, so one would be a bug): the mechanisms refuse it
+        # and the safety net fails the release closed
+        raw = np.asarray([0.0 if v is None else v for v in column]
+                         if isinstance(column, list) else column, dtype=np.float64)
         aligned = np.zeros(n_out, dtype=np.float64)
         aligned[present] = raw[pos[present]]
         out[agg] = aligned
@@ -906,6 +958,11 @@ def _declared_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarr
         codes = _arrow_string_codes(key_col, keys)
         if codes is not None:
             return codes
+        if not isinstance(key_col.dtype, np.dtype):
+            # an extension column (Arrow dates, decimals, ...) would be converted value by
+            # value to Python objects here, which fails on some values (a date past year
+            # 9999): matched inside the engine instead, decided from the dtype alone
+            return None
         return np.asarray(declared.get_indexer(key_col), dtype=np.int64)
     except (TypeError, ValueError, IndexError):  # pragma: no cover - unusual key columns
         return None
@@ -1085,27 +1142,3 @@ def _numpy_bin_counts(native: Any, agg: Agg, policy: Any, group_by: str | tuple[
             j = j[keep]
         out += np.bincount(j, minlength=cells)
     return out.reshape(n_groups, bins.count)
-
-
-def observed_keys(native: Any, group_by: Sequence[str], distinct: str | None = None
-                  ) -> tuple[list[Any], np.ndarray]:
-    """Every key (a value, or a tuple for several columns) present in the data with its exact
-    row count (or, with ``distinct``, its number of distinct values of that column: the privacy
-    units holding the key), for private key selection; rows missing a key (null, or NaN in a
-    float column) are left out. One pass in the frame's engine; only per-key counts come back."""
-    cols = list(group_by)
-    columns = frame_columns(native)
-    frame = _engine_frame(native)
-    for col in cols:
-        frame = frame.filter(_present(col, columns[col]))
-    count = nw.len() if distinct is None else nw.col(distinct).n_unique()
-    result = frame.group_by(*cols).agg(count.alias("__dp_len"))
-    if isinstance(result, nw.LazyFrame):
-        result = _collect(result, native)
-    counts = np.asarray(result.get_column("__dp_len").to_numpy(), dtype=np.float64)
-    # one canonical value per group: -0.0 and 0.0 are one group, shown as 0.0 whichever row
-    # the engine met first
-    values = [[v + 0.0 if _is_float(columns[c]) and v is not None else v
-               for v in result.get_column(c).to_list()] for c in cols]
-    keys = values[0] if len(cols) == 1 else list(zip(*values, strict=True))
-    return keys, counts

@@ -53,7 +53,7 @@ from dpframe.identity import IdentityMap
 from dpframe.keyset import Keys, checked_keys
 from dpframe.memory import MemoryRegistry, buffer_ranges
 from dpframe.rowwise.engines import apply_steps
-from dpframe.sources import check_readers, parse_in_full
+from dpframe.sources import check_readers, check_strings, parse_in_full
 
 __all__ = [
     "Dataset",
@@ -809,6 +809,7 @@ def protect(
     protected: Any = original.copy(deep=False) if backend.family == "pandas" else original
     data = backend.snapshot(protected)  # what every release reads from now on
     parsed = parse_in_full(data, backend)  # a CSV source: every value once, not in a release
+    check_strings(data, backend)
     n = parsed if parsed is not None else backend.count_rows(data)
     if n == 0:
         raise UnsupportedInputError(

@@ -39,6 +39,7 @@ from dpframe import engine, units
 from dpframe.backends import Backend, backend_of
 from dpframe.bounding import Bounding, release_seed
 from dpframe.errors import BoundsError, ParameterError, PrivateSizeError
+from dpframe.key_observation import observed_keys
 from dpframe.keyset import Keys, checked_keys, key_kinds, keys_reference
 from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
@@ -380,10 +381,19 @@ def _immutable(facts: FrameFacts) -> bool:
 
 
 def _selectable(dtype: Any) -> bool:
-    """Key columns whose values are of one type, so a group has one canonical key."""
+    """Key columns dpframe selects keys from: values of one type, so a group has one canonical
+    key, that every engine counts and hands back as Python values the same way (integers of
+    at most 64 bits, Float32/Float64, booleans, strings, categoricals, dates and datetimes,
+    decimals, bytes). Nested values, durations, times, 128-bit integers and Float16 are not
+    (engines disagree on them, or hand them back with an error or at a coarser resolution)."""
     import narwhals.stable.v2 as nw
 
-    return dtype not in (nw.Object, nw.Unknown)
+    if dtype.is_integer():
+        return dtype not in (nw.Int128, nw.UInt128)
+    if dtype.is_float():
+        return dtype != nw.Float16
+    return dtype in (nw.Boolean, nw.String, nw.Categorical, nw.Date, nw.Binary) or any(
+        dtype == kind for kind in (nw.Enum, nw.Datetime, nw.Decimal))
 
 
 def _queries_part(request: Request) -> Request:
@@ -429,8 +439,10 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
             if request.selection is not None and not _selectable(columns[col]):
                 raise ParameterError(
                     f"keys cannot be selected from column {col!r} of dtype {columns[col]}: "
+                    "dpframe selects keys from integers, Float32/Float64, booleans, strings, "
+                    "categoricals, dates, datetimes, decimals and bytes (an object column's "
                     "values of mixed Python types (1, True, 1.0, '1') may stand for one "
-                    "group; cast it to a string or number first, or declare its keys")
+                    "group); cast it to one of those first, or declare its keys")
             if request.keys is not None and not request.keys_from_data:
                 # (keys selected from this column are of its type by construction)
                 values = request.keys if len(cols) == 1 else [k[i] for k in request.keys]
@@ -646,7 +658,7 @@ def _charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list
     the one fixed error (outside the ``except`` block, so nothing chains to the original)."""
     context = _LogContext.of(frame, facts, request)
     entry = failure_entry(
-        what="release", names=names, error=failure, epsilon=request.epsilon,
+        what="release", names=names, epsilon=request.epsilon,
         delta=request.delta, engine=context.engine, random_source=context.random_source,
         derivation=context.derivation,
         group_by=None if context.group_by is None else str(context.group_by),
@@ -655,7 +667,7 @@ def _charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list
     facts.dataset.ledger.commit(reservation, [entry])
     if failure in ("KeyboardInterrupt", "SystemExit"):
         raise KeyboardInterrupt if failure == "KeyboardInterrupt" else SystemExit(1)
-    raise failure_error("release", names, failure, request.epsilon, request.delta)
+    raise failure_error("release", names, request.epsilon, request.delta)
 
 
 def evaluate_derivation(facts: FrameFacts, steps: Sequence[Any], schema: Mapping[str, Any]
@@ -666,19 +678,18 @@ def evaluate_derivation(facts: FrameFacts, steps: Sequence[Any], schema: Mapping
     backend = facts.dataset.backend
     ledger = facts.dataset.ledger
     ledger.cancel(ledger.reserve(0.0, 0.0))  # a locked ledger (an earlier failure) refuses
-    failure: str | None = None
     try:
         with quiet():
             return apply_steps(facts.data, steps, backend.name, schema)
-    except BaseException as exc:
-        failure = type(exc).__name__
+    except BaseException:  # the safety net: nothing of the exception is kept
+        pass
     entry = failure_entry(
-        what="derivation", names=[s.kind for s in steps], error=failure, epsilon=0.0,
+        what="derivation", names=[s.kind for s in steps], epsilon=0.0,
         delta=0.0, engine=engine.engine_name(facts.data), random_source="none",
         derivation=" > ".join(facts.derivation),
         unit_fields=units.describe(facts.unit, False))
     ledger.commit(ledger.reserve(0.0, 0.0), [entry])
-    raise failure_error("derivation", [s.kind for s in steps], failure, 0.0, 0.0)
+    raise failure_error("derivation", [s.kind for s in steps], 0.0, 0.0)
 
 
 def _select_keys(frame: Any, facts: FrameFacts, request: Request,
@@ -707,7 +718,7 @@ def _select_keys(frame: Any, facts: FrameFacts, request: Request,
                                       columns=list(cols))
         per_unit, unit_column = facts.unit.max_rows, facts.unit.column
         upper = facts.unit.n_units
-    observed, counts = engine.observed_keys(counted, cols, distinct=unit_column)
+    observed, counts = observed_keys(counted, cols, distinct=unit_column)
     rule = _selection_rule(facts, request)  # the one checked before the read
     chosen = select_keys((observed, counts.tolist()), rule.epsilon, rule.delta, per_unit,
                          neighbours="replace", count_upper=float(max(upper, 1)),

@@ -8,14 +8,14 @@ makes every failure free, and an engine's message often quotes the value that ma
 (``Overflow in multiplication of INT32 (21475 * 100000)!``). So, after the read:
 
 * a release that fails **spends** its reserved ε and δ and leaves a log entry saying it failed
-  and with which exception class;
+  (not how: even the exception's class can depend on which value failed, so it says no more);
 * a derivation of an in-memory frame that fails while being computed (no budget is reserved
   for it) leaves the same kind of entry, with ε = 0;
 * either way the data set's ledger is then **locked**: every later reservation is refused
   (a durable ledger reads the entry back in every process), so an analyst who found a way to
   make dpframe fail gets one bit out of it, not a binary search;
-* the caller gets one fixed :class:`~dpframe.errors.ReleaseFailedError` naming the queries and
-  the exception's class — never its text, and never chained to it (the original exception is
+* the caller gets one fixed :class:`~dpframe.errors.ReleaseFailedError` naming the queries —
+  never the exception's class or text, and never chained to it (the original exception is
   dropped, so ``__context__`` and the traceback cannot show it either).
 
 A failure still tells the caller that one bit (docs/audit.md, "The safety net"). That is why
@@ -36,12 +36,13 @@ from dpframe.errors import ReleaseFailedError
 __all__ = ["failure_entry", "failure_error", "quiet"]
 
 
-def failure_entry(*, what: str, names: Sequence[str], error: str, epsilon: float,
+def failure_entry(*, what: str, names: Sequence[str], epsilon: float,
                   delta: float, engine: str, random_source: str, derivation: str,
                   group_by: str | None = None, keys_ref: str | None = None,
                   unit_fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The log entry of a failed release or derivation: every column of an ordinary entry,
-    the reserved ε and δ as spent, and the exception's class (never its message)."""
+    the reserved ε and δ as spent, and nothing about the exception (its class and message can
+    depend on the value that failed)."""
     return {
         "time": _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds"),
         "name": ",".join(names),
@@ -66,7 +67,7 @@ def failure_entry(*, what: str, names: Sequence[str], error: str, epsilon: float
         "engine": engine,
         "size": "n/a",
         "formulation": (
-            f"the {what} failed inside dpframe after data was read ({error}); nothing was "
+            f"the {what} failed inside dpframe after data was read; nothing was "
             "released, the reserved budget is spent, and the failure itself reveals one bit "
             "(docs/audit.md, 'The safety net'); please report it as a bug"),
         "composition": "sequential",
@@ -79,19 +80,19 @@ def failure_entry(*, what: str, names: Sequence[str], error: str, epsilon: float
     }
 
 
-def failure_error(what: str, names: Sequence[str], error: str, epsilon: float,
+def failure_error(what: str, names: Sequence[str], epsilon: float,
                   delta: float) -> ReleaseFailedError:
-    """The one error a failure after the read raises: the queries and the exception's class,
-    and what was spent — no data, no engine message."""
+    """The one error a failure after the read raises: the queries and what was spent — no
+    data, no engine message, not even the exception's class."""
     shown = ", ".join(repr(n) for n in names) or "(unnamed)"
     spent = (f"its reserved budget (epsilon={epsilon:.6g}, delta={delta:.3g}) is spent and "
              if epsilon > 0 or delta > 0 else "")
     return ReleaseFailedError(
-        f"the {what} of {shown} failed inside dpframe after reading data ({error}); "
+        f"the {what} of {shown} failed inside dpframe after reading data; "
         f"{spent}the log records a failed {what}, and this data set's budget now answers "
-        "nothing more (the failure itself revealed one bit about the data). Its message is "
-        "withheld because it could quote a value. This is a bug in dpframe: please report it "
-        "with the query (not the data)."
+        "nothing more (the failure itself revealed one bit about the data). The exception is "
+        "withheld (its text could quote a value, its class tell which one failed). This is a "
+        "bug in dpframe: please report it with the query (not the data)."
     )
 
 

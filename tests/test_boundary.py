@@ -867,3 +867,31 @@ def test_protect_refuses_frames_over_part_of_a_protected_frames_memory(copy):
     dpf.protect(df, epsilon=1.0, bounds={"x": (0.0, 1000.0)})
     with pytest.raises(dpf.LedgerError, match="already carries a privacy budget"):
         dpf.protect(copy(df), epsilon=1.0, bounds={"x": (0.0, 1000.0)})
+
+
+# -- regressions from the second adversarial review -------------------------------------------
+SECOND_REVIEW = {
+    # a strict cast inside mean_horizontal: the probe's "1" parsed, a row's "x" would not
+    "mean_horizontal of a string": lambda: nw.mean_horizontal(
+        nw.when(nw.col("age") > 100).then(nw.lit("x")).otherwise(nw.lit("1"))) >= 0,
+    # a categorical cast to a number fails on the first non-missing value
+    "an Enum cast to Int64": lambda: nw.col("s").cast(nw.Enum(["a"])).cast(nw.Int64).is_null(),
+}
+
+
+@pytest.mark.backends("pandas", "polars", "polars-lazy", "duckdb", "dask")
+@pytest.mark.parametrize("case", list(SECOND_REVIEW))
+def test_second_review_oracles_are_refused_on_both_neighbours(constructor, case):
+    """Each was a membership test: one neighbour answered, the other failed. Now both are
+    refused before anything is read or spent."""
+    outcomes = []
+    for odd in (False, True):
+        data = {"age": [40] * 30 + [101 if odd else 30], "s": ["b"] * 30 + ["a" if odd else "b"]}
+        pf = dpf.protect(constructor(data), epsilon=10.0, bounds={"age": (0, 120)})
+        try:
+            pf.dp.filter(SECOND_REVIEW[case]()).dp.count(epsilon=1.0)
+            outcomes.append("ok")
+        except dpf.DPFrameError as exc:
+            outcomes.append(type(exc).__name__)
+        assert pf.dp.budget.epsilon_spent == 0.0
+    assert outcomes == ["DerivationError", "DerivationError"]

@@ -405,3 +405,23 @@ def test_every_polars_number_dtype_with_and_without_nulls(dtype, as_key):
                                    **kw)
         for a in aggs:
             assert np.array_equal(auto[a], generic[a]), (dtype, with_null, a)
+
+
+@pytest.mark.parametrize("build", [
+    lambda v: pl.DataFrame({"f": v}).lazy().with_columns(pl.col("f").cast(pl.Float16)),
+    lambda v: pl.DataFrame({"f": v}, schema={"f": pl.Float16}),
+    lambda v: pd.DataFrame({"f": np.asarray(v, dtype=np.float16)}),
+], ids=["polars-lazy cast", "polars Float16", "pandas float16"])
+def test_a_float16_nan_is_a_missing_value(build):
+    """Every float width treats NaN as missing: one NaN row moves the exact sum by at most the
+    logged sensitivity (it used to turn the whole Polars sum into NaN, shown as 0), and the
+    quantile answers on both neighbours."""
+    from dpframe.release import exact_measurements
+
+    sums = []
+    for last in (5.0, float("nan")):
+        pf = dpf.protect(build([5.0] * 999 + [last]), epsilon=10.0, bounds={"f": (-10, 10)})
+        (value, sensitivity), = exact_measurements(pf, {"s": dpf.sum("f")}).values()
+        sums.append(float(value[0]))
+        assert np.isfinite(pf.dp.quantile("f", 0.5, epsilon=1.0, random_state=0))
+    assert abs(sums[0] - sums[1]) <= sensitivity and sums[1] == 4995.0

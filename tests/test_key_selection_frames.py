@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe import engine
+from dpframe import engine, release
+from dpframe.key_observation import observed_keys
 
 
 def _cities(n: int = 3000, rare: str = "hamlet") -> pd.DataFrame:
@@ -77,7 +78,7 @@ def test_a_key_one_row_holds_is_published_with_probability_at_most_delta():
 def test_without_delta_the_error_says_how_and_nothing_is_read(monkeypatch):
     pf = dpf.protect(_cities(), epsilon=10, delta=1e-5, bounds={"income": (0.0, 100.0)})
     calls: list[object] = []
-    monkeypatch.setattr(engine, "observed_keys", lambda *a: calls.append(a))
+    monkeypatch.setattr(release, "observed_keys", lambda *a, **k: calls.append(a))
     monkeypatch.setattr(engine, "aggregate", lambda *a, **k: calls.append(a))
     with pytest.raises(dpf.ParameterError, match="delta > 0"):
         pf.dp.groupby("city").mean("income", epsilon=1.0)
@@ -118,7 +119,7 @@ def test_with_several_rows_per_person_keys_count_persons_and_m_is_k():
     df.loc[rare, "visit_type"] = "house call"
     extra = df.loc[rare].copy()
     df = pd.concat([df] + [extra] * 30, ignore_index=True)  # 31 rows, one person
-    observed, counts = engine.observed_keys(df, ["visit_type"], distinct="patient_id")
+    observed, counts = observed_keys(df, ["visit_type"], distinct="patient_id")
     assert dict(zip(observed, counts, strict=True))["house call"] == 1
     pf = dpf.protect(df, epsilon=10, delta=1e-5, bounds={"cost": (0.0, 2000.0)},
                      privacy_unit="patient_id", max_rows_per_unit=3)

@@ -20,7 +20,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import engine
+from dpframe import engine, release
 from dpframe.errors import BudgetExceededError, ParameterError
 
 
@@ -29,14 +29,14 @@ class _ReadSpy:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.reads: list[str] = []
-        for name in ("observed_keys", "aggregate"):
-            orig = getattr(engine, name)
+        for module, name in ((release, "observed_keys"), (engine, "aggregate")):
+            orig = getattr(module, name)
 
             def spy(*a: Any, __orig: Any = orig, __name: str = name, **k: Any) -> Any:
                 self.reads.append(__name)
                 return __orig(*a, **k)
 
-            monkeypatch.setattr(engine, name, spy)
+            monkeypatch.setattr(module, name, spy)
 
     @property
     def read(self) -> bool:
@@ -137,7 +137,7 @@ def test_finding_selected_object_key_representative_depends_on_the_first_row(mon
     released key would be whichever came first. Fixed: keys are not selected from object
     columns; refused from the schema, before anything is read or spent, whatever the rows."""
     calls: list[Any] = []
-    monkeypatch.setattr(engine, "observed_keys", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(release, "observed_keys", lambda *a, **k: calls.append(a))
     for first in (1, True, 1.0):
         g = pd.Series([first] + [1] * 300 + [2] * 300, dtype=object)
         pf = dpf.protect(pd.DataFrame({"g": g}), epsilon=10, delta=1e-3, bounds={})
@@ -190,7 +190,7 @@ def test_finding_selected_keys_of_mixed_types_fail_after_the_commit():
 
 # ---------------------------------------------------------------------------------------------
 # Finding 5 (medium): the selection's own parameters (ε_sel/2 per key) and the re-plan of the
-# queries at ε − ε_sel are validated only after engine.observed_keys read the data: small ε
+# queries at ε − ε_sel are validated only after observed_keys read the data: small ε
 # or an extreme selection_share is refused after the read (the pre-read plan used the full ε).
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("epsilon", "share", "query"), [

@@ -40,7 +40,8 @@ def test_a_release_that_fails_after_the_read_spends_logs_and_hides_the_message(
     with pytest.raises(dpf.ReleaseFailedError) as info:
         pf.dp.release({"mean_age": dpf.mean("age"), "n": dpf.count()}, epsilon=0.25)
     error = info.value
-    assert SECRET not in str(error) and "EngineBoom" in str(error)
+    # neither the text nor the class: which exception fired can depend on which value failed
+    assert SECRET not in str(error) and "EngineBoom" not in str(error)
     assert "'mean_age'" in str(error) and "'n'" in str(error)
     # nothing chains to the original exception: no context, no cause, no traceback text
     assert error.__context__ is None and error.__cause__ is None
@@ -49,7 +50,8 @@ def test_a_release_that_fails_after_the_read_spends_logs_and_hides_the_message(
     assert budget.epsilon_spent == pytest.approx(0.25)
     entry = pf.dp.session.ledger.snapshot_document()["entries"][-1]
     assert entry["query"] == "failed release" and entry["epsilon"] == pytest.approx(0.25)
-    assert "EngineBoom" in entry["formulation"] and SECRET not in str(entry)
+    assert "EngineBoom" not in str(entry) and SECRET not in str(entry)
+    assert "failed inside dpframe" in entry["formulation"]
 
 
 def test_an_eager_derivation_that_fails_logs_and_hides_the_message(monkeypatch):
@@ -79,9 +81,9 @@ def test_a_panic_is_caught_too(monkeypatch):
         raise PanicException(f"Formatting argument out of range: {SECRET}")
 
     monkeypatch.setattr(engine, "aggregate", panic)
-    with pytest.raises(dpf.ReleaseFailedError, match="PanicException") as info:
+    with pytest.raises(dpf.ReleaseFailedError) as info:
         pf.dp.mean("age", epsilon=0.5)
-    assert SECRET not in str(info.value)
+    assert SECRET not in str(info.value) and "PanicException" not in str(info.value)
     assert pf.dp.budget.epsilon_spent == pytest.approx(0.5)
 
 
@@ -99,7 +101,7 @@ def test_the_failed_entry_has_every_log_column():
     from dpframe.frames.results import LOG_COLUMNS
     from dpframe.safety_net import failure_entry
 
-    entry = failure_entry(what="release", names=["m"], error="ValueError", epsilon=0.1,
+    entry = failure_entry(what="release", names=["m"], epsilon=0.1,
                           delta=0.0, engine="pandas", random_source="secure",
                           derivation="protect")
     missing = [c for c in LOG_COLUMNS if c not in entry and c not in (

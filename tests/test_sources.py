@@ -9,6 +9,7 @@ only in such a late value must give the same outcome.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -107,3 +108,43 @@ def test_the_public_size_of_a_csv_is_the_rows_its_parse_gives(tmp_path):
     bad.write_bytes(("x,s\n" + rows + '7,a"\r\n').encode())
     with pytest.raises(dpf.UnsupportedInputError, match="does not parse cleanly"):
         dpf.protect(pl.scan_csv(bad, **kw), epsilon=1.0, bounds={"x": (0.0, 200.0)})
+
+
+def _parquet(folder: Path, last: bytes) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "data.parquet"
+    text = pa.array([b"a"] * 300 + [last], pa.binary()).view(pa.string())  # not validated
+    pq.write_table(pa.table({"s": text, "x": [float(i % 50) for i in range(301)]}), path)
+    return path
+
+
+def _readers() -> dict[str, Any]:
+    def duckdb_reader(path: Path) -> Any:
+        duckdb = pytest.importorskip("duckdb")
+        return duckdb.connect().sql(f"SELECT * FROM read_parquet('{path}')")
+
+    def dask_reader(path: Path) -> Any:
+        dd = pytest.importorskip("dask.dataframe")
+        return dd.read_parquet(str(path))
+
+    return {"polars": pl.scan_parquet, "duckdb": duckdb_reader, "dask": dask_reader}
+
+
+@pytest.mark.parametrize("reader", ["polars", "duckdb", "dask"])
+def test_parquet_with_a_string_that_is_not_utf8_is_refused_at_protect(tmp_path, reader):
+    """The review's neighbours: one row's bytes b"b" or b"\\xff". Every release reading the
+    column failed on the second; now it is refused when protected (no budget exists yet) and
+    the first answers."""
+    read = _readers()[reader]
+    good = dpf.protect(read(_parquet(tmp_path / "good", b"b")), epsilon=1.0,
+                       bounds={"x": (0.0, 50.0)}, keys={"s": ["a", "b"]})
+    import narwhals as nw
+
+    assert good.dp.filter(nw.col("s") == "a").dp.count(epsilon=0.5) > 0
+    with pytest.raises(dpf.UnsupportedInputError, match="UTF-8") as info:
+        dpf.protect(read(_parquet(tmp_path / "bad", b"\xff")), epsilon=1.0,
+                    bounds={"x": (0.0, 50.0)})
+    assert "\\xff" not in str(info.value)

@@ -30,6 +30,11 @@ type. Where DuckDB's own rules differ from Polars', the SQL is rewritten:
 * calendar parts are missing outside the years Polars' calendar holds (-262143..262142), and
   truncation to months, quarters and years outside its calendar-safe days, as in Polars.
 
+Known differences that remain (total, but not Polars' value): ``str.to_uppercase`` and
+``to_lowercase`` use DuckDB's one-to-one case mapping (``"ß"`` becomes ``"ẞ"``, Polars gives
+``"SS"``; the hundred or so characters with a multi-character mapping differ); a timestamp
+stored as ±(2^63 − 1) is DuckDB's ±infinity, so its calendar parts are missing.
+
 What this target cannot compute exactly is refused by :func:`check`, before anything is read,
 naming what to use instead: ``cbrt`` (DuckDB's differs from Polars' correctly rounded one in
 the last bit), ``log1p`` (DuckDB has no exact one), title case, ``dt.round``, list functions,
@@ -224,9 +229,6 @@ _F32_INF = 3.4028235677973366e38
 #: Characters Rust's ``char::is_whitespace`` (Polars' default ``strip_chars``) removes.
 _WHITESPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
                "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
-#: Literal offsets and lengths are clamped to this (no string is longer), so SQL arithmetic on
-#: them cannot overflow.
-_HUGE = 2**40
 
 
 # --------------------------------------------------------------------------------------------
@@ -1446,8 +1448,13 @@ def _length(fn: str) -> Handler:
     return handler
 
 
+#: DuckDB's ``substring``/``left`` accept positions and lengths up to 2^32 − 1 and raise
+#: beyond; a VARCHAR holds at most 4 GiB, so clamping there changes no result.
+_STRING_MAX = 2**32 - 2
+
+
 def _clamped(value: Any) -> int:
-    return max(-_HUGE, min(_HUGE, int(value)))
+    return max(-_STRING_MAX, min(_STRING_MAX, int(value)))
 
 
 def _slice(c: _Compiler, node: Call) -> str:
@@ -1837,7 +1844,10 @@ PARTIAL: dict[str, str] = {
     **dict.fromkeys(("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
                      "tanh", "exp", "log"), "not on Float32"),
     "pow": "Float32: small exponents only", "TemporalFunction.Truncate": "one unit",
-    "StringFunction.Contains": "no \\d \\w \\s \\b in patterns"}
+    "StringFunction.Contains": "no \\d \\w \\s \\b in patterns",
+    # DuckDB maps case one character to one: "ß" becomes "ẞ" where Polars gives "SS"
+    "StringFunction.Uppercase": "simple case mapping (ß → ẞ)",
+    "StringFunction.Lowercase": "simple case mapping"}
 
 
 # --------------------------------------------------------------------------------------------

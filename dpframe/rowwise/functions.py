@@ -120,10 +120,10 @@ FUNCTIONS: dict[str, Function] = dict([
     _f("max_horizontal", "max_horizontal(...)", "largest non-missing value of the row's "
        "arguments", _HOR),
     _f("min_horizontal", "min_horizontal(...)", "smallest non-missing value", _HOR),
-    _f("sum_horizontal", "sum_horizontal(...)", "sum of the row's arguments (integers "
-       "checked: overflow gives a missing value)", _HOR),
-    _f("mean_horizontal", "mean_horizontal(...)", "mean of the non-missing arguments, "
-       "computed in Float64", _HOR),
+    _f("sum_horizontal", "sum_horizontal(...)", "sum of the row's arguments, numbers or "
+       "booleans (integers checked: overflow gives a missing value)", _HOR),
+    _f("mean_horizontal", "mean_horizontal(...)", "mean of the non-missing arguments, numbers "
+       "or booleans, computed in Float64", _HOR),
     _f("BooleanFunction.IsNull", "is_null()", "the value is missing (null)", _PRED),
     _f("BooleanFunction.IsNotNull", "is_not_null()", "the value is present", _PRED),
     _f("BooleanFunction.IsNan", "is_nan()", "the float is NaN", _PRED),
@@ -200,10 +200,11 @@ FUNCTIONS: dict[str, Function] = dict([
     _f("TemporalFunction.Round", "dt.round(every)", "rounds to a literal interval of at most "
        "a year; the same values are missing", _TIME, literal_args=True),
     _f("ListFunction.Length", "list.len()", "number of elements", _LIST),
-    _f("ListFunction.Sum", "list.sum()", "sum of the elements (integers checked)", _LIST),
-    _f("ListFunction.Mean", "list.mean()", "mean of the elements", _LIST),
-    _f("ListFunction.Max", "list.max()", "largest element", _LIST),
-    _f("ListFunction.Min", "list.min()", "smallest element", _LIST),
+    _f("ListFunction.Sum", "list.sum()", "sum of the elements, numbers or booleans (integers "
+       "checked)", _LIST),
+    _f("ListFunction.Mean", "list.mean()", "mean of the elements, numbers or booleans", _LIST),
+    _f("ListFunction.Max", "list.max()", "largest element (not of nested lists)", _LIST),
+    _f("ListFunction.Min", "list.min()", "smallest element (not of nested lists)", _LIST),
     _f("ListFunction.Contains", "list.contains(item)", "the list holds the literal", _LIST,
        literal_args=True),
 ])

@@ -16,7 +16,7 @@ from dpframe.errors import DerivationError
 from dpframe.rowwise.functions import FUNCTIONS, MAX_WIDTH, OPERATORS
 from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When
 
-__all__ = ["ALLOWED_NOTE", "read_expression"]
+__all__ = ["ALLOWED_NOTE", "read_expression", "sample_value"]
 
 ALLOWED_NOTE = (
     "dpframe answers derived frames only when it can verify from their structure that every "
@@ -36,6 +36,15 @@ _STRICT_FLAG = frozenset({"StringFunction.ToInteger"})
 #: Arithmetic operators: checked on integers, refused on operands no engine can check.
 ARITHMETIC = frozenset({"Plus", "Minus", "Multiply", "TrueDivide", "FloorDivide", "Modulus"})
 _ROUND_SIG_MAX = 300
+_FLOAT16 = "Float16"
+#: Functions exact on Float16 values (tests of the value; no arithmetic).
+_FLOAT16_SAFE = frozenset({"BooleanFunction.IsNull", "BooleanFunction.IsNotNull",
+                           "BooleanFunction.IsNan", "BooleanFunction.IsNotNan",
+                           "BooleanFunction.IsFinite", "BooleanFunction.IsInfinite",
+                           "fill_null", "coalesce"})
+_FLOAT16_NOTE = ("arithmetic and functions on Float16 values are not exact in every engine "
+                 "(Polars rounds some results wrongly); cast the column to Float32 or Float64 "
+                 "first. Comparisons, casts and null tests of Float16 values are accepted.")
 
 
 def read_expression(nt: Any, node_id: int, where: str, *, origin: str = "polars") -> RowExpr:
@@ -124,6 +133,8 @@ class _Reader:
         if op not in OPERATORS:
             raise self.refuse(f"the operator {op!r} is not on dpframe's row-wise list.")
         left, right = self.read(e.left), self.read(e.right)
+        if op in ARITHMETIC and _FLOAT16 in (str(left.dtype), str(right.dtype), str(dtype)):
+            raise self.refuse(_FLOAT16_NOTE)
         if op in ARITHMETIC:
             _check_arithmetic(op, left, right, dtype, self)
         return Binary(dtype, op, left, right)
@@ -145,6 +156,9 @@ class _Reader:
                 "missing)."
             )
         args = tuple(self.read(i) for i in e.input)
+        if name not in _FLOAT16_SAFE and _FLOAT16 in {str(a.dtype) for a in args} | {
+                str(dtype)}:
+            raise self.refuse(_FLOAT16_NOTE)
         if spec.literal_args and any(not isinstance(a, Lit) for a in args[1:]):
             raise self.refuse(
                 f"{name!r} takes its pattern, length, table or unit from the data here; such "
@@ -170,11 +184,19 @@ class _Reader:
                                   f"digits; got {digits!r}.")
         elif name == "clip":
             _check_clip_bounds(args, self)
-        elif name == "sum_horizontal":
+        elif name in ("sum_horizontal", "mean_horizontal"):
             for a in args:
+                _check_plain_number(FUNCTIONS[name].api, value_dtype(a), self)
                 _check_number(name, value_dtype(a), self)
-        elif name == "ListFunction.Sum":
-            _check_number(name, getattr(args[0].dtype, "inner", None), self)
+        elif name in ("ListFunction.Sum", "ListFunction.Mean"):
+            inner = getattr(args[0].dtype, "inner", None)
+            _check_plain_number(FUNCTIONS[name].api, inner, self, " elements")
+            _check_number(name, inner, self)
+        elif name in ("ListFunction.Max", "ListFunction.Min"):
+            inner = getattr(args[0].dtype, "inner", None)
+            if inner is None or inner.is_nested():
+                raise self.refuse(f"{FUNCTIONS[name].api} of {inner} elements fails in Polars "
+                                  "on every non-empty list; compare flat values only.")
         elif name in ("TemporalFunction.Truncate", "TemporalFunction.Round"):
             if getattr(args[0].dtype, "time_zone", None):
                 raise self.refuse(
@@ -209,13 +231,15 @@ class _Reader:
 
 def _cast_is_safe(source: Any, target: Any) -> bool:
     """A strict Polars cast that no value can make fail: to a float or string type from a
-    numeric, boolean or string (to string only) column, or between integer types that widen."""
+    numeric, boolean or string/categorical (to string only) column, or between integer types
+    that widen."""
     import polars as pl
 
     if target in (pl.Float64, pl.Float32):
         return bool(source.is_numeric()) or source == pl.Boolean
     if target == pl.String:
-        return bool(source.is_numeric()) or source in (pl.Boolean, pl.String)
+        return bool(source.is_numeric()) or source in (pl.Boolean, pl.String) or isinstance(
+            source, pl.Categorical | pl.Enum)
     if source == pl.Boolean and (target.is_integer() or target == pl.Boolean):
         return True  # 0 or 1 fits every integer type
     if source.is_integer() and target.is_integer():
@@ -299,6 +323,18 @@ def _check_arithmetic(op: str, left: RowExpr, right: RowExpr, result: Any,
             )
 
 
+def _check_plain_number(api: str, dtype: Any, reader: _Reader, what: str = " values"
+                        ) -> None:
+    """Refuse sums and means of anything but numbers and booleans: Polars adds strings by
+    concatenation and fails on the mean of a string, a date or a nested value as soon as a row
+    holds one (the verification probe may hold a value that happens to parse)."""
+    import polars as pl
+
+    if dtype is None or not (dtype.is_numeric() or dtype in (pl.Boolean, pl.Null)):
+        raise reader.refuse(f"{api} of {dtype}{what} is not accepted: it fails or changes "
+                            "meaning on some values; cast the arguments to a number first.")
+
+
 def _check_clip_bounds(args: tuple[RowExpr, ...], reader: _Reader) -> None:
     """``clip`` converts its bounds to the subject's type, strictly in Polars: a bound that
     does not convert (a float bound on integers, or one out of the type's range) would fail —
@@ -337,8 +373,9 @@ def castable(dtype: Any) -> bool:
 
 def _check_cast_exists(source: Any, target: Any, reader: _Reader) -> None:
     """Refuse a cast of a kind :func:`castable` does not accept, and one Polars refuses only
-    when a row reaches it ("not supported", e.g. String to Boolean): tried on one missing
-    value of the source type, which no data is."""
+    when a row reaches it ("not supported" on any value, e.g. String to Boolean, or a
+    categorical to a number): tried on a public sample value of the source type and a missing
+    one, which no data is."""
     import polars as pl
 
     if source != target and not (castable(source) and castable(target)):
@@ -346,12 +383,53 @@ def _check_cast_exists(source: Any, target: Any, reader: _Reader) -> None:
                             "dpframe casts numbers, booleans, strings, categoricals and "
                             "dates only.")
     try:
-        pl.Series([None], dtype=source).cast(target, strict=False)
+        pl.Series([sample_value(source), None], dtype=source, strict=False).cast(
+            target, strict=False)
     except BaseException as exc:
         if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
             raise
         raise reader.refuse(f"a cast from {source} to {target} is not supported by Polars "
                             "on any value; cast through another type.") from None
+
+
+def sample_value(dtype: Any) -> Any:
+    """One typical, public value of a Polars ``dtype`` (a Python object), for trying an
+    operation on a row that is not data: Polars refuses some operations only when a non-missing
+    value reaches them (a categorical cast to a number, the maximum of nested lists). None
+    only for types without values (Null, Object)."""
+    import datetime as dt
+    import decimal
+
+    import polars as pl
+
+    if dtype == pl.Boolean:
+        return True
+    if dtype.is_integer():
+        return 1
+    if dtype.is_float():
+        return 1.5
+    if isinstance(dtype, pl.Enum):
+        return dtype.categories[0] if len(dtype.categories) else None
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Categorical):
+        return "1"
+    if dtype == pl.Binary:
+        return b"1"
+    if dtype == pl.Date:
+        return dt.date(2000, 1, 1)
+    if isinstance(dtype, pl.Datetime):
+        return dt.datetime(2000, 1, 1)
+    if isinstance(dtype, pl.Duration):
+        return dt.timedelta(seconds=1)
+    if dtype == pl.Time:
+        return dt.time(12)
+    if isinstance(dtype, pl.Decimal):
+        return decimal.Decimal(1)
+    if isinstance(dtype, pl.List | pl.Array):
+        inner = sample_value(dtype.inner)
+        return [inner] * (dtype.size if isinstance(dtype, pl.Array) else 1)
+    if isinstance(dtype, pl.Struct):
+        return {f.name: sample_value(f.dtype) for f in dtype.fields}
+    return None
 
 
 def _check_table(args: tuple[RowExpr, ...], reader: _Reader) -> None:

@@ -763,9 +763,12 @@ def _numbers(depth: int) -> st.SearchStrategy[pl.Expr]:
         st.tuples(sub, st.sampled_from(_CASTS)).map(lambda t: t[0].cast(t[1], strict=False)),
         st.tuples(_predicates(depth - 1), sub, sub)
         .map(lambda t: pl.when(t[0]).then(t[1]).otherwise(t[2])),
-        st.lists(sub, min_size=2, max_size=3).flatmap(lambda xs: st.sampled_from([
-            pl.max_horizontal(xs), pl.min_horizontal(xs), pl.sum_horizontal(xs),
-            pl.coalesce(xs)])),
+        # (a name, not an Expr, is sampled: hypothesis compares sampled values, and an Expr's
+        # truth value is an error)
+        st.tuples(st.lists(sub, min_size=2, max_size=3),
+                  st.sampled_from(["max_horizontal", "min_horizontal", "sum_horizontal",
+                                   "coalesce"]))
+        .map(lambda t: getattr(pl, t[1])(t[0])),
     )
 
 

@@ -16,11 +16,24 @@ def _protected(**columns: object) -> pd.DataFrame:
     return dpf.protect(frame, epsilon=10.0, bounds={"y": (0.0, 5.0)})
 
 
-def test_a_string_that_is_not_valid_unicode_is_missing_not_an_error():
-    for dtype in (object, "string[python]"):  # (Arrow-backed strings cannot hold one)
-        pf = _protected(s=pd.Series(["a", "b\ud800b", None], dtype=dtype))
-        out = pf.dp.with_columns(nw.col("s").str.len_chars().alias("n"))
-        assert out["n"].tolist()[0] == 1 and pd.isna(out["n"].tolist()[1])
+@pytest.mark.parametrize("dtype", [object, "string[python]"])
+def test_a_string_that_is_not_valid_unicode_is_refused_at_protect_and_missing_anyway(dtype):
+    """Refused when protected (pandas cannot hash or group it); the evaluation itself is total
+    on it too (defence in depth): the value is missing, not an error."""
+    import polars as pl
+
+    from dpframe import derivations
+    from dpframe.backends import backend_of
+    from dpframe.rowwise.engines import apply_steps
+
+    frame = pd.DataFrame({"s": pd.Series(["a", "b\ud800b", None], dtype=dtype)})
+    with pytest.raises(dpf.UnsupportedInputError, match="not valid Unicode"):
+        dpf.protect(frame, epsilon=1.0, bounds={})
+    schema = backend_of(frame).polars_schema(frame)
+    steps, _ = derivations.verify_expressions(
+        schema, [pl.col("s").str.len_chars().alias("n")], "with_columns")
+    out = apply_steps(frame, steps, "pandas", schema)
+    assert out["n"].tolist()[0] == 1 and pd.isna(out["n"].tolist()[1])
 
 
 def test_categories_are_read_as_their_text():
