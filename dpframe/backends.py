@@ -181,6 +181,17 @@ class Backend:
             return duckdb.connect().from_arrow(copy())
         return frame
 
+    def private_result(self, frame: Any) -> Any:
+        """What releases of an eager frame dpframe computed itself (a verified derivation)
+        read, which edits of the object handed to the user cannot reach. Its buffers are
+        dpframe's (no array the user holds), so Polars needs another handle only (Polars never
+        writes a buffer in place); pandas a copy — shallow under copy-on-write (pandas 3:
+        writing through the user's frame copies the block first, and its numpy views are
+        read-only), deep before."""
+        if self.family == "pandas":
+            return frame.copy(deep=not _pandas_copy_on_write())
+        return frame.clone()
+
     def handout(self, frame: Any) -> Any:
         """The object handed to the user for a derived frame dpframe built (and keeps, as
         what releases read): a separate Dask collection, the same object elsewhere (immutable
@@ -235,6 +246,15 @@ class Backend:
 _DUCKDB_SCANS = re.compile(
     r"\b(?:read_parquet|parquet_scan|read_csv(?:_auto)?|csv_scan|read_json(?:_auto)?)\s*\(\s*"
     r"(\[[^\]]*\]|'(?:[^']|'')*')", re.IGNORECASE)
+
+
+def _pandas_copy_on_write() -> bool:
+    """pandas' copy-on-write is on (always from pandas 3; an option before)."""
+    import pandas as pd
+
+    if int(pd.__version__.split(".", 1)[0]) >= 3:
+        return True
+    return bool(getattr(pd.options.mode, "copy_on_write", False) is True)
 
 
 def _duckdb_paths(sql: str) -> list[str]:

@@ -637,11 +637,12 @@ def resolve(frame: Any, session: Session | str | None = None) -> FrameFacts:
 def derive(facts: FrameFacts, result: Any) -> Any:
     """Register ``result`` (a native frame dpframe just built from verified steps) as a
     verified frame with ``facts``; returns the frame to hand to the user. Lazy frames keep
-    ``result`` itself as what releases read; eager ones a snapshot of it."""
+    ``result`` itself as what releases read; eager ones a private object
+    (:meth:`~dpframe.backends.Backend.private_result`)."""
     backend = facts.dataset.backend
     if backend.lazy:
         return _register(backend.handout(result), facts, data=result)
-    return _register(result, facts)
+    return _register(result, facts, data=backend.private_result(result))
 
 
 _originals: IdentityMap[Dataset] = IdentityMap()  # objects passed to protect

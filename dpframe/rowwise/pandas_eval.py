@@ -17,6 +17,7 @@ its ``str`` values and reads anything else as missing.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -80,24 +81,45 @@ def polars_schema(frame: Any) -> dict[str, Any]:
     narwhals' mapping, numpy datetimes and timedeltas of a unit Polars lacks (seconds, days)
     read in milliseconds, and ``Object`` for what neither can map (periods, intervals, sparse
     and complex columns, Arrow dates in milliseconds...), which no expression may read."""
+    out: dict[str, Any] = {}
+    for name, dtype in frame.dtypes.items():
+        out[name] = _polars_dtype(frame, name, dtype)
+    return out
+
+
+def _polars_dtype(frame: Any, name: Any, dtype: Any) -> Any:
+    """:func:`polars_schema` of one column, cached per pandas dtype (its mapping depends on
+    the dtype alone; object columns, whose mapping narwhals may refine, are not cached)."""
+    key = None if str(dtype) == "object" else (type(dtype), str(dtype))
+    if key is not None:
+        with contextlib.suppress(TypeError):
+            found = _DTYPES.get(key)
+            if found is not None:
+                return found
+    mapped = _map_dtype(frame, name, dtype)
+    if key is not None and len(_DTYPES) < 1024:
+        _DTYPES[key] = mapped
+    return mapped
+
+
+_DTYPES: dict[Any, Any] = {}
+
+
+def _map_dtype(frame: Any, name: Any, dtype: Any) -> Any:
     import narwhals as nw
     import numpy as np
     import polars as pl
 
-    out: dict[str, Any] = {}
-    for name, dtype in frame.dtypes.items():
-        if isinstance(dtype, np.dtype) and dtype.kind in "mM" and np.datetime_data(
-                dtype)[0] not in ("ns", "us", "ms"):
-            out[name] = pl.Datetime("ms") if dtype.kind == "M" else pl.Duration("ms")
-            continue
-        try:
-            empty = nw.from_native(frame[[name]].iloc[:0], eager_only=True)
-            out[name] = empty.schema.to_polars()[name]
-        except Exception:  # a dtype narwhals cannot map: unreadable in derivations
-            out[name] = pl.Object
-        if out[name] == pl.Unknown:
-            out[name] = pl.Object  # (an empty Polars frame would turn Unknown into Null)
-    return out
+    if isinstance(dtype, np.dtype) and dtype.kind in "mM" and np.datetime_data(
+            dtype)[0] not in ("ns", "us", "ms"):
+        return pl.Datetime("ms") if dtype.kind == "M" else pl.Duration("ms")
+    try:  # (an empty slice: the mapping never looks at values)
+        empty = nw.from_native(frame[[name]].iloc[:0], eager_only=True)
+        mapped = empty.schema.to_polars()[name]
+    except Exception:  # a dtype narwhals cannot map: unreadable in derivations
+        return pl.Object
+    # (an empty Polars frame would turn Unknown into Null)
+    return pl.Object if mapped == pl.Unknown else mapped
 
 
 def to_polars_columns(frame: Any, names: Sequence[str], schema: Mapping[str, Any]) -> Any:
@@ -183,5 +205,6 @@ def from_polars(series: Any, index: Any) -> Any:
             import pyarrow as pa
 
             arrow = arrow.cast(pa.large_string())
-        return pd.Series(dtype.__from_arrow__(arrow), index=index, name=series.name)
-    return pd.Series(pd.arrays.ArrowExtensionArray(arrow), index=index, name=series.name)
+        return pd.Series(dtype.__from_arrow__(arrow), index=index, name=series.name, copy=False)
+    return pd.Series(pd.arrays.ArrowExtensionArray(arrow), index=index, name=series.name,
+                     copy=False)
