@@ -19,6 +19,7 @@ from dpframe.errors import (
     PrivateSizeError,
     ReleaseFailedError,
     SourceChangedError,
+    SpecError,
     UnsupportedInputError,
 )
 from dpframe.frames.namespace import dp
@@ -44,6 +45,7 @@ __all__ = [
     "ReleaseFailedError",
     "Session",
     "SourceChangedError",
+    "SpecError",
     "UnsupportedInputError",
     "__version__",
     "concat_releases",

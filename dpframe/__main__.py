@@ -241,9 +241,10 @@ def run_demo(
 
     import dpframe as dpf
     from dpframe.datasets import CENSUS_BOUNDS, CENSUS_KEYS, census
+    from dpframe.errors import ParameterError
 
     if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend must be 'pandas' or 'polars', got {backend!r}")
+        raise ParameterError(f"backend must be 'pandas' or 'polars', got {backend!r}")
     polars = backend == "polars"
     out = sys.stdout if out is None else out
     output = Path(output)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from dpframe._validation import check_delta, check_epsilon
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
 from dpframe.logentries import frozen_entries
 
@@ -53,17 +54,12 @@ def new_ledger_id() -> str:
     return secrets.token_hex(16)
 
 
-def _check_budget_value(name: str, value: float, *, allow_zero: bool) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number, got {value!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise ParameterError(f"{name} must be finite, got {value!r}; pass a finite number")
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = "≥ 0" if allow_zero else "> 0"
-        raise ParameterError(f"{name} must be {bound}, got {value!r}")
-    return value
+def _check_budget_value(name: str, value: Any, *, allow_zero: bool) -> float:
+    """A ledger's total ε (> 0) or δ (≥ 0), checked as everywhere else
+    (:mod:`dpframe._validation`)."""
+    if name == "epsilon":
+        return check_epsilon(value, allow_zero=allow_zero)
+    return check_delta(value)
 
 
 @dataclass(frozen=True)

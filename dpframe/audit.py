@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpframe.errors import ParameterError
 from dpframe.mechanisms.certificate import worst_case_loss
 from dpframe.mechanisms.domains import FeasibleSet, real_line
 from dpframe.mechanisms.laplace import BoundedLaplace, Laplace, TruncatedLaplace
@@ -262,7 +263,7 @@ def _noise_set_of(mechanism: Any) -> FeasibleSet:
         return mechanism.domain
     if isinstance(mechanism, (TruncatedLaplace, Laplace)):
         return real_line()
-    raise TypeError(
+    raise ParameterError(
         f"certify() knows the Laplace family; for a {type(mechanism).__name__} pass"
         " conditioned_on=<the FeasibleSet its Laplace noise is conditioned on>"
     )
@@ -451,7 +452,7 @@ def audit(
     if delta is None:
         delta = float(getattr(sampler, "delta", 0.0)) if hasattr(sampler, "sample") else 0.0
     if not (0 < alpha < 1):
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+        raise ParameterError(f"alpha must lie in (0, 1), got {alpha!r}")
     n_pilot = n // 4 if n_pilot is None else n_pilot
     rng = np.random.default_rng(random_state)
     seeds = rng.spawn(4)

@@ -202,7 +202,7 @@ class Backend:
         """The files an engine frame reads, where the engine says so without reading them
         (DuckDB: the paths in its relation's SQL; Dask: its expression's ``path`` operands);
         empty when unknown (tables, in-memory data). Polars plans are read elsewhere
-        (:func:`dpframe.derivations.plan_sources`)."""
+        (:func:`dpframe.polars_plan.plan_sources`)."""
         if self.name == "duckdb":
             return _duckdb_paths(frame.sql_query())
         if self.name == "dask":

@@ -32,53 +32,16 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from dpframe.aggregates import Bounding, UnitBound
 from dpframe.backends import is_pandas_frame, is_polars_eager, is_polars_lazy
 
 __all__ = ["Bounding", "UnitBound", "bound_contributions", "release_seed"]
 
 _MASK = (1 << 64) - 1
-
-
-@dataclass(frozen=True)
-class UnitBound:
-    """Public facts of a frame protected with a privacy unit.
-
-    ``column``: the unit-id column (its name in this frame: a rename follows it);
-    ``max_rows``: ``k``, rows kept per unit; ``max_groups``: ``g``, groups kept per unit in a
-    group-by; ``n_units``: the number of units with an id in the protected frame, public like
-    the row count of a frame without units (read once by :func:`dpframe.protect`).
-    """
-
-    column: str
-    max_rows: int
-    max_groups: int
-    n_units: int
-
-    @property
-    def row_cap(self) -> int:
-        """Public upper bound on the rows any bounded frame can have: ``k·U``."""
-        return self.max_rows * self.n_units
-
-    @property
-    def touched_groups(self) -> int:
-        """Groups one unit can reach after bounding: ``min(g, k)`` (k rows reach ≤ k groups)."""
-        return min(self.max_groups, self.max_rows)
-
-    def renamed(self, column: str) -> UnitBound:
-        return replace(self, column=column)
-
-
-@dataclass(frozen=True)
-class Bounding:
-    """What one release bounds with: the unit facts and the release's secret seed."""
-
-    unit: UnitBound
-    seed: int
 
 
 def release_seed(rng: np.random.Generator | None) -> int:

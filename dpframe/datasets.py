@@ -57,6 +57,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from dpframe.errors import ParameterError
+
 if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
@@ -169,9 +171,9 @@ _STREAM_ID = {name: i for i, name in enumerate(_STREAMS)}
 
 def _check_args(n_rows: int, seed: int) -> None:
     if isinstance(n_rows, bool) or not isinstance(n_rows, int | np.integer) or n_rows < 0:
-        raise ValueError(f"n_rows must be a non-negative integer, got {n_rows!r}")
+        raise ParameterError(f"n_rows must be a non-negative integer, got {n_rows!r}")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        raise ParameterError(f"seed must be a non-negative integer, got {seed!r}")
 
 
 class _Chunk:
@@ -364,7 +366,7 @@ def _convert(arrays: Mapping[str, np.ndarray], backend: str) -> Any:
         return _to_pandas(arrays)
     if backend == "polars":
         return _to_polars(arrays)
-    raise ValueError(f"backend must be 'pandas' or 'polars', got {backend!r}")
+    raise ParameterError(f"backend must be 'pandas' or 'polars', got {backend!r}")
 
 
 def census(n_rows: int, seed: int = 0, backend: Backend = "pandas") -> Any:
@@ -389,7 +391,7 @@ def census(n_rows: int, seed: int = 0, backend: Backend = "pandas") -> Any:
     """
     _check_args(n_rows, seed)
     if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend must be 'pandas' or 'polars', got {backend!r}")
+        raise ParameterError(f"backend must be 'pandas' or 'polars', got {backend!r}")
     return _convert(_generate_arrays(int(n_rows), int(seed)), backend)
 
 
@@ -402,7 +404,7 @@ def iter_census(n_rows: int, seed: int = 0, backend: Backend = "pandas") -> Iter
     """
     _check_args(n_rows, seed)
     if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend must be 'pandas' or 'polars', got {backend!r}")
+        raise ParameterError(f"backend must be 'pandas' or 'polars', got {backend!r}")
     for i, start in enumerate(range(0, int(n_rows), CHUNK_ROWS)):
         stop = min(start + CHUNK_ROWS, int(n_rows))
         yield _convert(_generate_chunk(int(seed), i, stop - start), backend)
@@ -440,7 +442,7 @@ def visits(n_patients: int, seed: int = 0, backend: Backend = "pandas") -> Any:
     """
     _check_args(n_patients, seed)
     if backend not in ("pandas", "polars"):
-        raise ValueError(f"backend must be 'pandas' or 'polars', got {backend!r}")
+        raise ParameterError(f"backend must be 'pandas' or 'polars', got {backend!r}")
     rng = np.random.default_rng([int(seed), 0x715175])
     n = int(n_patients)
     age = np.minimum(16 + rng.gamma(2.0, 14.0, n), 95).astype(np.int64)

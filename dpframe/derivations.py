@@ -43,6 +43,7 @@ from typing import Any
 
 from dpframe.errors import DerivationError, NoLedgerError
 from dpframe.memory import arrow_chunks
+from dpframe.polars_plan import all_nodes, visitor
 from dpframe.rowwise.functions import FUNCTIONS
 from dpframe.rowwise.nodes import Cast, Col, RowExpr, walk
 from dpframe.rowwise.reading import ALLOWED_NOTE, read_expression, sample_value
@@ -55,9 +56,6 @@ __all__ = [
     "new_marker",
     "plan_markers",
     "plan_signature",
-    "plan_sources",
-    "scan_nodes",
-    "scanned_frames",
     "verify_expressions",
     "walk_lazy_plan",
 ]
@@ -107,20 +105,6 @@ def add_marker(lazy: Any, marker: str) -> Any:
     return lazy.filter(pl.lit(marker) == pl.lit(marker))
 
 
-def _visitor(lazy: Any) -> Any:
-    import polars as pl
-
-    try:
-        ldf = lazy._ldf.with_optimizations(pl.QueryOptFlags.none()._pyoptflags)
-        return ldf.visit()
-    except Exception as exc:  # an unexpected Polars version: refuse rather than guess
-        raise DerivationError(
-            "this Polars version does not expose its query plan to dpframe "
-            f"({type(exc).__name__}: {exc}); derive frames with frame.dp.filter / "
-            "frame.dp.with_columns, or use a supported Polars version"
-        ) from None
-
-
 def _copied_column(expr: RowExpr) -> str | None:
     """The input column an output copies (bare reference or a cast of one), else None."""
     while isinstance(expr, Cast):
@@ -158,7 +142,7 @@ def walk_lazy_plan(lazy: Any, origin: str = "polars") -> tuple[str, list[Step], 
     :class:`NoLedgerError` when the plan reaches its source without a marker (no protected
     root). Reads the plan only.
     """
-    nt = _visitor(lazy)
+    nt = visitor(lazy)
     steps: list[Step] = []
     while True:
         node = nt.view_current_node()
@@ -328,46 +312,15 @@ def compiled_schema(schema: Any, steps: Iterable[Step]) -> dict[str, Any]:
     return dict(frame.collect_schema().items())
 
 
-def _all_nodes(lazy: Any) -> Iterable[tuple[Any, Any]]:
-    """Every node of ``lazy``'s plan (depth first) with the visitor positioned on it."""
-    nt = _visitor(lazy)
-    stack = [nt.get_node()]
-    while stack:
-        nt.set_node(stack.pop())
-        node = nt.view_current_node()
-        yield nt, node
-        stack.extend(nt.get_inputs())
-
-
 def plan_markers(lazy: Any) -> set[str]:
     """Every dpframe marker anywhere in ``lazy``'s plan (is it derived from protected data?)."""
     found = set()
-    for nt, node in _all_nodes(lazy):
+    for nt, node in all_nodes(lazy):
         if type(node).__name__ == "Filter":
             marker = _marker_of(nt, node.predicate.node)
             if marker is not None:
                 found.add(marker)
     return found
-
-
-def scan_nodes(lazy: Any) -> list[Any]:
-    """Every file-scan node of ``lazy``'s plan (their ``scan_type`` holds the reader's
-    options)."""
-    return [node for _nt, node in _all_nodes(lazy) if type(node).__name__ == "Scan"]
-
-
-def plan_sources(lazy: Any) -> tuple[list[str], bool]:
-    """The file paths (or glob patterns) ``lazy`` scans, and whether it also reads a source
-    that is neither a file nor an in-memory frame (e.g. a Python or pyarrow-dataset scan)."""
-    paths: list[str] = []
-    other = False
-    for _nt, node in _all_nodes(lazy):
-        kind = type(node).__name__
-        if kind == "Scan":
-            paths.extend(str(p) for p in (node.paths or []))
-        elif kind == "PythonScan":
-            other = True
-    return paths, other
 
 
 #: Attributes of plan and expression nodes that point at other expression nodes.
@@ -380,7 +333,7 @@ def plan_signature(lazy: Any) -> str:
     scanned paths, and for in-memory frames their shape and the address of their first numeric
     buffer (their identity while they live; Polars frames are immutable). Computed from the
     plan only; equal for two visits of one plan."""
-    nt = _visitor(lazy)
+    nt = visitor(lazy)
     return _signature(nt)
 
 
@@ -419,12 +372,6 @@ def _frame_identity(pydf: Any) -> str:
         addresses = ",".join(str(b.address) if b is not None else "0" for b in arr.buffers())
         parts.append(f"{series.name}:{arr.offset}:{len(arr)}:{addresses}")
     return "|".join(parts)
-
-
-def scanned_frames(lazy: Any) -> list[Any]:
-    """The in-memory frames (``PyDataFrame``s) a LazyFrame's plan scans."""
-    return [node.df for _nt, node in _all_nodes(lazy)
-            if type(node).__name__ == "DataFrameScan"]
 
 
 def _describe(nt: Any, value: Any) -> str:

@@ -39,16 +39,14 @@ clamping, so it changes no sensitivity.
 from __future__ import annotations
 
 import functools
-import math
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import narwhals.stable.v2 as nw
 import numpy as np
 
+from dpframe.aggregates import ADDITIVE_KINDS, DROP, Agg, Bins, FixedPoint
 from dpframe.backends import (
     is_dask_frame,
     is_pandas_frame,
@@ -60,6 +58,15 @@ from dpframe.bounding import Bounding, bound_contributions
 from dpframe.errors import ParameterError, UnsupportedInputError
 from dpframe.identity import IdentityMap
 from dpframe.keyset import Keys, key_kinds
+from dpframe.row_expressions import (
+    aligned,
+    as_float_if,
+    drops,
+    is_float,
+    is_numeric,
+    is_present,
+    row_expressions,
+)
 
 __all__ = [
     "Agg",
@@ -70,131 +77,6 @@ __all__ = [
     "frame_columns",
     "validate_column",
 ]
-
-_EXACT = 2**53 - 1
-DROP = "drop"
-#: Aggregate kinds that are sums over rows (so per-partition results add up) and that
-#: :mod:`dpframe.engine_spark` writes as SQL; other kinds take the narwhals path on engines.
-ADDITIVE_KINDS = ("rows", "sum", "sum_sq", "sum_prod")
-
-
-@dataclass(frozen=True)
-class FixedPoint:
-    """Public fixed-point grid ``x = center + k·q`` with ``k ∈ [k_lo, k_hi]``."""
-
-    center: float
-    q: float
-    k_lo: int
-    k_hi: int
-
-    @classmethod
-    @functools.lru_cache(maxsize=256)
-    def choose(
-        cls, lower: float, upper: float, center: float, row_cap: int, squares: bool
-    ) -> FixedPoint:
-        """Finest power-of-two quantum keeping ``|Σk|`` (and ``Σk²``) below 2⁵³ for
-        ``row_cap`` rows."""
-        lo, hi, c = Fraction(lower), Fraction(upper), Fraction(center)
-        half = max(abs(hi - c), abs(lo - c))
-        # |k| ≤ 2^50 also keeps the engine's round-to-integer trick exact (see _rounded)
-        limit = min(_EXACT // max(int(row_cap), 1), 2**50)
-        if squares:
-            limit = math.isqrt(limit)
-        if limit < 2:
-            raise UnsupportedInputError(
-                f"cannot aggregate {row_cap} rows exactly in 53-bit fixed point; "
-                "protect smaller frames or split the data"
-            )
-        if half == 0:
-            return cls(float(center), 1.0, 0, 0)
-        # smallest e with half / 2**e <= limit
-        e = math.frexp(float(half / limit))[1]
-        while half / Fraction(2) ** (e - 1) <= limit:
-            e -= 1
-        while half / Fraction(2) ** e > limit:
-            e += 1
-        # a normal double (bounds narrower than ~1e-292 would ask for a subnormal quantum,
-        # whose reciprocal overflows): a coarser grid then, still exact
-        e = max(e, -1022)
-        q = Fraction(2) ** e
-        k_lo = math.ceil((lo - c) / q)
-        k_hi = math.floor((hi - c) / q)
-        return cls(float(center), float(q), k_lo, k_hi)
-
-
-@dataclass(frozen=True)
-class Bins:
-    """``count`` equal public bins of ``[lower, upper]``.
-
-    The bin of a value is ``j = ⌊t·B⌋`` limited to ``B − 1``, with
-    ``t = (x/2 − l/2) / (u/2 − l/2)`` for ``x`` clamped to ``[l, u]``: halving first keeps every
-    intermediate finite for any finite bounds (``u − l`` may overflow, ``B/(u − l)`` too), and
-    ``0 ≤ t ≤ 1`` because IEEE rounding is monotone, so no value can produce NaN or an index out
-    of range. A per-row map (neighbours stay neighbours) that every engine evaluates with the
-    same IEEE operations (the constants ``l/2`` and ``u/2 − l/2`` computed once here), so all
-    paths agree bit for bit. Bins are half-open, the last one closed; values outside ``[l, u]``
-    go to the end bins (clamping). Needs ``u/2 − l/2 > 0`` (checked when planning).
-    """
-
-    lower: float
-    upper: float
-    count: int
-
-    @property
-    def half_lower(self) -> float:
-        return self.lower * 0.5
-
-    @property
-    def half_width(self) -> float:
-        return self.upper * 0.5 - self.lower * 0.5
-
-    def index(self, values: np.ndarray) -> np.ndarray:
-        """Bin of each (non-missing) value, as int64 (the numpy twin of :meth:`expression`)."""
-        x = np.clip(values.astype(np.float64, copy=False), self.lower, self.upper)
-        j = np.floor((x * 0.5 - self.half_lower) / self.half_width * self.count)
-        return np.minimum(j, self.count - 1).astype(np.int64)
-
-    def expression(self, x: Any) -> Any:
-        """Bin of each row of the narwhals Float64 expression ``x`` (no missing values)."""
-        t = (x.clip(self.lower, self.upper) * 0.5 - self.half_lower) / self.half_width
-        return (t * self.count).floor().clip(0, self.count - 1).cast(nw.Int64)
-
-
-@dataclass(frozen=True)
-class Agg:
-    """One exact aggregate a measurement needs, per group.
-
-    ``kind``: ``"rows"`` (row count; with ``column``, the rows where that column is present
-    under the ``"drop"`` policy), ``"sum"`` (Σk of ``column`` in fixed point ``fp``),
-    ``"sum_sq"`` (Σk²), ``"sum_prod"`` (Σk·k₂ of ``column`` and ``column2``), ``"units"``
-    (the number of distinct values of ``column``, the privacy-unit id, after bounding) or
-    ``"bins"`` (rows of ``column`` per bin of ``bins``: a ``(groups, B)`` array instead of one
-    number per group; rows missing the column follow its policy, dropped or counted at the fill
-    value).
-    """
-
-    kind: str
-    column: str | None = None
-    fp: FixedPoint | None = None
-    column2: str | None = None
-    fp2: FixedPoint | None = None
-    bins: Bins | None = None
-
-    @property
-    def scale(self) -> float:
-        """The factor turning the integer aggregate into the statistic (q, q² or q·q₂)."""
-        if self.kind in ("rows", "units") or self.fp is None:
-            return 1.0
-        if self.kind == "sum":
-            return self.fp.q
-        if self.kind == "sum_sq":
-            return self.fp.q * self.fp.q
-        assert self.fp2 is not None
-        return self.fp.q * self.fp2.q
-
-    def columns(self) -> tuple[str, ...]:
-        return tuple(c for c in (self.column, self.column2) if c is not None)
-
 
 _NAMES_LOCK = threading.Lock()
 _ENGINE_NAMES: dict[type, str] = {}
@@ -243,15 +125,6 @@ def frame_columns(native: Any, *, immutable: bool = False) -> dict[str, Any]:
     return out
 
 
-def _is_numeric(dtype: Any) -> bool:
-    return bool(dtype.is_numeric()) or dtype == nw.Boolean
-
-
-def _is_float(dtype: Any) -> bool:
-    """Every float width (Float16 included): NaN is a missing value in each of them."""
-    return bool(dtype.is_float())
-
-
 def validate_column(native: Any, column: str, *, numeric: bool = True,
                     columns: Mapping[str, Any] | None = None) -> Any:
     """Raise :class:`UnsupportedInputError` unless ``column`` exists (and is numeric); return
@@ -262,7 +135,7 @@ def validate_column(native: Any, column: str, *, numeric: bool = True,
         raise UnsupportedInputError(
             f"column {column!r} is not in the frame; available columns: {shown}"
         )
-    if numeric and not _is_numeric(cols[column]):
+    if numeric and not is_numeric(cols[column]):
         raise UnsupportedInputError(
             f"column {column!r} has dtype {cols[column]}, not a numeric type; cast it to a "
             "number (e.g. frame.dp.with_columns(nw.col(...).cast(nw.Float64))) and declare "
@@ -374,85 +247,6 @@ def _scattered(data: Mapping[Agg, np.ndarray], kept: Sequence[int], n_keys: int
     return out
 
 
-#: Adding then subtracting 1.5·2^52 rounds a double of magnitude below 2^51 to the nearest
-#: integer (ties to even) in IEEE arithmetic; the sums of such integers stay exact as long as
-#: every partial sum is below 2^53, which :class:`FixedPoint` guarantees.
-_ROUNDER = 1.5 * 2.0**52
-
-
-def _rounded(expr: Any) -> Any:
-    return (expr + _ROUNDER) - _ROUNDER
-
-
-def _present(column: str, dtype: Any, ns: Any = nw) -> Any:
-    """Row-wise: the column holds a value (not null, not NaN). ``ns``: the expression
-    namespace, narwhals or (for Polars frames, the same API natively) Polars."""
-    if _is_float(dtype):
-        return ~(ns.col(column).is_null() | ns.col(column).is_nan()).fill_null(True)
-    return ~ns.col(column).is_null()
-
-
-def _k_expression(column: str, dtype: Any, fp: FixedPoint, policy: Any, ns: Any = nw
-                  ) -> tuple[Any, Any]:
-    """``(k, present)``: the per-row fixed-point integer ``round(clip((x − c)/q))`` as an
-    exact integer-valued double, with missing values replaced by the fill value (or by the
-    centre, to be masked out, under ``"drop"``); ``present`` is None unless rows are dropped."""
-    x = ns.col(column) if dtype == nw.Float64 else ns.col(column).cast(ns.Float64)
-    present = None
-    if policy == DROP:
-        present = _present(column, dtype, ns)
-        x = ns.when(present).then(x).otherwise(ns.lit(fp.center))
-    else:
-        x = ns.when(_present(column, dtype, ns)).then(x).otherwise(ns.lit(float(policy)))
-    inv_q = 1.0 / fp.q  # exact: q is a power of two
-    scaled = (x - fp.center) * inv_q if fp.center != 0.0 else x * inv_q
-    return _rounded(scaled.clip(fp.k_lo, fp.k_hi)), present
-
-
-def _drops(column: str | None, columns: Mapping[str, Any], missing: Mapping[str, Any]) -> bool:
-    return column is not None and missing.get(column, DROP) == DROP
-
-
-def _row_expressions(
-    aggs: Sequence[Agg], columns: Mapping[str, Any], missing: Mapping[str, Any], ns: Any = nw
-) -> dict[str, Any]:
-    """One named per-row expression per aggregate (summed by the caller); None for a plain
-    row count (the caller uses the engine's ``len``). ``ns``: narwhals, or Polars itself for
-    Polars frames (:func:`_expression_namespace`)."""
-    out: dict[str, Any] = {}
-    for i, agg in enumerate(aggs):
-        name = f"__dp_{i}"
-        if agg.kind == "units":  # the id itself, counted distinct by the caller
-            assert agg.column is not None
-            out[name] = ns.col(agg.column)
-            continue
-        if agg.kind == "rows":
-            if agg.column is None or not _drops(agg.column, columns, missing):
-                out[name] = None
-            else:
-                out[name] = _present(agg.column, columns[agg.column], ns).cast(ns.Float64)
-            continue
-        assert agg.column is not None and agg.fp is not None
-        policy = missing.get(agg.column, DROP)
-        k, present = _k_expression(agg.column, columns[agg.column], agg.fp, policy, ns)
-        masks = [present] if present is not None else []
-        if agg.kind == "sum":
-            expr = k
-        elif agg.kind == "sum_sq":
-            expr = k * k
-        else:
-            assert agg.column2 is not None and agg.fp2 is not None
-            k2, present2 = _k_expression(agg.column2, columns[agg.column2], agg.fp2,
-                                         missing.get(agg.column2, DROP), ns)
-            expr = k * k2
-            if present2 is not None:
-                masks.append(present2)
-        for mask in masks:
-            expr = expr * mask.cast(ns.Float64)
-        out[name] = expr
-    return out
-
-
 def _engine_frame(native: Any) -> Any:
     """The narwhals frame the bin counts and key observations run on. Polars eager frames run
     through their lazy plan (zero-copy) so the per-row expressions fuse with the sums."""
@@ -495,7 +289,7 @@ def _narwhals_sums(
     if is_dask_frame(native) and all(a.kind in ADDITIVE_KINDS for a in aggs):
         from dpframe.engine_dask import dask_sums
 
-        return dask_sums(native, aggs, missing, group_by, keys)
+        return dask_sums(native, aggs, missing, group_by, keys, partition_sums=aggregate)
     return _expression_sums(native, aggs, columns, missing, group_by, keys)
 
 
@@ -509,7 +303,7 @@ def _expression_sums(
 ) -> dict[Agg, np.ndarray]:
     """The generic path: narwhals per-row expressions and sums, collected."""
     ns, frame = _expression_namespace(native)
-    exprs = _row_expressions(aggs, columns, missing, ns)
+    exprs = row_expressions(aggs, columns, missing, ns)
     sums = {n: e for n, e in exprs.items() if e is not None}
     distinct = {f"__dp_{i}" for i, a in enumerate(aggs) if a.kind == "units"}
 
@@ -533,65 +327,9 @@ def _expression_sums(
     if hasattr(result, "collect"):  # a narwhals or Polars LazyFrame
         result = _collect(result, native)
     names = [length if exprs[f"__dp_{i}"] is None else f"__dp_{i}" for i in range(len(aggs))]
-    return _aligned(aggs, cols, columns, tuples,
+    return aligned(aggs, cols, columns, tuples,
                     [result.get_column(c).to_list() for c in cols],
                     [result.get_column(name).fill_null(0).to_numpy() for name in names])
-
-
-def _aligned(
-    aggs: Sequence[Agg],
-    cols: Sequence[str],
-    columns: Mapping[str, Any],
-    tuples: Sequence[tuple[Any, ...]],
-    found_columns: Sequence[Sequence[Any]],
-    values: Sequence[Any],
-) -> dict[Agg, np.ndarray]:
-    """Align the engine's groups with the declared keys: ``found_columns[c]`` holds group column
-    ``c`` per result row and ``values[i]`` aggregate ``i`` per result row. A combination not
-    present in the data is an empty group (zeros); present combinations that were not declared
-    are dropped (:func:`_group_positions`). Without a group-by, the one result row."""
-    n_out = len(tuples) if cols else 1
-    pos = (_group_positions(found_columns, cols, columns, tuples) if cols
-           else np.zeros(1, np.int64))
-    present = pos >= 0
-    out: dict[Agg, np.ndarray] = {}
-    for agg, column in zip(aggs, values, strict=True):
-        # an engine may give a null sum for an empty group: 0. A NaN is not papered over
-        # (missing values never reach a sum, so one would be a bug): the mechanisms refuse it
-        # and the safety net fails the release closed
-        raw = np.asarray([0.0 if v is None else v for v in column]
-                         if isinstance(column, list) else column, dtype=np.float64)
-        aligned = np.zeros(n_out, dtype=np.float64)
-        aligned[present] = raw[pos[present]]
-        out[agg] = aligned
-    return out
-
-
-def _group_positions(found_columns: Sequence[Sequence[Any]], cols: Sequence[str],
-                     columns: Mapping[str, Any], tuples: Sequence[tuple[Any, ...]]
-                     ) -> np.ndarray:
-    """For each declared key, the row of the engine's per-group result holding it (-1: a
-    combination not present in the data, an empty group); present combinations that were not
-    declared are dropped. Keys of a float column compare as floats (:func:`_as_float_if`).
-    One column: a hash lookup of all keys at once (pandas ``Index.get_indexer`` on Python
-    objects, the same equality as a dict); several: a dict of key tuples."""
-    floats = [_is_float(columns[c]) for c in cols]  # once per column, not per key
-
-    def norm(values: Sequence[Any], is_float: bool) -> list[Any]:
-        return [float(v) if v is not None else v for v in values] if is_float else list(values)
-
-    found_cols = [norm(values, f) for values, f in zip(found_columns, floats, strict=True)]
-    if len(cols) == 1:
-        import pandas as pd
-
-        found = pd.Index(found_cols[0], dtype=object)
-        if found.is_unique:
-            declared = norm([k[0] for k in tuples], floats[0])
-            return np.asarray(found.get_indexer(pd.Index(declared, dtype=object)),
-                              dtype=np.int64)
-    lookup = {row: i for i, row in enumerate(zip(*found_cols, strict=True))}
-    order = zip(*(norm([k[i] for k in tuples], f) for i, f in enumerate(floats)), strict=True)
-    return np.array([lookup.get(key, -1) for key in order], dtype=np.int64)
 
 
 def _collect(result: Any, native: Any) -> Any:
@@ -600,11 +338,6 @@ def _collect(result: Any, native: Any) -> Any:
     if is_polars_lazy(native):
         return result.collect(engine="streaming")
     return result.collect()
-
-
-def _as_float_if(dtype: Any, value: Any) -> Any:
-    """Keys of a float column compare as floats (an int key 1 matches a float value 1.0)."""
-    return float(value) if _is_float(dtype) and value is not None else value
 
 
 #: Rows per block of the numpy kernel: 64 K doubles (512 KB) stay in the CPU cache.
@@ -663,7 +396,7 @@ def _numpy_sums(
             return None
     n_groups = 1 if codes is None else len(keys or [])
     out = {a: np.zeros(n_groups) for a in aggs}
-    all_rows = [a for a in aggs if a.kind == "rows" and not _drops(a.column, columns, missing)]
+    all_rows = [a for a in aggs if a.kind == "rows" and not drops(a.column, columns, missing)]
     if all_rows:
         counts = np.array([float(n_rows)]) if codes is None else _key_counts(codes, n_groups)
         for agg in all_rows:
@@ -1040,7 +773,7 @@ def _keep_declared(frame: Any, cols: Sequence[str], tuples: Sequence[tuple[Any, 
     """Keep the rows whose key, in every group column, is among the declared ones."""
     for i, col in enumerate(cols):
         declared = list(dict.fromkeys(k[i] for k in tuples))
-        if _is_float(columns[col]):  # int keys of a float column (Polars compares dtypes)
+        if is_float(columns[col]):  # int keys of a float column (Polars compares dtypes)
             declared = [float(k) for k in declared]
         frame = frame.filter(ns.col(col).is_in(declared))
     return frame
@@ -1071,7 +804,7 @@ def _bin_counts(
     bins, column = agg.bins, agg.column
     frame = _engine_frame(native)
     x = nw.col(column) if columns[column] == nw.Float64 else nw.col(column).cast(nw.Float64)
-    present = _present(column, columns[column])
+    present = is_present(column, columns[column])
     policy = missing.get(column, DROP)
     if policy == DROP:
         frame = frame.filter(present)
@@ -1089,9 +822,9 @@ def _bin_counts(
     if cols:
         import pandas as pd
 
-        found = [[_as_float_if(columns[c], v) for v in result.get_column(c).to_list()]
+        found = [[as_float_if(columns[c], v) for v in result.get_column(c).to_list()]
                  for c in cols]
-        declared_keys = [[_as_float_if(columns[c], k[i]) for k in tuples]
+        declared_keys = [[as_float_if(columns[c], k[i]) for k in tuples]
                          for i, c in enumerate(cols)]
         if len(cols) == 1:
             group = pd.Index(declared_keys[0], dtype=object).get_indexer(

@@ -1,11 +1,12 @@
 """Dask: the exact aggregates of :mod:`dpframe.engine`, partition by partition.
 
 A Dask DataFrame is a sequence of pandas partitions. Each partition is aggregated by
-:func:`dpframe.engine.aggregate` itself — the cache-blocked numpy kernel where the columns are
+:func:`dpframe.engine.aggregate` itself (passed in as ``partition_sums``: this module sits
+below the engine, which calls it) — the cache-blocked numpy kernel where the columns are
 plain numpy arrays (the usual case for numbers read from Parquet), else the narwhals path
 inside pandas — and the per-partition results, integers held exactly in doubles, are added in
 Python. Every partial sum, in any order, is an integer below 2⁵³ (``|Σk| ≤ n·max|k| < 2⁵³``
-for any subset of the ``n`` rows; :class:`dpframe.engine.FixedPoint`), so the totals are exact
+for any subset of the ``n`` rows; :class:`dpframe.aggregates.FixedPoint`), so the totals are exact
 and equal the in-memory result bit for bit (tested).
 
 Only the needed columns are read (the projection reaches the Parquet reader), partitions run
@@ -17,20 +18,23 @@ shuffle-based group-by), this is one pass over each partition and no shuffle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from dpframe.engine import Agg, aggregate
+from dpframe.aggregates import Agg
+
+#: The in-memory aggregation each partition runs (:func:`dpframe.engine.aggregate`).
+PartitionSums = Callable[..., dict[Agg, np.ndarray]]
 
 __all__ = ["dask_sums"]
 
 
 def _partition(part: Any, aggs: Sequence[Agg], missing: Mapping[str, Any],
-               group_by: str | tuple[str, ...] | None, keys: Sequence[Any] | None
-               ) -> dict[Agg, np.ndarray]:
-    return aggregate(part, aggs, missing=missing, group_by=group_by, keys=keys)
+               group_by: str | tuple[str, ...] | None, keys: Sequence[Any] | None,
+               partition_sums: PartitionSums) -> dict[Agg, np.ndarray]:
+    return partition_sums(part, aggs, missing=missing, group_by=group_by, keys=keys)
 
 
 def dask_sums(
@@ -39,8 +43,10 @@ def dask_sums(
     missing: Mapping[str, Any],
     group_by: str | tuple[str, ...] | None,
     keys: Sequence[Any] | None,
+    partition_sums: PartitionSums,
 ) -> dict[Agg, np.ndarray]:
-    """Every aggregate of a Dask DataFrame, exactly: one task per partition."""
+    """Every aggregate of a Dask DataFrame, exactly: one task per partition, each running
+    ``partition_sums`` on its pandas partition."""
     import dask
 
     cols = [] if group_by is None else [group_by] if isinstance(group_by, str) else list(
@@ -48,7 +54,7 @@ def dask_sums(
     needed = list(dict.fromkeys([*cols, *(c for a in aggs for c in a.columns())]))
     frame = native[needed] if needed else native[list(native.columns[:1])]
     task = dask.delayed(_partition, pure=True)
-    parts = dask.compute(*(task(p, list(aggs), dict(missing), group_by, keys)
+    parts = dask.compute(*(task(p, list(aggs), dict(missing), group_by, keys, partition_sums)
                            for p in frame.to_delayed()))
     n_groups = len(keys or []) if cols else 1
     out = {a: np.zeros(n_groups, dtype=np.float64) for a in aggs}

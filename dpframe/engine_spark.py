@@ -1,6 +1,6 @@
 """Spark: the exact aggregates of :mod:`dpframe.engine` written as Spark SQL text.
 
-The arithmetic is the narwhals path's (:func:`dpframe.engine._row_expressions`), term for
+The arithmetic is the narwhals path's (:func:`dpframe.row_expressions.row_expressions`), term for
 term: ``x`` as a double, the missing-value rule, ``(x − c)·(1/q)``, ``greatest(least(·, k_hi),
 k_lo)``, the ``(· + 1.5·2⁵²) − 1.5·2⁵²`` rounding to the nearest integer (ties to even) and
 double sums of integer-valued doubles below 2⁵³ (exact in any order; ``docs/engines.md``).
@@ -35,8 +35,8 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import numpy as np
 
-from dpframe import engine
-from dpframe.engine import DROP, Agg, FixedPoint
+from dpframe.aggregates import ADDITIVE_KINDS, DROP, Agg, FixedPoint
+from dpframe.row_expressions import ROUNDER, aligned, is_float
 
 __all__ = ["spark_sums", "sql_aggregates"]
 
@@ -62,7 +62,7 @@ def _name(column: str) -> str:
 
 def _present(column: str, dtype: Any) -> str:
     c = _name(column)
-    if engine._is_float(dtype):
+    if is_float(dtype):
         return f"({c} IS NOT NULL AND NOT isnan({c}))"
     return f"({c} IS NOT NULL)"
 
@@ -82,7 +82,7 @@ def _k(column: str, dtype: Any, fp: FixedPoint, policy: Any) -> str:
     scaled = f"(({x} - {_double(fp.center)}) * {inv_q})" if fp.center != 0.0 else \
         f"({x} * {inv_q})"
     clipped = f"greatest(least({scaled}, {_double(fp.k_hi)}), {_double(fp.k_lo)})"
-    rounder = _double(engine._ROUNDER)
+    rounder = _double(ROUNDER)
     return f"(({clipped} + {rounder}) - {rounder})"
 
 
@@ -124,7 +124,7 @@ def _key_literal(key: Any, dtype: Any) -> str | None:
         return None
     if dtype in _INTEGER_TYPES and isinstance(key, int | np.integer):
         return str(int(key))
-    if engine._is_float(dtype) and isinstance(key, int | float | np.integer | np.floating):
+    if is_float(dtype) and isinstance(key, int | float | np.integer | np.floating):
         return _double(float(key)) if math.isfinite(float(key)) else None
     if dtype == nw.String and isinstance(key, str) and "'" not in key and "\\" not in key:
         return f"'{key}'"
@@ -163,7 +163,7 @@ def spark_sums(
     cannot be written as a literal (the narwhals path then runs)."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    if any(a.kind not in engine.ADDITIVE_KINDS for a in aggs):  # a kind this file cannot write
+    if any(a.kind not in ADDITIVE_KINDS for a in aggs):  # a kind this file cannot write
         return None
     cols = [] if group_by is None else [group_by] if isinstance(group_by, str) else list(
         group_by)
@@ -181,7 +181,7 @@ def spark_sums(
     else:
         rows = frame.agg(*exprs).collect()
     width = len(cols)
-    return engine._aligned(
+    return aligned(
         aggs, cols, columns, tuples,
         [[row[i] for row in rows] for i in range(width)],
         [[row[width + i] for row in rows] for i in range(len(aggs))])

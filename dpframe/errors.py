@@ -19,6 +19,7 @@ __all__ = [
     "PrivateSizeError",
     "ReleaseFailedError",
     "SourceChangedError",
+    "SpecError",
     "UnsupportedInputError",
 ]
 
@@ -76,6 +77,19 @@ class ReleaseFailedError(DPFrameError):
 
     This is the safety net, not the design: every expression and every line dpframe runs after
     the read is written to be total, so this should never happen. When it does, the reserved ε
-    and δ are spent and the failure is logged, and the message names the query and the
-    exception's class only, never its text (which could quote a value). A failure still tells
-    the caller one bit (it happened) — docs/audit.md, "The safety net"."""
+    and δ are spent and the failure is logged, and the message names the query only, never
+    the exception's text (which could quote a value) or class (which could tell which value
+    failed). A failure still tells the caller one bit (it happened) — docs/audit.md, "The
+    safety net"."""
+
+
+class SpecError(DPFrameError, ValueError):
+    """A bad release spec. ``line`` is the 1-based line of the spec the error is about (None
+    when the spec has no such place, e.g. a whole table is missing)."""
+
+    def __init__(self, message: str, *, source: str = "spec", line: int | None = None) -> None:
+        self.message = message
+        self.source = source
+        self.line = line
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {message}")

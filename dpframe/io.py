@@ -119,6 +119,6 @@ def read_log(
         check_seal(doc, pq.read_table(path), key=key, where=where)
     if as_frame is None:
         return doc
-    from dpframe.frames.results import log_frame
+    from dpframe.log_schema import log_frame
 
     return log_frame(doc, "pandas" if as_frame == "pandas" else "polars")

@@ -27,7 +27,9 @@ import narwhals.stable.v2 as nw
 import numpy as np
 
 from dpframe.backends import is_dask_frame, is_pandas_frame
-from dpframe.engine import _collect, _engine_frame, _is_float, _present, frame_columns
+from dpframe.engine import _collect, _engine_frame, frame_columns
+from dpframe.row_expressions import is_float as _is_float
+from dpframe.row_expressions import is_present as _present
 from dpframe.tick_keys import arrow_ticks, with_ticks
 
 __all__ = ["observed_keys"]

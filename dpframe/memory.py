@@ -70,7 +70,7 @@ def buffer_ranges(frame: Any, family: str, lazy: bool = False) -> list[Range]:
     if family == "polars" and lazy:
         import polars as pl
 
-        from dpframe.derivations import scanned_frames
+        from dpframe.polars_plan import scanned_frames
 
         return [r for pydf in scanned_frames(frame)
                 for r in buffer_ranges(pl.DataFrame._from_pydf(pydf), "polars")]

@@ -52,6 +52,7 @@ from dpframe.errors import (
 from dpframe.identity import IdentityMap
 from dpframe.keyset import Keys, checked_keys
 from dpframe.memory import MemoryRegistry, buffer_ranges
+from dpframe.polars_plan import plan_sources
 from dpframe.rowwise.engines import apply_steps
 from dpframe.sources import check_readers, check_strings, parse_in_full
 
@@ -214,7 +215,7 @@ class SourceBinding:
 
     @classmethod
     def of(cls, lazy: Any) -> SourceBinding:
-        paths, other = derivations.plan_sources(lazy)
+        paths, other = plan_sources(lazy)
         patterns = tuple(paths)
         files = _stat_all(patterns)
         # a remote or URI source (s3://, https://, file://) or a file dpframe cannot stat
@@ -645,6 +646,18 @@ def derive(facts: FrameFacts, result: Any) -> Any:
     return _register(result, facts, data=backend.private_result(result))
 
 
+#: Called with the backend of every frame about to be protected: the layers above register
+#: here what they need (the ``.dp`` namespace of an engine whose library loads lazily), so this
+#: layer never imports them.
+_ON_PROTECT: list[Callable[[Backend], None]] = []
+
+
+def on_protect(hook: Callable[[Backend], None]) -> None:
+    """Register ``hook`` to run with the backend of every frame about to be protected."""
+    if hook not in _ON_PROTECT:
+        _ON_PROTECT.append(hook)
+
+
 _originals: IdentityMap[Dataset] = IdentityMap()  # objects passed to protect
 _files: dict[tuple[int, int], Dataset] = {}  # (device, inode) of files protected lazy sources read
 
@@ -673,7 +686,7 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
     if not live:
         live = _memory.overlaps(buffer_ranges(frame, backend.family, backend.lazy))
     if not live and backend.readable_plans:
-        paths, _other = derivations.plan_sources(frame)
+        paths, _other = plan_sources(frame)
         with _registry_lock:
             live = any(st[2:] in _files for st in _stat_all(paths).values() if st[0] >= 0)
     if live:
@@ -778,9 +791,8 @@ def protect(
     """
     backend = backend_of(frame)
     _refuse_live(frame, backend)
-    from dpframe.frames.engines import ensure_namespace
-
-    ensure_namespace(backend)
+    for hook in _ON_PROTECT:  # (the frames layer registers the engine's .dp namespace)
+        hook(backend)
     clean_bounds = validate_bounds(bounds)
     clean_keys = validate_keys(keys)
     clean_missing = validate_missing(missing, clean_bounds)

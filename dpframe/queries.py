@@ -11,7 +11,7 @@ Notation: bounds ``[l, u]`` of the column, width ``w = u − l``; ``n`` the publ
 the protected frame. Values outside ``[l, u]`` are clamped first (a per-row map, so neighbours
 stay neighbours). Every value is then represented in fixed point, ``x = c + k·q`` with an
 integer ``k ∈ [k_lo, k_hi]``, a public centre ``c`` and a power-of-two quantum ``q``
-(:class:`dpframe.engine.FixedPoint`); ``k_lo, k_hi`` are chosen so that ``c + k·q`` stays in
+(:class:`dpframe.aggregates.FixedPoint`); ``k_lo, k_hi`` are chosen so that ``c + k·q`` stays in
 ``[l, u]``, so the fixed-point data is itself a data set in ``[l, u]`` and every bound below
 holds for it exactly.
 
@@ -71,8 +71,7 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.bounding import UnitBound
-from dpframe.engine import Agg, Bins, FixedPoint
+from dpframe.aggregates import Agg, Bins, FixedPoint, UnitBound
 from dpframe.errors import ParameterError, PrivateSizeError, UnsupportedInputError
 from dpframe.mechanisms.intervals import (
     component_level,
@@ -760,7 +759,7 @@ class Quantile(Query):
     (``docs/privacy.md``, section Q; :mod:`dpframe.mechanisms.quantiles`).
 
     The column is clamped to ``[l, u]`` and its rows counted per bin of ``B`` equal public
-    bins (:class:`dpframe.engine.Bins`: one exact integer aggregate per bin and group, computed
+    bins (:class:`dpframe.aggregates.Bins`: one exact integer aggregate per bin and group, computed
     in the frame's engine). For each level ``q`` the mechanism picks bin ``j`` with probability
     ``∝ exp(−λ·min(d_j, C/λ))``, ``d_j`` the distance from the target rank ``q·N`` to the ranks
     the bin holds, and releases the bin's midpoint, always inside ``[l, u]``. Several levels

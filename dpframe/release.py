@@ -36,11 +36,13 @@ from typing import Any
 import numpy as np
 
 from dpframe import engine, units
+from dpframe._validation import check_ci, check_delta, check_epsilon, check_number, check_seed
 from dpframe.backends import Backend, backend_of
 from dpframe.bounding import Bounding, release_seed
 from dpframe.errors import BoundsError, ParameterError, PrivateSizeError
 from dpframe.key_observation import observed_keys
 from dpframe.keyset import Keys, checked_keys, key_kinds, keys_reference
+from dpframe.log_schema import LogRecord
 from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
 from dpframe.queries import Measurement, Plan, PlanContext, Query
@@ -92,28 +94,15 @@ class Request:
     keys_from_data: bool = False  # the keys were selected from the group column itself
 
 
-def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool):
-        raise ParameterError(f"{name} must be a number, got {value!r}")
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ParameterError(f"{name} must be a number (a float), got {value!r}") from None
+_number = check_number
 
 
 def _check_epsilon(epsilon: Any) -> float:
-    eps = _number("epsilon", epsilon)
-    if not math.isfinite(eps) or eps < 0:
-        raise ParameterError(
-            f"epsilon must be a finite number > 0, got {epsilon!r}; e.g. epsilon=0.1"
-        )
-    return eps
+    return check_epsilon(epsilon, allow_zero=True)
 
 
 def _check_delta(delta: Any, mechanism: str) -> float:
-    d = _number("delta", delta)
-    if not math.isfinite(d) or d < 0 or d >= 1:
-        raise ParameterError(f"delta must be in [0, 1), got {delta!r}")
+    d = check_delta(delta)
     if d > 0 and mechanism not in ("bounded", "auto"):
         raise ParameterError(
             f"mechanism={mechanism!r} does not use delta; pass delta=0 (or use "
@@ -132,13 +121,7 @@ def _check_mechanism(mechanism: Any) -> str:
     return mechanism
 
 
-def _check_ci(ci: Any) -> float | None:
-    if ci is None:
-        return None
-    level = _number("ci", ci)
-    if not 0.0 < level < 1.0:
-        raise ParameterError(f"ci must be a confidence level in (0, 1), e.g. ci=0.95; got {ci!r}")
-    return level
+_check_ci = check_ci
 
 
 def _check_weights(names: list[str], weights: Any) -> tuple[float, ...]:
@@ -174,10 +157,7 @@ def _check_random_state(random_state: Any) -> tuple[np.random.Generator | None, 
     if isinstance(random_state, np.random.Generator):
         return random_state, "seeded"
     if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ParameterError(f"random_state must be a non-negative int seed, got "
-                                 f"{random_state}")
-        return np.random.default_rng(int(random_state)), "seeded"
+        return np.random.default_rng(check_seed("random_state", random_state)), "seeded"
     raise ParameterError(
         "random_state must be None (secure, the default), an int seed or a numpy Generator "
         f"(seeded randomness is for tests and simulations); got {type(random_state).__name__}"
@@ -865,7 +845,7 @@ class _LogContext:
         if mech is not None:
             lower, upper = mech.domain.lower, mech.domain.upper
         quanta = sorted({a.fp.q for a in (m.needs if m is not None else ()) if a.fp is not None})
-        return {
+        return LogRecord.from_dict({
             "time": self.time,
             "name": p.name,
             "query": p.plan.query,
@@ -908,13 +888,13 @@ class _LogContext:
             "interval": None if self.level is None else (
                 f"{self.level:g} confidence interval released (post-processing, no ε)"),
             **units.describe(facts.unit, grouped),
-        }
+        }).to_dict()
 
 
     def selection_entry(self, log: Mapping[str, Any], columns: Sequence[str]
                         ) -> dict[str, Any]:
         """The log entry of a key selection (its released keys are the ``group_keys``)."""
-        return {
+        return LogRecord.from_dict({
             "time": self.time, "name": "keys", "query": "key selection",
             "part": "keys", "columns": ",".join(columns), "group_by": self.group_by,
             "group_keys": self.keys_ref, "epsilon": float(log["epsilon"]),
@@ -940,7 +920,7 @@ class _LogContext:
             "mechanism_choice": "the Laplace mechanism (used for every key selection)",
             "fixed_point_quantum": None, "interval": None,
             **units.describe(self.facts.unit, False),
-        }
+        }).to_dict()
 
 
 def _policy_text(policy: Any) -> str:

@@ -32,18 +32,19 @@ from typing import Any
 import numpy as np
 
 from dpframe.errors import ReleaseFailedError
+from dpframe.log_schema import LogRecord
 
 __all__ = ["failure_entry", "failure_error", "quiet"]
 
 
 def failure_entry(*, what: str, names: Sequence[str], epsilon: float,
                   delta: float, engine: str, random_source: str, derivation: str,
-                  group_by: str | None = None, keys_ref: str | None = None,
-                  unit_fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  unit_fields: Mapping[str, Any], group_by: str | None = None,
+                  keys_ref: str | None = None) -> dict[str, Any]:
     """The log entry of a failed release or derivation: every column of an ordinary entry,
     the reserved ε and δ as spent, and nothing about the exception (its class and message can
     depend on the value that failed)."""
-    return {
+    return LogRecord.from_dict({
         "time": _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds"),
         "name": ",".join(names),
         "query": f"failed {what}",
@@ -76,8 +77,8 @@ def failure_entry(*, what: str, names: Sequence[str], epsilon: float,
         "verification": "verified from the plan structure",
         "mechanism_choice": "none (failed)",
         "interval": None,
-        **dict(unit_fields or {}),
-    }
+        **dict(unit_fields),
+    }).to_dict()
 
 
 def failure_error(what: str, names: Sequence[str], epsilon: float,

@@ -239,7 +239,7 @@ def _reads_other_files(frame: Any, backend: Backend) -> bool:
     """A Polars plan scanning files of another format than CSV, or a DuckDB relation calling
     a file-reading table function (DuckDB's own parse of its query)."""
     if backend.readable_plans:
-        from dpframe.derivations import scan_nodes
+        from dpframe.polars_plan import scan_nodes
 
         return any(node.scan_type and str(node.scan_type[0]) != "csv"
                    for node in scan_nodes(frame))
@@ -276,7 +276,7 @@ def _duckdb_function_nodes(relation: Any) -> list[dict[str, Any]]:
 
 def _polars_csv_scans(lazy: Any) -> list[dict[str, Any]]:
     """The options of every CSV scan in a LazyFrame's plan (from Polars' plan visitor)."""
-    from dpframe.derivations import scan_nodes
+    from dpframe.polars_plan import scan_nodes
 
     found = []
     for node in scan_nodes(lazy):

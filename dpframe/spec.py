@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpframe.errors import DPFrameError
+from dpframe.errors import SpecError
 
 __all__ = [
     "ENGINES",
@@ -69,18 +69,6 @@ DEFAULT_LEVEL = 0.95
 _COND_KEYS = ("column", "op", "value")
 _OUTPUT_KEYS = ("path", "overwrite")
 _SHORTHAND = re.compile(r"^\s*(count|sum|mean|variance|std)\s*(?:\(\s*([^()]*?)\s*\))?\s*$")
-
-
-class SpecError(DPFrameError, ValueError):
-    """A bad release spec. ``line`` is the 1-based line of the spec the error is about (None
-    when the spec has no such place, e.g. a whole table is missing)."""
-
-    def __init__(self, message: str, *, source: str = "spec", line: int | None = None) -> None:
-        self.message = message
-        self.source = source
-        self.line = line
-        where = f"{source}:{line}" if line is not None else source
-        super().__init__(f"{where}: {message}")
 
 
 # -- where is a key? -------------------------------------------------------------------------

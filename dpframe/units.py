@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from dpframe.aggregates import Agg
 from dpframe.backends import Backend
 from dpframe.bounding import UnitBound
-from dpframe.engine import Agg
 from dpframe.errors import ParameterError, UnsupportedInputError
 from dpframe.queries import Measurement, Plan, PlanContext, Query, round_up, single_interval
 

@@ -98,12 +98,13 @@ def test_failures_before_the_read_still_spend_nothing():
 
 
 def test_the_failed_entry_has_every_log_column():
-    from dpframe.frames.results import LOG_COLUMNS
+    from dpframe.log_schema import LOG_COLUMNS
     from dpframe.safety_net import failure_entry
+    from dpframe.units import describe
 
     entry = failure_entry(what="release", names=["m"], epsilon=0.1,
                           delta=0.0, engine="pandas", random_source="secure",
-                          derivation="protect")
+                          derivation="protect", unit_fields=describe(None, False))
     missing = [c for c in LOG_COLUMNS if c not in entry and c not in (
         "ledger_id", "release_id", "privacy_unit", "max_rows_per_unit",
         "max_groups_per_unit", "bounding")]

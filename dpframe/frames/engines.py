@@ -12,6 +12,7 @@ from typing import Any
 from dpframe.backends import DASK, DUCKDB, SPARK, Backend
 from dpframe.frames.namespace import DPNamespace
 from dpframe.frames.registration import register
+from dpframe.provenance import on_protect
 
 __all__ = ["EngineDP", "ensure_namespace"]
 
@@ -57,3 +58,6 @@ def ensure_namespace(backend: Backend) -> None:
         else:
             register(cls, "dp", EngineDP, _as_attribute(backend.name))
         _done.add(backend.name)
+
+
+on_protect(ensure_namespace)

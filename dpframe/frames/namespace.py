@@ -9,7 +9,7 @@ import itertools
 import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -47,6 +47,10 @@ _COMMON = """
 """
 
 
+#: The mechanism names every release takes (docs/privacy.md).
+Mechanism = Literal["bounded", "truncated", "laplace", "auto"]
+
+
 def _doc(text: str) -> str:
     return text.replace("{common}", _COMMON.strip("\n"))
 
@@ -77,6 +81,16 @@ class DPNamespace:
         lo, hi = out.intervals[name]
         return Estimate(value, float(np.atleast_1d(lo)[0]), float(np.atleast_1d(hi)[0]), ci)
 
+    @overload
+    def count(self, *, epsilon: float, delta: float = ...,
+              mechanism: Mechanism = ..., random_state: Any = ...,
+              session: Session | str | None = ..., ci: None = None) -> float: ...
+
+    @overload
+    def count(self, *, epsilon: float, delta: float = ...,
+              mechanism: Mechanism = ..., random_state: Any = ...,
+              session: Session | str | None = ..., ci: float) -> Estimate: ...
+
     def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
               random_state: Any = None, session: Session | str | None = None,
               ci: float | None = None) -> float | Estimate:
@@ -101,6 +115,16 @@ class DPNamespace:
     True
     """)
 
+    @overload
+    def count_units(self, *, epsilon: float, delta: float = ...,
+                    mechanism: Mechanism = ..., random_state: Any = ...,
+                    session: Session | str | None = ..., ci: None = None) -> float: ...
+
+    @overload
+    def count_units(self, *, epsilon: float, delta: float = ...,
+                    mechanism: Mechanism = ..., random_state: Any = ...,
+                    session: Session | str | None = ..., ci: float) -> Estimate: ...
+
     def count_units(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
                     random_state: Any = None, session: Session | str | None = None,
                     ci: float | None = None) -> float | Estimate:
@@ -123,6 +147,16 @@ class DPNamespace:
     float
     """)
 
+    @overload
+    def sum(self, column: str, *, epsilon: float, delta: float = ...,
+            mechanism: Mechanism = ..., random_state: Any = ...,
+            session: Session | str | None = ..., ci: None = None) -> float: ...
+
+    @overload
+    def sum(self, column: str, *, epsilon: float, delta: float = ...,
+            mechanism: Mechanism = ..., random_state: Any = ...,
+            session: Session | str | None = ..., ci: float) -> Estimate: ...
+
     def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,
             session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
@@ -141,6 +175,16 @@ class DPNamespace:
     -------
     float
     """)
+
+    @overload
+    def mean(self, column: str, *, epsilon: float, delta: float = ...,
+             mechanism: Mechanism = ..., random_state: Any = ...,
+             session: Session | str | None = ..., ci: None = None) -> float: ...
+
+    @overload
+    def mean(self, column: str, *, epsilon: float, delta: float = ...,
+             mechanism: Mechanism = ..., random_state: Any = ...,
+             session: Session | str | None = ..., ci: float) -> Estimate: ...
 
     def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
              mechanism: str = "bounded", random_state: Any = None,
@@ -168,6 +212,16 @@ class DPNamespace:
     >>> 0 <= pf.dp.mean("age", epsilon=0.5) <= 120
     True
     """)
+
+    @overload
+    def variance(self, column: str, *, epsilon: float, delta: float = ...,
+                 mechanism: Mechanism = ..., random_state: Any = ...,
+                 session: Session | str | None = ..., ci: None = None) -> float: ...
+
+    @overload
+    def variance(self, column: str, *, epsilon: float, delta: float = ...,
+                 mechanism: Mechanism = ..., random_state: Any = ...,
+                 session: Session | str | None = ..., ci: float) -> Estimate: ...
 
     def variance(self, column: str, *, epsilon: float, delta: float = 0.0,
                  mechanism: str = "bounded", random_state: Any = None,
@@ -243,6 +297,16 @@ class DPNamespace:
         """Noisy median of a bounded column: :meth:`quantile` at 0.5."""
         return float(self.quantile(column, 0.5, epsilon=epsilon, bins=bins,
                                    random_state=random_state, session=session))
+
+    @overload
+    def std(self, column: str, *, epsilon: float, delta: float = ...,
+            mechanism: Mechanism = ..., random_state: Any = ...,
+            session: Session | str | None = ..., ci: None = None) -> float: ...
+
+    @overload
+    def std(self, column: str, *, epsilon: float, delta: float = ...,
+            mechanism: Mechanism = ..., random_state: Any = ...,
+            session: Session | str | None = ..., ci: float) -> Estimate: ...
 
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,

@@ -7,8 +7,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dpframe import log_schema
 from dpframe.backends import Backend
 from dpframe.keyset import Keys
+from dpframe.log_schema import LOG_COLUMNS
 from dpframe.release import Outcome
 
 __all__ = ["LOG_COLUMNS", "Estimate", "describe_frame", "log_frame", "matrix_frame", "to_frame"]
@@ -25,21 +27,6 @@ class Estimate(NamedTuple):
 
     def __float__(self) -> float:
         return self.value
-
-LOG_COLUMNS = (
-    "ledger_id", "release_id", "time", "name", "query", "part", "columns", "group_by",
-    "group_keys", "epsilon", "delta", "mechanism_epsilon", "epsilon_overhead", "sensitivity",
-    "mechanism", "scale", "grid", "domain_lower", "domain_upper", "clamping", "missing",
-    "random_source", "engine", "size", "formulation", "composition", "fixed_point_quantum",
-    "derivation", "verification", "mechanism_choice", "interval",
-    "privacy_unit", "max_rows_per_unit", "max_groups_per_unit", "bounding",
-)
-_INT_COLUMNS = frozenset({"release_id", "max_rows_per_unit", "max_groups_per_unit"})
-_FLOAT_COLUMNS = frozenset({
-    "epsilon", "delta", "mechanism_epsilon", "epsilon_overhead", "sensitivity", "scale",
-    "grid", "domain_lower", "domain_upper",
-})
-
 
 def to_frame(out: Outcome) -> Any:
     """One row (ungrouped) or one row per declared key (grouped), one column per query."""
@@ -111,26 +98,9 @@ def describe_frame(out: Outcome, columns: Sequence[str],
 
 
 def log_frame(document: dict[str, Any], backend: Backend | str) -> Any:
-    """The log's entries as a frame (pandas or Polars), columns in :data:`LOG_COLUMNS`;
-    ``group_keys`` shows the JSON list of keys (the document stores it once, in ``keys``)."""
+    """The log's entries as a frame of ``backend``'s result library (or of the library named:
+    "pandas", "polars"); columns in :data:`~dpframe.log_schema.LOG_COLUMNS`."""
     family = backend if isinstance(backend, str) else backend.results_in
-    rows = [{c: e.get(c) for c in LOG_COLUMNS} for e in document.get("entries", [])]
-    keys = document.get("keys") or {}
-    for row in rows:  # group keys are stored once per ledger: show the JSON list itself
-        ref = row["group_keys"]
-        if isinstance(ref, str) and ref in keys:
-            row["group_keys"] = keys[ref]
-    if family == "pandas":
-        import pandas as pd
-
-        return pd.DataFrame(rows, columns=list(LOG_COLUMNS))
-    import polars as pl
-
-    schema: dict[str, Any] = {c: pl.Float64 if c in _FLOAT_COLUMNS else pl.String
-                              for c in LOG_COLUMNS}
-    schema.update(dict.fromkeys(_INT_COLUMNS, pl.Int64))
-    fixed = [{c: (str(v) if v is not None and schema[c] == pl.String else v)
-              for c, v in r.items()} for r in rows]
-    return pl.DataFrame(fixed, schema=schema) if fixed else pl.DataFrame(schema=schema)
+    return log_schema.log_frame(document, family)
 
 

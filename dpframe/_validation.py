@@ -1,0 +1,65 @@
+"""One check per kind of parameter, used by every layer (protect, the ledger, releases, the
+planner): the same value is accepted or refused — with the same message — wherever it is
+passed. Each check reads only its argument and raises :class:`~dpframe.errors.ParameterError`
+(a ``DPFrameError``) before anything is read or spent.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dpframe.errors import ParameterError
+
+__all__ = ["check_ci", "check_delta", "check_epsilon", "check_number", "check_seed"]
+
+
+def check_number(name: str, value: Any) -> float:
+    """``value`` as a float; booleans (``True == 1`` in Python), strings and non-numbers are
+    refused."""
+    if isinstance(value, bool | str | bytes):
+        raise ParameterError(f"{name} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ParameterError(f"{name} must be a number (a float), got {value!r}") from None
+
+
+def check_epsilon(value: Any, *, allow_zero: bool = False) -> float:
+    """A privacy budget or charge ε: finite and > 0 (≥ 0 where a zero charge is meaningful,
+    e.g. a release answered from public facts)."""
+    eps = check_number("epsilon", value)
+    if not math.isfinite(eps) or eps < 0 or (eps == 0 and not allow_zero):
+        raise ParameterError(
+            f"epsilon must be a finite number > 0, got {value!r}; e.g. epsilon=0.1"
+        )
+    return eps
+
+
+def check_delta(value: Any) -> float:
+    """δ: finite, in [0, 1)."""
+    d = check_number("delta", value)
+    if not math.isfinite(d) or d < 0 or d >= 1:
+        raise ParameterError(f"delta must be in [0, 1), got {value!r}; typical values are "
+                             "≤ 1e-6")
+    return d
+
+
+def check_ci(value: Any) -> float | None:
+    """A confidence level in (0, 1), or None (no interval)."""
+    if value is None:
+        return None
+    level = check_number("ci", value)
+    if not 0.0 < level < 1.0:
+        raise ParameterError(f"ci must be a confidence level in (0, 1), e.g. ci=0.95; got "
+                             f"{value!r}")
+    return level
+
+
+def check_seed(name: str, value: Any) -> int:
+    """A non-negative integer seed (numpy integers accepted; booleans are not)."""
+    import numpy as np
+
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ParameterError(f"{name} must be a non-negative int seed, got {value!r}")
+    return int(value)

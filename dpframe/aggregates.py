@@ -1,0 +1,186 @@
+"""What the engine computes, as data: the exact aggregates a measurement asks for.
+
+:class:`Agg` names one per-group integer aggregate (a row count, a fixed-point sum Σk, Σk²,
+Σk·k₂, a distinct-unit count, or per-bin counts); :class:`FixedPoint` is the public grid
+``x = c + k·q`` that makes sums exact in doubles (every partial sum below 2⁵³);
+:class:`Bins` the public equal bins of a histogram or quantile; :class:`UnitBound` and
+:class:`Bounding` the public facts of a privacy unit and what one release bounds contributions
+with. Nothing here reads data: the query layer builds these requests and every engine path
+answers them.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+import narwhals.stable.v2 as nw
+import numpy as np
+
+from dpframe.errors import UnsupportedInputError
+
+__all__ = ["ADDITIVE_KINDS", "DROP", "Agg", "Bins", "Bounding", "FixedPoint", "UnitBound"]
+
+_EXACT = 2**53 - 1
+DROP = "drop"
+#: Aggregate kinds that are sums over rows (so per-partition results add up) and that
+#: :mod:`dpframe.engine_spark` writes as SQL; other kinds take the narwhals path on engines.
+ADDITIVE_KINDS = ("rows", "sum", "sum_sq", "sum_prod")
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """Public fixed-point grid ``x = center + k·q`` with ``k ∈ [k_lo, k_hi]``."""
+
+    center: float
+    q: float
+    k_lo: int
+    k_hi: int
+
+    @classmethod
+    @functools.lru_cache(maxsize=256)
+    def choose(
+        cls, lower: float, upper: float, center: float, row_cap: int, squares: bool
+    ) -> FixedPoint:
+        """Finest power-of-two quantum keeping ``|Σk|`` (and ``Σk²``) below 2⁵³ for
+        ``row_cap`` rows."""
+        lo, hi, c = Fraction(lower), Fraction(upper), Fraction(center)
+        half = max(abs(hi - c), abs(lo - c))
+        # |k| ≤ 2^50 also keeps the engine's round-to-integer trick exact (see _rounded)
+        limit = min(_EXACT // max(int(row_cap), 1), 2**50)
+        if squares:
+            limit = math.isqrt(limit)
+        if limit < 2:
+            raise UnsupportedInputError(
+                f"cannot aggregate {row_cap} rows exactly in 53-bit fixed point; "
+                "protect smaller frames or split the data"
+            )
+        if half == 0:
+            return cls(float(center), 1.0, 0, 0)
+        # smallest e with half / 2**e <= limit
+        e = math.frexp(float(half / limit))[1]
+        while half / Fraction(2) ** (e - 1) <= limit:
+            e -= 1
+        while half / Fraction(2) ** e > limit:
+            e += 1
+        # a normal double (bounds narrower than ~1e-292 would ask for a subnormal quantum,
+        # whose reciprocal overflows): a coarser grid then, still exact
+        e = max(e, -1022)
+        q = Fraction(2) ** e
+        k_lo = math.ceil((lo - c) / q)
+        k_hi = math.floor((hi - c) / q)
+        return cls(float(center), float(q), k_lo, k_hi)
+
+
+@dataclass(frozen=True)
+class Bins:
+    """``count`` equal public bins of ``[lower, upper]``.
+
+    The bin of a value is ``j = ⌊t·B⌋`` limited to ``B − 1``, with
+    ``t = (x/2 − l/2) / (u/2 − l/2)`` for ``x`` clamped to ``[l, u]``: halving first keeps every
+    intermediate finite for any finite bounds (``u − l`` may overflow, ``B/(u − l)`` too), and
+    ``0 ≤ t ≤ 1`` because IEEE rounding is monotone, so no value can produce NaN or an index out
+    of range. A per-row map (neighbours stay neighbours) that every engine evaluates with the
+    same IEEE operations (the constants ``l/2`` and ``u/2 − l/2`` computed once here), so all
+    paths agree bit for bit. Bins are half-open, the last one closed; values outside ``[l, u]``
+    go to the end bins (clamping). Needs ``u/2 − l/2 > 0`` (checked when planning).
+    """
+
+    lower: float
+    upper: float
+    count: int
+
+    @property
+    def half_lower(self) -> float:
+        return self.lower * 0.5
+
+    @property
+    def half_width(self) -> float:
+        return self.upper * 0.5 - self.lower * 0.5
+
+    def index(self, values: np.ndarray) -> np.ndarray:
+        """Bin of each (non-missing) value, as int64 (the numpy twin of :meth:`expression`)."""
+        x = np.clip(values.astype(np.float64, copy=False), self.lower, self.upper)
+        j = np.floor((x * 0.5 - self.half_lower) / self.half_width * self.count)
+        return np.minimum(j, self.count - 1).astype(np.int64)
+
+    def expression(self, x: Any) -> Any:
+        """Bin of each row of the narwhals Float64 expression ``x`` (no missing values)."""
+        t = (x.clip(self.lower, self.upper) * 0.5 - self.half_lower) / self.half_width
+        return (t * self.count).floor().clip(0, self.count - 1).cast(nw.Int64)
+
+
+@dataclass(frozen=True)
+class Agg:
+    """One exact aggregate a measurement needs, per group.
+
+    ``kind``: ``"rows"`` (row count; with ``column``, the rows where that column is present
+    under the ``"drop"`` policy), ``"sum"`` (Σk of ``column`` in fixed point ``fp``),
+    ``"sum_sq"`` (Σk²), ``"sum_prod"`` (Σk·k₂ of ``column`` and ``column2``), ``"units"``
+    (the number of distinct values of ``column``, the privacy-unit id, after bounding) or
+    ``"bins"`` (rows of ``column`` per bin of ``bins``: a ``(groups, B)`` array instead of one
+    number per group; rows missing the column follow its policy, dropped or counted at the fill
+    value).
+    """
+
+    kind: str
+    column: str | None = None
+    fp: FixedPoint | None = None
+    column2: str | None = None
+    fp2: FixedPoint | None = None
+    bins: Bins | None = None
+
+    @property
+    def scale(self) -> float:
+        """The factor turning the integer aggregate into the statistic (q, q² or q·q₂)."""
+        if self.kind in ("rows", "units") or self.fp is None:
+            return 1.0
+        if self.kind == "sum":
+            return self.fp.q
+        if self.kind == "sum_sq":
+            return self.fp.q * self.fp.q
+        assert self.fp2 is not None
+        return self.fp.q * self.fp2.q
+
+    def columns(self) -> tuple[str, ...]:
+        return tuple(c for c in (self.column, self.column2) if c is not None)
+
+
+@dataclass(frozen=True)
+class UnitBound:
+    """Public facts of a frame protected with a privacy unit.
+
+    ``column``: the unit-id column (its name in this frame: a rename follows it);
+    ``max_rows``: ``k``, rows kept per unit; ``max_groups``: ``g``, groups kept per unit in a
+    group-by; ``n_units``: the number of units with an id in the protected frame, public like
+    the row count of a frame without units (read once by :func:`dpframe.protect`).
+    """
+
+    column: str
+    max_rows: int
+    max_groups: int
+    n_units: int
+
+    @property
+    def row_cap(self) -> int:
+        """Public upper bound on the rows any bounded frame can have: ``k·U``."""
+        return self.max_rows * self.n_units
+
+    @property
+    def touched_groups(self) -> int:
+        """Groups one unit can reach after bounding: ``min(g, k)`` (k rows reach ≤ k groups)."""
+        return min(self.max_groups, self.max_rows)
+
+    def renamed(self, column: str) -> UnitBound:
+        return replace(self, column=column)
+
+
+@dataclass(frozen=True)
+class Bounding:
+    """What one release bounds with: the unit facts and the release's secret seed."""
+
+    unit: UnitBound
+    seed: int

@@ -1,0 +1,21 @@
+"""The public API's types as a type checker sees them, checked by mypy in CI (pyproject's
+``[tool.mypy] files``; the code never runs): a scalar statistic is a ``float``, with ``ci=`` an
+``Estimate``; mechanism names are a ``Literal``, so an unknown one is a type error (the
+``type: ignore`` below would be reported unused if it were not)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    import dpframe as dpf
+    from dpframe.frames.results import Estimate
+
+    pf = dpf.protect(pd.DataFrame({"x": [1.0, 2.0]}), epsilon=1.0, bounds={"x": (0, 5)})
+    twice: float = dpf.dp(pf).mean("x", epsilon=0.1) * 2
+    both: Estimate = dpf.dp(pf).mean("x", epsilon=0.1, ci=0.9)
+    rows: float = dpf.dp(pf).count(epsilon=0.1) + 1
+    spread: float = dpf.dp(pf).std("x", epsilon=0.1, mechanism="truncated")
+    dpf.dp(pf).mean("x", epsilon=0.1, mechanism="gaussian")  # type: ignore[call-overload]
