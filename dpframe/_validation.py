@@ -7,22 +7,32 @@ passed. Each check reads only its argument and raises :class:`~dpframe.errors.Pa
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from dpframe.errors import ParameterError
 
-__all__ = ["check_ci", "check_delta", "check_epsilon", "check_number", "check_seed"]
+__all__ = ["check_ci", "check_delta", "check_epsilon", "check_number", "check_seed",
+           "is_real_number"]
+
+
+def is_real_number(value: Any) -> bool:
+    """A real number in the sense of :class:`numbers.Real` (int, float, numpy numbers,
+    Fraction) that is not a boolean (``True == 1`` in Python): strings, ``Decimal`` (whose
+    conversion to float rounds silently) and bools are not."""
+    import numpy as np
+
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
 def check_number(name: str, value: Any) -> float:
-    """``value`` as a float; booleans (``True == 1`` in Python), strings and non-numbers are
-    refused."""
-    if isinstance(value, bool | str | bytes):
-        raise ParameterError(f"{name} must be a number, got {value!r}")
+    """``value`` as a float; only real numbers are accepted (:func:`is_real_number`)."""
+    if not is_real_number(value):
+        raise ParameterError(f"{name} must be a number (int or float), got {value!r}")
     try:
         return float(value)
     except (TypeError, ValueError, OverflowError):
-        raise ParameterError(f"{name} must be a number (a float), got {value!r}") from None
+        raise ParameterError(f"{name} must be a number that fits a float, got {value!r}") from None
 
 
 def check_epsilon(value: Any, *, allow_zero: bool = False) -> float:

@@ -80,6 +80,18 @@ def is_dask_frame(obj: Any) -> bool:
     return dd is not None and isinstance(obj, dd.DataFrame)
 
 
+def _duplicate_names(names: list[Any]) -> UnsupportedInputError:
+    """The error for a frame whose column names repeat (names are public schema)."""
+    seen: dict[Any, int] = {}
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+    repeated = [f"{name!r} ({n} times)" for name, n in seen.items() if n > 1]
+    return UnsupportedInputError(
+        f"column names must be unique, but {', '.join(repeated[:5]) or 'some'} repeat: rename "
+        "or drop the copies before protecting (a statistic must name one column)"
+    )
+
+
 @dataclass(frozen=True)
 class Backend:
     """What dpframe needs to know about one kind of frame.
@@ -124,11 +136,16 @@ class Backend:
         """Column name → dtype (native for pandas and Polars, narwhals otherwise), from the
         schema only (no data is read)."""
         if self.family == "pandas":
+            if not frame.columns.is_unique:
+                raise _duplicate_names(list(frame.columns))
             return dict(frame.dtypes.items())
         if self.family == "polars":
             return dict(frame.collect_schema().items() if self.lazy else frame.schema.items())
         import narwhals as nw
 
+        names = list(frame.columns)  # DuckDB, Spark and Dask allow repeated names
+        if len(set(names)) != len(names):
+            raise _duplicate_names(names)
         return dict(nw.from_native(frame).collect_schema().items())
 
     def column_dtype(self, frame: Any, column: str) -> Any:

@@ -132,6 +132,13 @@ def _marker_of(nt: Any, predicate_id: int) -> str | None:
     return None
 
 
+#: a frame without columns is refused (from its schema, a public fact): Polars gives such a
+#: frame no rows, so its count would silently be 0
+NO_COLUMNS = ("this frame has no columns left; Polars (and so dpframe) cannot keep a row count "
+              "without a column, so a count of it would be wrong. Keep at least one column. "
+              "Nothing was read or spent.")
+
+
 def walk_lazy_plan(lazy: Any, origin: str = "polars") -> tuple[str, list[Step], str]:
     """Walk ``lazy``'s plan down to its nearest dpframe marker.
 
@@ -143,6 +150,8 @@ def walk_lazy_plan(lazy: Any, origin: str = "polars") -> tuple[str, list[Step], 
     root). Reads the plan only.
     """
     nt = visitor(lazy)
+    if not nt.get_schema():
+        raise DerivationError(NO_COLUMNS)
     steps: list[Step] = []
     while True:
         node = nt.view_current_node()

@@ -116,6 +116,31 @@ def head_path(path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + HEAD_SUFFIX)
 
 
+def check_location(path: object) -> Path:
+    """``path`` as a ledger file path, or a :class:`ParameterError` that says what is wrong
+    with it: a path (str or ``os.PathLike``) naming a file, not a folder, in a folder that
+    exists. Reads only the file system's names, never a ledger."""
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise ParameterError(f"a ledger path must be a str or os.PathLike, got {path!r}")
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text or not Path(text).name or text.endswith(os.sep):
+        raise ParameterError(
+            f"a ledger path must name a file, e.g. 'ledgers/survey.jsonl', got {path!r}"
+        )
+    p = Path(text)
+    if p.is_dir():
+        raise ParameterError(
+            f"the ledger path {text!r} is a folder; name a file inside it, e.g. "
+            f"{os.path.join(text, 'ledger.jsonl')!r}"
+        )
+    if not p.parent.is_dir():
+        raise ParameterError(
+            f"the folder {str(p.parent)!r} of ledger path {text!r} does not exist (or is not a "
+            "folder); create it first"
+        )
+    return p
+
+
 # -- records ---------------------------------------------------------------------------------
 def _canon(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
@@ -379,7 +404,7 @@ class DurableLedger(Ledger):
         *,
         fsync: bool = True,
     ) -> None:
-        self.path = Path(path)
+        self.path = check_location(path)
         self.head_path = head_path(self.path)
         self._fsync = bool(fsync)
         self._io_lock = threading.Lock()
@@ -447,7 +472,13 @@ class DurableLedger(Ledger):
                         f"the head file {self.head_path} of ledger {self.path} was deleted; "
                         "restore it from a backup"
                     ) from None
-                fd = os.open(self.head_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                try:
+                    fd = os.open(self.head_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                except OSError as exc:
+                    raise LedgerError(
+                        f"cannot create the ledger {self.path}: {exc.strerror or exc} (creating "
+                        f"its head file {self.head_path}); nothing was created"
+                    ) from None
             self._op_fds.append(fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -500,14 +531,8 @@ class DurableLedger(Ledger):
         }
         payload = _encode(header)
         tmp = self.path.with_name(f".{self.path.name}.{ledger_id}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
-            self._write_all(fd, payload)
-            if self._fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
+            self._write_new(tmp, payload)
             slot = _head_slot(ledger_id, 0, json.loads(payload)["hash"])
             os.ftruncate(hfd, 0)
             os.pwrite(hfd, slot + slot, 0)
@@ -521,11 +546,26 @@ class DurableLedger(Ledger):
                 if os.path.lexists(self.path):
                     raise LedgerError(f"{self.path} appeared while creating it; retry") from None
                 os.rename(tmp, self.path)  # we hold the lock, and the path was free
+        except OSError as exc:
+            raise LedgerError(
+                f"cannot create the ledger {self.path}: {exc.strerror or exc}; nothing was "
+                "created"
+            ) from None
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         if self._fsync:
             _fsync_dir(self.path.parent)
+
+    def _write_new(self, tmp: Path, payload: bytes) -> None:
+        """Write ``payload`` to the new file ``tmp`` (synced); the caller removes it."""
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            self._write_all(fd, payload)
+            if self._fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     @staticmethod
     def _write_all(fd: int, payload: bytes) -> None:
@@ -723,16 +763,17 @@ class DurableLedger(Ledger):
             except OSError:
                 self._broken = f"writing {self.path} failed ({exc}); reopen the ledger"
             raise LedgerError(f"could not write to {self.path}: {exc}; nothing was spent") from exc
+        step = f"an fsync of {self.path}"
         try:
             if self._fsync:
                 os.fsync(lfd)
+            step = f"writing the head file {self.head_path}"
             self._write_head(hfd, seq, json.loads(payload)["hash"])
         except OSError as exc:
             self.cancel(reservation)
             self._broken = (
-                f"an fsync of {self.path} failed ({exc}); the last release may be on disk and "
-                "charged although its value was never returned. Reopen the ledger to re-read "
-                "what is on disk"
+                f"{step} failed ({exc}); the last release may be on disk and charged although "
+                "its value was never returned. Reopen the ledger to re-read what is on disk"
             )
             raise LedgerError(self._broken) from exc
         chain.extend(payload, str(self.path))

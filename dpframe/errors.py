@@ -46,8 +46,9 @@ class DerivationError(ParameterError):
 
 
 class SourceChangedError(DPFrameError):
-    """The source files of a protected LazyFrame changed after ``dpf.protect``: its public
-    size may no longer hold. Raised before anything is read or spent."""
+    """The source of a protected frame (files behind a LazyFrame, a DuckDB table, a Dask or
+    Spark source) changed after ``dpf.protect``: its public size may no longer hold. Raised
+    before anything is read or spent."""
 
 
 class PrivateSizeError(ParameterError):

@@ -24,10 +24,13 @@ from typing import Any
 
 from dpframe.errors import ParameterError
 from dpframe.mechanisms.accuracy import (
+    ROUNDED,
     AccuracyTarget,
     epsilon_for_half_width,
     half_width,
     mean_half_width,
+    raw_target,
+    rounded_half_width,
     split_epsilon,
 )
 from dpframe.provenance import Session
@@ -96,7 +99,11 @@ def _half_width(kind: str, mechs: Mapping[str, Any], alpha: float, public: bool,
     single = len(mechs) == 1 and None not in mechs.values()
     if kind == "quantile":
         return math.nan, _quantile_note(next(iter(mechs.values())), alpha)
-    if single and kind in ("count", "count_units", "sum", "mean", "variance"):
+    if single and kind in ROUNDED:
+        h = half_width(next(iter(mechs.values())), alpha)
+        return rounded_half_width(h), (f"exact (one measurement): the noisy count is within "
+                                       f"{h:.4g}, the released integer within ⌊{h:.4g} + ½⌋")
+    if single and kind in ("sum", "mean", "variance"):
         return half_width(next(iter(mechs.values())), alpha), "exact (one measurement)"
     if single and kind == "std":
         return math.sqrt(half_width(mechs["variance"], alpha)), \
@@ -174,8 +181,9 @@ def split(
                              session=session)
     factor = _group_factor(group_by, frame, session)
     result = split_epsilon(list(reqs.values()), float(epsilon) * factor)
-    return {name: (eps / factor, h) for name, eps, h in
-            zip(reqs, result.epsilons, result.half_widths, strict=True)}
+    return {name: (eps / factor, rounded_half_width(h)
+                   if getattr(targets[name][0], "kind", None) in ROUNDED else h)
+            for name, eps, h in zip(reqs, result.epsilons, result.half_widths, strict=True)}
 
 
 def _group_factor(group_by: GroupBy | None, frame: Any, session: Session | str | None
@@ -212,7 +220,7 @@ def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: flo
     bounded = math.isfinite(m.lower) and math.isfinite(m.upper)
     options = {} if m.magnitude is None or bounded else {"magnitude": m.magnitude}
     return AccuracyTarget(
-        mech.name, float(mech.sensitivity), float(target),
+        mech.name, float(mech.sensitivity), raw_target(planned.plan.query, float(target)),
         lower=m.lower if math.isfinite(m.lower) else None,
         upper=m.upper if math.isfinite(m.upper) else None,
         delta=float(mech.delta) if mech.name == "bounded" else 0.0, alpha=a, options=options,

@@ -37,12 +37,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from dpframe import derivations
+from dpframe._validation import is_real_number
 from dpframe.accounting import Budget, Ledger
 from dpframe.backends import Backend, backend_of
 from dpframe.bounding import UnitBound
 from dpframe.errors import (
     BoundsError,
     DerivationError,
+    DPFrameError,
     LedgerError,
     NoLedgerError,
     ParameterError,
@@ -88,6 +90,8 @@ def validate_bounds(bounds: Any) -> dict[str, tuple[float, float]]:
     out: dict[str, tuple[float, float]] = {}
     for col, pair in bounds.items():
         try:
+            if isinstance(pair, str | bytes) or not all(is_real_number(v) for v in pair):
+                raise TypeError
             lo, hi = (float(v) for v in pair)
         except (TypeError, ValueError, OverflowError):
             raise BoundsError(
@@ -408,6 +412,10 @@ class Session:
 
     def __init__(self, name: str | None = None, *, path: str | os.PathLike[str] | None = None
                  ) -> None:
+        if path is not None:
+            from dpframe.durable import check_location
+
+            check_location(path)  # a clear error now, not at the first protect
         self.name = name
         self.path = path
         self.dataset: Dataset | None = None
@@ -719,6 +727,28 @@ def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:
 
 
 # -- protect --------------------------------------------------------------------------------
+def _first_read(data: Any, backend: Backend) -> int:
+    """The one read of ``protect``: parse a text source in full, check its strings, count the
+    rows. An engine failure here (a source that cannot be read, a user graph that raises) is
+    reported without the engine's message, which may quote values of data that could already
+    be protected elsewhere: nothing is protected or spent."""
+    try:
+        parsed = parse_in_full(data, backend)  # a CSV source: every value once, not later
+        check_strings(data, backend)
+        return parsed if parsed is not None else backend.count_rows(data)
+    except DPFrameError:
+        raise
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise  # KeyboardInterrupt, SystemExit: the user's, not the engine's
+        raise UnsupportedInputError(
+            f"the {backend.name} engine failed while protect read the frame (to count its rows "
+            "and check its values); nothing was protected or spent. The engine's own message is "
+            "not shown: run the frame's own row count (e.g. len(frame), frame.count()) before "
+            "protecting it to see what fails"
+        ) from None
+
+
 def protect(
     frame: F,
     *,
@@ -821,9 +851,7 @@ def protect(
     original: Any = frame
     protected: Any = original.copy(deep=False) if backend.family == "pandas" else original
     data = backend.snapshot(protected)  # what every release reads from now on
-    parsed = parse_in_full(data, backend)  # a CSV source: every value once, not in a release
-    check_strings(data, backend)
-    n = parsed if parsed is not None else backend.count_rows(data)
+    n = _first_read(data, backend)
     if n == 0:
         raise UnsupportedInputError(
             "the frame is empty: there is nothing to protect; protect the full data set"

@@ -400,92 +400,134 @@ def _selection_rule(facts: FrameFacts, request: Request) -> Any:
 
 def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[str, Query]
               ) -> list[Planned]:
-    backend = facts.dataset.backend
+    """Plan every query of a release from public facts: check the columns it reads, build its
+    plan (sensitivities, measurements), share ε among the queries that need noise and build
+    every mechanism the release can use — all before anything is read."""
     columns = engine.frame_columns(frame, immutable=_immutable(facts))
+    if request.group_by is not None:
+        _check_group_dtypes(frame, request, columns)
     native: dict[str, Any] = {}
+    out = [_plan_query(frame, facts, request, name, q, share, columns, native)
+           for (name, q), share in zip(queries.items(), request.shares, strict=True)]
+    _check_output_names(out)
+    _share_budget(out, request)
+    return out
+
+
+def _check_group_dtypes(frame: Any, request: Request, columns: dict[str, Any]) -> None:
+    """The group-by columns exist, keys can be selected from them (if asked) and declared keys
+    match their dtypes."""
+    assert request.group_by is not None
+    cols = group_columns(request.group_by)
+    for i, col in enumerate(cols):
+        engine.validate_column(frame, col, numeric=False, columns=columns)
+        if request.selection is not None and not _selectable(columns[col]):
+            raise ParameterError(
+                f"keys cannot be selected from column {col!r} of dtype {columns[col]}: "
+                "dpframe selects keys from integers, Float32/Float64, booleans, strings, "
+                "categoricals, dates, datetimes, decimals and bytes (an object column's "
+                "values of mixed Python types (1, True, 1.0, '1') may stand for one "
+                "group); cast it to one of those first, or declare its keys")
+        if request.keys is not None and not request.keys_from_data:
+            # (keys selected from this column are of its type by construction)
+            values = request.keys if len(cols) == 1 else [k[i] for k in request.keys]
+            _check_keys_match(columns[col], col, values)
+
+
+def _check_read_columns(frame: Any, facts: FrameFacts, read: Sequence[str],
+                        columns: dict[str, Any]) -> None:
+    """Each column a query reads exists, is numeric and has declared bounds."""
+    for col in read:
+        engine.validate_column(frame, col, columns=columns)
+        if col not in facts.bounds:
+            raise BoundsError(
+                f"no bounds declared for column {col!r}. Bounds are public and never "
+                "computed from the data; declare them on a derived copy: "
+                f"frame.dp.with_columns(nw.col({col!r}).alias('{col}_b'), "
+                f"bounds={{'{col}_b': (lower, upper)}}) (new columns take their bounds "
+                "where they are derived)"
+            )
+
+
+def _plan_context(facts: FrameFacts, request: Request, q: Query, read: Sequence[str],
+                  drops: Sequence[str]) -> PlanContext:
+    """The public facts a query plans from. With a privacy unit the row count is private and
+    k·U (public) caps the bounded rows; keys still to be selected plan for two groups, the
+    case where a proportion's per-cell share is smallest, so every mechanism the release can
+    need is checked before the read."""
     unit = facts.unit
-    # with a privacy unit the row count is private; k·U (public) caps the bounded rows
     n = facts.dataset.n if unit is None else unit.row_cap
-    grouped = request.group_by is not None
-    # keys still to be selected: plan for two groups, the case where a proportion's per-cell
-    # share is smallest, so every mechanism the release can need is checked before the read
     n_groups = len(request.keys) if request.keys is not None else (
         2 if request.selection is not None else 1)
-    if grouped:
-        assert request.group_by is not None
-        cols = group_columns(request.group_by)
-        for i, col in enumerate(cols):
-            engine.validate_column(frame, col, numeric=False, columns=columns)
-            if request.selection is not None and not _selectable(columns[col]):
-                raise ParameterError(
-                    f"keys cannot be selected from column {col!r} of dtype {columns[col]}: "
-                    "dpframe selects keys from integers, Float32/Float64, booleans, strings, "
-                    "categoricals, dates, datetimes, decimals and bytes (an object column's "
-                    "values of mixed Python types (1, True, 1.0, '1') may stand for one "
-                    "group); cast it to one of those first, or declare its keys")
-            if request.keys is not None and not request.keys_from_data:
-                # (keys selected from this column are of its type by construction)
-                values = request.keys if len(cols) == 1 else [k[i] for k in request.keys]
-                _check_keys_match(columns[col], col, values)
-    out = []
-    for (name, q), share in zip(queries.items(), request.shares, strict=True):
-        read = q.columns_read()
-        for col in read:
-            engine.validate_column(frame, col, columns=columns)
-            if col not in facts.bounds:
-                raise BoundsError(
-                    f"no bounds declared for column {col!r}. Bounds are public and never "
-                    "computed from the data; declare them on a derived copy: "
-                    f"frame.dp.with_columns(nw.col({col!r}).alias('{col}_b'), "
-                    f"bounds={{'{col}_b': (lower, upper)}}) (new columns take their bounds "
-                    "where they are derived)"
-                )
-        for c in read:
-            if c not in native:
-                native[c] = backend.column_dtype(frame, c)
-        drops = [c for c in read
-                 if facts.missing.get(c, DROP) == DROP and backend.can_hold_missing(native[c])]
-        ctx = PlanContext(
-            size_public=facts.size_public and not drops and unit is None, n=n,
-            bounds=facts.bounds[q.column] if q.column is not None else None,
-            grouped=grouped, count_cap=float(n), column=q.column, drops=bool(drops),
-            n_groups=n_groups, all_bounds={c: facts.bounds[c] for c in read},
-            public_exact=request.epsilon == 0, unit=unit,
-            units_public=unit is not None and facts.size_public,
+    return PlanContext(
+        size_public=facts.size_public and not drops and unit is None, n=n,
+        bounds=facts.bounds[q.column] if q.column is not None else None,
+        grouped=request.group_by is not None, count_cap=float(n), column=q.column,
+        drops=bool(drops), n_groups=n_groups, all_bounds={c: facts.bounds[c] for c in read},
+        public_exact=request.epsilon == 0, unit=unit,
+        units_public=unit is not None and facts.size_public,
+    )
+
+
+def _require_public_size(q: Query, ctx: PlanContext, facts: FrameFacts,
+                         drops: Sequence[str]) -> None:
+    """Refuse a query that needs the public row count where it is private."""
+    if not q.needs_public_size or ctx.size_public:
+        return
+    if facts.unit is not None:
+        raise PrivateSizeError(
+            f"dp.{q.kind} needs the public row count, which a privacy unit makes "
+            f"private (one person can own several rows); it is not available on frames "
+            f"protected with privacy_unit={facts.unit.column!r}"
         )
-        if q.needs_public_size and not ctx.size_public:
-            if unit is not None:
-                raise PrivateSizeError(
-                    f"dp.{q.kind} needs the public row count, which a privacy unit makes "
-                    f"private (one person can own several rows); it is not available on frames "
-                    f"protected with privacy_unit={unit.column!r}"
-                )
-            raise PrivateSizeError(
-                f"dp.{q.kind} needs the public row count: run it on the protected frame or a "
-                "derivation that keeps every row (with_columns/select), with a public fill "
-                "value for missing values in the columns it reads "
-                f"({', '.join(drops) or 'none'} drop them): e.g. a derived copy "
-                "frame.dp.with_columns(nw.col(c).alias(c2), bounds={c2: (lo, hi)}, "
-                "missing={c2: value})"
-            )
-        try:
-            plan_q = q.plan(ctx)
-        except OverflowError:  # n·w or w² beyond the largest double: a public fact
-            raise ParameterError(
-                f"the bounds of {', '.join(read) or 'this query'} are too wide for {q.kind} on "
-                f"{n} rows (the statistic's range overflows a double); declare narrower bounds"
-            ) from None
-        if unit is not None:  # sensitivities × k, group shares / min(g, k) (dpframe.units)
-            plan_q = units.bound_plan(plan_q, q, unit, grouped)
-        out.append(Planned(name, q, plan_q, share, [], {}, 0.0, ctx.bounds))
+    raise PrivateSizeError(
+        f"dp.{q.kind} needs the public row count: run it on the protected frame or a "
+        "derivation that keeps every row (with_columns/select), with a public fill "
+        "value for missing values in the columns it reads "
+        f"({', '.join(drops) or 'none'} drop them): e.g. a derived copy "
+        "frame.dp.with_columns(nw.col(c).alias(c2), bounds={c2: (lo, hi)}, "
+        "missing={c2: value})"
+    )
+
+
+def _plan_query(frame: Any, facts: FrameFacts, request: Request, name: str, q: Query,
+                share: float, columns: dict[str, Any], native: dict[str, Any]) -> Planned:
+    """One query's plan (``native``: the dtypes of the columns read so far, shared)."""
+    backend = facts.dataset.backend
+    read = q.columns_read()
+    _check_read_columns(frame, facts, read, columns)
+    for c in read:
+        if c not in native:
+            native[c] = backend.column_dtype(frame, c)
+    drops = [c for c in read
+             if facts.missing.get(c, DROP) == DROP and backend.can_hold_missing(native[c])]
+    ctx = _plan_context(facts, request, q, read, drops)
+    _require_public_size(q, ctx, facts, drops)
+    try:
+        plan_q = q.plan(ctx)
+    except OverflowError:  # n·w or w² beyond the largest double: a public fact
+        raise ParameterError(
+            f"the bounds of {', '.join(read) or 'this query'} are too wide for {q.kind} on "
+            f"{ctx.n} rows (the statistic's range overflows a double); declare narrower bounds"
+        ) from None
+    if facts.unit is not None:  # sensitivities × k, group shares / min(g, k) (dpframe.units)
+        plan_q = units.bound_plan(plan_q, q, facts.unit, ctx.grouped)
+    return Planned(name, q, plan_q, share, [], {}, 0.0, ctx.bounds)
+
+
+def _check_output_names(out: Sequence[Planned]) -> None:
     outputs = [f"{p.name}[{label}]" for p in out for label in p.plan.labels or ()] + [
         p.name for p in out if p.plan.labels is None]
     clash = sorted({o for o in outputs if outputs.count(o) > 1})
     if clash:
         raise ParameterError(f"the release would have several outputs named {clash}: rename "
                              "the queries (several quantile levels are named <name>[<q>])")
-    # a query answered from public facts alone (the count of a frame whose size is public)
-    # costs nothing: its share goes to the queries that need noise
+
+
+def _share_budget(out: Sequence[Planned], request: Request) -> None:
+    """Split ε and δ: a query answered from public facts alone (the count of a frame whose
+    size is public) costs nothing and its share goes to the queries that need noise; within a
+    query each measurement gets its weight (times the per-group share when grouped)."""
     noisy = [p for p in out if p.plan.measurements]
     total = sum(p.share for p in noisy)
     if noisy and request.epsilon <= 0:
@@ -497,19 +539,25 @@ def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[
     for p in out:
         p.share = p.share / total if p.plan.measurements else 0.0
         p.epsilon = request.epsilon * p.share
-        group_factor = (p.plan.group_share or 0.5) if grouped else 1.0
-        p.mechanisms = []
-        for m in p.plan.measurements:
-            eps = request.epsilon * p.share * m.weight * group_factor
-            dlt = request.delta * p.share * m.weight * group_factor
-            if m.make is not None:  # its own mechanism (quantiles: exponential over bins)
-                p.mechanisms.append(m.make(eps, dlt))
-                p.choices[m.name] = "the exponential mechanism (used for every quantile)"
-            elif m.domain_after is not None:
-                p.mechanisms.append(None)  # built once the measurements before it are out
-            else:
-                p.mechanisms.append(_mechanism(request, m, eps, dlt, choices=p.choices))
-    return out
+        _build_mechanisms(p, request)
+
+
+def _build_mechanisms(p: Planned, request: Request) -> None:
+    """The mechanism of each of ``p``'s measurements: its own (quantiles: the exponential
+    mechanism over bins), None when its domain depends on earlier noisy values (built after
+    them), else the Laplace family member ``request.mechanism`` names."""
+    group_factor = (p.plan.group_share or 0.5) if request.group_by is not None else 1.0
+    p.mechanisms = []
+    for m in p.plan.measurements:
+        eps = request.epsilon * p.share * m.weight * group_factor
+        dlt = request.delta * p.share * m.weight * group_factor
+        if m.make is not None:
+            p.mechanisms.append(m.make(eps, dlt))
+            p.choices[m.name] = "the exponential mechanism (used for every quantile)"
+        elif m.domain_after is not None:
+            p.mechanisms.append(None)
+        else:
+            p.mechanisms.append(_mechanism(request, m, eps, dlt, choices=p.choices))
 
 
 def _mechanism(request: Request, m: Measurement, epsilon: float, delta: float,

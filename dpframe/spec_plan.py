@@ -32,6 +32,7 @@ from functools import reduce
 from typing import Any
 
 from dpframe.errors import DPFrameError
+from dpframe.mechanisms.accuracy import ROUNDED, half_width, raw_target, rounded_half_width
 from dpframe.spec import Condition, QuerySpec, ReleaseSpec, StatisticSpec
 
 __all__ = [
@@ -51,22 +52,9 @@ __all__ = [
 #: Level of the half-widths shown: P(|release − true| ≤ h) ≥ 1 − ALPHA.
 ALPHA = 0.05
 
-_half_width: Callable[[Any, float], float] | None
-try:  # the exact worst-case half-width, when this dpframe has it
-    from dpframe.mechanisms.accuracy import half_width as _exact_half_width
-
-    _half_width = _exact_half_width
-
-    ACCURACY_METHOD = (
-        "dpframe.mechanisms.accuracy.half_width: exact worst case over the true value, "
-        "snapping included"
-    )
-except ImportError:  # pragma: no cover - older dpframe
-    _half_width = None
-    ACCURACY_METHOD = (
-        "simple bound scale·ln(1/α) + snapping grid (Laplace tail; clamping and conditioning "
-        "only move a release towards the domain)"
-    )
+#: how the half-widths shown are computed
+ACCURACY_METHOD = ("dpframe.mechanisms.accuracy.half_width: exact worst case over the true "
+                   "value, snapping included")
 
 
 @dataclass(frozen=True)
@@ -387,7 +375,8 @@ def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, n: int
             "a filter, a group-by or missing = \"drop\" on its column). Give the query a share "
             "instead, or declare a fill value for the column"))
     m = ms[0]
-    target = stat.target * stat.target if stat.kind == "std" else stat.target
+    target = stat.target * stat.target if stat.kind == "std" else raw_target(stat.kind,
+                                                                              stat.target)
     finite = math.isfinite(m.lower) and math.isfinite(m.upper)
     options = {} if finite or m.magnitude is None else {"magnitude": m.magnitude}
     gf = (plan.group_share or 0.5) if q.group_by is not None else 1.0
@@ -450,12 +439,12 @@ def _plan_query(spec: ReleaseSpec, q: QuerySpec, n: int | None, eps_q: float,
             except DPFrameError as exc:
                 raise spec.error((*q.path, "share"), f"{q.name!r}/{stat.name!r}: the "
                                  f"{q.mechanism} mechanism cannot be built: {exc}") from None
-            h = (_half_width(mech, ALPHA) if _half_width is not None
-                 else float(mech.scale) * math.log(1 / ALPHA) + float(mech.grid or 0.0))
+            h = half_width(mech, ALPHA)
             reached = None
-            if stat.target is not None and _half_width is not None:
-                reached = _half_width(mech, 1.0 - q.level)
+            if stat.target is not None:
+                reached = half_width(mech, 1.0 - q.level)
                 reached = math.sqrt(reached) if stat.kind == "std" else reached
+                reached = rounded_half_width(reached) if stat.kind in ROUNDED else reached
             out.append(MeasurementPlan(
                 stat.name, stat.kind, stat.column, m.name, size, eps, dlt, eps * gf,
                 str(mech.name), float(mech.sensitivity), float(mech.domain.lower),

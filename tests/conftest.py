@@ -17,11 +17,21 @@ generated just to be skipped).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import settings
+
+#: property tests draw their examples from a fixed seed (derandomised: a CI failure reproduces
+#: on any machine) and have no per-example time limit (CI machines are slower and shared);
+#: ``HYPOTHESIS_PROFILE=explore`` draws fresh random examples when hunting for new failures
+settings.register_profile("dpframe", derandomize=True, deadline=None, database=None,
+                          print_blob=True)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dpframe"))
 
 #: every backend dpframe supports: in-memory frames, then the engines (started for real by the
 #: tests: DuckDB in-process, Spark in local mode, Dask's local scheduler). Adding an engine is

@@ -239,3 +239,102 @@ def test_extreme_bounds_are_bounds_errors_or_answered(bounds):
         pf.dp.variance("x", epsilon=0.4, random_state=0)
     except dpf.ParameterError:
         return
+
+
+# -- strict parameter types (issue 24 item 8): numbers only, the same rule everywhere ---------
+NOT_NUMBERS = ["0.5", b"0.5", True, np.True_, __import__("decimal").Decimal("0.5"), None,
+               [0.5], complex(0.5, 0)]
+
+
+@pytest.mark.parametrize("value", NOT_NUMBERS, ids=repr)
+def test_budget_parameters_take_numbers_only(value):
+    frame = pd.DataFrame({"x": [1.0, 2.0]})
+    with pytest.raises(dpf.ParameterError, match="number"):
+        dpf.protect(frame, epsilon=value, bounds={"x": (0, 5)})
+    if value is not None:
+        with pytest.raises(dpf.ParameterError, match="number"):
+            dpf.protect(frame, epsilon=1.0, delta=value, bounds={"x": (0, 5)})
+    pf, s = _protect(lambda d: pd.DataFrame(d))
+    with pytest.raises(dpf.ParameterError, match="number"):
+        pf.dp.mean("x", epsilon=value)
+    assert s.budget.epsilon_spent == 0
+
+
+@pytest.mark.parametrize("pair", [("0", "1"), (False, True), (0, True),
+                                  (__import__("decimal").Decimal(0), 1), "01", (0, 10**400)],
+                         ids=repr)
+def test_bounds_take_numbers_only(pair):
+    with pytest.raises(dpf.BoundsError, match="pair of numbers"):
+        dpf.protect(pd.DataFrame({"x": [1.0, 2.0]}), epsilon=1.0, bounds={"x": pair})
+
+
+def test_numpy_and_fraction_numbers_are_accepted():
+    from fractions import Fraction
+
+    pf = dpf.protect(pd.DataFrame({"x": [1.0, 2.0]}), epsilon=np.float32(1.0),
+                     bounds={"x": (np.int64(0), Fraction(5))}, missing=0.0)
+    assert 0 <= pf.dp.mean("x", epsilon=np.float64(0.5), random_state=0) <= 5
+
+
+def test_an_uncalibratable_large_epsilon_asks_for_a_smaller_one():
+    pf, _ = _protect(lambda d: pd.DataFrame(d), missing=0.0)
+    pf = dpf.protect(pd.DataFrame({"x": [1.0, 2.0]}), epsilon=1e301, bounds={"x": (0, 5)},
+                     missing=0.0)
+    with pytest.raises(dpf.ParameterError) as info:
+        pf.dp.mean("x", epsilon=1e300)
+    assert "smaller epsilon" in str(info.value) and "too small" not in str(info.value)
+    with pytest.raises(dpf.ParameterError, match="larger epsilon"):
+        pf.dp.mean("x", epsilon=1e-300)
+
+
+# -- frame shapes that are public facts --------------------------------------------------------
+@pytest.mark.backends("pandas", "duckdb", "spark", "dask")
+def test_duplicate_column_names_are_refused_at_protect(constructor):
+    """A pandas (or engine) frame may repeat a column name, even one no query names; the
+    narwhals error was raw. Names are schema: refused before anything is read."""
+    pdf = pd.DataFrame([[1.0, 2.0, 3.0]], columns=["x", "y", "y"])
+    frame = pdf if constructor.name == "pandas" else None
+    if constructor.name == "duckdb":
+        import duckdb
+
+        frame = duckdb.sql("select 1.0 as x, 2.0 as y, 3.0 as y")
+    elif constructor.name == "spark":
+        from tests.conftest import spark_session
+
+        frame = spark_session().createDataFrame([(1.0, 2.0, 3.0)], ["x", "y", "y"])
+    elif constructor.name == "dask":
+        import dask.dataframe as dd
+
+        frame = dd.from_pandas(pdf, npartitions=1)
+    with pytest.raises(dpf.UnsupportedInputError, match="'y' \\(2 times\\)"):
+        dpf.protect(frame, epsilon=1.0, bounds={"x": (0, 5)})
+
+
+def test_a_frame_without_columns_is_refused_not_counted_as_empty(constructor):
+    """Polars gives a frame without columns no rows: ``dp.drop`` of every column answered
+    count 0.0 for a frame of 4 rows. Refused from the schema, nothing spent."""
+    pf, s = _protect(constructor)
+    with pytest.raises(dpf.DerivationError, match="no columns"):
+        pf.dp.drop("x", "y", "s", "g").dp.count(epsilon=0.5)
+    if constructor.name == "polars-lazy":
+        for derived in (pf.select([]), pf.drop("x", "y", "s", "g")):
+            with pytest.raises(dpf.DerivationError, match="no columns"):
+                derived.dp.count(epsilon=0.5)
+    assert s.budget.epsilon_spent == 0
+
+
+@pytest.mark.backends("dask")
+def test_an_engine_failure_at_protect_is_a_dpframe_error_without_the_engine_text(constructor):
+    import dask.dataframe as dd
+
+    def fails_on_a_value(part: pd.DataFrame) -> pd.DataFrame:
+        if (part["x"] > 2).any():
+            raise RuntimeError("value 3.0 is secret")
+        return part
+
+    ddf = dd.from_pandas(pd.DataFrame({"x": [1.0, 2.0, 3.0]}), npartitions=1)
+    graph = ddf.map_partitions(fails_on_a_value, meta=ddf._meta)
+    with pytest.raises(dpf.UnsupportedInputError, match="nothing was protected") as info:
+        dpf.protect(graph, epsilon=1.0, bounds={"x": (0, 5)})
+    assert "secret" not in str(info.value) and "3.0" not in str(info.value)
+    assert info.value.__cause__ is None and info.value.__suppress_context__

@@ -447,3 +447,52 @@ def test_any_unterminated_tail_recovers_exactly(tmp_path_factory, intact, junk):
         assert led.recovered["torn_tail_bytes"] == len(junk)
     assert path.read_bytes() == data
     assert read_ledger_file(path)["epsilon_spent"] == sum([Fraction(0.1)] * N)
+
+
+# -- where a ledger can live (issue 24 item 7): a clear error before anything is created -------
+@pytest.mark.parametrize(("where", "fix"), [
+    ("", "name a file"), (3, "str or os.PathLike"), (b"ledger.jsonl", "str or os.PathLike"),
+    ("DIR", "is a folder"), ("DIR/", "name a file"), ("DIR/missing/ledger.jsonl", "create it"),
+])
+def test_a_ledger_path_that_cannot_be_a_ledger_is_refused_up_front(tmp_path, where, fix):
+    import dpframe as dpf
+    from dpframe.errors import ParameterError
+
+    path = where.replace("DIR", str(tmp_path)) if isinstance(where, str) else where
+    for make in (lambda: dpf.Session(path=path), lambda: DurableLedger(path, 1.0)):
+        with pytest.raises(ParameterError, match=fix):
+            make()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_creation_that_the_file_system_refuses_is_a_ledger_error(tmp_path, monkeypatch):
+    """A full disk during creation: a LedgerError that says so, and no temporary file or empty
+    head file left behind (a failed creation used to leave its ``.tmp``)."""
+    import errno
+
+    real = os.write
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(LedgerError, match="No space left"):
+        DurableLedger(tmp_path / "ledger.jsonl", 1.0)
+    monkeypatch.setattr(os, "write", real)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(LedgerError, match="cannot create"):
+        DurableLedger("/proc/ledger.jsonl", 1.0)  # a folder where no file can be made
+
+
+def test_a_failing_head_write_is_reported_as_the_head_not_an_fsync(ledger, monkeypatch):
+    import errno
+
+    led = DurableLedger(ledger)
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "pwrite", full)
+    with pytest.raises(LedgerError, match="writing the head file") as info:
+        led.commit(led.reserve(0.1), [{"tag": "head"}])
+    assert "fsync" not in str(info.value)

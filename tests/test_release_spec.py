@@ -479,7 +479,7 @@ def test_target_accuracies_set_epsilon_dry_run_and_run_agree(tmp_path, capsys):
     """A query with target accuracies gets the smallest ε meeting them (the planner's inverse,
     as frame.dp.epsilon_for gives it); the shares split what is left; the run spends exactly
     the planned ε's and the mechanisms it builds reach the targets."""
-    from dpframe.mechanisms.accuracy import half_width
+    from dpframe.mechanisms.accuracy import half_width, rounded_half_width
 
     _data(2_000).write_parquet(tmp_path / "data.parquet")
     spec = tmp_path / "spec.toml"
@@ -529,7 +529,8 @@ def test_target_accuracies_set_epsilon_dry_run_and_run_agree(tmp_path, capsys):
     e = logged[("n", "count", None)]
     mech = make_mechanism("bounded", epsilon=e["epsilon"], sensitivity=e["sensitivity"],
                           lower=e["domain_lower"], upper=e["domain_upper"], delta=0.0)
-    assert half_width(mech, 0.1) <= 20.0
+    assert half_width(mech, 0.1) < 20.5  # the released integer: within ⌊h + ½⌋ ≤ 20
+    assert rounded_half_width(half_width(mech, 0.1)) <= 20.0
 
 
 def test_only_target_accuracies_spend_only_what_they_need(tmp_path, capsys):
@@ -595,7 +596,9 @@ BAD_TARGETS = {
         "one measurement"),
     "targets over budget": (_bad_target("epsilon = 1.0", f"epsilon = 1.0\nrun_epsilon = 0.01"
                                         f"  {MARK}"), "the target accuracies need"),
-    "unreachable target": (_bad_target("accuracy = 20.0", f"accuracy = 1e-12  {MARK}"),
+    # (a count's target is for the released integer: any target is reachable, 0 meaning
+    # exact with probability ≥ level; a continuous statistic's ±1e-12 is not)
+    "unreachable target": (_bad_target("accuracy = 150", f"accuracy = 1e-12  {MARK}"),
                            "cannot be reached"),
 }
 

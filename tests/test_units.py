@@ -471,9 +471,14 @@ def test_planner_knows_unit_counts_and_the_unit_group_share():
     assert table["half_width"].notna().all()
     assert table["half_width"].iloc[1] > 2 * table["half_width"].iloc[0]  # Δ = 3 vs Δ = 1
     grouped = pf.dp.groupby("g").accuracy({"n": dpf.count()}, epsilon=1.0)
-    back = planner.epsilon_for(pf, dpf.count(), float(grouped["half_width"].iloc[0]),
-                               group_by="g")
-    assert back == pytest.approx(1.0, rel=1e-6)  # the inverse uses ε/(2·min(g, k)) too
+    target = float(grouped["half_width"].iloc[0])  # the released integer's: ⌊h + ½⌋
+    back = planner.epsilon_for(pf, dpf.count(), target, group_by="g")
+    # the inverse uses ε/(2·min(g, k)) too: the smallest ε whose grouped accuracy meets it
+    assert back <= 1.0 + 1e-9
+    at = pf.dp.groupby("g").accuracy({"n": dpf.count()}, epsilon=back)["half_width"].iloc[0]
+    below = pf.dp.groupby("g").accuracy({"n": dpf.count()},
+                                        epsilon=back * 0.999)["half_width"].iloc[0]
+    assert at <= target < below
     assert pf.dp.budget.epsilon_spent == 0
 
 

@@ -706,6 +706,8 @@ class DPNamespace:
             outputs = {mapping.get(c, c): c for c in schema}
             if len(outputs) != len(schema):
                 raise ParameterError(f"dp.rename: the new names collide: {mapping}")
+        if not outputs:
+            raise DerivationError(f"dp.{verb}: {derivations.NO_COLUMNS}")
         steps = [derivations.Step.copying(outputs, schema)]
         return self._built(facts, facts.after(steps), steps, schema)
 

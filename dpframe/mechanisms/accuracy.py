@@ -27,6 +27,7 @@ from dpframe.errors import ParameterError
 from dpframe.mechanisms.intervals import _snap_radius, _x_range
 
 __all__ = [
+    "ROUNDED",
     "AccuracyTarget",
     "EpsilonSplit",
     "MechanismChoice",
@@ -35,6 +36,8 @@ __all__ = [
     "half_width",
     "mean_half_width",
     "miss_probability",
+    "raw_target",
+    "rounded_half_width",
     "split_epsilon",
     "worst_case_mse",
 ]
@@ -275,6 +278,26 @@ def mean_half_width(
     h_s = half_width(sum_mechanism, a_each)
     m = max(hi - c, c - lo)
     return min(hi - lo, (h_s + m * h_n) / max(float(n) - h_n, 1.0))
+
+
+#: statistics released as integers (the noisy value rounded, then kept in its domain)
+ROUNDED = ("count", "count_units")
+
+
+def rounded_half_width(h: float) -> float:
+    """The half-width of a count released as ``rint`` of a noisy count ``x`` whose error is
+    at most ``h``: ``n`` is an integer, so ``rint(x) − n = rint(x − n)``, an integer of
+    magnitude at most ``|x − n| + ½``; hence ``|rint(x) − n| ≤ ⌊h + ½⌋`` whenever
+    ``|x − n| ≤ h`` (clamping to the domain, which holds ``n``, only moves it closer)."""
+    return float(math.floor(h + 0.5)) if math.isfinite(h) else h
+
+
+def raw_target(kind: str, target: float) -> float:
+    """The noisy value's half-width that meets ``target`` for the released value: for a count
+    (:func:`rounded_half_width`) ``⌊h + ½⌋ ≤ T ⟺ h < ⌊T⌋ + ½``."""
+    if kind not in ROUNDED or not math.isfinite(target):
+        return target
+    return math.nextafter(math.floor(target) + 0.5, 0.0)
 
 
 @dataclass(frozen=True)

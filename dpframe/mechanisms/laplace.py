@@ -135,6 +135,19 @@ class _LaplaceFamily:
             )
         return b
 
+    def _unfit(self, reason: str) -> ParameterError:
+        """The error for parameters floating point cannot calibrate, naming the way out: a
+        large ε makes the noise finer than the doubles of the domain, a small one makes the
+        snapping overhead exceed ε, and a domain of a few doubles fits no grid at all."""
+        lo, hi = self._window(1.0)
+        advice = ("use a smaller epsilon (the noise would be finer than the floating-point "
+                  "numbers of the domain)" if self.epsilon > 1.0
+                  else "use a larger epsilon or wider bounds")
+        return ParameterError(
+            f"epsilon={self.epsilon:g} cannot be calibrated in floating point for the domain "
+            f"[{lo:g}, {hi:g}] and sensitivity {self.sensitivity:g} ({reason}); {advice}"
+        )
+
     def _calibrate(self) -> None:
         if not self.snapping:
             self.scale = self._scale_for(self.epsilon)
@@ -146,17 +159,11 @@ class _LaplaceFamily:
         try:
             plan = plan_snapping(b, self.epsilon, self._sampling_set(), self._window(b))
         except (ArithmeticError, ValueError):
-            raise ParameterError(
-                f"epsilon={self.epsilon:g} is too small for floating point at this domain and "
-                "sensitivity (no snapping grid fits); use a larger epsilon"
-            ) from None
+            raise self._unfit("no snapping grid fits") from None
         reserved = plan.overhead
         for _ in range(20):
             if reserved >= self.epsilon:
-                raise ParameterError(
-                    f"epsilon={self.epsilon:g} is too small for floating point at this domain and"
-                    " sensitivity (snapping would cost all of it); use a larger epsilon"
-                )
+                raise self._unfit("snapping would cost all of it")
             b = self._scale_for(self.epsilon - reserved)
             cost = rounding_cost(plan.delta_t_at(b), plan.w_min, plan.w_max, b) + plan.choice_cost
             if cost <= reserved:

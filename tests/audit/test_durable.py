@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -154,10 +153,11 @@ def test_sigkill_mid_stream_keeps_every_returned_release(tmp_path):
     path = tmp_path / "ledger.jsonl"
     proc = _child(path, "kill")
     acks = 0
-    deadline = time.monotonic() + 60
     assert proc.stdout is not None
-    while acks < 40 and time.monotonic() < deadline:
+    while acks < 40:  # count-based: kill after the 40th acknowledged release, however slow
         line = proc.stdout.readline()
+        if not line:  # the child ended on its own: the assertions below say how
+            break
         if line.startswith("ack"):
             acks += 1
     os.kill(proc.pid, signal.SIGKILL)
