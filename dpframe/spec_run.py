@@ -1,7 +1,10 @@
 """``dpframe release spec.toml``: run a release spec (or, with ``--dry-run``, show its plan).
 
 * :func:`source_facts` — the input's columns, types and public row count from file metadata
-  only (Parquet footers; a CSV file's header line). The dry run reads nothing else.
+  only (Parquet footers; a CSV file's header line), checking that every file has the same
+  schema. The dry run reads nothing else.
+* :func:`check_output` — refuses an output path that is the ledger, its head file, the spec
+  or an input file (resolved paths, and inodes where the files exist).
 * :func:`load_frame` — the one place that opens the input with an engine's lazy reader
   (Polars ``scan_parquet``/``scan_csv``, DuckDB ``read_parquet``/``read_csv``, Spark
   ``read.parquet``/``read.csv`` in local mode, Dask ``read_parquet``/``read_csv``).
@@ -30,7 +33,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dpframe.errors import BudgetExceededError, DPFrameError, UnsupportedInputError
+from dpframe.errors import (
+    BudgetExceededError,
+    DPFrameError,
+    SourceChangedError,
+    UnsupportedInputError,
+)
 from dpframe.spec import InputSpec, ReleaseSpec, SpecError, load_spec
 from dpframe.spec_plan import (
     ReleasePlan,
@@ -47,6 +55,7 @@ __all__ = [
     "SPEC_KEY",
     "RunResult",
     "add_release_parser",
+    "check_output",
     "ledger_status",
     "load_frame",
     "release_command",
@@ -98,31 +107,32 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
 
         n = 0
         columns: dict[str, str] = {}
+        first: list[tuple[str, str]] = []
         for i, f in enumerate(files):
             try:
                 meta = pq.read_metadata(f)
+                schema = meta.schema.to_arrow_schema()
             except Exception as exc:
                 raise DPFrameError(f"cannot read the Parquet footer of {f}: {exc}") from None
             n += meta.num_rows
+            fields = [(field.name, _type_name(field.type)) for field in schema]
             if i == 0:
-                schema = meta.schema.to_arrow_schema()
+                first = fields
                 columns = {name: _arrow_kind(schema.field(name).type) for name in schema.names}
+            elif fields != first:
+                raise spec.error(("input", "path"), _schema_difference(files[0], first, f,
+                                                                       fields))
         note = (f"public: from the Parquet footer{'s' if len(files) > 1 else ''} of "
                 f"{len(files)} file{'s' if len(files) > 1 else ''}, no data read")
         if rows is not None:
             note += f"; --rows {rows} ignored"
         return SourceFacts(tuple(files), columns, n, note)
-    import csv
-
-    with open(files[0], "rb") as fh:  # the first line only; nothing after it is decoded
-        first = fh.readline(1 << 20)
-    try:
-        header = next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")]), [])
-    except UnicodeDecodeError:
-        raise spec.error(("input", "path"), f"the header line of {files[0]} is not UTF-8"
-                         ) from None
-    if not header:
-        raise spec.error(("input", "path"), f"{files[0]} has no header line")
+    header = _csv_header(spec, files[0])
+    for f in files[1:]:  # every file's header line: one file's columns are not the others'
+        other = _csv_header(spec, f)
+        if other != header:
+            raise spec.error(("input", "path"), _schema_difference(
+                files[0], [(c, "") for c in header], f, [(c, "") for c in other]))
     kinds = {"float64": "numeric", "int64": "numeric", "string": "string", "bool": "boolean",
              "date": "other"}
     declared = dict(inp.columns)
@@ -134,6 +144,127 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
     return SourceFacts(tuple(files), cols, None,
                        "unknown: CSV files keep no row count in their metadata; the run counts "
                        "the rows")
+
+
+def _type_name(t: Any) -> str:
+    """An Arrow type as compared across files: a dictionary-encoded column as its values'
+    type (an encoding, not a type), nullability ignored (a schema fact every engine reads
+    either way)."""
+    import pyarrow as pa
+
+    return str(t.value_type if pa.types.is_dictionary(t) else t)
+
+
+def _csv_header(spec: ReleaseSpec, path: str) -> list[str]:
+    """The column names of a CSV file's first line (nothing after it is decoded)."""
+    import csv
+
+    with open(path, "rb") as fh:
+        first = fh.readline(1 << 20)
+    try:
+        header = next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")]), [])
+    except UnicodeDecodeError:
+        raise spec.error(("input", "path"), f"the header line of {path} is not UTF-8"
+                         ) from None
+    if not header:
+        raise spec.error(("input", "path"), f"{path} has no header line")
+    return header
+
+
+def _schema_difference(path_a: str, a: list[tuple[str, str]], path_b: str,
+                       b: list[tuple[str, str]]) -> str:
+    """Why two input files cannot be read as one table: the columns one has and the other
+    lacks, a column whose type differs, or the order (schema facts only, never a value)."""
+    names_a, names_b = [n for n, _ in a], [n for n, _ in b]
+    types_a, types_b = dict(a), dict(b)
+    parts = []
+    if only := [n for n in names_a if n not in types_b]:
+        parts.append(f"{path_b} lacks column(s) {', '.join(map(repr, only))}")
+    if extra := [n for n in names_b if n not in types_a]:
+        parts.append(f"{path_b} has extra column(s) {', '.join(map(repr, extra))}")
+    for name in names_a:
+        if name in types_b and types_a[name] != types_b[name]:
+            parts.append(f"column {name!r} is {types_a[name]} in {path_a} but "
+                         f"{types_b[name]} in {path_b}")
+    if not parts:
+        parts.append(f"the columns are in another order in {path_b}")
+    return ("the input files do not share one schema (every file needs the same columns, in "
+            f"the same order, with the same types): {'; '.join(parts)}. No data was read and "
+            "nothing was spent.")
+
+
+# -- paths the output may not take ------------------------------------------------------------
+def _same(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` name the same file: equal after resolving symlinks and ``..`` (the
+    file need not exist), or the same inode where both exist (hard links, case-insensitive
+    file systems)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def _glob_matches(pattern: str, path: Path) -> bool:
+    """Whether the input glob ``pattern`` would name ``path`` (part by part: ``*`` does not
+    cross a ``/``; a pattern with ``**`` is matched as a whole, which errs toward a match)."""
+    import fnmatch
+
+    target = str(path.resolve())
+    if not glob.has_magic(pattern):
+        return False
+    pat = os.path.abspath(pattern)
+    if "**" in pat:
+        return fnmatch.fnmatchcase(target, pat)
+    pat_parts, parts = Path(pat).parts, Path(target).parts
+    return len(pat_parts) == len(parts) and all(
+        fnmatch.fnmatchcase(p, q) for p, q in zip(parts, pat_parts, strict=True))
+
+
+def check_output(spec: ReleaseSpec, target: Path, files: list[str],
+                 *, from_arguments: bool = False) -> None:
+    """Refuse, from paths alone (before anything is read, created or spent), an output that
+    would replace a file this run needs: the ledger (``privacy.ledger``), its head file or
+    the temporary file a new ledger is built in (:mod:`dpframe.durable`), the spec, or an
+    input file (``files``); or that the input's glob would read on the next run. The same
+    holds for ``<output>.partial``, written when a run stops after some releases. Paths are
+    compared after resolving symlinks and ``..``, and by inode where both files exist."""
+    from dpframe.durable import head_path
+
+    ledger = spec.ledger
+    taken: list[tuple[Path, str]] = [
+        (ledger, f"the ledger file {ledger} (privacy.ledger)"),
+        (head_path(ledger), f"the ledger's head file {head_path(ledger)}"),
+        *((Path(f), f"the input file {f}") for f in files),
+    ]
+    if os.path.exists(spec.source):
+        taken.append((Path(spec.source), f"the spec file {spec.source}"))
+    reason = None
+    for path in (target, target.with_name(target.name + ".partial")):
+        for other, what in taken:
+            if _same(path, other):
+                reason = f"{path} is {what}"
+                break
+        else:
+            import fnmatch
+
+            resolved = path.resolve()
+            if resolved.parent == ledger.resolve().parent and fnmatch.fnmatchcase(
+                    resolved.name, f".{ledger.name}.*.tmp"):
+                reason = f"{path} is a name the ledger {ledger} uses while it is created"
+            elif _glob_matches(spec.input.path, path):
+                reason = (f"{path} matches input.path {spec.input.path!r}: the next run would "
+                          "read the release as input")
+        if reason is not None:
+            break
+    if reason is None:
+        return
+    message = (f"the output would replace a file this run needs: {reason}. Choose another "
+               "output path; nothing was read or spent.")
+    if from_arguments:
+        raise SpecError(message.replace("the output", "--output", 1), source="arguments")
+    raise spec.error(("output", "path"), message)
 
 
 def ledger_status(spec: ReleaseSpec) -> dict[str, Any]:
@@ -313,6 +444,34 @@ def _protect(spec: ReleaseSpec, frame: Any, session: Any) -> Any:
 
 
 # -- the run ---------------------------------------------------------------------------------
+def _identities(files: list[str]) -> dict[str, tuple[int, int, int, int]]:
+    """Path → (size, modification time in ns, device, inode) of each input file: file-system
+    metadata, no data."""
+    out = {}
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            out[f] = (-1, -1, -1, -1)
+        else:
+            out[f] = (st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+    return out
+
+
+def _check_unchanged(spec: ReleaseSpec, checked: dict[str, tuple[int, int, int, int]]) -> None:
+    """Refuse, before any release, if the input files are not the ones whose schemas were
+    checked (a file added, removed, replaced or rewritten since): the check's conclusions
+    would not hold for what is read. From file-system metadata only, so the refusal reveals
+    nothing about the data; nothing has been spent at this point."""
+    if _identities(_files(spec.input)) != checked:
+        raise SourceChangedError(
+            f"the input files ({spec.input.path}) changed while this run started (added, "
+            "removed, replaced or rewritten after their schemas were checked); the release "
+            "was stopped before any query ran. Nothing was spent; run it again once the files "
+            "are stable."
+        )
+
+
 @dataclass
 class RunResult:
     """What a run released: the long result table (pandas), the output path, the budget
@@ -381,8 +540,13 @@ def _write(path: Path, rows: list[dict[str, Any]], documents: list[dict[str, Any
 def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool = False,
              random_state: Any = None, out: Any = None) -> RunResult:
     """Run every query of ``spec`` and write the output file. Checks, before reading any
-    data: the plan (as in the dry run), the output path, and that the ledger has this run's
-    ε and δ left (so a run never stops half-way for lack of budget)."""
+    data: the output path (:func:`check_output`: never the ledger, its head file, the spec
+    or an input), every input file's schema (:func:`source_facts`), the plan (as in the dry
+    run), and that the ledger has this run's ε and δ left (so a run never stops half-way for
+    lack of budget). After ``protect`` and before the first release, the input files must
+    still be the ones checked (:func:`_check_unchanged`); from then on every release checks
+    them again (:class:`~dpframe.errors.SourceChangedError`, before anything is spent). The
+    output is written atomically (a temporary file in its folder, then ``os.replace``)."""
     import numpy as np
 
     import dpframe as dpf
@@ -391,10 +555,13 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
     out = sys.stdout if out is None else out
     t0 = time.perf_counter()
     target = spec.output if output is None else output
+    files = _files(spec.input)
+    check_output(spec, target, files, from_arguments=output is not None)
     if target.exists() and not (overwrite or spec.overwrite):
         raise SpecError(f"output {target} exists; remove it, pass --overwrite or set "
                         "overwrite = true under [output]", source=spec.source,
                         line=spec.line_of(("output", "path")))
+    checked = _identities(files)  # before the footers are read: a later change shows
     facts = source_facts(spec)
     if facts.n is not None or not any(q.targeted for q in spec.queries):
         plan_release(spec, facts)  # every check of the dry run, before protect
@@ -403,8 +570,13 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
     rng = None if random_state is None else np.random.default_rng(random_state)
     spec.ledger.parent.mkdir(parents=True, exist_ok=True)
     session = dpf.Session(path=spec.ledger)
-    frame = load_frame(spec.input)
-    pf = _protect(spec, frame, session)
+    try:
+        frame = load_frame(spec.input)
+        pf = _protect(spec, frame, session)
+    except Exception:
+        _check_unchanged(spec, checked)  # a changed input: one fixed message, whatever failed
+        raise
+    _check_unchanged(spec, checked)  # protect bound these files; every release checks them
     # the ε's of the queries, at the public n protect read (the same n as the footers')
     plan = plan_release(spec, replace(facts, n=pf.dp.size))
     by_name = {qp.name: qp for qp in plan.queries}
@@ -510,6 +682,8 @@ def release_command(args: argparse.Namespace, out: Any = None, err: Any = None) 
         if args.rows is not None and args.rows < 1:
             raise SpecError(f"--rows must be ≥ 1, got {args.rows}", source="arguments")
         if args.dry_run:
+            target = spec.output if args.output is None else args.output
+            check_output(spec, target, _files(spec.input), from_arguments=args.output is not None)
             plan: ReleasePlan = plan_release(spec, source_facts(spec, args.rows))
             status = ledger_status(spec)
             if args.json:
