@@ -147,12 +147,18 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
 
 
 def _type_name(t: Any) -> str:
-    """An Arrow type as compared across files: a dictionary-encoded column as its values'
-    type (an encoding, not a type), nullability ignored (a schema fact every engine reads
-    either way)."""
+    """An Arrow type as compared across files, up to what every engine reads alike:
+    ``large_string``/``string_view`` as ``string`` (Polars writes the one, pyarrow the
+    other; the Parquet bytes are the same), likewise for binary; nullability is not part of
+    it. A dictionary (categorical) column is not a string column: Polars cannot read the two
+    as one."""
     import pyarrow as pa
 
-    return str(t.value_type if pa.types.is_dictionary(t) else t)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "binary"
+    return str(t)
 
 
 def _csv_header(spec: ReleaseSpec, path: str) -> list[str]:
@@ -211,15 +217,19 @@ def _glob_matches(pattern: str, path: Path) -> bool:
     cross a ``/``; a pattern with ``**`` is matched as a whole, which errs toward a match)."""
     import fnmatch
 
-    target = str(path.resolve())
     if not glob.has_magic(pattern):
         return False
     pat = os.path.abspath(pattern)
-    if "**" in pat:
-        return fnmatch.fnmatchcase(target, pat)
-    pat_parts, parts = Path(pat).parts, Path(target).parts
-    return len(pat_parts) == len(parts) and all(
-        fnmatch.fnmatchcase(p, q) for p, q in zip(parts, pat_parts, strict=True))
+    for target in {os.path.abspath(path), str(path.resolve())}:  # as spelled, and resolved
+        if "**" in pat:
+            if fnmatch.fnmatchcase(target, pat):
+                return True
+            continue
+        pat_parts, parts = Path(pat).parts, Path(target).parts
+        if len(pat_parts) == len(parts) and all(
+                fnmatch.fnmatchcase(p, q) for p, q in zip(parts, pat_parts, strict=True)):
+            return True
+    return False
 
 
 def check_output(spec: ReleaseSpec, target: Path, files: list[str],

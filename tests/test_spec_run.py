@@ -185,6 +185,8 @@ def test_output_the_input_glob_would_read_is_refused(tmp_path):
     (_frame(seed=1).with_columns(pl.col("age").cast(pl.Int32)), "column 'age' is int64 in"),
     (_frame(seed=1).select("income", "age", "region"), "the columns are in another order"),
     (_frame(seed=1).with_columns(extra=pl.lit(1.0)), "has extra column(s) 'extra'"),
+    (_frame(seed=1).with_columns(pl.col("region").cast(pl.Categorical)),
+     "column 'region' is string in"),
 ])
 def test_input_files_with_different_schemas_are_refused_before_spending(tmp_path, second,
                                                                         said):
@@ -199,6 +201,28 @@ def test_input_files_with_different_schemas_are_refused_before_spending(tmp_path
         assert said in proc.stderr and "nothing was spent" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "part-0.parquet", "part-1.parquet", "spec.toml"]
+
+
+def test_files_that_differ_only_in_encoding_share_a_schema(tmp_path):
+    """A Polars-written file (strings as ``large_string``, nullable columns) and a
+    pyarrow-written one (``string``, non-nullable columns): the same schema; the run reads
+    both."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _setup(tmp_path, input="part-*.parquet", files=1)
+    (tmp_path / "data.parquet").rename(tmp_path / "part-0.parquet")
+    other = _frame(seed=1).to_arrow()
+    fields = [pa.field(f.name, pa.string() if f.name == "region" else f.type, nullable=False)
+              for f in other.schema]
+    other = pa.table([c.cast(f.type) for c, f in zip(other.columns, fields, strict=True)],
+                     schema=pa.schema(fields))
+    pq.write_table(other, tmp_path / "part-1.parquet")
+    assert "large_string" in str(pq.read_schema(tmp_path / "part-0.parquet"))
+    assert "large" not in str(pq.read_schema(tmp_path / "part-1.parquet"))
+    proc = _release("spec.toml", "--noise-seed", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "n = 400" in proc.stdout
 
 
 def test_csv_files_with_different_headers_are_refused(tmp_path):
