@@ -102,6 +102,7 @@ __all__ = [
     "HEAD_SUFFIX",
     "DurableLedger",
     "check_expected_head",
+    "check_ledger_head",
     "head_digest",
     "head_path",
     "ledger_head",
@@ -373,6 +374,27 @@ def check_expected_head(hashes: list[str], expected: str, where: str) -> None:
             "at this path, or a rewritten history); its spending is not the recorded one. "
             "Nothing was read or spent"
         )
+
+
+def check_ledger_head(path: str | os.PathLike[str], expected: str) -> None:
+    """Refuse (:class:`LedgerError`; :class:`~dpframe.errors.ParameterError` for a malformed
+    digest) the ledger at ``path`` unless it exists and contains the head digest
+    ``expected`` (:func:`check_expected_head`). Reads both files, modifies neither."""
+    from dpframe._validation import check_head
+
+    check_head(expected)
+    where = os.fspath(path)
+    if not os.path.lexists(path):
+        raise LedgerError(
+            f"{where} does not exist, but a head {expected!r} of it was recorded: the ledger "
+            "was deleted or moved. Restore it; a new ledger here would start the budget again"
+        )
+    try:
+        info = read_ledger_file(path)
+    except OSError as exc:
+        raise LedgerError(f"cannot read the ledger {where}: {exc.strerror or exc}") from None
+    hashes = [info["header"]["hash"], *(r["hash"] for r in info["releases"])]
+    check_expected_head(hashes, expected, where)
 
 
 def _load(data: bytes, where: str) -> tuple[_Chain, list[dict[str, Any]], bytes]:

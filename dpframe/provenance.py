@@ -474,24 +474,12 @@ def _check_expected_head(path: str | os.PathLike[str] | None, expect_head: str) 
     contains ``expect_head`` (:func:`dpframe.durable.check_expected_head`), read without
     modifying it."""
     from dpframe._validation import check_head
-    from dpframe.durable import check_expected_head, read_ledger_file
+    from dpframe.durable import check_ledger_head
 
     check_head(expect_head)
     if path is None:
         raise ParameterError("expect_head= checks a durable ledger: pass path= too")
-    if not os.path.lexists(path):
-        raise LedgerError(
-            f"{os.fspath(path)} does not exist, but a head {expect_head!r} of it was recorded: "
-            "the ledger was deleted or moved. Restore it; a new ledger here would start the "
-            "budget again"
-        )
-    try:
-        info = read_ledger_file(path)
-    except OSError as exc:
-        raise LedgerError(f"cannot read the ledger {os.fspath(path)}: {exc.strerror or exc}"
-                          ) from None
-    hashes = [info["header"]["hash"], *(r["hash"] for r in info["releases"])]
-    check_expected_head(hashes, expect_head, os.fspath(path))
+    check_ledger_head(path, expect_head)
 
 
 def current_session() -> Session | None:

@@ -277,13 +277,22 @@ def check_output(spec: ReleaseSpec, target: Path, files: list[str],
     raise spec.error(("output", "path"), message)
 
 
-def ledger_status(spec: ReleaseSpec) -> dict[str, Any]:
+def ledger_status(spec: ReleaseSpec, expect_head: str | None = None) -> dict[str, Any]:
     """What the durable ledger says about this run, read from the ledger file (not data):
     ``{"exists", "epsilon_spent", "delta_spent", "fits", "note"}``. Never raises: a ledger
-    that cannot be read is reported in ``note`` (the run would then fail with the reason)."""
+    that cannot be read, or that does not contain ``expect_head``, is reported in ``note``
+    (the run would then fail with the reason)."""
     from fractions import Fraction
 
     path = spec.ledger
+    if expect_head is not None:
+        from dpframe.durable import check_ledger_head
+
+        try:
+            check_ledger_head(path, expect_head)
+        except DPFrameError as exc:
+            return {"exists": path.exists(), "epsilon_spent": None, "delta_spent": None,
+                    "fits": False, "note": f"{exc}; the run will be refused"}
     if not path.exists():
         return {"exists": False, "epsilon_spent": 0.0, "delta_spent": 0.0, "fits": True,
                 "note": "no ledger file yet: the first run creates it with the total budget"}
@@ -492,6 +501,7 @@ class RunResult:
     budget: Any
     spent: dict[str, float]
     seconds: float
+    head: str | None = None
 
 
 def _long_rows(query: str, group_by: str | None, table: Any) -> list[dict[str, Any]]:
@@ -548,15 +558,19 @@ def _write(path: Path, rows: list[dict[str, Any]], documents: list[dict[str, Any
 
 
 def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool = False,
-             random_state: Any = None, out: Any = None) -> RunResult:
+             random_state: Any = None, out: Any = None, expect_head: str | None = None
+             ) -> RunResult:
     """Run every query of ``spec`` and write the output file. Checks, before reading any
     data: the output path (:func:`check_output`: never the ledger, its head file, the spec
     or an input), every input file's schema (:func:`source_facts`), the plan (as in the dry
     run), and that the ledger has this run's ε and δ left (so a run never stops half-way for
-    lack of budget). After ``protect`` and before the first release, the input files must
-    still be the ones checked (:func:`_check_unchanged`); from then on every release checks
-    them again (:class:`~dpframe.errors.SourceChangedError`, before anything is spent). The
-    output is written atomically (a temporary file in its folder, then ``os.replace``)."""
+    lack of budget). With ``expect_head`` (a head digest archived after an earlier run), the
+    ledger must contain it (``dpf.Session(path, expect_head=...)``): a ledger rolled back,
+    deleted or diverged is refused before any data is read. After ``protect`` and before the
+    first release, the input files must still be the ones checked (:func:`_check_unchanged`);
+    from then on every release checks them again (:class:`~dpframe.errors.SourceChangedError`,
+    before anything is spent). The output is written atomically (a temporary file in its
+    folder, then ``os.replace``)."""
     import numpy as np
 
     import dpframe as dpf
@@ -579,7 +593,7 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
         check_schema(spec, facts)
     rng = None if random_state is None else np.random.default_rng(random_state)
     spec.ledger.parent.mkdir(parents=True, exist_ok=True)
-    session = dpf.Session(path=spec.ledger)
+    session = dpf.Session(path=spec.ledger, expect_head=expect_head)
     try:
         frame = load_frame(spec.input)
         pf = _protect(spec, frame, session)
@@ -634,8 +648,19 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
             _write(partial, rows, documents, spec.text)
             print(f"  the queries released so far are in {partial}", file=out)
         raise
-    frame_out = _write(target, rows, documents, spec.text)
-    return RunResult(frame_out, target, pf.dp.budget, spent, time.perf_counter() - t0)
+    try:
+        frame_out = _write(target, rows, documents, spec.text)
+    except BaseException:  # the values are released and spent: do not lose them
+        print(f"  writing {target} failed; the released values (spent, noisy) are:", file=out)
+        for r in rows:
+            print(f"    {r['query']}  {r['group'] or '-'}  {r['statistic']} = {r['value']!r}",
+                  file=out)
+        raise
+    from dpframe.durable import head_digest
+
+    chain = session.ledger.snapshot_document().get("chain") or {}  # as of our last commit
+    head = head_digest(chain["seq"], chain["hash"]) if "seq" in chain else None
+    return RunResult(frame_out, target, pf.dp.budget, spent, time.perf_counter() - t0, head)
 
 
 # -- command line ----------------------------------------------------------------------------
@@ -667,6 +692,10 @@ def add_release_parser(sub: Any) -> argparse.ArgumentParser:
                    help="replace an existing output file")
     p.add_argument("--noise-seed", type=int, default=None, metavar="S",
                    help="seed the noise (tests and teaching only: NOT private)")
+    p.add_argument("--expect-head", default=None, metavar="HEAD",
+                   help="the ledger head printed after an earlier run (or by `dpframe inspect "
+                        "LEDGER --head`): refuse a ledger that does not contain it (rolled "
+                        "back to an older copy, deleted, or a clone that spent separately)")
     return p
 
 
@@ -681,6 +710,9 @@ def _print_summary(result: RunResult, spec: ReleaseSpec, out: Any) -> None:
           f"ledger {spec.ledger}: {b}", file=out)
     print(f"wrote {result.output} ({len(result.table)} rows; the log is inside: "
           f"dpf.read_log({str(result.output)!r})) in {result.seconds:.1f} s", file=out)
+    if result.head is not None:
+        print(f"ledger head: {result.head} (archive it elsewhere; the next run with "
+              f"--expect-head {result.head} refuses a ledger rolled back behind it)", file=out)
 
 
 def release_command(args: argparse.Namespace, out: Any = None, err: Any = None) -> int:
@@ -691,11 +723,20 @@ def release_command(args: argparse.Namespace, out: Any = None, err: Any = None) 
         spec = load_spec(args.spec)
         if args.rows is not None and args.rows < 1:
             raise SpecError(f"--rows must be ≥ 1, got {args.rows}", source="arguments")
+        if args.expect_head is not None:
+            from dpframe._validation import check_head
+            from dpframe.errors import ParameterError
+
+            try:
+                check_head(args.expect_head)
+            except ParameterError as exc:
+                raise SpecError(str(exc).replace("expect_head", "--expect-head", 1),
+                                source="arguments") from None
         if args.dry_run:
             target = spec.output if args.output is None else args.output
             check_output(spec, target, _files(spec.input), from_arguments=args.output is not None)
             plan: ReleasePlan = plan_release(spec, source_facts(spec, args.rows))
-            status = ledger_status(spec)
+            status = ledger_status(spec, args.expect_head)
             if args.json:
                 print(json.dumps({**plan.as_dict(), "ledger": status}, indent=2,
                                  allow_nan=False, default=str), file=out)
@@ -703,7 +744,7 @@ def release_command(args: argparse.Namespace, out: Any = None, err: Any = None) 
                 print(format_plan(plan), f"ledger: {status['note']}", sep="\n", file=out)
             return 0
         result = run_spec(spec, output=args.output, overwrite=args.overwrite,
-                          random_state=args.noise_seed, out=out)
+                          random_state=args.noise_seed, out=out, expect_head=args.expect_head)
         _print_summary(result, spec, out)
         return 0
     except SpecError as exc:

@@ -348,7 +348,49 @@ def test_a_failed_write_leaves_the_previous_output_and_no_temporary_file(tmp_pat
     proc = subprocess.run([sys.executable, "driver.py"], capture_output=True, text=True,
                           env=ENV, cwd=tmp_path, timeout=300)
     assert proc.returncode == 1 and "No space left on device" in proc.stderr
+    assert "writing" in proc.stdout and "the released values (spent, noisy) are:" in proc.stdout
+    assert "n  -  n = " in proc.stdout and "m  -  m = " in proc.stdout  # not lost
     assert (tmp_path / "out.parquet").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "data.parquet", "driver.py", "ledger.jsonl", "ledger.jsonl.head", "out.parquet",
         "spec.toml"]
+
+
+# -- the ledger head: a run prints it, --expect-head checks it -------------------------------
+def test_expect_head_refuses_a_rolled_back_ledger(tmp_path):
+    """Each run prints the ledger's head digest (the one `inspect --head` prints). Both ledger
+    files restored from a backup made before the second run: the third run with the second
+    run's head is refused before anything is read or spent (exit 1, BEHIND), and the dry run
+    says so; with the head of the backup's state the run proceeds."""
+    import re
+    import shutil
+
+    _setup(tmp_path)
+    ledger, head_file = tmp_path / "ledger.jsonl", tmp_path / "ledger.jsonl.head"
+    first = _release("spec.toml", "--noise-seed", "1", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    head1 = re.search(r"ledger head: ([0-9]+:[0-9a-f]{32})", first.stdout).group(1)
+    inspected = subprocess.run([sys.executable, "-m", "dpframe", "inspect", str(ledger),
+                                "--head"], capture_output=True, text=True, env=ENV)
+    assert inspected.stdout.strip() == head1 and head1.startswith("2:")
+    shutil.copy(ledger, tmp_path / "backup")
+    shutil.copy(head_file, tmp_path / "backup.head")
+    second = _release("spec.toml", "--noise-seed", "2", "--expect-head", head1, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    head2 = re.search(r"ledger head: ([0-9]+:[0-9a-f]{32})", second.stdout).group(1)
+    assert head2.startswith("4:")
+    shutil.copy(tmp_path / "backup", ledger)
+    shutil.copy(tmp_path / "backup.head", head_file)
+    before = _snapshot(tmp_path)
+    third = _release("spec.toml", "--expect-head", head2, cwd=tmp_path)
+    assert third.returncode == 1
+    assert "LedgerError" in third.stderr and "is BEHIND the expected head" in third.stderr
+    assert _snapshot(tmp_path) == before
+    dry = _release("spec.toml", "--dry-run", "--expect-head", head2, cwd=tmp_path)
+    assert dry.returncode == 0 and "BEHIND" in dry.stdout and "the run will be refused" \
+        in dry.stdout
+    bad = _release("spec.toml", "--expect-head", "4:xyz", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: arguments: --expect-head")
+    assert _release("spec.toml", "--noise-seed", "3", "--expect-head", head1,
+                    cwd=tmp_path).returncode == 0
+    assert _spent(ledger) == pytest.approx(2.0)  # the rolled-back state plus this run
