@@ -200,11 +200,20 @@ def _schema_difference(path_a: str, a: list[tuple[str, str]], path_b: str,
 
 
 # -- paths the output may not take ------------------------------------------------------------
+def _resolved(p: Path) -> Path:
+    """``p`` with symlinks and ``..`` resolved (it need not exist); as spelled (absolute)
+    when it cannot be resolved (a symlink loop, a folder that cannot be read)."""
+    try:
+        return p.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(p))
+
+
 def _same(a: Path, b: Path) -> bool:
     """``a`` and ``b`` name the same file: equal after resolving symlinks and ``..`` (the
     file need not exist), or the same inode where both exist (hard links, case-insensitive
     file systems)."""
-    if a.resolve() == b.resolve():
+    if _resolved(a) == _resolved(b):
         return True
     try:
         return os.path.samefile(a, b)
@@ -220,7 +229,7 @@ def _glob_matches(pattern: str, path: Path) -> bool:
     if not glob.has_magic(pattern):
         return False
     pat = os.path.abspath(pattern)
-    for target in {os.path.abspath(path), str(path.resolve())}:  # as spelled, and resolved
+    for target in {os.path.abspath(path), str(_resolved(path))}:  # as spelled, and resolved
         if "**" in pat:
             if fnmatch.fnmatchcase(target, pat):
                 return True
@@ -259,8 +268,8 @@ def check_output(spec: ReleaseSpec, target: Path, files: list[str],
         else:
             import fnmatch
 
-            resolved = path.resolve()
-            if resolved.parent == ledger.resolve().parent and fnmatch.fnmatchcase(
+            resolved = _resolved(path)
+            if resolved.parent == _resolved(ledger).parent and fnmatch.fnmatchcase(
                     resolved.name, f".{ledger.name}.*.tmp"):
                 reason = f"{path} is a name the ledger {ledger} uses while it is created"
             elif _glob_matches(spec.input.path, path):

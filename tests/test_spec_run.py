@@ -394,3 +394,38 @@ def test_expect_head_refuses_a_rolled_back_ledger(tmp_path):
     assert _release("spec.toml", "--noise-seed", "3", "--expect-head", head1,
                     cwd=tmp_path).returncode == 0
     assert _spent(ledger) == pytest.approx(2.0)  # the rolled-back state plus this run
+
+
+# -- check_output over many spellings (in-process: paths only, nothing is run) -----------------
+def test_check_output_catches_every_spelling_and_allows_other_paths(tmp_path, monkeypatch):
+    """Each file the run needs, spelled absolute, relative to the working directory, with
+    ``./`` and ``..``, through a symlinked folder, a symlink and a hard link: refused.
+    Neighbouring names are allowed."""
+    from dpframe.spec import load_spec
+    from dpframe.spec_run import check_output
+
+    _setup(tmp_path)
+    assert _release("spec.toml", "--noise-seed", "1", cwd=tmp_path).returncode == 0
+    spec = load_spec(tmp_path / "spec.toml")
+    files = [str(tmp_path / "data.parquet")]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path, target_is_directory=True)
+    monkeypatch.chdir(tmp_path / "sub")
+    refused = []
+    for name in ("ledger.jsonl", "ledger.jsonl.head", "data.parquet", "spec.toml"):
+        refused += [tmp_path / name, Path("..") / name, Path("../sub/..") / name,
+                    tmp_path / "via" / name, Path(f"../via/./{name}")]
+        link, hard = tmp_path / f"link-{name}", tmp_path / f"hard-{name}"
+        link.symlink_to(tmp_path / name)
+        os.link(tmp_path / name, hard)
+        refused += [link, hard]
+    (tmp_path / "x.parquet.partial").write_bytes(b"")  # an input named like a partial file
+    files.append(str(tmp_path / "x.parquet.partial"))
+    refused.append(tmp_path / "x.parquet")  # its .partial would replace that input
+    for target in refused:
+        for from_arguments in (False, True):
+            with pytest.raises(dpf.SpecError, match="would replace a file this run needs"):
+                check_output(spec, Path(target), files, from_arguments=from_arguments)
+    for target in ("out.parquet", "../out.parquet", "../ledger.jsonl.bak", "../data.parquet2",
+                   "../sub/release.parquet", "../ledger.jsonl.head.parquet"):
+        check_output(spec, Path(target), files)
