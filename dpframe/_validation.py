@@ -12,8 +12,8 @@ from typing import Any
 
 from dpframe.errors import ParameterError
 
-__all__ = ["check_ci", "check_delta", "check_epsilon", "check_number", "check_seed",
-           "is_real_number"]
+__all__ = ["check_ci", "check_delta", "check_epsilon", "check_head", "check_number",
+           "check_seed", "is_real_number"]
 
 
 def is_real_number(value: Any) -> bool:
@@ -73,3 +73,19 @@ def check_seed(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
         raise ParameterError(f"{name} must be a non-negative int seed, got {value!r}")
     return int(value)
+
+
+def check_head(value: Any) -> tuple[int, str]:
+    """A ledger head digest as ``dpframe inspect LEDGER --head`` prints it,
+    ``"<seq>:<hex>"`` (the release number and the first 32, or all 64, hex digits of that
+    release line's chained hash, :mod:`dpframe.durable`); returns ``(seq, hex)``."""
+    import re
+
+    m = re.fullmatch(r"([0-9]{1,18}):([0-9a-f]{32}|[0-9a-f]{64})", value.strip().lower()) \
+        if isinstance(value, str) else None
+    if m is None:
+        raise ParameterError(
+            f"expect_head must be a ledger head as printed by `dpframe inspect LEDGER --head` "
+            f"(\"<release>:<32 hex digits>\", e.g. \"12:3f2a…\"), got {value!r}"
+        )
+    return int(m.group(1)), m.group(2)

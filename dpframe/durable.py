@@ -55,7 +55,10 @@ is kept, counted as spent, and the head is rolled forward).
 **What is not detected**: replacing *both* files by an older copy of both (a rollback to a
 backup) or deleting both; someone who rewrites the whole chain and the head file consistently
 (the hashes carry no key). Compare the ``ledger_id``, release ids and chain hashes in released
-Parquet files (``python -m dpframe inspect``) with the ledger to catch those.
+Parquet files (``python -m dpframe inspect``) with the ledger to catch those, or archive a
+head digest elsewhere (:func:`ledger_head`, ``dpframe inspect LEDGER --head``) and open the
+ledger with ``expect_head=`` (:func:`check_expected_head`): a ledger behind that digest, or
+diverged from it (a clone that spent separately), is refused.
 
 **Errors while writing.** If the append fails, the partial line is cut off and nothing is
 spent. If an ``fsync`` fails (``EIO``), the value is *not* returned but the release may already
@@ -98,7 +101,11 @@ __all__ = [
     "FORMAT_VERSION",
     "HEAD_SUFFIX",
     "DurableLedger",
+    "check_expected_head",
+    "check_ledger_head",
+    "head_digest",
     "head_path",
+    "ledger_head",
     "open_ledger",
     "read_ledger_file",
 ]
@@ -346,6 +353,75 @@ def read_ledger_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     }
 
 
+# -- head digests: rollback and clone detection ------------------------------------------------
+#: hex digits of a line hash kept in a head digest (128 bits)
+HEAD_DIGEST_HEX = 32
+
+
+def head_digest(seq: int, chain_hash: str) -> str:
+    """The short commit digest of a ledger state: ``"<seq>:<first 32 hex of line seq's
+    hash>"``. A line's hash covers its ``prev`` (the hash of the line before), so it commits
+    to the header (budget, ledger id) and every release up to ``seq``; a ledger *extends* the
+    digest when its line ``seq`` has that hash."""
+    return f"{seq}:{chain_hash[:HEAD_DIGEST_HEX]}"
+
+
+def ledger_head(path: str | os.PathLike[str]) -> str:
+    """The head digest of the ledger at ``path`` (verified with :func:`read_ledger_file`;
+    a complete line beyond the head file's count, which the next session keeps, is included)
+    — what a steward archives elsewhere after a run, to pass later as
+    ``dpf.Session(path, expect_head=...)``."""
+    info = read_ledger_file(path)
+    return head_digest(len(info["releases"]), info["chain_hash"])
+
+
+def check_expected_head(hashes: list[str], expected: str, where: str) -> None:
+    """Refuse (:class:`LedgerError`) a ledger whose chain (``hashes[seq]`` = hash of line
+    ``seq``) does not contain the ``expected`` head digest: it ends before that release
+    (**behind**: rolled back to an older copy, or deleted and created again) or holds a
+    different line there (**diverged**: a copy that spent separately, another ledger, or a
+    rewritten history). A ledger equal to or ahead of the digest passes."""
+    from dpframe._validation import check_head
+
+    seq, prefix = check_head(expected)
+    last = len(hashes) - 1
+    if seq > last:
+        raise LedgerError(
+            f"{where} is BEHIND the expected head {expected!r}: it ends at release {last}, "
+            f"but release {seq} was committed when that head was recorded. It was rolled back "
+            "to an older copy (or deleted and created again), so it shows less spent than was "
+            "spent; restore the newer files. Nothing was read or spent"
+        )
+    if not hashes[seq].startswith(prefix):
+        raise LedgerError(
+            f"{where} has DIVERGED from the expected head {expected!r}: its release {seq} is "
+            "not the one recorded (a copy of the ledger that spent separately, another ledger "
+            "at this path, or a rewritten history); its spending is not the recorded one. "
+            "Nothing was read or spent"
+        )
+
+
+def check_ledger_head(path: str | os.PathLike[str], expected: str) -> None:
+    """Refuse (:class:`LedgerError`; :class:`~dpframe.errors.ParameterError` for a malformed
+    digest) the ledger at ``path`` unless it exists and contains the head digest
+    ``expected`` (:func:`check_expected_head`). Reads both files, modifies neither."""
+    from dpframe._validation import check_head
+
+    check_head(expected)
+    where = os.fspath(path)
+    if not os.path.lexists(path):
+        raise LedgerError(
+            f"{where} does not exist, but a head {expected!r} of it was recorded: the ledger "
+            "was deleted or moved. Restore it; a new ledger here would start the budget again"
+        )
+    try:
+        info = read_ledger_file(path)
+    except OSError as exc:
+        raise LedgerError(f"cannot read the ledger {where}: {exc.strerror or exc}") from None
+    hashes = [info["header"]["hash"], *(r["hash"] for r in info["releases"])]
+    check_expected_head(hashes, expected, where)
+
+
 def _load(data: bytes, where: str) -> tuple[_Chain, list[dict[str, Any]], bytes]:
     if not data:
         raise LedgerError(
@@ -393,6 +469,9 @@ class DurableLedger(Ledger):
     ``DurableLedger(path, epsilon, delta)`` creates the ledger (or opens an existing one, whose
     budget must equal the one given); ``DurableLedger(path)`` opens an existing ledger with its
     own budget. ``fsync=False`` is for throughput tests only: it gives up crash safety.
+    ``expect_head``: a head digest recorded earlier (:func:`ledger_head`); the ledger is
+    refused unless its history contains it (:func:`check_expected_head`), and is never
+    created when it names a head.
     ``ledger.id`` is the random ledger id stored in the header (32 hex digits).
     """
 
@@ -403,7 +482,12 @@ class DurableLedger(Ledger):
         delta: float | None = None,
         *,
         fsync: bool = True,
+        expect_head: str | None = None,
     ) -> None:
+        if expect_head is not None:
+            from dpframe._validation import check_head
+
+            check_head(expect_head)
         self.path = check_location(path)
         self.head_path = head_path(self.path)
         self._fsync = bool(fsync)
@@ -415,6 +499,12 @@ class DurableLedger(Ledger):
         with self._head_locked(create=True) as hfd:
             if not os.path.lexists(self.path):
                 try:
+                    if expect_head is not None:
+                        raise LedgerError(
+                            f"{self.path} does not exist, but a head {expect_head!r} of it "
+                            "was recorded: the ledger was deleted or moved. Restore it; a new "
+                            "ledger here would start the budget again"
+                        )
                     self._check_no_prior(hfd)
                     if epsilon is None:
                         raise ParameterError(
@@ -451,6 +541,8 @@ class DurableLedger(Ledger):
                 self._doc_chain = (0, header["hash"])
                 self._reload = False
                 self._absorb(lfd, hfd, chain.header_bytes)
+                if expect_head is not None:
+                    check_expected_head(self._chain.hashes, expect_head, str(self.path))
             finally:
                 self._op_fds.remove(lfd)
                 os.close(lfd)
@@ -827,10 +919,12 @@ def _reopen(path: str, ledger_id: str, fsync: bool) -> DurableLedger:
 
 
 def open_ledger(
-    epsilon: float, delta: float = 0.0, *, path: str | os.PathLike[str] | None = None
+    epsilon: float, delta: float = 0.0, *, path: str | os.PathLike[str] | None = None,
+    expect_head: str | None = None,
 ) -> Ledger:
-    """The ledger ``dpf.protect`` would create: in memory, or durable when ``path`` is given."""
+    """The ledger ``dpf.protect`` would create: in memory, or durable when ``path`` is given
+    (refused unless it contains ``expect_head``, when given)."""
     if path is None:
         return Ledger(epsilon, delta)
-    return DurableLedger(path, epsilon, delta)
+    return DurableLedger(path, epsilon, delta, expect_head=expect_head)
 

@@ -404,20 +404,27 @@ class Session:
     """The ledger of one protected data set, as an object you can name.
 
     ``path=``: keep the ledger in a durable, append-only file (:mod:`dpframe.durable`).
+    ``expect_head=``: a head digest of that ledger archived earlier (``dpframe inspect LEDGER
+    --head``); the ledger is refused (:class:`LedgerError`, here and when :func:`protect` opens
+    it) unless its history contains that head — a ledger rolled back to an older copy,
+    deleted, or a copy that spent separately is not used.
     :func:`protect` binds a session to its data (the one passed as ``session=``, else the
     current ``with`` block's, else a new one). Queries find their ledger by provenance; naming
     a session (``session=s``) or querying inside ``with s:`` only *asserts* which ledger is
     meant, and a mismatch is an error.
     """
 
-    def __init__(self, name: str | None = None, *, path: str | os.PathLike[str] | None = None
-                 ) -> None:
+    def __init__(self, name: str | None = None, *, path: str | os.PathLike[str] | None = None,
+                 expect_head: str | None = None) -> None:
         if path is not None:
             from dpframe.durable import check_location
 
             check_location(path)  # a clear error now, not at the first protect
+        if expect_head is not None:
+            _check_expected_head(path, expect_head)
         self.name = name
         self.path = path
+        self.expect_head = expect_head
         self.dataset: Dataset | None = None
         self._lock = threading.Lock()
         self._tokens: list[contextvars.Token[tuple[Session, ...]]] = []
@@ -468,6 +475,19 @@ class Session:
         label = f" {self.name!r}" if self.name else ""
         state = repr(self.ledger.budget) if self.dataset else "no data protected yet"
         return f"<dpf.Session{label}: {state}>"
+
+
+def _check_expected_head(path: str | os.PathLike[str] | None, expect_head: str) -> None:
+    """``Session(path, expect_head=...)``: the ledger at ``path`` exists and its history
+    contains ``expect_head`` (:func:`dpframe.durable.check_expected_head`), read without
+    modifying it."""
+    from dpframe._validation import check_head
+    from dpframe.durable import check_ledger_head
+
+    check_head(expect_head)
+    if path is None:
+        raise ParameterError("expect_head= checks a durable ledger: pass path= too")
+    check_ledger_head(path, expect_head)
 
 
 def current_session() -> Session | None:
@@ -869,7 +889,8 @@ def protect(
     if sess.path is not None:
         from dpframe.durable import open_ledger
 
-        ledger: Ledger = open_ledger(epsilon, delta, path=sess.path)
+        ledger: Ledger = open_ledger(epsilon, delta, path=sess.path,
+                                     expect_head=sess.expect_head)
     else:
         ledger = Ledger(epsilon, delta)
     dataset = Dataset(ledger, n, backend, sess)

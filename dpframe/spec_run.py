@@ -1,7 +1,10 @@
 """``dpframe release spec.toml``: run a release spec (or, with ``--dry-run``, show its plan).
 
 * :func:`source_facts` — the input's columns, types and public row count from file metadata
-  only (Parquet footers; a CSV file's header line). The dry run reads nothing else.
+  only (Parquet footers; a CSV file's header line), checking that every file has the same
+  schema. The dry run reads nothing else.
+* :func:`check_output` — refuses an output path that is the ledger, its head file, the spec
+  or an input file (resolved paths, and inodes where the files exist).
 * :func:`load_frame` — the one place that opens the input with an engine's lazy reader
   (Polars ``scan_parquet``/``scan_csv``, DuckDB ``read_parquet``/``read_csv``, Spark
   ``read.parquet``/``read.csv`` in local mode, Dask ``read_parquet``/``read_csv``).
@@ -26,11 +29,17 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dpframe.errors import BudgetExceededError, DPFrameError, UnsupportedInputError
+from dpframe.errors import (
+    BudgetExceededError,
+    DPFrameError,
+    SourceChangedError,
+    UnsupportedInputError,
+)
 from dpframe.spec import InputSpec, ReleaseSpec, SpecError, load_spec
 from dpframe.spec_plan import (
     ReleasePlan,
@@ -47,6 +56,7 @@ __all__ = [
     "SPEC_KEY",
     "RunResult",
     "add_release_parser",
+    "check_output",
     "ledger_status",
     "load_frame",
     "release_command",
@@ -98,31 +108,32 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
 
         n = 0
         columns: dict[str, str] = {}
+        first: list[tuple[str, str]] = []
         for i, f in enumerate(files):
             try:
                 meta = pq.read_metadata(f)
+                schema = meta.schema.to_arrow_schema()
             except Exception as exc:
                 raise DPFrameError(f"cannot read the Parquet footer of {f}: {exc}") from None
             n += meta.num_rows
+            fields = [(field.name, _type_name(field.type)) for field in schema]
             if i == 0:
-                schema = meta.schema.to_arrow_schema()
+                first = fields
                 columns = {name: _arrow_kind(schema.field(name).type) for name in schema.names}
+            elif fields != first:
+                raise spec.error(("input", "path"), _schema_difference(files[0], first, f,
+                                                                       fields))
         note = (f"public: from the Parquet footer{'s' if len(files) > 1 else ''} of "
                 f"{len(files)} file{'s' if len(files) > 1 else ''}, no data read")
         if rows is not None:
             note += f"; --rows {rows} ignored"
         return SourceFacts(tuple(files), columns, n, note)
-    import csv
-
-    with open(files[0], "rb") as fh:  # the first line only; nothing after it is decoded
-        first = fh.readline(1 << 20)
-    try:
-        header = next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")]), [])
-    except UnicodeDecodeError:
-        raise spec.error(("input", "path"), f"the header line of {files[0]} is not UTF-8"
-                         ) from None
-    if not header:
-        raise spec.error(("input", "path"), f"{files[0]} has no header line")
+    header = _csv_header(spec, files[0])
+    for f in files[1:]:  # every file's header line: one file's columns are not the others'
+        other = _csv_header(spec, f)
+        if other != header:
+            raise spec.error(("input", "path"), _schema_difference(
+                files[0], [(c, "") for c in header], f, [(c, "") for c in other]))
     kinds = {"float64": "numeric", "int64": "numeric", "string": "string", "bool": "boolean",
              "date": "other"}
     declared = dict(inp.columns)
@@ -136,13 +147,162 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
                        "the rows")
 
 
-def ledger_status(spec: ReleaseSpec) -> dict[str, Any]:
+def _type_name(t: Any) -> str:
+    """An Arrow type as compared across files, up to what every engine reads alike:
+    ``large_string``/``string_view`` as ``string`` (Polars writes the one, pyarrow the
+    other; the Parquet bytes are the same), likewise for binary; nullability is not part of
+    it. A dictionary (categorical) column is not a string column: Polars cannot read the two
+    as one."""
+    import pyarrow as pa
+
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "binary"
+    return str(t)
+
+
+def _csv_header(spec: ReleaseSpec, path: str) -> list[str]:
+    """The column names of a CSV file's first line (nothing after it is decoded)."""
+    import csv
+
+    with open(path, "rb") as fh:
+        first = fh.readline(1 << 20)
+    try:
+        header = next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")]), [])
+    except UnicodeDecodeError:
+        raise spec.error(("input", "path"), f"the header line of {path} is not UTF-8"
+                         ) from None
+    if not header:
+        raise spec.error(("input", "path"), f"{path} has no header line")
+    return header
+
+
+def _schema_difference(path_a: str, a: list[tuple[str, str]], path_b: str,
+                       b: list[tuple[str, str]]) -> str:
+    """Why two input files cannot be read as one table: the columns one has and the other
+    lacks, a column whose type differs, or the order (schema facts only, never a value)."""
+    names_a, names_b = [n for n, _ in a], [n for n, _ in b]
+    types_a, types_b = dict(a), dict(b)
+    parts = []
+    if only := [n for n in names_a if n not in types_b]:
+        parts.append(f"{path_b} lacks column(s) {', '.join(map(repr, only))}")
+    if extra := [n for n in names_b if n not in types_a]:
+        parts.append(f"{path_b} has extra column(s) {', '.join(map(repr, extra))}")
+    for name in names_a:
+        if name in types_b and types_a[name] != types_b[name]:
+            parts.append(f"column {name!r} is {types_a[name]} in {path_a} but "
+                         f"{types_b[name]} in {path_b}")
+    if not parts:
+        parts.append(f"the columns are in another order in {path_b}")
+    return ("the input files do not share one schema (every file needs the same columns, in "
+            f"the same order, with the same types): {'; '.join(parts)}. No data was read and "
+            "nothing was spent.")
+
+
+# -- paths the output may not take ------------------------------------------------------------
+def _resolved(p: Path) -> Path:
+    """``p`` with symlinks and ``..`` resolved (it need not exist); as spelled (absolute)
+    when it cannot be resolved (a symlink loop, a folder that cannot be read)."""
+    try:
+        return p.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(p))
+
+
+def _same(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` name the same file: equal after resolving symlinks and ``..`` (the
+    file need not exist), or the same inode where both exist (hard links, case-insensitive
+    file systems)."""
+    if _resolved(a) == _resolved(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def _glob_matches(pattern: str, path: Path) -> bool:
+    """Whether the input glob ``pattern`` would name ``path`` (part by part: ``*`` does not
+    cross a ``/``; a pattern with ``**`` is matched as a whole, which errs toward a match)."""
+    import fnmatch
+
+    if not glob.has_magic(pattern):
+        return False
+    pat = os.path.abspath(pattern)
+    for target in {os.path.abspath(path), str(_resolved(path))}:  # as spelled, and resolved
+        if "**" in pat:
+            if fnmatch.fnmatchcase(target, pat):
+                return True
+            continue
+        pat_parts, parts = Path(pat).parts, Path(target).parts
+        if len(pat_parts) == len(parts) and all(
+                fnmatch.fnmatchcase(p, q) for p, q in zip(parts, pat_parts, strict=True)):
+            return True
+    return False
+
+
+def check_output(spec: ReleaseSpec, target: Path, files: list[str],
+                 *, from_arguments: bool = False) -> None:
+    """Refuse, from paths alone (before anything is read, created or spent), an output that
+    would replace a file this run needs: the ledger (``privacy.ledger``), its head file or
+    the temporary file a new ledger is built in (:mod:`dpframe.durable`), the spec, or an
+    input file (``files``); or that the input's glob would read on the next run. The same
+    holds for ``<output>.partial``, written when a run stops after some releases. Paths are
+    compared after resolving symlinks and ``..``, and by inode where both files exist."""
+    from dpframe.durable import head_path
+
+    ledger = spec.ledger
+    taken: list[tuple[Path, str]] = [
+        (ledger, f"the ledger file {ledger} (privacy.ledger)"),
+        (head_path(ledger), f"the ledger's head file {head_path(ledger)}"),
+        *((Path(f), f"the input file {f}") for f in files),
+    ]
+    if os.path.exists(spec.source):
+        taken.append((Path(spec.source), f"the spec file {spec.source}"))
+    reason = None
+    for path in (target, target.with_name(target.name + ".partial")):
+        for other, what in taken:
+            if _same(path, other):
+                reason = f"{path} is {what}"
+                break
+        else:
+            import fnmatch
+
+            resolved = _resolved(path)
+            if resolved.parent == _resolved(ledger).parent and fnmatch.fnmatchcase(
+                    resolved.name, f".{ledger.name}.*.tmp"):
+                reason = f"{path} is a name the ledger {ledger} uses while it is created"
+            elif _glob_matches(spec.input.path, path):
+                reason = (f"{path} matches input.path {spec.input.path!r}: the next run would "
+                          "read the release as input")
+        if reason is not None:
+            break
+    if reason is None:
+        return
+    message = (f"the output would replace a file this run needs: {reason}. Choose another "
+               "output path; nothing was read or spent.")
+    if from_arguments:
+        raise SpecError(message.replace("the output", "--output", 1), source="arguments")
+    raise spec.error(("output", "path"), message)
+
+
+def ledger_status(spec: ReleaseSpec, expect_head: str | None = None) -> dict[str, Any]:
     """What the durable ledger says about this run, read from the ledger file (not data):
     ``{"exists", "epsilon_spent", "delta_spent", "fits", "note"}``. Never raises: a ledger
-    that cannot be read is reported in ``note`` (the run would then fail with the reason)."""
+    that cannot be read, or that does not contain ``expect_head``, is reported in ``note``
+    (the run would then fail with the reason)."""
     from fractions import Fraction
 
     path = spec.ledger
+    if expect_head is not None:
+        from dpframe.durable import check_ledger_head
+
+        try:
+            check_ledger_head(path, expect_head)
+        except DPFrameError as exc:
+            return {"exists": path.exists(), "epsilon_spent": None, "delta_spent": None,
+                    "fits": False, "note": f"{exc}; the run will be refused"}
     if not path.exists():
         return {"exists": False, "epsilon_spent": 0.0, "delta_spent": 0.0, "fits": True,
                 "note": "no ledger file yet: the first run creates it with the total budget"}
@@ -313,6 +473,34 @@ def _protect(spec: ReleaseSpec, frame: Any, session: Any) -> Any:
 
 
 # -- the run ---------------------------------------------------------------------------------
+def _identities(files: list[str]) -> dict[str, tuple[int, int, int, int]]:
+    """Path → (size, modification time in ns, device, inode) of each input file: file-system
+    metadata, no data."""
+    out = {}
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            out[f] = (-1, -1, -1, -1)
+        else:
+            out[f] = (st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+    return out
+
+
+def _check_unchanged(spec: ReleaseSpec, checked: dict[str, tuple[int, int, int, int]]) -> None:
+    """Refuse, before any release, if the input files are not the ones whose schemas were
+    checked (a file added, removed, replaced or rewritten since): the check's conclusions
+    would not hold for what is read. From file-system metadata only, so the refusal reveals
+    nothing about the data; nothing has been spent at this point."""
+    if _identities(_files(spec.input)) != checked:
+        raise SourceChangedError(
+            f"the input files ({spec.input.path}) changed while this run started (added, "
+            "removed, replaced or rewritten after their schemas were checked); the release "
+            "was stopped before any query ran. Nothing was spent; run it again once the files "
+            "are stable."
+        )
+
+
 @dataclass
 class RunResult:
     """What a run released: the long result table (pandas), the output path, the budget
@@ -323,6 +511,7 @@ class RunResult:
     budget: Any
     spent: dict[str, float]
     seconds: float
+    head: str | None = None
 
 
 def _long_rows(query: str, group_by: str | None, table: Any) -> list[dict[str, Any]]:
@@ -378,39 +567,11 @@ def _write(path: Path, rows: list[dict[str, Any]], documents: list[dict[str, Any
     return frame.to_pandas()
 
 
-def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool = False,
-             random_state: Any = None, out: Any = None) -> RunResult:
-    """Run every query of ``spec`` and write the output file. Checks, before reading any
-    data: the plan (as in the dry run), the output path, and that the ledger has this run's
-    ε and δ left (so a run never stops half-way for lack of budget)."""
-    import numpy as np
-
-    import dpframe as dpf
-    from dpframe.integrity import release_log_of
-
-    out = sys.stdout if out is None else out
-    t0 = time.perf_counter()
-    target = spec.output if output is None else output
-    if target.exists() and not (overwrite or spec.overwrite):
-        raise SpecError(f"output {target} exists; remove it, pass --overwrite or set "
-                        "overwrite = true under [output]", source=spec.source,
-                        line=spec.line_of(("output", "path")))
-    facts = source_facts(spec)
-    if facts.n is not None or not any(q.targeted for q in spec.queries):
-        plan_release(spec, facts)  # every check of the dry run, before protect
-    else:  # CSV with target accuracies: their ε needs n, known once protect has counted it
-        check_schema(spec, facts)
-    rng = None if random_state is None else np.random.default_rng(random_state)
-    spec.ledger.parent.mkdir(parents=True, exist_ok=True)
-    session = dpf.Session(path=spec.ledger)
-    frame = load_frame(spec.input)
-    pf = _protect(spec, frame, session)
-    # the ε's of the queries, at the public n protect read (the same n as the footers')
-    plan = plan_release(spec, replace(facts, n=pf.dp.size))
-    by_name = {qp.name: qp for qp in plan.queries}
+def _check_run_budget(spec: ReleaseSpec, plan: Any, session: Any, remaining: Any) -> None:
+    """The ledger has this run's ε and δ left, so a run never stops half-way for lack of
+    budget (checked before the first release; nothing is spent by a refusal)."""
     run_eps = math.fsum(qp.epsilon for qp in plan.queries)
     run_dlt = math.fsum(qp.delta for qp in plan.queries)
-    remaining = pf.dp.budget
     try:
         session.ledger.check(run_eps, run_dlt)
     except BudgetExceededError:
@@ -421,8 +582,16 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
             f"δ = {run_dlt:.3g} (privacy.run_epsilon / run_delta, or what the target "
             "accuracies need). No release ran; nothing was spent."
         ) from None
-    print(f"protected {spec.input.path} ({spec.input.engine}): n = {pf.dp.size:,}; ledger "
-          f"{spec.ledger}: {remaining}", file=out)
+
+
+def _release_all(spec: ReleaseSpec, pf: Any, by_name: Mapping[str, Any], rng: Any,
+                 target: Path, out: Any
+                 ) -> tuple[list[dict[str, Any]], dict[str, float], list[dict[str, Any]]]:
+    """Release every query of the spec: the long table's rows, the ε spent per query and the
+    log documents. If a release fails, what was released before it (and spent) is written to
+    ``<output>.partial`` and the failure is raised."""
+    from dpframe.integrity import release_log_of
+
     rows: list[dict[str, Any]] = []
     spent: dict[str, float] = {}
     documents: list[dict[str, Any]] = []
@@ -452,8 +621,73 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
             _write(partial, rows, documents, spec.text)
             print(f"  the queries released so far are in {partial}", file=out)
         raise
-    frame_out = _write(target, rows, documents, spec.text)
-    return RunResult(frame_out, target, pf.dp.budget, spent, time.perf_counter() - t0)
+    return rows, spent, documents
+
+
+def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool = False,
+             random_state: Any = None, out: Any = None, expect_head: str | None = None
+             ) -> RunResult:
+    """Run every query of ``spec`` and write the output file. Checks, before reading any
+    data: the output path (:func:`check_output`: never the ledger, its head file, the spec
+    or an input), every input file's schema (:func:`source_facts`), the plan (as in the dry
+    run), and that the ledger has this run's ε and δ left (so a run never stops half-way for
+    lack of budget). With ``expect_head`` (a head digest archived after an earlier run), the
+    ledger must contain it (``dpf.Session(path, expect_head=...)``): a ledger rolled back,
+    deleted or diverged is refused before any data is read. After ``protect`` and before the
+    first release, the input files must still be the ones checked (:func:`_check_unchanged`);
+    from then on every release checks them again (:class:`~dpframe.errors.SourceChangedError`,
+    before anything is spent). The output is written atomically (a temporary file in its
+    folder, then ``os.replace``)."""
+    import numpy as np
+
+    import dpframe as dpf
+
+    out = sys.stdout if out is None else out
+    t0 = time.perf_counter()
+    target = spec.output if output is None else output
+    files = _files(spec.input)
+    check_output(spec, target, files, from_arguments=output is not None)
+    if target.exists() and not (overwrite or spec.overwrite):
+        raise SpecError(f"output {target} exists; remove it, pass --overwrite or set "
+                        "overwrite = true under [output]", source=spec.source,
+                        line=spec.line_of(("output", "path")))
+    checked = _identities(files)  # before the footers are read: a later change shows
+    facts = source_facts(spec)
+    if facts.n is not None or not any(q.targeted for q in spec.queries):
+        plan_release(spec, facts)  # every check of the dry run, before protect
+    else:  # CSV with target accuracies: their ε needs n, known once protect has counted it
+        check_schema(spec, facts)
+    rng = None if random_state is None else np.random.default_rng(random_state)
+    spec.ledger.parent.mkdir(parents=True, exist_ok=True)
+    session = dpf.Session(path=spec.ledger, expect_head=expect_head)
+    try:
+        frame = load_frame(spec.input)
+        pf = _protect(spec, frame, session)
+    except Exception:
+        _check_unchanged(spec, checked)  # a changed input: one fixed message, whatever failed
+        raise
+    _check_unchanged(spec, checked)  # protect bound these files; every release checks them
+    # the ε's of the queries, at the public n protect read (the same n as the footers')
+    plan = plan_release(spec, replace(facts, n=pf.dp.size))
+    by_name = {qp.name: qp for qp in plan.queries}
+    remaining = pf.dp.budget
+    _check_run_budget(spec, plan, session, remaining)
+    print(f"protected {spec.input.path} ({spec.input.engine}): n = {pf.dp.size:,}; ledger "
+          f"{spec.ledger}: {remaining}", file=out)
+    rows, spent, documents = _release_all(spec, pf, by_name, rng, target, out)
+    try:
+        frame_out = _write(target, rows, documents, spec.text)
+    except BaseException:  # the values are released and spent: do not lose them
+        print(f"  writing {target} failed; the released values (spent, noisy) are:", file=out)
+        for r in rows:
+            print(f"    {r['query']}  {r['group'] or '-'}  {r['statistic']} = {r['value']!r}",
+                  file=out)
+        raise
+    from dpframe.durable import head_digest
+
+    chain = session.ledger.snapshot_document().get("chain") or {}  # as of our last commit
+    head = head_digest(chain["seq"], chain["hash"]) if "seq" in chain else None
+    return RunResult(frame_out, target, pf.dp.budget, spent, time.perf_counter() - t0, head)
 
 
 # -- command line ----------------------------------------------------------------------------
@@ -485,6 +719,10 @@ def add_release_parser(sub: Any) -> argparse.ArgumentParser:
                    help="replace an existing output file")
     p.add_argument("--noise-seed", type=int, default=None, metavar="S",
                    help="seed the noise (tests and teaching only: NOT private)")
+    p.add_argument("--expect-head", default=None, metavar="HEAD",
+                   help="the ledger head printed after an earlier run (or by `dpframe inspect "
+                        "LEDGER --head`): refuse a ledger that does not contain it (rolled "
+                        "back to an older copy, deleted, or a clone that spent separately)")
     return p
 
 
@@ -499,6 +737,9 @@ def _print_summary(result: RunResult, spec: ReleaseSpec, out: Any) -> None:
           f"ledger {spec.ledger}: {b}", file=out)
     print(f"wrote {result.output} ({len(result.table)} rows; the log is inside: "
           f"dpf.read_log({str(result.output)!r})) in {result.seconds:.1f} s", file=out)
+    if result.head is not None:
+        print(f"ledger head: {result.head} (archive it elsewhere; the next run with "
+              f"--expect-head {result.head} refuses a ledger rolled back behind it)", file=out)
 
 
 def release_command(args: argparse.Namespace, out: Any = None, err: Any = None) -> int:
@@ -509,9 +750,20 @@ def release_command(args: argparse.Namespace, out: Any = None, err: Any = None) 
         spec = load_spec(args.spec)
         if args.rows is not None and args.rows < 1:
             raise SpecError(f"--rows must be ≥ 1, got {args.rows}", source="arguments")
+        if args.expect_head is not None:
+            from dpframe._validation import check_head
+            from dpframe.errors import ParameterError
+
+            try:
+                check_head(args.expect_head)
+            except ParameterError as exc:
+                raise SpecError(str(exc).replace("expect_head", "--expect-head", 1),
+                                source="arguments") from None
         if args.dry_run:
+            target = spec.output if args.output is None else args.output
+            check_output(spec, target, _files(spec.input), from_arguments=args.output is not None)
             plan: ReleasePlan = plan_release(spec, source_facts(spec, args.rows))
-            status = ledger_status(spec)
+            status = ledger_status(spec, args.expect_head)
             if args.json:
                 print(json.dumps({**plan.as_dict(), "ledger": status}, indent=2,
                                  allow_nan=False, default=str), file=out)
@@ -519,7 +771,7 @@ def release_command(args: argparse.Namespace, out: Any = None, err: Any = None) 
                 print(format_plan(plan), f"ledger: {status['note']}", sep="\n", file=out)
             return 0
         result = run_spec(spec, output=args.output, overwrite=args.overwrite,
-                          random_state=args.noise_seed, out=out)
+                          random_state=args.noise_seed, out=out, expect_head=args.expect_head)
         _print_summary(result, spec, out)
         return 0
     except SpecError as exc:

@@ -5,6 +5,8 @@ command verifies it — for a release: the values match the sealed log, the log 
 with ``--key``/``--key-file`` the HMAC signature; for a ledger: the hash chain and the head file
 (docs/ledger.md) — and prints, per ledger, the ε and δ spent by release and by column, and each
 noisy measurement's mechanism, scale and domain. ``--json`` prints one JSON object instead.
+``--head`` on a ledger prints only its head digest, to archive elsewhere and pass
+later as ``dpf.Session(path, expect_head=...)``.
 
 Exit status: 0 verified, 2 verification failed (the report still says what the file claims,
 marked as unverified), 1 the file could not be read as either kind.
@@ -23,7 +25,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "check_against_ledger", "inspect_file", "run"]
+__all__ = ["add_parser", "check_against_ledger", "inspect_file", "print_head", "run"]
 
 _MEASUREMENT_FIELDS = ("release_id", "name", "query", "part", "columns", "group_by", "epsilon",
                        "delta", "mechanism", "scale", "sensitivity", "domain_lower",
@@ -39,7 +41,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         epilog="examples:\n  python -m dpframe inspect release.parquet\n"
                "  python -m dpframe inspect release.parquet --json --key-file steward.key\n"
                "  python -m dpframe inspect release.parquet --ledger ledger.jsonl\n"
-               "  python -m dpframe inspect ledger.jsonl",
+               "  python -m dpframe inspect ledger.jsonl\n"
+               "  python -m dpframe inspect ledger.jsonl --head",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", type=Path, metavar="FILE",
@@ -52,6 +55,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="also check a release against this durable ledger file: same ledger "
                         "id, and the ledger still holds the release's chain position and "
                         "entries (catches a ledger rolled back or rewritten)")
+    p.add_argument("--head", action="store_true",
+                   help="with a ledger file: print only its head digest (release number and "
+                        "chained hash), to archive elsewhere and pass later as "
+                        "dpf.Session(path, expect_head=...), which refuses a ledger rolled "
+                        "back behind it or diverged from it")
     p.add_argument("--key-file", type=Path, default=None, metavar="PATH",
                    help="read the steward's HMAC key from PATH (raw bytes; a trailing newline "
                         "is ignored)")
@@ -281,9 +289,42 @@ def _print(report: dict[str, Any], out: Any) -> None:
               f"{m['mechanism']}  ε={_fmt(m['epsilon'])}  scale={_fmt(m['scale'])}  {dom}\n")
 
 
+def print_head(path: Path, *, as_json: bool = False, out: Any = None) -> int:
+    """``inspect LEDGER --head``: print the ledger's head digest
+    (:func:`dpframe.durable.ledger_head`) and return the exit status: 0 verified, 2 the ledger
+    does not verify, 1 not a ledger file."""
+    from dpframe.durable import ledger_head
+    from dpframe.errors import LedgerError
+
+    out = sys.stdout if out is None else out
+    with open(path, "rb") as fh:
+        if fh.read(4) == b"PAR1":
+            print(f"error: {path} is a released Parquet file; --head reads a ledger file "
+                  "(its chain position is shown by `inspect` without --head)", file=sys.stderr)
+            return 1
+    try:
+        head = ledger_head(path)
+    except LedgerError as exc:
+        print(f"NOT VERIFIED: {exc}", file=sys.stderr)
+        return 2
+    if as_json:
+        json.dump({"file": str(path), "head": head}, out, sort_keys=True)
+        out.write("\n")
+    else:
+        print(head, file=out)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``inspect`` with parsed arguments; return the exit status."""
     from dpframe.errors import DPFrameError
+
+    if getattr(args, "head", False):
+        try:
+            return print_head(args.file, as_json=args.json)
+        except OSError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
 
     key: bytes | str | None = args.key
     if args.key_file is not None:
