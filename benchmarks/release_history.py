@@ -1,18 +1,18 @@
 """What a table release costs as the ledger's history grows (issue 24, item 5).
 
 ``python -m benchmarks.release_history [--history 0,10000,20000] [--rounds 15]
-[--ledger memory,durable,durable-nofsync] [--json PATH]`` fills a ledger with ``history`` log entries (scalar
-counts, each one entry), then times a table release (``frame.dp.release`` of a count and a
-mean: a two-row pandas table with its sealed log) and a scalar query (``frame.dp.count``),
-``rounds`` times each, interleaved, and reports the medians and the ratio of each history to
-the empty ledger. A table release seals its log: before the chained entry digest that sealing
-was O(history); the target is flat within 1.5x from 0 to 20,000 entries.
+[--ledger memory,durable,durable-nofsync] [--json PATH]`` fills a ledger with ``history``
+log entries (scalar counts, each one entry), then times a table release
+(``frame.dp.release`` of a count and a mean: a one-row pandas table with its sealed log) and
+a scalar query (``frame.dp.count``), ``rounds`` times each, interleaved, and reports the
+medians and the ratio of each history to the first. A table release seals its log: before
+the chained entry digest (seal scheme ``dpframe-release-v3``) that sealing was O(history);
+the target is flat within 1.5x from 0 to 20,000 entries.
 
 ``durable-nofsync`` measures the durable ledger with its two fsyncs per commit turned off
 (they dominate and vary with the disk, hiding what dpframe itself costs). The durable ledger
-is filled by appending prepared lines (the same records a commit writes:
-hash chain and head file) so that filling 20,000 entries does not take 20,000 fsyncs; the
-measured releases then go through the ordinary commit path.
+is filled through the ordinary commit path with fsync off; the measured releases then fsync
+as usual (``durable``).
 """
 
 from __future__ import annotations

@@ -360,7 +360,8 @@ def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None 
     intact = hmac.compare_digest(str(seal.get("digest", "")), hashlib.sha256(msg).hexdigest())
     if not values_match:
         raise IntegrityError(
-            f"{where}: the values do not match the release log (the table was edited, "
+            f"{where}: the values do not match the release log (the table — its values, "
+            "column labels, index, types or the metadata readers show with them — was edited, "
             "concatenated with another, or derived after release); the log does not vouch for "
             "these numbers. Build combined tables with dpf.concat_releases"
         )

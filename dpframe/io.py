@@ -33,8 +33,8 @@ from dpframe.accounting import LOG_VERSION
 from dpframe.errors import IntegrityError, LedgerError, ParameterError, ReleaseFileError
 from dpframe.integrity import LEGACY_SCHEMES, RELEASE_ATTRS_KEY, check_seal
 
-__all__ = ["LOG_KEY", "check_carriers", "find_log", "read_log", "read_release_file",
-           "verify_release", "write_parquet"]
+__all__ = ["LOG_KEY", "ReleaseFile", "check_carriers", "check_footer", "find_log", "read_log",
+           "read_release_file", "verify_release", "write_parquet"]
 
 LOG_KEY = b"dpframe.log"
 _PANDAS_KEY = b"PANDAS_ATTRS"
@@ -64,12 +64,27 @@ def write_parquet(frame: Any, path: str | os.PathLike[str], document: dict[str, 
     pq.write_table(table.replace_schema_metadata(meta), path)
 
 
-def read_release_file(path: str | os.PathLike[str], *, values: bool = True
-                      ) -> tuple[dict[bytes, bytes], Any]:
-    """``(schema metadata, Arrow table or None)`` of a Parquet file; any failure to read it
-    (missing, a directory, no permission, not Parquet, truncated, damaged) is a
-    :class:`~dpframe.errors.ReleaseFileError` naming the path. ``values=False`` reads the
-    footer only."""
+class ReleaseFile:
+    """What :func:`read_release_file` read: ``metadata`` (the schema metadata as pyarrow
+    shows it: from pyarrow's serialised schema ``ARROW:schema`` when the file has one),
+    ``table`` (the Arrow table, or None), ``raw_metadata`` (the Parquet footer's key-value
+    metadata as every Parquet reader sees it, ``ARROW:schema`` included) and ``column_paths``
+    (the Parquet schema's top-level column names, in order)."""
+
+    def __init__(self, metadata: dict[bytes, bytes], table: Any,
+                 raw_metadata: dict[bytes, bytes], column_paths: list[str],
+                 footer: Any = None) -> None:
+        self.metadata = metadata
+        self.table = table
+        self.raw_metadata = raw_metadata
+        self.column_paths = column_paths
+        self.footer = footer
+
+
+def read_release_file(path: str | os.PathLike[str], *, values: bool = True) -> ReleaseFile:
+    """Read a Parquet file's footer (and with ``values=True`` its table); any failure to read
+    it (missing, a directory, no permission, not Parquet, truncated, damaged) is a
+    :class:`~dpframe.errors.ReleaseFileError` naming the path."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -77,8 +92,15 @@ def read_release_file(path: str | os.PathLike[str], *, values: bool = True
     try:
         if os.path.isdir(where):
             raise IsADirectoryError(f"{where} is a directory")
+        footer = pq.ParquetFile(where).metadata
         schema = pq.read_schema(where)
         table = pq.read_table(where) if values else None
+        paths: list[str] = []
+        for i in range(footer.num_columns):
+            top = footer.schema.column(i).path.split(".")[0]
+            if not paths or paths[-1] != top:
+                paths.append(top)
+        raw = dict(footer.metadata or {})
     except FileNotFoundError as exc:
         raise ReleaseFileError(f"{where!r}: no such file") from exc
     except PermissionError as exc:
@@ -88,7 +110,7 @@ def read_release_file(path: str | os.PathLike[str], *, values: bool = True
             f"{where!r} could not be read as a Parquet file ({type(exc).__name__}: "
             f"{_short(exc)}); it is not a release file, or it is truncated or damaged"
         ) from exc
-    return dict(schema.metadata or {}), table
+    return ReleaseFile(dict(schema.metadata or {}), table, raw, paths, footer)
 
 
 def _short(exc: BaseException) -> str:
@@ -128,7 +150,9 @@ def find_log(metadata: dict[bytes, bytes] | None, where: str) -> dict[str, Any]:
         raise LedgerError(
             f"{where!r} carries no dpframe release log (only release tables — what a .dp "
             "release returns — are written with one; write them with table.to_parquet(...) "
-            "(pandas) or table.dp.write_parquet(...))"
+            "(pandas) or table.dp.write_parquet(...)); a release file rewritten by another "
+            "tool (Polars, DuckDB, Spark, or pandas from a file written by Polars) has lost its "
+            "log: verify the original file"
         )
     return docs[0]
 
@@ -185,12 +209,80 @@ def _check_legacy_pandas(metadata: dict[bytes, bytes], where: str) -> None:
             )
 
 
+def check_footer(file: ReleaseFile, where: str) -> None:
+    """The two copies of a file's metadata agree: the Parquet footer's key-value metadata
+    (what DuckDB, fastparquet and Parquet tools show) holds exactly the keys and values
+    pyarrow shows (taken from its serialised schema), and the Parquet schema's column names
+    are the table's; otherwise :class:`IntegrityError`. The seal covers pyarrow's copy."""
+    raw = {k: v for k, v in file.raw_metadata.items() if k != b"ARROW:schema"}
+    if raw != file.metadata:
+        raise IntegrityError(
+            f"{where!r}: the Parquet key-value metadata (what DuckDB and other Parquet readers "
+            "show) differs from pyarrow's copy of it (ARROW:schema); the file was altered"
+        )
+    if file.table is not None and file.column_paths != list(file.table.column_names):
+        raise IntegrityError(
+            f"{where!r}: the Parquet schema's column names differ from pyarrow's "
+            "(ARROW:schema); the file was altered"
+        )
+    if file.table is not None and file.footer is not None:
+        _check_statistics(file.footer, file.table, where)
+
+
+def _check_statistics(footer: Any, table: Any, where: str) -> None:
+    """Each row group's column statistics in the footer (which query engines such as DuckDB
+    show and use to skip row groups) agree with the values: null count, and min/max for
+    numeric, boolean and string columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = pa.types
+    start = 0
+    names = list(table.column_names)
+    for g in range(footer.num_row_groups):
+        group = footer.row_group(g)
+        rows = group.num_rows
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            top = chunk.path_in_schema.split(".")[0]
+            if chunk.path_in_schema != top or top not in names:
+                continue  # nested columns: not in release tables
+            stats = chunk.statistics
+            if stats is None:
+                continue
+            values = table.column(names.index(top)).slice(start, rows)
+            if pa.types.is_dictionary(values.type):
+                values = pc.cast(values, values.type.value_type)
+            bad = stats.has_null_count and stats.null_count != values.null_count
+            kind = values.type
+            if (not bad and stats.has_min_max and
+                    (t.is_integer(kind) or t.is_floating(kind) or t.is_boolean(kind)
+                     or t.is_string(kind) or t.is_large_string(kind))):
+                valid = pc.drop_null(values)
+                if t.is_floating(kind):
+                    valid = valid.filter(pc.invert(pc.is_nan(valid)))
+                if len(valid):
+                    low, high = pc.min_max(valid).values()
+                    bad = stats.min != low.as_py() or stats.max != high.as_py()
+            if bad:
+                raise IntegrityError(
+                    f"{where!r}: the Parquet statistics of column {top!r} (row group {g}) do "
+                    "not match its values (query engines read them); the file was altered"
+                )
+        start += rows
+
+
 def verify_release(document: dict[str, Any], table: Any, metadata: dict[bytes, bytes] | None,
-                   *, key: bytes | str | None = None, where: str = "the file") -> dict[str, Any]:
-    """Verify a release file: :func:`check_carriers`, then the seal against the file's table
-    (:func:`dpframe.integrity.check_seal`; for the legacy schemes, which do not cover the
-    pandas metadata, its column labels are checked against the stored names). Returns
-    :func:`~dpframe.integrity.check_seal`'s status dict; raises :class:`IntegrityError`."""
+                   *, key: bytes | str | None = None, where: str = "the file",
+                   file: ReleaseFile | None = None) -> dict[str, Any]:
+    """Verify a release file: :func:`check_footer` (when ``file``, what
+    :func:`read_release_file` read, is given), :func:`check_carriers`, then the seal against
+    the file's table (:func:`dpframe.integrity.check_seal`; for the legacy schemes, which do
+    not cover the pandas metadata, its column labels are checked against the stored names).
+    Returns :func:`~dpframe.integrity.check_seal`'s status dict; raises
+    :class:`IntegrityError`."""
+    if file is not None:
+        check_footer(file, where)
     check_carriers(metadata, document, where)
     status = check_seal(document, table, key=key, where=where)
     seal = document.get("seal")
@@ -232,8 +324,8 @@ def read_log(
         raise ParameterError("key must be the steward's key as bytes or str")
     where = os.fspath(path)
     checking = verify or key is not None
-    metadata, table = read_release_file(path, values=checking)
-    doc = find_log(metadata, where)
+    file = read_release_file(path, values=checking)
+    doc = find_log(file.metadata, where)
     version = doc.get("version", 0)
     if not isinstance(version, int) or version > LOG_VERSION:
         raise LedgerError(
@@ -241,7 +333,7 @@ def read_log(
             f"({LOG_VERSION}); upgrade dpframe"
         )
     if checking:
-        verify_release(doc, table, metadata, key=key, where=where)
+        verify_release(doc, file.table, file.metadata, key=key, where=where, file=file)
     if as_frame is None:
         return doc
     from dpframe.log_schema import log_frame

@@ -170,10 +170,15 @@ def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
     from dpframe.integrity import table_digest
     from dpframe.io import find_log, read_release_file, verify_release
 
-    metadata, table = read_release_file(path)
-    doc = find_log(metadata, str(path))
+    file = read_release_file(path)
+    metadata, table = file.metadata, file.table
     report: dict[str, Any] = {"file": str(path), "kind": "release", "verified": False,
                               "error": None, "values_match_log": False, "signature": None}
+    try:
+        doc = find_log(metadata, str(path))
+    except IntegrityError as exc:  # a log that is not valid JSON: a failed verification
+        report.update(error=str(exc), _document={}, ledgers=[])
+        return report
     seal = doc.get("seal")
     try:
         report["values_match_log"] = isinstance(seal, dict) and seal.get(
@@ -181,7 +186,7 @@ def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
     except IntegrityError:  # an unknown seal scheme: verify_release reports it below
         report["values_match_log"] = False
     try:
-        status = verify_release(doc, table, metadata, key=key, where=str(path))
+        status = verify_release(doc, table, metadata, key=key, where=str(path), file=file)
     except IntegrityError as exc:
         report["error"] = str(exc)
     else:
