@@ -315,8 +315,11 @@ def _message(document: dict[str, Any], table_hash: str, scheme: str = SEAL_SCHEM
     if not isinstance(entries, list) or not isinstance(keys, dict):
         raise IntegrityError("the log's entries must be a list and its keys an object")
     body = {k: v for k, v in document.items() if k not in ("seal", "entries", "keys")}
-    return b"\0".join([scheme.encode(), _canon(body), entries_digest(entries).encode(),
-                       keys_digest(keys).encode(), table_hash.encode()])
+    # an absent list is not an empty one: adding "keys": {} to a log changes its digest
+    entries_part = entries_digest(entries) if "entries" in document else "absent"
+    keys_part = keys_digest(keys) if "keys" in document else "absent"
+    return b"\0".join([scheme.encode(), _canon(body), entries_part.encode(),
+                       keys_part.encode(), table_hash.encode()])
 
 
 def _key_bytes(key: bytes | str) -> bytes:
@@ -356,8 +359,8 @@ def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None 
         raise IntegrityError(f"{where}: unknown seal scheme {scheme!r}")
     actual = table_digest(table, scheme)
     msg = _message(document, actual, scheme)
-    values_match = hmac.compare_digest(str(seal.get("table", "")), actual)
-    intact = hmac.compare_digest(str(seal.get("digest", "")), hashlib.sha256(msg).hexdigest())
+    values_match = _same(seal.get("table"), actual)
+    intact = _same(seal.get("digest"), hashlib.sha256(msg).hexdigest())
     if not values_match:
         raise IntegrityError(
             f"{where}: the values do not match the release log (the table — its values, "
@@ -376,13 +379,21 @@ def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None 
         if not signed:
             raise IntegrityError(f"{where} is not signed, but a key was given")
         good = hmac.new(_key_bytes(key), msg, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(str(seal["hmac"]), good):
+        if not _same(seal["hmac"], good):
             raise IntegrityError(
                 f"{where}: the signature does not match this key (wrong key, or the release "
                 "was re-sealed by someone without the key)"
             )
         status = "valid"
     return {"values_match": True, "log_intact": True, "signed": signed, "signature": status}
+
+
+def _same(recorded: Any, computed: str) -> bool:
+    """A recorded digest (whatever the file holds) equals a computed one, in constant time."""
+    if not isinstance(recorded, str):
+        return False
+    return hmac.compare_digest(recorded.encode("utf-8", "surrogatepass"),
+                               computed.encode("ascii"))
 
 
 # -- attaching -------------------------------------------------------------------------------

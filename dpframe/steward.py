@@ -266,7 +266,8 @@ def _inspect_ledger(path: Path) -> dict[str, Any]:
         return report
     header = info["header"]
     entries, skipped = _clean_entries(
-        [e for r in info["releases"] for e in (r.get("entries") or [])])
+        [e for r in info["releases"]
+         for e in (r.get("entries") if isinstance(r.get("entries"), list) else [])])
     if skipped:
         report["malformed_entries"] = skipped
     summary = _summary(entries)
@@ -282,7 +283,8 @@ def _inspect_ledger(path: Path) -> dict[str, Any]:
         chain={"seq": info["head_seq"], "hash": info["chain_hash"]},
         ledgers=[{
             "ledger_id": info["ledger_id"],
-            "budget": {"epsilon": header["epsilon_float"], "delta": header["delta_float"],
+            "budget": {"epsilon": _scalar(header.get("epsilon_float")),
+                       "delta": _scalar(header.get("delta_float")),
                        "epsilon_spent": float(info["epsilon_spent"]),
                        "delta_spent": float(info["delta_spent"])},
             **summary,

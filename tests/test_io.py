@@ -397,6 +397,9 @@ def malformed_files(tmp_path: Path) -> dict[str, Path]:
         "seal_wrong_digest": lambda d: d["seal"].update(digest="0" * 64),
         "seal_wrong_table": lambda d: d["seal"].update(table="0" * 64),
         "seal_fields_numbers": lambda d: d["seal"].update(digest=1, table=2),
+        "seal_non_ascii": lambda d: d["seal"].update(digest="é" * 64, table="\u2603"),
+        "keys_added_empty": lambda d: d.update(keys={}) if "keys" not in d else d.update(
+            keys={"sha256:00": "[]"}),
         "missing_kind": lambda d: d.pop("kind"),
         "missing_entries": lambda d: d.pop("entries"),
     }
