@@ -143,7 +143,8 @@ def _arrow_of(frame: Any) -> Any:
     return frame.to_arrow()
 
 
-def table_digest(frame: Any, scheme: str | None = None) -> str:
+def table_digest(frame: Any, scheme: str | None = None, *,
+                 pandas_metadata: Any = None) -> str:
     """SHA-256 (hex) of a table's canonical content, equal for a table in memory and the same
     table read back from its Parquet file (``pyarrow.parquet.read_table``). ``scheme``: the
     seal scheme whose canonical form to use (default: the current one, :data:`SEAL_SCHEME`);
@@ -156,10 +157,14 @@ def table_digest(frame: Any, scheme: str | None = None) -> str:
     rebuild the index (all of it but ``attributes``, ``creator`` and ``pandas_version``; the
     ``attributes`` copy of the log is checked against the log by :func:`check_carriers`).
     ``dpframe-release-v2`` covered names, values and the pandas ``index_columns`` only;
-    ``dpframe-release-v1`` the same, value by value."""
+    ``dpframe-release-v1`` the same, value by value. ``pandas_metadata``: the table's
+    ``pandas`` metadata already parsed (by a caller that parsed it for other checks: it can
+    hold a whole log in ``attributes``); None parses it here."""
     table = _arrow_of(frame)
     meta = table.schema.metadata or {}
-    pandas_meta = _pandas_metadata(meta)
+    pandas_meta = _pandas_metadata(meta) if pandas_metadata is None else pandas_metadata
+    if pandas_meta is not None and not isinstance(pandas_meta, dict):
+        raise IntegrityError("the file's pandas metadata is not a JSON object")
     if scheme in (_SCHEME_V1, _SCHEME_V2):
         index = None if pandas_meta is None else pandas_meta.get("index_columns")
         if scheme == _SCHEME_V1:
@@ -198,7 +203,7 @@ def _pandas_metadata(meta: dict[bytes, bytes]) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise IntegrityError("the file's pandas metadata is not valid JSON") from exc
     if not isinstance(value, dict):
         raise IntegrityError("the file's pandas metadata is not a JSON object")
@@ -340,7 +345,7 @@ def _seal(document: dict[str, Any], table_hash: str, key: bytes | str | None) ->
 
 
 def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None = None,
-               where: str = "the table") -> dict[str, Any]:
+               where: str = "the table", pandas_metadata: Any = None) -> dict[str, Any]:
     """Verify a sealed log against a table's values (a frame or an Arrow table).
 
     Returns ``{"values_match", "log_intact", "signed", "signature"}`` where ``signature`` is
@@ -357,7 +362,7 @@ def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None 
     scheme = seal.get("scheme")
     if scheme not in _SCHEMES:
         raise IntegrityError(f"{where}: unknown seal scheme {scheme!r}")
-    actual = table_digest(table, scheme)
+    actual = table_digest(table, scheme, pandas_metadata=pandas_metadata)
     msg = _message(document, actual, scheme)
     values_match = _same(seal.get("table"), actual)
     intact = _same(seal.get("digest"), hashlib.sha256(msg).hexdigest())

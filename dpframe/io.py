@@ -27,14 +27,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from dpframe.accounting import LOG_VERSION
 from dpframe.errors import IntegrityError, LedgerError, ParameterError, ReleaseFileError
 from dpframe.integrity import LEGACY_SCHEMES, RELEASE_ATTRS_KEY, check_seal
 
-__all__ = ["LOG_KEY", "ReleaseFile", "check_carriers", "check_footer", "find_log", "read_log",
-           "read_release_file", "verify_release", "write_parquet"]
+__all__ = ["LOG_KEY", "Metadata", "ReleaseFile", "check_carriers", "check_footer", "find_log",
+           "pandas_metadata_of", "read_log", "read_release_file", "verify_release",
+           "write_parquet"]
 
 LOG_KEY = b"dpframe.log"
 _PANDAS_KEY = b"PANDAS_ATTRS"
@@ -71,7 +73,7 @@ class ReleaseFile:
     metadata as every Parquet reader sees it, ``ARROW:schema`` included) and ``column_paths``
     (the Parquet schema's top-level column names, in order)."""
 
-    def __init__(self, metadata: dict[bytes, bytes], table: Any,
+    def __init__(self, metadata: Metadata, table: Any,
                  raw_metadata: dict[bytes, bytes], column_paths: list[str],
                  footer: Any = None) -> None:
         self.metadata = metadata
@@ -92,9 +94,10 @@ def read_release_file(path: str | os.PathLike[str], *, values: bool = True) -> R
     try:
         if os.path.isdir(where):
             raise IsADirectoryError(f"{where} is a directory")
-        footer = pq.ParquetFile(where).metadata
-        schema = pq.read_schema(where)
-        table = pq.read_table(where) if values else None
+        parquet = pq.ParquetFile(where)  # the footer is read once (it holds the log)
+        footer = parquet.metadata
+        schema = parquet.schema_arrow
+        table = parquet.read() if values else None
         paths: list[str] = []
         for i in range(footer.num_columns):
             top = footer.schema.column(i).path.split(".")[0]
@@ -110,7 +113,7 @@ def read_release_file(path: str | os.PathLike[str], *, values: bool = True) -> R
             f"{where!r} could not be read as a Parquet file ({type(exc).__name__}: "
             f"{_short(exc)}); it is not a release file, or it is truncated or damaged"
         ) from exc
-    return ReleaseFile(dict(schema.metadata or {}), table, raw, paths, footer)
+    return ReleaseFile(Metadata(schema.metadata), table, raw, paths, footer)
 
 
 def _short(exc: BaseException) -> str:
@@ -118,19 +121,37 @@ def _short(exc: BaseException) -> str:
     return text[0][:200] if text else ""
 
 
-def _carriers(meta: dict[bytes, bytes], where: str) -> list[tuple[str, Any]]:
-    """Every place of the metadata a reader can take a log (or pandas ``attrs``) from:
-    ``("dpframe.log", doc)``, ``("PANDAS_ATTRS", attrs)``, ``("pandas attributes", attrs)``."""
-    out: list[tuple[str, Any]] = []
+class Metadata(dict[bytes, bytes]):
+    """A file's schema metadata that parses each JSON value once (a log can be tens of MB,
+    and pandas files hold it twice)."""
+
+    def __init__(self, raw: dict[bytes, bytes] | None = None) -> None:
+        super().__init__(raw or {})
+        self._parsed: dict[bytes, Any] = {}
+
+    def json(self, key: bytes, where: str, name: str) -> Any:
+        """The JSON value under ``key``, parsed once; :class:`IntegrityError` if invalid."""
+        if key not in self._parsed:
+            self._parsed[key] = _json(self[key], where, name)
+        return self._parsed[key]
+
+
+def _as_metadata(meta: dict[bytes, bytes] | None) -> Metadata:
+    return meta if isinstance(meta, Metadata) else Metadata(meta)
+
+
+def _carriers(meta: Metadata, where: str) -> Iterator[tuple[str, Any]]:
+    """Every place of the metadata a reader can take a log (or pandas ``attrs``) from, parsed
+    lazily in this order: ``("dpframe.log", doc)``, ``("PANDAS_ATTRS", attrs)``,
+    ``("pandas attributes", attrs)``."""
     if LOG_KEY in meta:
-        out.append(("dpframe.log", _json(meta[LOG_KEY], where, "dpframe.log")))
+        yield "dpframe.log", meta.json(LOG_KEY, where, "dpframe.log")
     if _PANDAS_KEY in meta:
-        out.append(("PANDAS_ATTRS", _json(meta[_PANDAS_KEY], where, "PANDAS_ATTRS")))
+        yield "PANDAS_ATTRS", meta.json(_PANDAS_KEY, where, "PANDAS_ATTRS")
     if _PANDAS_META in meta:
-        pandas_meta = _json(meta[_PANDAS_META], where, "pandas")
+        pandas_meta = meta.json(_PANDAS_META, where, "pandas")
         if isinstance(pandas_meta, dict) and "attributes" in pandas_meta:
-            out.append(("pandas attributes", pandas_meta["attributes"]))
-    return out
+            yield "pandas attributes", pandas_meta["attributes"]
 
 
 def find_log(metadata: dict[bytes, bytes] | None, where: str) -> dict[str, Any]:
@@ -140,21 +161,18 @@ def find_log(metadata: dict[bytes, bytes] | None, where: str) -> dict[str, Any]:
     ``pandas`` metadata's ``attributes`` (that they all hold the same log is checked when the
     file is verified, :func:`check_carriers`). Raises :class:`LedgerError` if there is none
     and :class:`IntegrityError` if one of them is not valid JSON."""
-    docs = []
-    for name, value in _carriers(metadata or {}, where):
+    for name, value in _carriers(_as_metadata(metadata), where):
         doc = value if name == "dpframe.log" else (
             value.get(RELEASE_ATTRS_KEY) if isinstance(value, dict) else None)
         if isinstance(doc, dict) and "entries" in doc:
-            docs.append(doc)
-    if not docs:
-        raise LedgerError(
-            f"{where!r} carries no dpframe release log (only release tables — what a .dp "
-            "release returns — are written with one; write them with table.to_parquet(...) "
-            "(pandas) or table.dp.write_parquet(...)); a release file rewritten by another "
-            "tool (Polars, DuckDB, Spark, or pandas from a file written by Polars) has lost its "
-            "log: verify the original file"
-        )
-    return docs[0]
+            return doc
+    raise LedgerError(
+        f"{where!r} carries no dpframe release log (only release tables — what a .dp "
+        "release returns — are written with one; write them with table.to_parquet(...) "
+        "(pandas) or table.dp.write_parquet(...)); a release file rewritten by another "
+        "tool (Polars, DuckDB, Spark, or pandas from a file written by Polars) has lost its "
+        "log: verify the original file"
+    )
 
 
 def check_carriers(metadata: dict[bytes, bytes] | None, document: dict[str, Any],
@@ -164,7 +182,7 @@ def check_carriers(metadata: dict[bytes, bytes] | None, document: dict[str, Any]
     ``pd.read_parquet`` and pyarrow's ``to_pandas`` show as ``DataFrame.attrs``) hold
     nothing but it; otherwise :class:`IntegrityError`. The seal covers the rest of the
     metadata (:func:`dpframe.integrity.table_digest`)."""
-    for name, value in _carriers(metadata or {}, where):
+    for name, value in _carriers(_as_metadata(metadata), where):
         if name == "dpframe.log":
             if value != document:
                 raise IntegrityError(f"{where!r} carries different dpframe logs; it was altered")
@@ -188,10 +206,10 @@ def check_carriers(metadata: dict[bytes, bytes] | None, document: dict[str, Any]
 def _check_legacy_pandas(metadata: dict[bytes, bytes], where: str) -> None:
     """For seals of dpframe-release-v1/v2, which do not cover the pandas metadata: refuse
     pandas metadata that shows a column under another name than its stored one."""
-    raw = metadata.get(_PANDAS_META)
-    if raw is None:
+    meta = _as_metadata(metadata)
+    if _PANDAS_META not in meta:
         return
-    pandas_meta = _json(raw, where, "pandas")
+    pandas_meta = meta.json(_PANDAS_META, where, "pandas")
     columns = pandas_meta.get("columns") if isinstance(pandas_meta, dict) else None
     index = pandas_meta.get("index_columns") if isinstance(pandas_meta, dict) else None
     index_fields = {c for c in (index if isinstance(index, list) else []) if isinstance(c, str)}
@@ -283,12 +301,20 @@ def verify_release(document: dict[str, Any], table: Any, metadata: dict[bytes, b
     :class:`IntegrityError`."""
     if file is not None:
         check_footer(file, where)
-    check_carriers(metadata, document, where)
-    status = check_seal(document, table, key=key, where=where)
+    meta = _as_metadata(metadata)
+    check_carriers(meta, document, where)
+    status = check_seal(document, table, key=key, where=where,
+                        pandas_metadata=pandas_metadata_of(meta, where))
     seal = document.get("seal")
     if isinstance(seal, dict) and seal.get("scheme") in LEGACY_SCHEMES:
-        _check_legacy_pandas(metadata or {}, where)
+        _check_legacy_pandas(meta, where)
     return status
+
+
+def pandas_metadata_of(metadata: dict[bytes, bytes] | None, where: str) -> Any:
+    """The file's ``pandas`` metadata, parsed (once, for a :class:`Metadata`), or None."""
+    meta = _as_metadata(metadata)
+    return meta.json(_PANDAS_META, where, "pandas") if _PANDAS_META in meta else None
 
 
 def _json(raw: bytes, where: str, name: str = "dpframe log") -> Any:

@@ -146,8 +146,9 @@ KEYS_CHAIN_START = hashlib.sha256(b"dpframe-log-keys-v1").hexdigest()
 def chain_entries(digest: str, entries: Iterable[Any]) -> str:
     """The entries chain ``digest`` extended by ``entries`` (module docstring)."""
     state = bytes.fromhex(digest)
-    for entry in entries:
-        state = hashlib.sha256(state + canonical_json(entry).encode("utf-8")).digest()
+    for entry in entries:  # a plain value (read from a file): json's C encoder, same text
+        text = entry.canonical if isinstance(entry, LogEntry) else _dump(entry)
+        state = hashlib.sha256(state + text.encode("utf-8")).digest()
     return state.hex()
 
 

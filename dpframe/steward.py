@@ -168,7 +168,7 @@ def _canon(obj: Any) -> str:
 def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
     from dpframe.errors import IntegrityError
     from dpframe.integrity import table_digest
-    from dpframe.io import find_log, read_release_file, verify_release
+    from dpframe.io import find_log, pandas_metadata_of, read_release_file, verify_release
 
     file = read_release_file(path)
     metadata, table = file.metadata, file.table
@@ -182,7 +182,8 @@ def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
     seal = doc.get("seal")
     try:
         report["values_match_log"] = isinstance(seal, dict) and seal.get(
-            "table") == table_digest(table, str(seal.get("scheme")))
+            "table") == table_digest(table, str(seal.get("scheme")),
+                                     pandas_metadata=pandas_metadata_of(metadata, str(path)))
     except IntegrityError:  # an unknown seal scheme: verify_release reports it below
         report["values_match_log"] = False
     try:
