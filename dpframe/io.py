@@ -90,7 +90,7 @@ def read_release_file(path: str | os.PathLike[str], *, values: bool = True) -> R
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    where = os.fspath(path)
+    where = os.fsdecode(os.fspath(path))
     try:
         if os.path.isdir(where):
             raise IsADirectoryError(f"{where} is a directory")
@@ -108,7 +108,7 @@ def read_release_file(path: str | os.PathLike[str], *, values: bool = True) -> R
         raise ReleaseFileError(f"{where!r}: no such file") from exc
     except PermissionError as exc:
         raise ReleaseFileError(f"{where!r}: permission denied") from exc
-    except (OSError, pa.ArrowException, ValueError) as exc:
+    except (OSError, pa.ArrowException, ValueError, TypeError) as exc:
         raise ReleaseFileError(
             f"{where!r} could not be read as a Parquet file ({type(exc).__name__}: "
             f"{_short(exc)}); it is not a release file, or it is truncated or damaged"
@@ -348,9 +348,14 @@ def read_log(
         raise ParameterError(f"as_frame must be None, 'pandas' or 'polars', got {as_frame!r}")
     if key is not None and not isinstance(key, bytes | str):
         raise ParameterError("key must be the steward's key as bytes or str")
-    where = os.fspath(path)
+    try:
+        where = os.fspath(path)
+    except TypeError:
+        raise ParameterError(f"path must be a str or os.PathLike, got {path!r}") from None
+    if isinstance(where, bytes):
+        where = os.fsdecode(where)
     checking = verify or key is not None
-    file = read_release_file(path, values=checking)
+    file = read_release_file(where, values=checking)
     doc = find_log(file.metadata, where)
     version = doc.get("version", 0)
     if not isinstance(version, int) or version > LOG_VERSION:

@@ -445,3 +445,7 @@ def test_read_log_checks_its_arguments(tmp_path):
         dpf.read_log(good, as_frame="spark")
     with pytest.raises(dpf.ParameterError, match="key"):
         dpf.read_log(good, key=42)
+    for path in (None, 42, ["a.parquet"]):
+        with pytest.raises(dpf.ParameterError, match="path"):
+            dpf.read_log(path)
+    assert dpf.read_log(os.fsencode(good))
