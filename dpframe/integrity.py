@@ -10,12 +10,18 @@ from, as of its release, plus a ``seal``::
      "hmac" (only when signed)}}
 
 * ``seal.table`` is the SHA-256 of the table's canonical content (:func:`table_digest`, hashed
-  column by column from whole Arrow columns, :func:`_columnar_digest`): every
-  column's name and values in order, as Arrow sees them when the table is written to Parquet
-  (the pandas index included: as columns, or the range it is stored as);
-* ``seal.digest`` is the SHA-256 of ``"dpframe-release-v2" ‖ canonical JSON of the document
-  without "seal" ‖ seal.table``: changing a value, a column name, the index, or anything in
-  the log (an ε, a scale, an entry) changes it;
+  column by column from whole Arrow columns, :func:`_columnar_digest`): every column's name,
+  type family and values in order, as Arrow sees them when the table is written to Parquet,
+  and everything else a reader of the file shows apart from the log: field metadata, other
+  schema metadata keys, and the ``pandas`` metadata (labels, types, the index: as columns or
+  the range it is stored as), without its ``attributes`` copy of the log;
+* ``seal.digest`` is the SHA-256 of ``"dpframe-release-v3" ‖ canonical JSON of the document
+  without "seal", "entries" and "keys" ‖ the entries chain ‖ the keys chain ‖ seal.table``
+  (:func:`_message`; the chains of :mod:`dpframe.logentries` bind every entry and key list,
+  and a ledger snapshot carries them, so sealing is O(1) in the ledger's history): changing a
+  value, a column name, the index, or anything in the log (an ε, a scale, an entry) changes
+  it. Files sealed with ``dpframe-release-v2``/``-v1`` (the whole log hashed at each seal; the
+  table digest without the pandas metadata) are still verified as they were sealed;
 * ``seal.hmac`` (optional, :func:`sign_release`) is HMAC-SHA256 of the same message under a key
   the data steward holds.
 
