@@ -36,7 +36,16 @@ from typing import Any
 
 from dpframe._validation import check_delta, check_epsilon
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
-from dpframe.logentries import frozen_entries
+from dpframe.logentries import (
+    ENTRIES_CHAIN_START,
+    KEYS_CHAIN_START,
+    EntryLog,
+    KeyTable,
+    LogEntry,
+    chain_entries,
+    chain_keys,
+    frozen_entries,
+)
 
 __all__ = [
     "LOG_VERSION", "RELATIVE_TOLERANCE", "Budget", "Ledger", "Reservation", "new_ledger_id",
@@ -140,6 +149,10 @@ class Ledger:
         #: later reservation is refused (dpframe.safety_net)
         self.locked = False
         self.keys: dict[str, str] = {}
+        #: running chained digests of ``entries`` and ``keys`` (dpframe.logentries), so a
+        #: snapshot carries them and sealing a release costs O(1) in the history
+        self._entries_digest = ENTRIES_CHAIN_START
+        self._keys_digest = KEYS_CHAIN_START
         self.budget_doc: dict[str, float] = {}
         self.document: dict[str, Any] = {
             "version": LOG_VERSION,
@@ -249,22 +262,48 @@ class Ledger:
             _stamp(entries, self.id, release_id)
             self._eps_spent += reservation.epsilon
             self._delta_spent += reservation.delta
-            self.entries.extend(frozen_entries(entries))  # immutable from now on
+            self._append_log(frozen_entries(entries), keys or {})  # immutable from now on
             self.note(entries)
-            self.keys.update(keys or {})
             self._refresh_budget_doc()
             return release_id
+
+    def _append_log(self, entries: list[LogEntry], keys: Mapping[str, str]) -> None:
+        """Append committed entries and new key lists, extending the chained digests by the
+        new items only (the caller holds ``_lock``)."""
+        self.entries.extend(entries)
+        self._entries_digest = chain_entries(self._entries_digest, entries)
+        new = [(ref, text) for ref, text in keys.items() if ref not in self.keys]
+        self.keys.update(new)
+        self._keys_digest = chain_keys(self._keys_digest, new)
+
+    def _clear_log(self) -> None:
+        """Forget every entry and key list (the caller holds ``_lock``)."""
+        self.entries.clear()
+        self.keys.clear()
+        self._entries_digest = ENTRIES_CHAIN_START
+        self._keys_digest = KEYS_CHAIN_START
+
+    def _log_snapshot(self) -> tuple[EntryLog, KeyTable]:
+        """Immutable copies of the entries and keys that carry their digests (the caller
+        holds ``_lock``)."""
+        entries = EntryLog(self.entries)
+        entries.digest = self._entries_digest
+        keys = KeyTable()
+        dict.update(keys, self.keys)
+        keys.digest = self._keys_digest
+        return entries, keys
 
     def snapshot_document(self) -> dict[str, Any]:
         """A copy of the log document as it is now (entries are never mutated after commit,
         so copying the list is enough)."""
         with self._lock:
+            entries, keys = self._log_snapshot()
             return {
                 "version": LOG_VERSION,
                 "ledger_id": self.id,
                 "budget": dict(self.budget_doc),
-                "entries": list(self.entries),
-                "keys": dict(self.keys),
+                "entries": entries,
+                "keys": keys,
             }
 
 

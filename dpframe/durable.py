@@ -337,9 +337,14 @@ def read_ledger_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         head_data = head_path(path).read_bytes()
     except FileNotFoundError:
         head_data = b""
-    chain, records, tail = _load(data, where)
-    head = _read_head(head_data, where)
-    state = _check_against_head(chain, head, tail, where)
+    try:
+        chain, records, tail = _load(data, where)
+        head = _read_head(head_data, where)
+        state = _check_against_head(chain, head, tail, where)
+    except (ValueError, TypeError, KeyError, ArithmeticError) as exc:  # a well-hashed but
+        # ill-typed record (only someone recomputing the hashes writes one): damaged
+        raise LedgerError(f"{where}: a ledger record is damaged ({type(exc).__name__}); "
+                          "restore the ledger from a backup") from exc
     return {
         "ledger_id": chain.ledger_id,
         "header": chain.header,
@@ -741,9 +746,8 @@ class DurableLedger(Ledger):
                 self._eps_spent = chain.eps
                 self._delta_spent = chain.dlt
                 for rec in records:
-                    self.entries.extend(frozen_entries(rec.get("entries", [])))
+                    self._append_log(frozen_entries(rec.get("entries", [])), rec.get("keys", {}))
                     self.note(rec.get("entries", []))
-                    self.keys.update(rec.get("keys", {}))
                 self._doc_chain = (chain.seq, chain.hashes[-1])
                 self._refresh_budget_doc()
 
@@ -754,9 +758,8 @@ class DurableLedger(Ledger):
         """Forget what was read (after a fork) so the next sync re-reads the whole file."""
         self._chain = _Chain(self._chain.header, self._chain.header_bytes)
         with self._lock:
-            self.entries.clear()
+            self._clear_log()
             self.locked = False  # re-read with the entries
-            self.keys.clear()
             self._eps_spent = Fraction(0)
             self._delta_spent = Fraction(0)
             self._doc_chain = (0, self._chain.hashes[0])
@@ -873,9 +876,8 @@ class DurableLedger(Ledger):
             self._eps_spent = chain.eps
             self._delta_spent = chain.dlt
             self._pending.pop(reservation.token, None)
-            self.entries.extend(frozen_entries(entries))
+            self._append_log(frozen_entries(entries), new_keys)
             self.note(entries)
-            self.keys.update(new_keys)
             self._doc_chain = (seq, chain.hashes[seq])
             self._refresh_budget_doc()
         return seq
@@ -884,12 +886,13 @@ class DurableLedger(Ledger):
         """The log document as of this process's last operation, with ``chain``: the seq and
         hash of the ledger's last line it includes (compare them with the ledger file)."""
         with self._lock:
+            entries, keys = self._log_snapshot()
             return {
                 "version": LOG_VERSION,
                 "ledger_id": self.id,
                 "budget": dict(self.budget_doc),
-                "entries": list(self.entries),
-                "keys": dict(self.keys),
+                "entries": entries,
+                "keys": keys,
                 "chain": {"seq": self._doc_chain[0], "hash": self._doc_chain[1]},
             }
 

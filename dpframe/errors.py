@@ -18,6 +18,7 @@ __all__ = [
     "ParameterError",
     "PrivateSizeError",
     "ReleaseFailedError",
+    "ReleaseFileError",
     "SourceChangedError",
     "SpecError",
     "UnsupportedInputError",
@@ -94,3 +95,10 @@ class SpecError(DPFrameError, ValueError):
         self.line = line
         where = f"{source}:{line}" if line is not None else source
         super().__init__(f"{where}: {message}")
+
+
+class ReleaseFileError(LedgerError):
+    """A file given as a release (``dpf.read_log``, ``dpframe inspect``) cannot be read as a
+    Parquet file at all: missing, a directory, no permission, not Parquet, truncated or
+    damaged. (A readable Parquet file without a release log is a plain :class:`LedgerError`;
+    one whose log or values do not verify an :class:`IntegrityError`.)"""

@@ -10,12 +10,18 @@ from, as of its release, plus a ``seal``::
      "hmac" (only when signed)}}
 
 * ``seal.table`` is the SHA-256 of the table's canonical content (:func:`table_digest`, hashed
-  column by column from whole Arrow columns, :func:`_columnar_digest`): every
-  column's name and values in order, as Arrow sees them when the table is written to Parquet
-  (the pandas index included: as columns, or the range it is stored as);
-* ``seal.digest`` is the SHA-256 of ``"dpframe-release-v2" ‖ canonical JSON of the document
-  without "seal" ‖ seal.table``: changing a value, a column name, the index, or anything in
-  the log (an ε, a scale, an entry) changes it;
+  column by column from whole Arrow columns, :func:`_columnar_digest`): every column's name,
+  type family and values in order, as Arrow sees them when the table is written to Parquet,
+  and everything else a reader of the file shows apart from the log: field metadata, other
+  schema metadata keys, and the ``pandas`` metadata (labels, types, the index: as columns or
+  the range it is stored as), without its ``attributes`` copy of the log;
+* ``seal.digest`` is the SHA-256 of ``"dpframe-release-v3" ‖ canonical JSON of the document
+  without "seal", "entries" and "keys" ‖ the entries chain ‖ the keys chain ‖ seal.table``
+  (:func:`_message`; the chains of :mod:`dpframe.logentries` bind every entry and key list,
+  and a ledger snapshot carries them, so sealing is O(1) in the ledger's history): changing a
+  value, a column name, the index, or anything in the log (an ε, a scale, an entry) changes
+  it. Files sealed with ``dpframe-release-v2``/``-v1`` (the whole log hashed at each seal; the
+  table digest without the pandas metadata) are still verified as they were sealed;
 * ``seal.hmac`` (optional, :func:`sign_release`) is HMAC-SHA256 of the same message under a key
   the data steward holds.
 
@@ -52,9 +58,10 @@ from typing import Any
 
 from dpframe.errors import IntegrityError, ParameterError
 from dpframe.identity import IdentityMap
-from dpframe.logentries import canonical_json, detached
+from dpframe.logentries import canonical_json, detached, entries_digest, keys_digest
 
 __all__ = [
+    "LEGACY_SCHEMES",
     "RELEASE_ATTRS_KEY",
     "RELEASE_KIND",
     "SEAL_SCHEME",
@@ -63,15 +70,19 @@ __all__ = [
     "check_seal",
     "concat_releases",
     "release_log_of",
+    "sealed_document",
     "sign_release",
     "table_digest",
 ]
 
 RELEASE_ATTRS_KEY = "dpframe_log"
 RELEASE_KIND = "dpframe.release"
-SEAL_SCHEME = "dpframe-release-v2"
+SEAL_SCHEME = "dpframe-release-v3"
+_SCHEME_V2 = "dpframe-release-v2"
 _SCHEME_V1 = "dpframe-release-v1"
-_SCHEMES = (SEAL_SCHEME, _SCHEME_V1)
+_SCHEMES = (SEAL_SCHEME, _SCHEME_V2, _SCHEME_V1)
+#: schemes whose table digest does not cover the pandas metadata or other metadata keys
+LEGACY_SCHEMES = (_SCHEME_V2, _SCHEME_V1)
 
 _polars_logs: IdentityMap[dict[str, Any]] = IdentityMap()
 
@@ -129,41 +140,91 @@ def _arrow_of(frame: Any) -> Any:
     if isinstance(frame, pa.Table):
         return frame
     if _is_pandas(frame):
+        if frame.attrs:  # pyarrow would serialise attrs (a whole log) into its metadata
+            frame = frame.copy(deep=False)
+            frame.attrs = {}
         return pa.Table.from_pandas(frame)
     if type(frame).__name__ == "LazyFrame":
         frame = frame.collect()
     return frame.to_arrow()
 
 
-def table_digest(frame: Any, scheme: str | None = None) -> str:
-    """SHA-256 (hex) of a table's canonical content: column names and values in order, floats
-    bit-exact, and for pandas-written tables the stored index (columns or range). Equal for a
-    table in memory and the same table read back from its Parquet file
-    (``pyarrow.parquet.read_table``). ``scheme``: the seal scheme whose canonical form to use
-    (default: the current one, :data:`SEAL_SCHEME`; files sealed with ``dpframe-release-v1``
-    are checked with the value-by-value form they were sealed with)."""
+def table_digest(frame: Any, scheme: str | None = None, *,
+                 pandas_metadata: Any = None) -> str:
+    """SHA-256 (hex) of a table's canonical content, equal for a table in memory and the same
+    table read back from its Parquet file (``pyarrow.parquet.read_table``). ``scheme``: the
+    seal scheme whose canonical form to use (default: the current one, :data:`SEAL_SCHEME`);
+    files sealed with an older scheme are checked with the form they were sealed with.
+
+    ``dpframe-release-v3`` covers everything a reader of the file shows apart from the log
+    itself (:func:`_columnar_digest`): column names, types (by family) and values in order,
+    each field's Arrow metadata, every schema metadata key other than the log's carriers, and
+    the ``pandas`` metadata that pandas and pyarrow use to label and type columns and to
+    rebuild the index (all of it but ``attributes``, ``creator`` and ``pandas_version``; the
+    ``attributes`` copy of the log is checked against the log by :func:`check_carriers`).
+    ``dpframe-release-v2`` covered names, values and the pandas ``index_columns`` only;
+    ``dpframe-release-v1`` the same, value by value. ``pandas_metadata``: the table's
+    ``pandas`` metadata already parsed (by a caller that parsed it for other checks: it can
+    hold a whole log in ``attributes``); None parses it here."""
     table = _arrow_of(frame)
-    index: Any = None
     meta = table.schema.metadata or {}
-    if b"pandas" in meta:
-        index = json.loads(meta[b"pandas"]).get("index_columns")
-    if scheme == _SCHEME_V1:
-        body = {
-            "columns": [[name, [_value(v) for v in table.column(i).to_pylist()]]
-                        for i, name in enumerate(table.column_names)],
-            "index": index,
-        }
-        return hashlib.sha256(_canon(body)).hexdigest()
+    pandas_meta = _pandas_metadata(meta) if pandas_metadata is None else pandas_metadata
+    if pandas_meta is not None and not isinstance(pandas_meta, dict):
+        raise IntegrityError("the file's pandas metadata is not a JSON object")
+    if scheme in (_SCHEME_V1, _SCHEME_V2):
+        index = None if pandas_meta is None else pandas_meta.get("index_columns")
+        if scheme == _SCHEME_V1:
+            body = {
+                "columns": [[name, [_value(v) for v in table.column(i).to_pylist()]]
+                            for i, name in enumerate(table.column_names)],
+                "index": index,
+            }
+            return hashlib.sha256(_canon(body)).hexdigest()
+        return _columnar_digest(table, {"index": index}, version=2)
     if scheme not in (None, SEAL_SCHEME):
         raise IntegrityError(f"unknown seal scheme {scheme!r}")
-    return _columnar_digest(table, index)
+    pandas_view = None if pandas_meta is None else {
+        k: v for k, v in pandas_meta.items() if k not in _PANDAS_VOLATILE}
+    others = sorted([k.hex(), v.hex()] for k, v in meta.items() if k not in _UNSEALED_KEYS)
+    fields = [None if f.metadata is None else sorted([k.hex(), v.hex()]
+                                                     for k, v in f.metadata.items())
+              for f in table.schema]
+    return _columnar_digest(table, {"pandas": pandas_view, "metadata": others,
+                                    "field_metadata": fields}, version=3)
 
 
-def _columnar_digest(table: Any, index: Any) -> str:
-    """The ``dpframe-release-v2`` canonical content, hashed column by column.
+#: schema metadata keys a v3 table digest does not cover: the log's carriers (checked against
+#: the sealed log itself), the ``pandas`` metadata (covered in part, ``_PANDAS_VOLATILE``) and
+#: pyarrow's serialised schema (what it holds is what the digest reads: types, field metadata)
+_UNSEALED_KEYS = frozenset({b"dpframe.log", b"PANDAS_ATTRS", b"pandas", b"ARROW:schema"})
+#: parts of the ``pandas`` metadata that say which software wrote the file, and the attrs copy
+_PANDAS_VOLATILE = frozenset({"attributes", "creator", "pandas_version"})
 
-    The hash input is ``"dpframe-table-v2\0"``, the canonical JSON header ``{"index",
-    "rows", "columns": [[name, tag], ...]}``, then for every column its parts, each preceded by
+
+def _pandas_metadata(meta: dict[bytes, bytes]) -> dict[str, Any] | None:
+    """The ``pandas`` schema metadata as a dict, None when absent; IntegrityError when it is
+    not a JSON object."""
+    raw = meta.get(b"pandas")
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise IntegrityError("the file's pandas metadata is not valid JSON") from exc
+    if not isinstance(value, dict):
+        raise IntegrityError("the file's pandas metadata is not a JSON object")
+    return value
+
+
+def _columnar_digest(table: Any, extra: dict[str, Any], version: int) -> str:
+    """The ``dpframe-release-v2``/``-v3`` canonical content, hashed column by column.
+
+    The hash input is ``"dpframe-table-v<version>\0"``, the canonical JSON header ``{"rows",
+    "columns": [[name, tag], ...], **extra}`` (v2: ``extra`` = ``{"index": pandas
+    index_columns}``; v3: ``{"pandas": the pandas metadata without attributes, creator and
+    pandas_version, "metadata": [[key hex, value hex], ...] of every other schema metadata key
+    but the log carriers and ARROW:schema, sorted, "field_metadata": per field the same pairs
+    or null}``), then for every column its parts, each preceded by
     its length in bytes (8 bytes, little-endian). A column's parts depend on its tag, which
     comes from the Arrow type of its values (dictionary columns are decoded first):
 
@@ -190,9 +251,9 @@ def _columnar_digest(table: Any, index: Any) -> str:
         if pa.types.is_dictionary(col.type):
             col = pc.cast(col, col.type.value_type)
         cols.append((name, col, _tag(col.type)))
-    header = {"index": index, "rows": int(table.num_rows),
+    header = {**extra, "rows": int(table.num_rows),
               "columns": [[name, tag] for name, _, tag in cols]}
-    h = hashlib.sha256(b"dpframe-table-v2\0")
+    h = hashlib.sha256(b"dpframe-table-v%d\0" % version)
     h.update(_part(_canon(header)))
     for _, col, tag in cols:
         if tag == "v":
@@ -248,8 +309,28 @@ def _canon(obj: Any) -> bytes:
 
 
 def _message(document: dict[str, Any], table_hash: str, scheme: str = SEAL_SCHEME) -> bytes:
-    body = {k: v for k, v in document.items() if k != "seal"}
-    return scheme.encode() + b"\0" + _canon(body) + b"\0" + table_hash.encode()
+    """What the seal's digest and HMAC are computed over.
+
+    ``dpframe-release-v3``: ``scheme ‖ 0 ‖ canonical JSON of the document without "seal",
+    "entries" and "keys" ‖ 0 ‖ entries chain ‖ 0 ‖ keys chain ‖ 0 ‖ table digest``, the chains
+    of :mod:`dpframe.logentries`: the log's entries and key lists are covered by reference,
+    so sealing costs O(1) in the history when the document comes from a ledger snapshot
+    (which carries both chains) and O(entries) otherwise (a verifier recomputes them).
+    Older schemes: ``scheme ‖ 0 ‖ canonical JSON of the document without "seal" ‖ 0 ‖ table
+    digest``."""
+    if scheme != SEAL_SCHEME:
+        body = {k: v for k, v in document.items() if k != "seal"}
+        return scheme.encode() + b"\0" + _canon(body) + b"\0" + table_hash.encode()
+    entries = document.get("entries", [])
+    keys = document.get("keys", {})
+    if not isinstance(entries, list) or not isinstance(keys, dict):
+        raise IntegrityError("the log's entries must be a list and its keys an object")
+    body = {k: v for k, v in document.items() if k not in ("seal", "entries", "keys")}
+    # an absent list is not an empty one: adding "keys": {} to a log changes its digest
+    entries_part = entries_digest(entries) if "entries" in document else "absent"
+    keys_part = keys_digest(keys) if "keys" in document else "absent"
+    return b"\0".join([scheme.encode(), _canon(body), entries_part.encode(),
+                       keys_part.encode(), table_hash.encode()])
 
 
 def _key_bytes(key: bytes | str) -> bytes:
@@ -270,7 +351,7 @@ def _seal(document: dict[str, Any], table_hash: str, key: bytes | str | None) ->
 
 
 def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None = None,
-               where: str = "the table") -> dict[str, Any]:
+               where: str = "the table", pandas_metadata: Any = None) -> dict[str, Any]:
     """Verify a sealed log against a table's values (a frame or an Arrow table).
 
     Returns ``{"values_match", "log_intact", "signed", "signature"}`` where ``signature`` is
@@ -278,7 +359,7 @@ def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None 
     :class:`IntegrityError` when the document is not a sealed release log, when values or log
     were altered, or when ``key`` is given and the signature is missing or wrong."""
     seal = document.get("seal") if isinstance(document, dict) else None
-    if document.get("kind") != RELEASE_KIND or not isinstance(seal, dict):
+    if not isinstance(seal, dict) or document.get("kind") != RELEASE_KIND:
         raise IntegrityError(
             f"{where} carries a dpframe log that is not a sealed release log (written by an "
             "older dpframe, or not a release): its values cannot be checked against it. "
@@ -287,13 +368,14 @@ def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None 
     scheme = seal.get("scheme")
     if scheme not in _SCHEMES:
         raise IntegrityError(f"{where}: unknown seal scheme {scheme!r}")
-    actual = table_digest(table, scheme)
+    actual = table_digest(table, scheme, pandas_metadata=pandas_metadata)
     msg = _message(document, actual, scheme)
-    values_match = hmac.compare_digest(str(seal.get("table", "")), actual)
-    intact = hmac.compare_digest(str(seal.get("digest", "")), hashlib.sha256(msg).hexdigest())
+    values_match = _same(seal.get("table"), actual)
+    intact = _same(seal.get("digest"), hashlib.sha256(msg).hexdigest())
     if not values_match:
         raise IntegrityError(
-            f"{where}: the values do not match the release log (the table was edited, "
+            f"{where}: the values do not match the release log (the table — its values, "
+            "column labels, index, types or the metadata readers show with them — was edited, "
             "concatenated with another, or derived after release); the log does not vouch for "
             "these numbers. Build combined tables with dpf.concat_releases"
         )
@@ -308,13 +390,21 @@ def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None 
         if not signed:
             raise IntegrityError(f"{where} is not signed, but a key was given")
         good = hmac.new(_key_bytes(key), msg, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(str(seal["hmac"]), good):
+        if not _same(seal["hmac"], good):
             raise IntegrityError(
                 f"{where}: the signature does not match this key (wrong key, or the release "
                 "was re-sealed by someone without the key)"
             )
         status = "valid"
     return {"values_match": True, "log_intact": True, "signed": signed, "signature": status}
+
+
+def _same(recorded: Any, computed: str) -> bool:
+    """A recorded digest (whatever the file holds) equals a computed one, in constant time."""
+    if not isinstance(recorded, str):
+        return False
+    return hmac.compare_digest(recorded.encode("utf-8", "surrogatepass"),
+                               computed.encode("ascii"))
 
 
 # -- attaching -------------------------------------------------------------------------------
@@ -326,8 +416,17 @@ def attach_release_log(table: Any, document: dict[str, Any], *,
     returned for the release(s) in the table; ``key``: sign with HMAC-SHA256 as well.
 
     Call it on the final table: any later change of its values makes verification fail."""
-    # the table's own copy (no later change of the ledger reaches it); committed entries are
-    # immutable and shared, so this costs O(1) per earlier entry, not a JSON round trip
+    _store(table, sealed_document(table, document, release_id=release_id, key=key))
+
+
+def sealed_document(table: Any, document: dict[str, Any], *,
+                    release_id: int | list[int] | None = None,
+                    key: bytes | str | None = None) -> dict[str, Any]:
+    """The sealed log :func:`attach_release_log` attaches, without attaching it (for a table
+    written directly, e.g. an Arrow table with extra schema metadata, which the seal then
+    covers). Costs O(1) in the ledger's history for a ledger snapshot's document."""
+    # the table's own copy (no later change of the ledger reaches it); a snapshot's entries and
+    # keys are immutable containers that are shared (O(1)), not copied
     doc: dict[str, Any] = detached({k: v for k, v in document.items()
                                     if k not in ("seal", "kind", "release_ids")})
     ids = [] if release_id is None else (
@@ -335,7 +434,7 @@ def attach_release_log(table: Any, document: dict[str, Any], *,
     doc["kind"] = RELEASE_KIND
     doc["release_ids"] = ids
     doc["seal"] = _seal(doc, table_digest(table), key)
-    _store(table, doc)
+    return doc
 
 
 def _store(table: Any, doc: dict[str, Any]) -> None:
@@ -356,6 +455,12 @@ def release_log_of(frame: Any) -> dict[str, Any] | None:
 def sign_release(table: Any, key: bytes | str) -> Any:
     """Add an HMAC-SHA256 signature (``key``: the data steward's secret) to a release table's
     seal, after checking that its values still match its log. Returns ``table``."""
+    if key is None:
+        raise ParameterError(
+            "sign_release needs the steward's key (non-empty bytes or str); got None, which "
+            "would leave the release unsigned"
+        )
+    _key_bytes(key)
     doc = release_log_of(table)
     if doc is None:
         raise ParameterError("only release tables (what a .dp release returns) can be signed")

@@ -11,15 +11,46 @@ its canonical JSON, and can therefore be shared by every document and table that
 :func:`canonical_json` writes a document byte for byte as
 ``json.dumps(doc, sort_keys=True, separators=(",", ":"))`` would, taking each entry's cached
 text; :func:`detached` copies a document for a table, sharing the immutable entries.
+
+**Chained digests** (issue 24: a table release sealed the whole log, O(history) per release).
+A ledger also keeps a running digest of its entries and one of its key table, extended at each
+commit by the new items only::
+
+    entries:  d_0 = SHA-256("dpframe-log-entries-v1")
+              d_i = SHA-256(d_{i-1} ‖ canonical(e_i))
+    keys:     k_0 = SHA-256("dpframe-log-keys-v1")
+              k_i = SHA-256(k_{i-1} ‖ canonical([ref_i, json_i]))
+
+(``d_{i-1}`` as its 32 raw bytes, the canonical JSON as UTF-8; keys in the order the ledger
+added them, which is the order of the document's ``keys`` object). ``d_n`` binds the whole
+ordered list of entries, so a seal that covers ``d_n`` covers the log by reference:
+:meth:`dpframe.accounting.Ledger.snapshot_document` hands out its entries as an
+:class:`EntryLog` and its keys as a :class:`KeyTable`, immutable containers that carry their
+digest, and sealing a table costs O(1) in the history. A verifier recomputes both chains from
+the document (O(entries), once per check).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
-__all__ = ["LogEntry", "canonical_json", "detached", "frozen_entries"]
+__all__ = [
+    "ENTRIES_CHAIN_START",
+    "KEYS_CHAIN_START",
+    "EntryLog",
+    "KeyTable",
+    "LogEntry",
+    "canonical_json",
+    "chain_entries",
+    "chain_keys",
+    "detached",
+    "entries_digest",
+    "frozen_entries",
+    "keys_digest",
+]
 
 
 def _refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
@@ -106,6 +137,76 @@ def frozen_entries(entries: Iterable[dict[str, Any]]) -> list[LogEntry]:
         assert isinstance(frozen, LogEntry)
         out.append(frozen)
     return out
+
+
+ENTRIES_CHAIN_START = hashlib.sha256(b"dpframe-log-entries-v1").hexdigest()
+KEYS_CHAIN_START = hashlib.sha256(b"dpframe-log-keys-v1").hexdigest()
+
+
+def chain_entries(digest: str, entries: Iterable[Any]) -> str:
+    """The entries chain ``digest`` extended by ``entries`` (module docstring)."""
+    state = bytes.fromhex(digest)
+    for entry in entries:  # a plain value (read from a file): json's C encoder, same text
+        text = entry.canonical if isinstance(entry, LogEntry) else _dump(entry)
+        state = hashlib.sha256(state + text.encode("utf-8")).digest()
+    return state.hex()
+
+
+def chain_keys(digest: str, items: Iterable[tuple[Any, Any]]) -> str:
+    """The keys chain ``digest`` extended by ``(reference, JSON text)`` pairs."""
+    state = bytes.fromhex(digest)
+    for ref, text in items:
+        state = hashlib.sha256(state + _dump([ref, text]).encode("utf-8")).digest()
+    return state.hex()
+
+
+class EntryLog(_FrozenList):
+    """A ledger's committed entries as of a snapshot: an immutable ``list`` that carries
+    ``digest``, the entries chain over exactly its items."""
+
+    digest: str
+
+    def __reduce__(self) -> Any:
+        return (_entry_log, (list(self), self.digest))
+
+
+class KeyTable(LogEntry):
+    """A ledger's key table as of a snapshot: an immutable ``dict`` (insertion order kept)
+    that carries ``digest``, the keys chain over exactly its items."""
+
+    digest: str
+
+    def __reduce__(self) -> Any:
+        return (_key_table, (dict(self), self.digest))
+
+
+def _entry_log(entries: list[Any], digest: str) -> EntryLog:
+    out = EntryLog(entries)
+    out.digest = digest
+    return out
+
+
+def _key_table(keys: dict[str, Any], digest: str) -> KeyTable:
+    out = KeyTable()
+    dict.update(out, keys)
+    out.digest = digest
+    return out
+
+
+def entries_digest(entries: Any) -> str:
+    """The entries chain over ``entries``: the carried one of an :class:`EntryLog`, else
+    computed (O(len(entries)))."""
+    if isinstance(entries, EntryLog):
+        return entries.digest
+    return chain_entries(ENTRIES_CHAIN_START, entries)
+
+
+def keys_digest(keys: Any) -> str:
+    """The keys chain over ``keys`` (a mapping, in its order): the carried one of a
+    :class:`KeyTable`, else computed."""
+    if isinstance(keys, KeyTable):
+        return keys.digest
+    return chain_keys(KEYS_CHAIN_START, keys.items())
 
 
 def detached(value: Any) -> Any:

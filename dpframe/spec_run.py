@@ -535,26 +535,27 @@ def _write(path: Path, rows: list[dict[str, Any]], documents: list[dict[str, Any
     import polars as pl
     import pyarrow.parquet as pq
 
-    from dpframe.integrity import attach_release_log, release_log_of
+    from dpframe.integrity import sealed_document
     from dpframe.io import LOG_KEY
 
     frame = pl.DataFrame(rows, schema={"query": pl.String, "group_by": pl.String,
                                        "group": pl.String, "statistic": pl.String,
                                        "value": pl.Float64}, orient="row")
     frame = frame.select(list(OUTPUT_COLUMNS))
-    meta: dict[bytes, bytes] = {SPEC_KEY: spec_text.encode()}
+    table = frame.to_arrow()
+    # the spec's text is part of what the seal covers (every metadata key a reader sees)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           SPEC_KEY: spec_text.encode()})
     if documents:
         latest = max(documents, key=lambda d: len(d.get("entries", [])))
         ids: list[int] = []
         for d in documents:  # each table's own release: named by its log, else its last entry
             own = d.get("release_ids") or [max(int(e["release_id"]) for e in d["entries"])]
             ids.extend(int(i) for i in own if int(i) not in ids)
-        attach_release_log(frame, latest, release_id=ids)
-        sealed = release_log_of(frame)
-        assert sealed is not None
-        meta[LOG_KEY] = json.dumps(sealed, allow_nan=False).encode()
-    table = frame.to_arrow()
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
+        sealed = sealed_document(table, latest, release_id=ids)
+        table = table.replace_schema_metadata({
+            **(table.schema.metadata or {}),
+            LOG_KEY: json.dumps(sealed, allow_nan=False).encode()})
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)

@@ -9,7 +9,9 @@ noisy measurement's mechanism, scale and domain. ``--json`` prints one JSON obje
 later as ``dpf.Session(path, expect_head=...)``.
 
 Exit status: 0 verified, 2 verification failed (the report still says what the file claims,
-marked as unverified), 1 the file could not be read as either kind.
+marked as unverified), 1 the file could not be read as either kind (missing, a directory, no
+permission, not Parquet and not a ledger, a Parquet file without a release log, a key file
+that cannot be read); errors are one line on stderr, never a traceback.
 
 ε by column: an entry that reads several columns (a covariance) counts toward each of them; an
 entry that reads none (a row count) is listed under ``(rows)``. ε by release is the sum of its
@@ -105,11 +107,20 @@ def inspect_file(path: str | Path, *, key: bytes | str | None = None,
                  ledger: str | Path | None = None) -> dict[str, Any]:
     """The report ``inspect`` prints, as a dict (see the module docstring). ``ledger``: a
     durable ledger file to check a release against (:func:`check_against_ledger`)."""
+    from dpframe.durable import FORMAT, head_path
+    from dpframe.errors import ReleaseFileError
+
     path = Path(path)
     with open(path, "rb") as fh:
-        magic = fh.read(4)
-    if magic != b"PAR1":
-        return _inspect_ledger(path)
+        start = fh.read(4096)
+    if start[:4] != b"PAR1":
+        first = start.split(b"\n", 1)[0]
+        if f'"{FORMAT}"'.encode() in first or head_path(path).exists():
+            return _inspect_ledger(path)
+        raise ReleaseFileError(
+            f"{str(path)!r} is neither a Parquet file nor a dpframe ledger file"
+            + (" (it is empty)" if not start else "")
+        )
     report = _inspect_release(path, key)
     if ledger is not None:
         report["ledger_check"] = check_against_ledger(report["_document"], ledger)
@@ -163,38 +174,91 @@ def _canon(obj: Any) -> str:
 
 
 def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
-    import pyarrow.parquet as pq
-
     from dpframe.errors import IntegrityError
-    from dpframe.integrity import check_seal, table_digest
-    from dpframe.io import find_log
+    from dpframe.integrity import table_digest
+    from dpframe.io import find_log, pandas_metadata_of, read_release_file, verify_release
 
-    doc = find_log(pq.read_schema(path).metadata, str(path))
+    file = read_release_file(path)
+    metadata, table = file.metadata, file.table
     report: dict[str, Any] = {"file": str(path), "kind": "release", "verified": False,
                               "error": None, "values_match_log": False, "signature": None}
-    table = pq.read_table(path)
+    try:
+        doc = find_log(metadata, str(path))
+    except IntegrityError as exc:  # a log that is not valid JSON: a failed verification
+        report.update(error=str(exc), _document={}, ledgers=[])
+        return report
     seal = doc.get("seal")
     try:
         report["values_match_log"] = isinstance(seal, dict) and seal.get(
-            "table") == table_digest(table, seal.get("scheme"))
-    except IntegrityError:  # an unknown seal scheme: check_seal reports it below
+            "table") == table_digest(table, str(seal.get("scheme")),
+                                     pandas_metadata=pandas_metadata_of(metadata, str(path)))
+    except IntegrityError:  # an unknown seal scheme: verify_release reports it below
         report["values_match_log"] = False
     try:
-        status = check_seal(doc, table, key=key, where=str(path))
+        status = verify_release(doc, table, metadata, key=key, where=str(path), file=file)
     except IntegrityError as exc:
         report["error"] = str(exc)
     else:
         report.update(verified=True, signature=status["signature"])
     report["_document"] = doc
-    entries = list(doc.get("entries", []))
-    report["release_ids"] = doc.get("release_ids", [])
-    report["chain"] = doc.get("chain")
+    entries, skipped = _clean_entries(doc.get("entries"))
+    if skipped:
+        report["malformed_entries"] = skipped
+    ids = doc.get("release_ids")
+    report["release_ids"] = [_scalar(i) for i in ids] if isinstance(ids, list) else []
+    chain = doc.get("chain")
+    report["chain"] = ({"seq": _scalar(chain.get("seq")), "hash": _scalar(chain.get("hash"))}
+                       if isinstance(chain, dict) else None)
+    own_id = _scalar(doc.get("ledger_id"))
+    budget = doc.get("budget") if isinstance(doc.get("budget"), dict) else None
     report["ledgers"] = [
-        {"ledger_id": lid, "budget": doc.get("budget") if lid == doc.get("ledger_id") else None,
-         **_summary(es)}
-        for lid, es in _by_ledger(entries, doc.get("ledger_id")).items()
+        {"ledger_id": lid, "budget": budget if lid == own_id else None, **_summary(es)}
+        for lid, es in _by_ledger(entries, own_id).items()
     ]
     return report
+
+
+def _scalar(value: Any) -> Any:
+    """``value`` if it is a JSON scalar, else its JSON text (a report shows what a file
+    claims, whatever its shape)."""
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return json.dumps(value, default=str)[:200]
+
+
+def _number(value: Any) -> Any:
+    """A finite ε/δ as recorded, else None (malformed: not a number, a bool, NaN, ±inf)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            Fraction(str(value))
+        except (ValueError, OverflowError):
+            return None
+        return value
+    return None
+
+
+def _clean_entries(raw: Any) -> tuple[list[dict[str, Any]], int]:
+    """The log's entries in a shape the report can sum and print, and how many entries were
+    skipped as malformed (not objects, or an ε/δ that is not a finite number). Only an
+    unverified log can hold such entries: a verified one was written by dpframe."""
+    if not isinstance(raw, list):
+        return [], 0 if raw is None else 1
+    out, skipped = [], 0
+    for e in raw:
+        if not isinstance(e, dict):
+            skipped += 1
+            continue
+        eps, dlt = _number(e.get("epsilon") or 0), _number(e.get("delta") or 0)
+        if eps is None or dlt is None:
+            skipped += 1
+            continue
+        clean = {f: _scalar(e.get(f)) for f in _MEASUREMENT_FIELDS}
+        clean.update(epsilon=eps, delta=dlt, ledger_id=_scalar(e.get("ledger_id")))
+        for f in ("name", "query", "part", "columns", "mechanism"):
+            if clean[f] is not None:
+                clean[f] = str(clean[f])
+        out.append(clean)
+    return out, skipped
 
 
 def _inspect_ledger(path: Path) -> dict[str, Any]:
@@ -210,7 +274,11 @@ def _inspect_ledger(path: Path) -> dict[str, Any]:
         report["ledgers"] = []
         return report
     header = info["header"]
-    entries = [e for r in info["releases"] for e in r.get("entries", [])]
+    entries, skipped = _clean_entries(
+        [e for r in info["releases"]
+         for e in (r.get("entries") if isinstance(r.get("entries"), list) else [])])
+    if skipped:
+        report["malformed_entries"] = skipped
     summary = _summary(entries)
     stats = {r["release_id"]: r["statistics"] for r in summary["releases"]}
     summary["releases"] = [
@@ -224,7 +292,8 @@ def _inspect_ledger(path: Path) -> dict[str, Any]:
         chain={"seq": info["head_seq"], "hash": info["chain_hash"]},
         ledgers=[{
             "ledger_id": info["ledger_id"],
-            "budget": {"epsilon": header["epsilon_float"], "delta": header["delta_float"],
+            "budget": {"epsilon": _scalar(header.get("epsilon_float")),
+                       "delta": _scalar(header.get("delta_float")),
                        "epsilon_spent": float(info["epsilon_spent"]),
                        "delta_spent": float(info["delta_spent"])},
             **summary,
@@ -237,9 +306,8 @@ def _fmt(x: Any) -> str:
     return "-" if x is None else (f"{x:.6g}" if isinstance(x, float) else str(x))
 
 
-def _print(report: dict[str, Any], out: Any) -> None:
-    w = out.write
-    w(f"{report['kind']} file: {report['file']}\n")
+def _print_verdict(report: dict[str, Any], w: Any) -> None:
+    """The first lines of the console report: verified or not, and what that means."""
     if report["verified"]:
         if report["kind"] == "release":
             sig = {"valid": "signature valid (HMAC key matches)",
@@ -257,6 +325,12 @@ def _print(report: dict[str, Any], out: Any) -> None:
             w("values match the log: "
               f"{'yes' if report['values_match_log'] else 'NO'}; "
               "what follows is what the file claims, unverified\n")
+
+
+def _print(report: dict[str, Any], out: Any) -> None:
+    w = out.write
+    w(f"{report['kind']} file: {report['file']}\n")
+    _print_verdict(report, w)
     check = report.get("ledger_check")
     if check:
         w(f"ledger file {check['ledger_file']}: "
@@ -264,6 +338,8 @@ def _print(report: dict[str, Any], out: Any) -> None:
              else f"DOES NOT MATCH: {check['detail']}\n"))
     if report.get("chain"):
         w(f"ledger chain: release {report['chain']['seq']}, hash {report['chain']['hash']}\n")
+    if report.get("malformed_entries"):
+        w(f"malformed log entries skipped: {report['malformed_entries']}\n")
     if report.get("release_ids"):
         w(f"releases in this table: {', '.join(map(str, report['release_ids']))}\n")
     for led in report.get("ledgers", []):
@@ -327,12 +403,16 @@ def run(args: argparse.Namespace) -> int:
             return 1
 
     key: bytes | str | None = args.key
-    if args.key_file is not None:
-        key = args.key_file.read_bytes().rstrip(b"\r\n")
     try:
+        if args.key_file is not None:
+            key = args.key_file.read_bytes().rstrip(b"\r\n")
         report = inspect_file(args.file, key=key, ledger=args.ledger)
     except (OSError, DPFrameError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # never a traceback for a steward: say what and where
+        print(f"error: {args.file} could not be inspected ({type(exc).__name__}: {exc}); "
+              "this is a bug in dpframe, please report it", file=sys.stderr)
         return 1
     if args.json:
         json.dump(report, sys.stdout, indent=2, sort_keys=True, default=str)

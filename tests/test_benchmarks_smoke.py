@@ -36,3 +36,17 @@ def test_rows_must_be_positive() -> None:
     )
     assert proc.returncode != 0
     assert "positive" in proc.stderr
+
+
+def test_release_history_benchmark_runs(tmp_path: Path) -> None:
+    out = tmp_path / "rh.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.release_history", "--history", "0,20",
+         "--rounds", "1", "--ledger", "memory,durable-nofsync", "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert {(r["ledger"], r["history"], r["what"]) for r in rows} == {
+        (k, h, w) for k in ("memory", "durable-nofsync") for h in (0, 20)
+        for w in ("table", "scalar")}

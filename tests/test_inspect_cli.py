@@ -122,3 +122,83 @@ def test_inspect_release_against_its_ledger(files):
     assert out.returncode == 2
     report = json.loads(out.stdout)
     assert not report["verified"] and "rolled back" in report["ledger_check"]["detail"]
+
+
+# -- malformed inputs: never a traceback, exit codes as documented ----------------------------
+def _ledger_damage(files, tmp_path):
+    """Damaged copies of the module's ledger (each with its head file unless said)."""
+    from dpframe.durable import _encode
+
+    src = files["ledger"]
+    data = src.read_bytes()
+    head = Path(str(src) + ".head").read_bytes()
+    lines = data.splitlines(keepends=True)
+    out = {}
+
+    def make(name, ledger_bytes, head_bytes=head):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "ledger.jsonl").write_bytes(ledger_bytes)
+        if head_bytes is not None:
+            (d / "ledger.jsonl.head").write_bytes(head_bytes)
+        out[name] = d / "ledger.jsonl"
+
+    make("ledger_truncated_mid_line", data[:-20])
+    make("ledger_bit_flip", data[:60] + bytes([data[60] ^ 1]) + data[61:])
+    make("ledger_head_missing", data, None)
+    make("ledger_head_garbage", data, b"\x00garbage" * 40)
+    make("ledger_header_garbage", b"not json at all\n" + b"".join(lines[1:]))
+    make("ledger_empty_with_head", b"")
+    make("ledger_lines_swapped", lines[0] + lines[2] + lines[1])
+    last = json.loads(lines[-1])
+    last["epsilon"] = "a lot"
+    last.pop("hash")
+    make("ledger_rehashed_bad_types", b"".join(lines[:-1]) + _encode(last))
+    last["entries"] = [1, "x", {"epsilon": "nan"}]
+    last["epsilon"] = "1/10"
+    make("ledger_rehashed_bad_entries", b"".join(lines[:-1]) + _encode(last))
+    d = tmp_path / "ledger_is_directory"
+    d.mkdir()
+    (d / "ledger.jsonl").mkdir()
+    out["ledger_is_directory"] = d / "ledger.jsonl"
+    return out
+
+
+def test_inspect_never_prints_a_traceback_on_malformed_files(files, tmp_path, capsys):
+    """In process over the whole matrix (tests/test_io.py builds the release files): every
+    run returns 1 or 2 and writes no traceback; 1 comes with one line on stderr."""
+    from test_io import malformed_files
+
+    from dpframe.__main__ import main
+
+    (tmp_path / "releases").mkdir()
+    cases = {**malformed_files(tmp_path / "releases"), **_ledger_damage(files, tmp_path)}
+    codes = {}
+    for name, path in cases.items():
+        for extra in ([], ["--json"], ["--key", "k"], ["--ledger", str(files["ledger"])]):
+            code = main(["inspect", str(path), *extra])
+            err = capsys.readouterr().err
+            assert "Traceback" not in err, (name, err)
+            assert code in (1, 2), (name, code)
+            if code == 1:
+                assert err.startswith("error: ") and err.count("\n") == 1, (name, err)
+                assert "bug in dpframe" not in err, (name, err)
+            codes.setdefault(name, set()).add(code)
+    for name in ("text", "empty", "truncated_half", "directory", "missing",
+                 "no_leading_magic", "ledger_is_directory"):
+        assert codes[name] == {1}, name
+    for name in ("seal_wrong_digest", "entries_of_numbers", "entry_eps_nan", "log_not_json",
+                 "ledger_bit_flip", "ledger_head_missing", "ledger_header_garbage",
+                 "ledger_rehashed_bad_types", "ledger_empty_with_head"):
+        assert codes[name] == {2}, name
+
+
+def test_inspect_subprocess_on_bad_files_prints_one_line(tmp_path):
+    (tmp_path / "junk.parquet").write_bytes(b"PAR1 truncated")
+    for path, code in ((tmp_path / "junk.parquet", 1), (tmp_path / "nope.parquet", 1),
+                       (tmp_path, 1)):
+        out = _cli(path)
+        assert out.returncode == code and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.startswith("error: ")
+    out = _cli(tmp_path / "junk.parquet", "--key-file", tmp_path / "missing.key")
+    assert out.returncode == 1 and "Traceback" not in out.stderr

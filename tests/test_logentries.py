@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dpframe as dpf
 from dpframe.logentries import LogEntry, canonical_json, detached, frozen_entries
@@ -87,3 +89,45 @@ def test_freezing_gives_what_a_json_round_trip_gives():
         (frozen,) = frozen_entries([entry])
         assert frozen == json.loads(json.dumps(entry))
         assert frozen.canonical == _plain(json.loads(json.dumps(entry)))
+
+
+# -- chained digests (a seal covers the log by reference) -------------------------------------
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                 max_size=3),
+    max_leaves=12)
+_entries = st.lists(st.dictionaries(st.text(max_size=6), _json_values, max_size=4), max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_entries, _entries)
+def test_entry_chain_extends_and_survives_a_json_round_trip(first, second):
+    """Extending the chain commit by commit equals chaining all entries at once, and a log
+    read back from JSON (a file) gives the same chain as the ledger's frozen entries."""
+    from dpframe.logentries import ENTRIES_CHAIN_START, chain_entries
+
+    frozen = frozen_entries(first + second)
+    step = chain_entries(chain_entries(ENTRIES_CHAIN_START, frozen[:len(first)]),
+                         frozen[len(first):])
+    assert step == chain_entries(ENTRIES_CHAIN_START, frozen)
+    assert step == chain_entries(ENTRIES_CHAIN_START, json.loads(json.dumps(frozen)))
+    if frozen:  # any change to any entry, or their order, changes it
+        changed = json.loads(json.dumps(frozen))
+        changed[-1]["__extra"] = 1
+        assert chain_entries(ENTRIES_CHAIN_START, changed) != step
+    if len(frozen) >= 2 and canonical_json(frozen[0]) != canonical_json(frozen[1]):
+        swapped = [frozen[1], frozen[0], *frozen[2:]]
+        assert chain_entries(ENTRIES_CHAIN_START, swapped) != step
+
+
+def test_key_chain_follows_the_insertion_order():
+    from dpframe.logentries import KEYS_CHAIN_START, chain_keys, keys_digest
+
+    keys = {"sha256:a": "[1]", "sha256:b": "[2]"}
+    d = keys_digest(keys)
+    assert d == chain_keys(chain_keys(KEYS_CHAIN_START, [("sha256:a", "[1]")]),
+                           [("sha256:b", "[2]")])
+    assert d != keys_digest(dict(reversed(list(keys.items()))))
+    assert d == keys_digest(json.loads(json.dumps(keys)))
