@@ -1,0 +1,77 @@
+"""The one place that tells dataframe libraries apart: one adapter per engine.
+
+:func:`backend_of` names the :class:`Backend` of a native frame; each engine is a subclass
+in its own module (:mod:`._pandas`, :mod:`._polars`, :mod:`._duckdb`, :mod:`._spark`,
+:mod:`._dask`) that answers the questions that differ between libraries: detection, row count,
+schema, dtypes, the private snapshot releases read, the handle given to the user, the files a
+frame reads, result tables. Detection never imports a library: a frame of library X can only
+exist if X is already in ``sys.modules``, so we look there (the approach narwhals takes).
+
+Adding an engine is one subclass registered in :data:`BACKENDS` plus, where narwhals does not
+already run the per-row expressions there, an aggregation path in :mod:`dpframe.engine` and a
+row-wise target in :mod:`dpframe.rowwise`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpframe.backends._base import Backend, registered
+from dpframe.backends._dask import DaskBackend, is_dask_frame
+from dpframe.backends._duckdb import DuckDBBackend, duckdb_parse, is_duckdb_relation
+from dpframe.backends._pandas import PandasBackend, is_pandas_frame
+from dpframe.backends._polars import (
+    PolarsBackend,
+    PolarsLazyBackend,
+    is_polars_eager,
+    is_polars_lazy,
+)
+from dpframe.backends._spark import SparkBackend, is_spark_frame
+from dpframe.errors import UnsupportedInputError
+
+__all__ = [
+    "BACKENDS",
+    "DASK",
+    "DUCKDB",
+    "PANDAS",
+    "POLARS",
+    "POLARS_LAZY",
+    "SPARK",
+    "Backend",
+    "backend_named",
+    "backend_of",
+    "duckdb_parse",
+    "is_dask_frame",
+    "is_duckdb_relation",
+    "is_pandas_frame",
+    "is_polars_eager",
+    "is_polars_lazy",
+    "is_spark_frame",
+]
+
+PANDAS: Backend = PandasBackend()
+POLARS: Backend = PolarsBackend()
+POLARS_LAZY: Backend = PolarsLazyBackend()
+DUCKDB: Backend = DuckDBBackend()
+SPARK: Backend = SparkBackend()
+DASK: Backend = DaskBackend()
+
+#: every registered engine, in the order detection tries them
+BACKENDS: tuple[Backend, ...] = (PANDAS, POLARS, POLARS_LAZY, DUCKDB, SPARK, DASK)
+
+
+def backend_of(frame: Any) -> Backend:
+    """The :class:`Backend` of a native frame; :class:`UnsupportedInputError` otherwise."""
+    for backend in BACKENDS:
+        if backend.detect(frame):
+            return backend
+    raise UnsupportedInputError(
+        "dpframe protects pandas DataFrames, Polars DataFrames/LazyFrames, DuckDB relations, "
+        "PySpark DataFrames and Dask DataFrames, got "
+        f"{type(frame).__module__}.{type(frame).__name__}"
+    )
+
+
+def backend_named(name: str) -> Backend:
+    """The registered backend logged as ``name``."""
+    return registered(name)
