@@ -7,11 +7,13 @@ passed. Each check reads only its argument and raises :class:`~dpframe.errors.Pa
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from dpframe.errors import ParameterError
 
-__all__ = ["check_ci", "check_delta", "check_epsilon", "check_number", "check_seed"]
+__all__ = ["check_ci", "check_delta", "check_epsilon", "check_labels", "check_number",
+           "check_seed"]
 
 
 def check_number(name: str, value: Any) -> float:
@@ -63,3 +65,17 @@ def check_seed(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
         raise ParameterError(f"{name} must be a non-negative int seed, got {value!r}")
     return int(value)
+
+
+def check_labels(analysis: str, columns: Iterable[Any], labels: Iterable[str]) -> None:
+    """The columns an analysis reports next to its own label columns (``describe``: a
+    ``statistic`` column; ``cov``/``corr``: ``column``, and ``statistic`` with ``ci=``) in a
+    Polars result: a data column of the same name would replace the labels. Refused on every
+    backend (pandas labels rows by its index, but one call must behave alike everywhere)."""
+    clash = sorted(set(labels) & {c for c in columns if isinstance(c, str)})
+    if clash:
+        raise ParameterError(
+            f"{analysis}: column(s) {clash} have the name of a label column of its result "
+            f"table ({', '.join(map(repr, sorted(set(labels))))}); rename them first, e.g. "
+            f"frame.dp.rename({{{clash[0]!r}: {clash[0] + '_'!r}}}). Nothing was read or spent."
+        )
