@@ -142,7 +142,8 @@ def test_memory_shared_with_a_live_protected_plan_is_refused():
     # the user's own frames over the protected memory: an Arrow slice, a Series, a view
     series = pl.Series("x", arr)
     for again in (pl.DataFrame({"x": series}), pl.from_arrow(
-            pl.DataFrame({"x": arr}).to_arrow().slice(10)), pl.DataFrame({"x": arr[5:]}).lazy()):
+            pl.DataFrame({"x": arr}).to_arrow().slice(10)), pl.DataFrame({"x": arr[5:]}).lazy(),
+                  lf.collect(), lf.select(pl.all()).collect().lazy()):
         with pytest.raises(dpf.LedgerError, match="already carries a privacy budget"):
             dpf.protect(again, epsilon=1.0, bounds=BOUNDS)
     assert lf.dp.budget.epsilon_spent == 0.0
@@ -173,3 +174,16 @@ def test_the_registry_confirms_memory_against_a_live_holder_only():
     del frame
     gc.collect()
     assert len(registry) == 0 and not registry.overlaps(ranges)
+
+
+def test_a_chain_of_derivations_outlives_the_frames_it_was_built_from():
+    lf, arr = _protected_lazy()
+    session = lf.dp.session
+    chained = lf.dp.with_columns((pl.col("x") * 2).alias("y"), bounds={"y": (0.0, 2.0)})
+    chained = chained.filter(pl.col("y") > 0.5).dp.filter(pl.col("x") < 0.9).select("y")
+    del lf
+    gc.collect()
+    chained.dp.sum("y", epsilon=1.0)  # the declared bounds of y travel with the chain
+    assert session.budget.epsilon_spent == 1.0
+    del chained
+    assert _collected(arr)
