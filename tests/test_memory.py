@@ -61,6 +61,15 @@ def test_an_anchored_series_keeps_its_owner_alive_exactly_as_long_as_polars_hold
     assert _collected(ref)
 
 
+def test_the_anchored_marker_costs_native_queries_nothing():
+    """Polars' optimiser still removes the whole marker filter: a native query on a protected
+    LazyFrame runs the user's plan only."""
+    lf, _arr = _protected_lazy()
+    assert "dpframe:" in lf.explain(optimized=False)
+    assert "dpframe:" not in lf.explain() and "FILTER" not in lf.explain()
+    assert lf.filter(pl.col("x") > 2.0).collect().height == 0
+
+
 # -- the registry forgets what nobody holds ------------------------------------------------------
 def test_a_dropped_protected_lazyframe_frees_its_data_and_its_records():
     gc.collect()
