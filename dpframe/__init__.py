@@ -22,6 +22,7 @@ from dpframe.errors import (
     SourceChangedError,
     SpecError,
     UnsupportedInputError,
+    UnsupportedProcessError,
 )
 from dpframe.frames.namespace import dp
 from dpframe.frames.results import Estimate
@@ -49,6 +50,7 @@ __all__ = [
     "SourceChangedError",
     "SpecError",
     "UnsupportedInputError",
+    "UnsupportedProcessError",
     "__version__",
     "concat_releases",
     "count",

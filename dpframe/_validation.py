@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 from typing import Any
 
 from dpframe.errors import ParameterError
 
-__all__ = ["check_ci", "check_delta", "check_epsilon", "check_head", "check_number",
-           "check_seed", "is_real_number"]
+__all__ = ["check_ci", "check_delta", "check_epsilon", "check_head", "check_labels",
+           "check_number", "check_seed", "is_real_number"]
 
 
 def is_real_number(value: Any) -> bool:
@@ -89,3 +90,16 @@ def check_head(value: Any) -> tuple[int, str]:
             f"(\"<release>:<32 hex digits>\", e.g. \"12:3f2a…\"), got {value!r}"
         )
     return int(m.group(1)), m.group(2)
+
+def check_labels(analysis: str, columns: Iterable[Any], labels: Iterable[str]) -> None:
+    """The columns an analysis reports next to its own label columns (``describe``: a
+    ``statistic`` column; ``cov``/``corr``: ``column``, and ``statistic`` with ``ci=``) in a
+    Polars result: a data column of the same name would replace the labels. Refused on every
+    backend (pandas labels rows by its index, but one call must behave alike everywhere)."""
+    clash = sorted(set(labels) & {c for c in columns if isinstance(c, str)})
+    if clash:
+        raise ParameterError(
+            f"{analysis}: column(s) {clash} have the name of a label column of its result "
+            f"table ({', '.join(map(repr, sorted(set(labels))))}); rename them first, e.g. "
+            f"frame.dp.rename({{{clash[0]!r}: {clash[0] + '_'!r}}}). Nothing was read or spent."
+        )

@@ -29,8 +29,12 @@ uniqueness tests, sampling, and any function not on the list.
 
 The protected root of a LazyFrame is found by provenance, not by the session: every LazyFrame
 that :func:`dpframe.protect` or a ``.dp`` derivation returns ends in a *marker* — a filter
-``lit("dpframe:<id>") == lit("dpframe:<id>")``, always true, removed by Polars' optimiser — and
-the verifier walks down the plan to the nearest marker, checking every node above it.
+``lit(True) | (lit("dpframe:<id>") == lit(<anchor>))``, always true, removed by Polars'
+optimiser — and the verifier walks down the plan to the nearest marker, checking every node
+above it. The anchor is a one-value Series literal holding the marker, whose memory keeps
+dpframe's record of the marker alive (:func:`dpframe.memory.anchored_series`): the record lives
+exactly as long as some plan that carries the marker, and nothing of it outlives the last such
+plan.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpframe.errors import DerivationError, NoLedgerError
+from dpframe.forking import check_polars_usable
 from dpframe.memory import arrow_chunks
 from dpframe.polars_plan import all_nodes, visitor
 from dpframe.rowwise.functions import FUNCTIONS
@@ -98,11 +103,16 @@ def new_marker() -> str:
     return MARKER_PREFIX + secrets.token_hex(16)
 
 
-def add_marker(lazy: Any, marker: str) -> Any:
-    """``lazy`` with the always-true marker filter on top (Polars' optimiser drops it)."""
+def add_marker(lazy: Any, marker: str, anchor: Any = None) -> Any:
+    """``lazy`` with the always-true marker filter on top. ``anchor``: a one-value String Series
+    holding ``marker`` to use as the right-hand side (the plan then holds it, and what its
+    memory keeps alive); without it, a plain literal (Polars' optimiser drops that filter)."""
     import polars as pl
 
-    return lazy.filter(pl.lit(marker) == pl.lit(marker))
+    if anchor is None:
+        return lazy.filter(pl.lit(marker) == pl.lit(marker))
+    # ``True | ...``: still always true, and Polars' optimiser still drops the whole filter
+    return lazy.filter(pl.lit(True) | (pl.lit(marker) == pl.lit(anchor)))
 
 
 def _copied_column(expr: RowExpr) -> str | None:
@@ -117,8 +127,15 @@ def _reads_column(expr: RowExpr) -> bool:
 
 
 def _marker_of(nt: Any, predicate_id: int) -> str | None:
+    """The marker a filter predicate is: ``lit(m) == lit(m)``, or (anchored)
+    ``lit(True) | (lit(m) == lit(Series([m])))``; else None."""
     try:
         e = nt.view_expression(predicate_id)
+        if type(e).__name__ == "BinaryExpr" and str(e.op) in ("Operator.Or", "Operator.LogicalOr"):
+            first = nt.view_expression(e.left)
+            if type(first).__name__ != "Literal" or first.value is not True:
+                return None
+            e = nt.view_expression(e.right)
         if type(e).__name__ != "BinaryExpr" or str(e.op) != "Operator.Eq":
             return None
         left, right = nt.view_expression(e.left), nt.view_expression(e.right)
@@ -127,7 +144,8 @@ def _marker_of(nt: Any, predicate_id: int) -> str | None:
     if type(left).__name__ != "Literal" or type(right).__name__ != "Literal":
         return None
     value = left.value
-    if isinstance(value, str) and value.startswith(MARKER_PREFIX) and right.value == value:
+    if isinstance(value, str) and value.startswith(MARKER_PREFIX) and _literal_text(
+            right.value) == value:
         return value
     return None
 
@@ -137,6 +155,17 @@ def _marker_of(nt: Any, predicate_id: int) -> str | None:
 NO_COLUMNS = ("this frame has no columns left; Polars (and so dpframe) cannot keep a row count "
               "without a column, so a count of it would be wrong. Keep at least one column. "
               "Nothing was read or spent.")
+
+def _literal_text(value: Any) -> Any:
+    """A literal's value; for a one-value String Series literal (an anchored marker), its text."""
+    if type(value).__name__ != "PySeries":
+        return value
+    import polars as pl
+
+    series = pl.Series._from_pyseries(value)
+    if len(series) != 1 or series.dtype != pl.String:
+        return None
+    return series.item()
 
 
 def walk_lazy_plan(lazy: Any, origin: str = "polars") -> tuple[str, list[Step], str]:
@@ -239,6 +268,7 @@ def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str
     import narwhals as nw
     import polars as pl
 
+    check_polars_usable()  # verification runs on Polars (a fork child of one that ran it hangs)
     exprs = list(exprs)
     if not exprs:
         raise DerivationError(f"dp.{verb}() needs at least one expression")

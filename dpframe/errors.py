@@ -22,6 +22,7 @@ __all__ = [
     "SourceChangedError",
     "SpecError",
     "UnsupportedInputError",
+    "UnsupportedProcessError",
 ]
 
 
@@ -44,6 +45,12 @@ class UnsupportedInputError(ParameterError):
 class DerivationError(ParameterError):
     """A derived frame is refused: dpframe could not verify from its structure that every row
     comes from one row of the protected data (docs/audit.md). Raised before any data is read."""
+
+
+class UnsupportedProcessError(DPFrameError, RuntimeError):
+    """This process cannot run the work asked: it was forked from a process that had already
+    run Polars, whose thread pool a forked child does not have (the work would hang). Start
+    workers with the ``spawn`` method. Raised before anything is read or spent."""
 
 
 class SourceChangedError(DPFrameError):

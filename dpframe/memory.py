@@ -6,6 +6,10 @@ pandas frame over the same numpy or Arrow buffers. :func:`buffer_ranges` lists t
 of a frame's column buffers without copying anything, and :class:`MemoryRegistry` remembers
 the ranges of every protected frame while that frame lives, so that ``protect`` can refuse a
 second budget on them (a range that *overlaps* one of them, not only the same start).
+
+:func:`anchored_series` is the other direction: a Polars value whose memory keeps a Python
+object alive, so that the object lives exactly as long as any Polars plan or frame holding
+that value (Polars' own objects cannot be weakly referenced from Python).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MemoryRegistry", "arrow_chunks", "buffer_ranges"]
+__all__ = ["MemoryRegistry", "anchored_series", "arrow_chunks", "buffer_ranges"]
 
 Range = tuple[int, int]  # [start, end) addresses
 
@@ -56,6 +60,33 @@ class _RawChunk:
 
     def buffers(self) -> list[Any]:
         return self._buffers
+
+
+def anchored_series(text: str, owner: Any) -> Any:
+    """A one-value String Polars Series holding ``text`` whose memory keeps ``owner`` alive.
+
+    The value is built in Arrow memory whose buffers name ``owner`` as their base object
+    (``pyarrow.foreign_buffer``) and taken by Polars without a copy, so every Polars object
+    that shares this memory (the Series, a literal of it in a plan, every plan derived from
+    that plan) holds ``owner``; when the last of them is freed, ``owner`` is released (and a
+    weak reference to it dies). Raises ``RuntimeError`` if Polars copied the value instead
+    (the link would not hold): checked by the buffers' addresses.
+    """
+    import polars as pl
+    import pyarrow as pa
+    from polars import CompatLevel
+
+    plain = pa.array([text], type=pa.string_view())  # Polars' own string layout: no copy
+    buffers = [None if b is None else pa.foreign_buffer(b.address, b.size, base=(owner, b))
+               for b in plain.buffers()]
+    linked = pa.Array.from_buffers(plain.type, 1, buffers, null_count=0)
+    series = pl.from_arrow(linked, rechunk=False)
+    wanted = {b.address for b in buffers if b is not None and b.size}
+    held = {b.address for b in series.to_arrow(compat_level=CompatLevel.newest()).buffers()
+            if b is not None and b.size}
+    if not wanted <= held:  # pragma: no cover - a Polars version that copies on import
+        raise RuntimeError("Polars copied an anchored value; its owner would not be kept alive")
+    return series
 
 
 def _arrow_ranges(array: Any) -> list[Range]:
@@ -101,31 +132,39 @@ def _pandas_ranges(frame: Any) -> list[Range]:
 
 
 class MemoryRegistry:
-    """The memory of protected frames: ranges, each with the data set that owns it and the
-    object that holds it. A frame can drop memory while it lives (pandas consolidates its
-    blocks, Polars rechunks), and freed memory is reused by other data: an overlap is
-    therefore confirmed against the holder's memory *now* before it counts, and ranges the
-    holder no longer has are forgotten (as are all its ranges once it is collected)."""
+    """The memory of protected frames: ranges, each with the object that holds it, referenced
+    weakly (the registry never keeps memory alive: nothing in it refers to the data, its
+    ledger or its frames). While the holder lives its memory cannot be freed, so an address
+    in a range the holder still has is that memory and no other. A frame can drop memory while
+    it lives (pandas consolidates its blocks, Polars rechunks), and freed memory is reused by
+    other data: an overlap is therefore confirmed against the holder's memory *now* before it
+    counts, and ranges the holder no longer has are forgotten (as are all its ranges once it
+    is collected)."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._items: list[tuple[int, int, Any, Any]] = []  # (start, end, owner, holder ref)
+        self._items: list[tuple[int, int, Any]] = []  # (start, end, (holder ref, kind))
 
-    def add(self, ranges: Iterable[Range], owner: Any, holder: Any, family: str,
-            lazy: bool = False) -> None:
-        """Remember ``ranges`` as ``owner``'s while ``holder`` holds them."""
+    def add(self, ranges: Iterable[Range], holder: Any, family: str, lazy: bool = False
+            ) -> None:
+        """Remember ``ranges`` as protected while ``holder`` holds them."""
         ranges = list(ranges)
         if not ranges:
             return
         ref = weakref.ref(holder)
         kind = (family, lazy)
         with self._lock:
-            self._items += [(start, end, owner, (ref, kind)) for start, end in ranges]
+            self._items += [(start, end, (ref, kind)) for start, end in ranges]
         weakref.finalize(holder, self._forget_holder, ref)
+
+    def __len__(self) -> int:
+        """How many ranges are remembered (for tests of forgetting)."""
+        with self._lock:
+            return len(self._items)
 
     def _forget_holder(self, ref: Any) -> None:
         with self._lock:
-            self._items = [item for item in self._items if item[3][0] is not ref]
+            self._items = [item for item in self._items if item[2][0] is not ref]
 
     def overlaps(self, ranges: Iterable[Range]) -> bool:
         """Whether any of ``ranges`` overlaps memory a protected frame still holds."""
@@ -136,7 +175,7 @@ class MemoryRegistry:
                 if any(item[1] > start and item[0] < end for start, end in ranges)]
         stale = []
         found = False
-        for start, end, _owner, (ref, (family, lazy)) in hits:
+        for start, end, (ref, (family, lazy)) in hits:
             holder = ref()
             if holder is not None and (start, end) in set(buffer_ranges(holder, family, lazy)):
                 found = True
@@ -145,5 +184,5 @@ class MemoryRegistry:
         if stale:
             with self._lock:
                 self._items = [item for item in self._items
-                               if (item[0], item[1], item[3][0]) not in stale]
+                               if (item[0], item[1], item[2][0]) not in stale]
         return found

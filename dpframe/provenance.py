@@ -51,9 +51,10 @@ from dpframe.errors import (
     SourceChangedError,
     UnsupportedInputError,
 )
+from dpframe.forking import check_polars_usable
 from dpframe.identity import IdentityMap
 from dpframe.keyset import Keys, checked_keys
-from dpframe.memory import MemoryRegistry, buffer_ranges
+from dpframe.memory import MemoryRegistry, anchored_series, buffer_ranges
 from dpframe.polars_plan import plan_sources
 from dpframe.rowwise.engines import apply_steps
 from dpframe.sources import check_readers, check_strings, parse_in_full
@@ -535,10 +536,28 @@ class _Handle(dict[str, str]):
 
 
 _frames: IdentityMap[FrameFacts] = IdentityMap()  # verified Polars and engine frames
-#: marker -> (facts, signature of the plan beneath it, that plan): holding the plan keeps the
-#: in-memory frames it scans alive, so their buffer addresses (part of the signature) can never
-#: be reused by other data while the marker can be presented
-_markers: dict[str, tuple[FrameFacts, str, Any]] = {}
+
+
+class _MarkerRecord:
+    """What dpframe knows about one marker: the facts it vouches for, the signature of the plan
+    beneath it, and that plan. Held only by the marker itself (the plan's anchored literal,
+    :func:`dpframe.memory.anchored_series`), so it lives exactly as long as some plan that
+    carries the marker: holding the plan beneath keeps the in-memory frames it scans alive, so
+    their buffer addresses (part of the signature) cannot be reused by other data while the
+    marker can be presented, and once the last such plan is freed the record (and every byte
+    it held) goes with it; a marker whose record is gone is unknown, never someone else's."""
+
+    __slots__ = ("__weakref__", "beneath", "facts", "signature")
+
+    def __init__(self, facts: FrameFacts, signature: str, beneath: Any) -> None:
+        self.facts, self.signature, self.beneath = facts, signature, beneath
+
+
+#: marker -> its record, while a plan carrying the marker lives
+_markers: weakref.WeakValueDictionary[str, _MarkerRecord] = weakref.WeakValueDictionary()
+#: records no plan can hold (a pyarrow / Polars pair that cannot share an anchored value):
+#: kept for the life of the process, as before anchors existed
+_unanchored: list[_MarkerRecord] = []
 
 
 def _register(frame: Any, facts: FrameFacts, data: Any = None) -> Any:
@@ -553,17 +572,31 @@ def _register(frame: Any, facts: FrameFacts, data: Any = None) -> Any:
         return frame
     if backend.readable_plans:
         marker = derivations.new_marker()
-        signature = derivations.plan_signature(frame)  # the plan the marker vouches for
-        beneath = frame
-        frame = derivations.add_marker(frame, marker)
+        record = _MarkerRecord(facts, derivations.plan_signature(frame), frame)
+        try:
+            anchor = anchored_series(marker, record)
+        except (RuntimeError, AttributeError, TypeError):  # pragma: no cover - old pyarrow
+            anchor = None  # (no string_view, or a copy on import): kept for good instead
+            _unanchored.append(record)
+        frame = derivations.add_marker(frame, marker, anchor)
         with _registry_lock:
-            _markers[marker] = (facts, signature, beneath)
+            _markers[marker] = record
+    if facts.data is frame:  # (an immutable engine frame read as is: a value holding its own
+        # key would keep both alive for ever)
+        facts = replace(facts, data=_SELF)
     _frames.set(frame, facts)
     return frame
 
 
+#: stands for "the registered frame itself" as a registered frame's data
+_SELF: Any = object()
+
+
 def _registered(frame: Any) -> FrameFacts | None:
-    return _frames.get(frame)
+    facts = _frames.get(frame)
+    if facts is not None and facts.data is _SELF:
+        return replace(facts, data=frame)
+    return facts
 
 
 _UNVERIFIED_PANDAS = (
@@ -623,7 +656,7 @@ def _facts_of(frame: Any, backend: Backend) -> FrameFacts:
             "its budget across processes with a durable dpf.Session(path=...). Nothing was "
             "read or spent."
         )
-    base, signature, _plan = found
+    base, signature = found.facts, found.signature
     if beneath != signature:
         raise DerivationError(
             "the plan beneath this LazyFrame's dpframe marker is not the plan that was "
@@ -644,7 +677,10 @@ def resolve(frame: Any, session: Session | str | None = None) -> FrameFacts:
     :class:`NoLedgerError` for a frame with no protected root, and :class:`LedgerError` when
     ``session=`` or the enclosing ``with`` block names a different ledger.
     """
-    facts = _facts_of(frame, backend_of(frame))
+    backend = backend_of(frame)
+    if backend.family == "polars":
+        check_polars_usable()  # (a fork child of a process that ran Polars would hang)
+    facts = _facts_of(frame, backend)
     own = facts.dataset.session
     named = lookup_session(session)
     if named is not None and named is not own:
@@ -686,8 +722,11 @@ def on_protect(hook: Callable[[Backend], None]) -> None:
         _ON_PROTECT.append(hook)
 
 
-_originals: IdentityMap[Dataset] = IdentityMap()  # objects passed to protect
-_files: dict[tuple[int, int], Dataset] = {}  # (device, inode) of files protected lazy sources read
+#: objects passed to protect, while they live (a flag only: a value that referred to the data
+#: set would keep its frames, hence the key itself, alive)
+_originals: IdentityMap[bool] = IdentityMap()
+#: (device, inode) of files protected lazy sources read (identities only, no data set)
+_files: set[tuple[int, int]] = set()
 
 
 #: the memory of protected frames (the objects passed to protect, and dpframe's snapshots)
@@ -730,20 +769,20 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
 
 def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:
     try:
-        _originals.set(frame, dataset)
+        _originals.set(frame, True)
     except TypeError:  # pragma: no cover - every supported frame type is weak-referenceable
         return
     with _registry_lock:
         if dataset.source is not None:
             for st in dataset.source.files.values():
                 if st[0] >= 0:
-                    _files[(st[2], st[3])] = dataset  # the file itself, whatever its name
+                    _files.add((st[2], st[3]))  # the file itself, whatever its name
     family, lazy = dataset.backend.family, dataset.backend.lazy
     # the memory of the object protected (what copies of it share) while it lives, and of
     # dpframe's snapshot while that lives
-    _memory.add(buffer_ranges(frame, family, lazy), dataset, frame, family, lazy)
+    _memory.add(buffer_ranges(frame, family, lazy), frame, family, lazy)
     if data is not frame:
-        _memory.add(buffer_ranges(data, family, lazy), dataset, data, family, lazy)
+        _memory.add(buffer_ranges(data, family, lazy), data, family, lazy)
 
 
 # -- protect --------------------------------------------------------------------------------
@@ -840,6 +879,8 @@ def protect(
     3
     """
     backend = backend_of(frame)
+    if backend.family == "polars":
+        check_polars_usable()  # (a fork child of a process that ran Polars would hang)
     _refuse_live(frame, backend)
     for hook in _ON_PROTECT:  # (the frames layer registers the engine's .dp namespace)
         hook(backend)
@@ -902,7 +943,7 @@ def protect(
         dataset.source = SourceBinding.of(data)
     elif backend.lazy:  # a plan dpframe cannot read: bind the files the engine reads
         dataset.source = SourceBinding.of_engine(data, backend)
-    if backend.lazy:
-        dataset.root_strong = data
+    if dataset.source is not None and dataset.source.recount:
+        dataset.root_strong = data  # (only to re-count a source not bound by file identity)
     _remember_original(frame, dataset, data)
     return protected  # the same type as ``frame``

@@ -419,3 +419,42 @@ def test_accessor_polars():
     desc = pf.dp.describe(epsilon=1.0, random_state=1)
     assert desc["statistic"].to_list() == ["count", "mean", "std", "lower", "upper"]
     assert pf.dp.budget.epsilon_spent == pytest.approx(3.0)
+
+
+@pytest.mark.backends("pandas", "polars", "polars-lazy", "duckdb", "dask", "spark")
+def test_label_columns_of_result_tables_are_refused_before_spending(constructor):
+    """A Polars describe table labels its rows in a ``statistic`` column, a cov/corr matrix in
+    ``column`` (and ``statistic`` with ``ci=``): a data column of that name would replace the
+    labels. Refused on every backend, before anything is read or spent."""
+    import dpframe as dpf
+
+    rng = np.random.default_rng(0)
+    data = {"statistic": rng.uniform(0, 1, 40), "column": rng.uniform(0, 1, 40),
+            "a": rng.uniform(0, 1, 40)}
+    pf = dpf.protect(constructor(data), epsilon=5.0, missing=0.5,
+                     bounds={"statistic": (0, 1), "column": (0, 1), "a": (0, 1)})
+    calls = [lambda: pf.dp.describe(epsilon=1.0),
+             lambda: pf.dp.describe(epsilon=1.0, columns=["statistic"]),
+             lambda: pf.dp.cov(["column", "a"], epsilon=1.0),
+             lambda: pf.dp.corr(["a", "statistic"], epsilon=1.0, ci=0.9)]
+    for call in calls:
+        with pytest.raises(ParameterError, match="label column"):
+            call()
+    assert pf.dp.budget.epsilon_spent == 0.0
+    assert pf.dp.describe(epsilon=1.0, columns=["a"]).shape[1] in (1, 2)  # others: fine
+
+
+@pytest.mark.backends("polars", "polars-lazy")
+def test_renamed_columns_keep_their_labels(constructor):
+    import dpframe as dpf
+
+    data = {"statistic": [0.1, 0.5, 0.9, 0.3], "column": [0.2, 0.4, 0.6, 0.8]}
+    pf = dpf.protect(constructor(data), epsilon=5.0, missing=0.5,
+                     bounds={"statistic": (0, 1), "column": (0, 1)})
+    renamed = pf.dp.rename({"statistic": "s", "column": "c"})
+    desc = renamed.dp.describe(epsilon=1.0, random_state=1)
+    assert desc.columns == ["statistic", "s", "c"]
+    assert desc["statistic"].to_list() == ["count", "mean", "std", "lower", "upper"]
+    cov = renamed.dp.cov(["s", "c"], epsilon=1.0, random_state=1, ci=0.9)
+    assert cov.columns == ["statistic", "column", "s", "c"]
+    assert cov["column"].to_list() == ["s", "c"] * 3

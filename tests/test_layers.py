@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dpframe"
 #: Bottom first. A module belongs to the first entry naming it or a package holding it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("errors", "_validation", "identity", "logentries", "log_schema", "keyset",
-                    "datasets", "polars_plan", "memory", "safety_net")),
+                    "datasets", "polars_plan", "memory", "safety_net", "forking")),
     ("mechanisms and accounting", ("mechanisms", "analyses", "audit", "accounting", "durable",
                                    "integrity", "io")),
     ("query", ("aggregates", "queries")),

@@ -15,6 +15,7 @@ import numpy as np
 
 from dpframe import derivations, provenance, release
 from dpframe import queries as q_
+from dpframe._validation import check_labels
 from dpframe.accounting import Budget
 from dpframe.backends import backend_of
 from dpframe.errors import DerivationError, ParameterError, PrivateSizeError
@@ -423,6 +424,7 @@ class DPNamespace:
                 mechanism: str, random_state: Any, session: Session | str | None,
                 ci: float | None) -> Any:
         query = q_.Covariance(columns, kind)
+        check_labels(kind, query.columns, ("column", "statistic"))
         out = release.run(self._frame, {kind: query}, epsilon=epsilon, delta=delta,
                           mechanism=mechanism, random_state=random_state, session=session,
                           ci=ci)
@@ -437,6 +439,7 @@ class DPNamespace:
             [columns] if isinstance(columns, str) else list(columns))
         if not cols:
             raise ParameterError("describe needs at least one column with declared bounds")
+        check_labels("describe", cols, ("statistic",))
         queries: dict[str, q_.Query] = {"count": q_.count()}
         for col in cols:
             queries[f"mean[{col}]"] = q_.mean(col)
