@@ -87,7 +87,7 @@ from decimal import Decimal
 from typing import Any
 
 from dpframe.errors import DerivationError
-from dpframe.rowwise.functions import FUNCTIONS
+from dpframe.rowwise.functions import FUNCTIONS, SEARCH_EDGES, search_steps
 from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When, walk
 
 __all__ = ["SUPPORTED", "apply_step", "check", "to_sql"]
@@ -1484,6 +1484,33 @@ _REFUSED = {
 #: The catalogue's functions this target compiles (each exactly as the reference computes it,
 #: except the last bits of :data:`LIBM_FUNCTIONS`).
 SUPPORTED: frozenset[str] = frozenset(name for name in _CALLS if name in FUNCTIONS)
+
+
+def _search_edges(node: Call) -> str:
+    """:data:`~dpframe.rowwise.functions.SEARCH_EDGES` as a branch-free binary search
+    (:func:`~dpframe.rowwise.functions.search_steps`): ``aggregate`` over the ⌈log₂ k⌉ step
+    sizes, each comparing one element of the edges with the value. The edges are one string
+    literal of their exact ``repr`` texts, split and cast to ``ARRAY<DOUBLE>`` once (Java's
+    correctly rounded parse). Spark compares ``-0.0`` equal to ``0.0`` and sorts NaN above
+    every number; a missing value makes the comparison NULL, so no step is taken (0). The
+    ``CASE`` tests ``i + s > k`` first, so ``element_at`` never reads past the end (it would
+    raise under ANSI mode)."""
+    edges = node.params[0]
+    if not edges:
+        return "CAST(0 AS BIGINT)"
+    count = len(edges)
+    x = _arg(node.args[0], _float64())
+    table = ("CAST(split('" + ",".join(repr(float(e)) for e in edges)
+             + "', ',') AS ARRAY<DOUBLE>)")
+    steps = "array(" + ", ".join(f"CAST({s} AS BIGINT)" for s in search_steps(count)) + ")"
+    return (f"aggregate({steps}, CAST(0 AS BIGINT), (__dp_i, __dp_s) -> __dp_i + (CASE "
+            f"WHEN __dp_i + __dp_s > {count} THEN CAST(0 AS BIGINT) "
+            f"WHEN element_at({table}, CAST(__dp_i + __dp_s AS INT)) <= {x} THEN __dp_s "
+            "ELSE CAST(0 AS BIGINT) END))")
+
+
+#: dpframe's internal functions (not in the catalogue, so not in SUPPORTED).
+_CALLS[SEARCH_EDGES] = _search_edges
 #: Supported functions that some argument types still make unavailable (refused by ``check``).
 PARTIAL: dict[str, str] = {"pow": "Float64 only", "round": "not on Float32",
                            "TemporalFunction.Truncate": "one unit: 1d, 1mo, 1h, ..."}
