@@ -1549,14 +1549,72 @@ def apply_step(frame: Any, kind: str, predicate: RowExpr | None,
         if _info(dtype).kind not in ("bool", "null"):
             raise _refuse(f"a filter on a {dtype} value", "filter on a boolean predicate")
         return frame.filter(F.expr(to_sql(predicate)))
+    existing = list(frame.columns)
+    frame, columns = _bucketized(frame, columns)
     compiled = [(name, F.expr(to_sql(tree)).alias(name)) for name, tree in columns]
     if kind == "select":
         return frame.select([column for _, column in compiled])
     if kind != "with_columns":
         raise ValueError(f"unknown step kind {kind!r}")
     replaced = dict(compiled)
-    existing = list(frame.columns)
     out = [replaced[name] if name in replaced  # copied columns are not parsed as SQL
            else F.col("`" + name.replace("`", "``") + "`") for name in existing]
     out += [column for name, column in compiled if name not in existing]
     return frame.select(out)
+
+
+def _bucketized(frame: Any, columns: Sequence[tuple[str, RowExpr]]
+                ) -> tuple[Any, list[tuple[str, RowExpr]]]:
+    """``frame`` with every :data:`~dpframe.rowwise.functions.SEARCH_EDGES` of ``columns``
+    computed first by Spark MLlib's ``Bucketizer`` (a binary search in the JVM, O(log k) per
+    row), into hidden columns the trees then read. The SQL form (:func:`_search_edges`) gives
+    the same bins but Spark rebuilds its array for every row, O(k) per row.
+
+    The same semantics: splits ``[-inf, e_1, …, e_m, +inf]`` make bucket ``j`` the number of
+    edges ≤ x (the last bucket closed, so ``+inf`` is in it); the value is read as
+    ``CASE WHEN x = 0 THEN 0.0 ELSE x END`` first, since the JVM's binary search orders
+    ``-0.0`` below ``0.0``. ``handleInvalid="keep"`` puts NaN in an extra bucket and a missing
+    value gives a missing bucket: no value raises (``histogram`` masks both anyway)."""
+    searches = [node for _, tree in columns for node in walk(tree)
+                if isinstance(node, Call) and node.name == SEARCH_EDGES and node.params[0]]
+    if not searches:
+        return frame, list(columns)
+    import secrets
+
+    from pyspark.ml.feature import Bucketizer
+    from pyspark.sql import functions as F  # noqa: N812
+
+    tag = secrets.token_hex(4)
+    done: dict[int, RowExpr] = {}
+    for i, node in enumerate(searches):
+        if id(node) in done:
+            continue
+        source, bucket = f"__dp_x{i}_{tag}", f"__dp_bucket{i}_{tag}"
+        x = _arg(node.args[0], _float64())
+        frame = frame.withColumn(source, F.expr(
+            f"CASE WHEN {x} = CAST(0 AS DOUBLE) THEN CAST(0 AS DOUBLE) ELSE {x} END"))
+        splits = [-math.inf, *(float(e) for e in node.params[0]), math.inf]
+        frame = Bucketizer(splits=splits, inputCol=source, outputCol=bucket,
+                           handleInvalid="keep").transform(frame)
+        done[id(node)] = Cast(node.dtype, Col(_float64(), bucket))
+    return frame, [(name, _replaced(tree, done)) for name, tree in columns]
+
+
+def _replaced(node: RowExpr, done: dict[int, RowExpr]) -> RowExpr:
+    """``node`` with the nodes in ``done`` (by identity) replaced."""
+    import dataclasses
+
+    if id(node) in done:
+        return done[id(node)]
+    if isinstance(node, Binary):
+        return dataclasses.replace(node, left=_replaced(node.left, done),
+                                   right=_replaced(node.right, done))
+    if isinstance(node, Cast):
+        return dataclasses.replace(node, expr=_replaced(node.expr, done))
+    if isinstance(node, When):
+        return dataclasses.replace(node, predicate=_replaced(node.predicate, done),
+                                   then=_replaced(node.then, done),
+                                   otherwise=_replaced(node.otherwise, done))
+    if isinstance(node, Call):
+        return dataclasses.replace(node, args=tuple(_replaced(a, done) for a in node.args))
+    return node
