@@ -129,11 +129,12 @@ def bin_step(column: str, edges: Sequence[float], facts: provenance.FrameFacts,
     inner = tuple(float(e) + 0.0 for e in edges[1:-1])
     x = nw.col(column).cast(nw.Float64)
     present = ~(x.is_null() | x.is_nan()).fill_null(False)
-    expr = nw.when(present).then(nw.lit(0, dtype=nw.Int64))
+    then = nw.when(present).then(nw.lit(0, dtype=nw.Int64))
     policy = facts.missing.get(column, provenance.DROP)
+    expr: Any = then
     if policy != provenance.DROP:
         fill = bisect.bisect_right(inner, float(policy))
-        expr = expr.otherwise(nw.lit(fill, dtype=nw.Int64))
+        expr = then.otherwise(nw.lit(fill, dtype=nw.Int64))
     steps, _schema = derivations.verify_expressions(schema, [expr.alias(BIN)], "with_columns")
     (step,) = steps
     ((name, tree),) = step.columns
