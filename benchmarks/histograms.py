@@ -110,7 +110,12 @@ def _cases(rows: int, n_edges: int, engines: list[str]
 
 
 def measure(rows: int, n_edges: int, rounds: int, engines: list[str]) -> dict[str, Any]:
-    warnings.simplefilter("ignore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # engines' FutureWarnings about pandas 3
+        return _measure(rows, n_edges, rounds, engines)
+
+
+def _measure(rows: int, n_edges: int, rounds: int, engines: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, variants in _cases(rows, n_edges, engines).items():
         for fn in variants.values():  # warm-up

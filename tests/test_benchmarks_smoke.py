@@ -36,3 +36,15 @@ def test_rows_must_be_positive() -> None:
     )
     assert proc.returncode != 0
     assert "positive" in proc.stderr
+
+
+def test_histogram_benchmark_measures_at_tiny_sizes() -> None:
+    """benchmarks.histograms (many public edges against the engines' own binning) runs."""
+    from benchmarks.histograms import measure, render
+
+    runs = {"500": measure(500, 300, 1, ["pandas", "polars", "polars-lazy", "duckdb"])}
+    assert set(runs["500"]) == {"pandas", "polars", "polars-lazy", "duckdb"}
+    assert all(r["dp_ms"] > 0 and r["native_ms"] > 0 for r in runs["500"].values())
+    text = render({"header": {"edges": 300, "rounds": 1, "machine": "m", "commit": "c"},
+                   "runs": runs})
+    assert "| duckdb | 500 |" in text
