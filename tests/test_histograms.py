@@ -262,6 +262,13 @@ def test_search_at_the_edges_signed_zeros_and_infinities(constructor):
 
 
 @pytest.mark.backends(*ALL)
+def test_one_bin_takes_every_present_value(constructor):
+    values = [-math.inf, -1.0, 0.5, 7.0, math.inf, math.nan, None]
+    assert binned_column(constructor, values, [0.0, 1.0]) == [0, 0, 0, 0, 0, None, None]
+    assert binned_column(constructor, values, [0.0, 1.0], fill=0.5) == [0] * 7
+
+
+@pytest.mark.backends(*ALL)
 @pytest.mark.parametrize("count", [250, 1_000, 10_000])
 def test_many_edges_on_every_engine(constructor, count):
     """250, 1,000 and 10,000 public edges (the per-edge expression hit Python's recursion
