@@ -50,3 +50,15 @@ def test_release_history_benchmark_runs(tmp_path: Path) -> None:
     assert {(r["ledger"], r["history"], r["what"]) for r in rows} == {
         (k, h, w) for k in ("memory", "durable-nofsync") for h in (0, 20)
         for w in ("table", "scalar")}
+
+
+def test_histogram_benchmark_measures_at_tiny_sizes() -> None:
+    """benchmarks.histograms (many public edges against the engines' own binning) runs."""
+    from benchmarks.histograms import measure, render
+
+    runs = {"500": measure(500, 300, 1, ["pandas", "polars", "polars-lazy", "duckdb"])}
+    assert set(runs["500"]) == {"pandas", "polars", "polars-lazy", "duckdb"}
+    assert all(r["dp_ms"] > 0 and r["native_ms"] > 0 for r in runs["500"].values())
+    text = render({"header": {"edges": 300, "rounds": 1, "machine": "m", "commit": "c"},
+                   "runs": runs})
+    assert "| duckdb | 500 |" in text

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
+from dpframe.frames.bins import BIN
 from dpframe.release import exact_measurements
 
 EDGES = [0.0, 18.0, 65.0, 100.0]
@@ -22,19 +23,19 @@ def data(first: float = 30.0) -> dict[str, list]:
 
 def test_histogram_counts_bins_with_ends_and_missing(constructor):
     pf = dpf.protect(constructor(data()), epsilon=1e6, bounds={"age": (0.0, 100.0)})
-    table = pf.dp.histogram("age", bins=EDGES, epsilon=1e5, random_state=1)
+    table = pf.dp.histogram("age", edges=EDGES, epsilon=1e5, random_state=1)
     # -3 -> first bin, 150 -> last bin, NaN dropped (missing rule "drop")
     assert constructor.values(table, "count").tolist() == [3.0, 3.0, 3.0]
     assert constructor.values(table, "bin_lower").tolist() == EDGES[:-1]
     filled = dpf.protect(constructor(data()), epsilon=1e6, bounds={"age": (0.0, 100.0)},
                          missing={"age": 70.0})
-    t2 = filled.dp.histogram("age", bins=EDGES, epsilon=1e5, random_state=1)
+    t2 = filled.dp.histogram("age", edges=EDGES, epsilon=1e5, random_state=1)
     assert constructor.values(t2, "count").tolist() == [3.0, 3.0, 4.0]
 
 
 def test_histogram_counts_are_integers_and_can_add_up_to_a_total(constructor):
     pf = dpf.protect(constructor(data()), epsilon=10.0, bounds={"age": (0.0, 100.0)})
-    table = pf.dp.histogram("age", bins=EDGES, epsilon=0.5, total=9)
+    table = pf.dp.histogram("age", edges=EDGES, epsilon=0.5, total=9)
     counts = constructor.values(table, "count")
     assert counts.sum() == 9 and all(float(c).is_integer() and c >= 0 for c in counts)
 
@@ -46,11 +47,8 @@ def test_histogram_neighbours_change_at_most_two_bins_by_one(a, b):
         pf = dpf.protect(pd.DataFrame(data(first)), epsilon=1.0,
                          bounds={"age": (0.0, 100.0)})
         derived = pf
-        from dpframe.frames.namespace import _BIN, _bin_index
-        from dpframe.provenance import resolve
-
-        binned = derived.dp.with_columns(_bin_index("age", EDGES, resolve(pf)).alias(_BIN))
-        exact.append(exact_measurements(binned, {"c": dpf.count()}, group_by=_BIN,
+        binned = derived.dp._binned("age", EDGES, None)
+        exact.append(exact_measurements(binned, {"c": dpf.count()}, group_by=BIN,
                                         keys=[0, 1, 2]))
     (values, sens), (other, _) = exact[0][("c", "count")], exact[1][("c", "count")]
     diff = np.abs(values - other)
@@ -60,9 +58,9 @@ def test_histogram_neighbours_change_at_most_two_bins_by_one(a, b):
 def test_histogram_and_value_counts_refuse_bad_arguments_before_spending():
     pf = dpf.protect(pd.DataFrame(data()), epsilon=1.0, bounds={"age": (0.0, 100.0)},
                      keys={"g": ["a", "b", "c"]})
-    for bins in ([1.0], [0.0, 0.0, 1.0], [0.0, math.inf], "abc"):
-        with pytest.raises(dpf.ParameterError, match="bins"):
-            pf.dp.histogram("age", bins=bins, epsilon=0.1)
+    for edges in ([1.0], [0.0, 0.0, 1.0], [0.0, math.inf], "abc", [0, "1"], [0, True]):
+        with pytest.raises(dpf.ParameterError, match="edges"):
+            pf.dp.histogram("age", edges=edges, epsilon=0.1)
     with pytest.raises(dpf.ParameterError, match="total"):
         pf.dp.value_counts("g", epsilon=0.1, total=-1)
     assert pf.dp.budget.epsilon_spent == 0.0

@@ -484,7 +484,7 @@ def test_planner_knows_unit_counts_and_the_unit_group_share():
 
 def test_histogram_value_counts_and_multi_key_groupby_bound_units():
     pf = protect("polars", people(n_units=30, rows=6), 2, 1)
-    hist = pf.dp.histogram("x", bins=[-1, 0, 1, 2], epsilon=1.0, random_state=1)
+    hist = pf.dp.histogram("x", edges=[-1, 0, 1, 2], epsilon=1.0, random_state=1)
     counts = pf.dp.value_counts("g", epsilon=1.0, random_state=1)
     assert hist.height == 3 and counts.height == 3
     log = collect(pf.dp.log)

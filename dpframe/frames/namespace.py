@@ -5,8 +5,6 @@ through :mod:`dpframe.derivations` and :mod:`dpframe.provenance`.
 
 from __future__ import annotations
 
-import itertools
-import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
@@ -19,6 +17,7 @@ from dpframe._validation import check_labels
 from dpframe.accounting import Budget
 from dpframe.backends import backend_of
 from dpframe.errors import DerivationError, ParameterError, PrivateSizeError
+from dpframe.frames import bins as bins_
 from dpframe.frames import results
 from dpframe.frames.results import Estimate
 from dpframe.integrity import attach_release_log, release_log_of
@@ -459,28 +458,38 @@ class DPNamespace:
         Bounded columns to describe (default: all of them).
     """)
 
-    def histogram(self, column: str, *, bins: Sequence[float], epsilon: float,
+    def histogram(self, column: str, *, edges: Sequence[float] | None = None,
+                  bins: int | Sequence[float] | None = None, epsilon: float,
                   delta: float = 0.0, mechanism: str = "bounded", total: int | None = None,
                   random_state: Any = None, session: Session | str | None = None,
                   ci: float | None = None) -> Any:
-        return self._counts(column, _public_edges(bins), None, epsilon, delta, mechanism,
+        facts = provenance.resolve(self._frame, session)
+        public = bins_.histogram_edges(column, edges, bins, facts.bounds)
+        return self._counts(column, public, None, epsilon, delta, mechanism,
                             total, random_state, session, ci)
 
-    histogram.__doc__ = _doc("""Noisy counts of a numeric column over public bin edges.
+    histogram.__doc__ = _doc("""Noisy counts of a numeric column over public bins.
 
     One group-by count over the bins (a verified row-wise bin index, then parallel
-    composition: a replaced row moves between two bins, so each bin gets ε/2). Values below the
-    first edge go to the first bin, values above the last edge to the last one; missing values
-    follow the column's missing-value rule (dropped: in no bin). Counts are non-negative
-    integers (post-processing).
+    composition: a replaced row moves between two bins, so each bin gets ε/2). Bin ``j`` is
+    ``[e_j, e_{j+1})``, the last one closed; values below the first edge go to the first bin,
+    values above the last edge (``+inf`` too) to the last one; missing values (null, NaN)
+    follow the column's missing-value rule (dropped: in no bin). The bin index is a binary
+    search over the edges in every engine, so thousands of edges cost O(log k) per row.
+    Counts are non-negative integers (post-processing).
 
     Parameters
     ----------
     column : str
         A numeric column.
-    bins : list of float
-        Public, strictly increasing bin edges (at least two); bin ``j`` is
-        ``[bins[j], bins[j+1])``, the last one closed.
+    edges : list of float
+        Public, strictly increasing, finite bin edges (at least two).
+    bins : int
+        Instead of ``edges``: that many equal-width bins over the column's declared bounds
+        ``[l, u]``, with edges ``e_j = l + (u − l)·j/bins`` computed exactly and rounded once
+        to the nearest double (``e_0 = l``, ``e_bins = u``; refused if two edges would round
+        to the same double). A list here is the former spelling of ``edges`` (deprecated:
+        ``DeprecationWarning``).
     {common}
     total : int, optional
         A public (or already released) total: counts are apportioned to add up to it
@@ -526,9 +535,8 @@ class DPNamespace:
             raise ParameterError(f"total must be a non-negative integer, got {total!r}")
         frame, group, group_keys = self._frame, column, keys
         if edges is not None:
-            facts = provenance.resolve(self._frame, session)
-            frame = self.with_columns(_bin_index(column, edges, facts).alias(_BIN))
-            group, group_keys = _BIN, list(range(len(edges) - 1))
+            frame = self._binned(column, edges, session)
+            group, group_keys = bins_.BIN, list(range(len(edges) - 1))
         out = release.run(frame, {"count": q_.count()}, epsilon=epsilon, delta=delta,
                           mechanism=mechanism, random_state=random_state, group_by=group,
                           keys=group_keys, session=session, ci=ci)
@@ -540,9 +548,18 @@ class DPNamespace:
         if edges is not None:
             lower, upper = edges[:-1], edges[1:]
             data = {"bin_lower": lower, "bin_upper": upper,
-                    **{c: list(table[c]) for c in table.columns if c != _BIN}}
+                    **{c: list(table[c]) for c in table.columns if c != bins_.BIN}}
             table = out.backend.table(data)
         return _table(out, table)
+
+    def _binned(self, column: str, edges: list[float], session: Session | str | None) -> Any:
+        """This frame with the hidden bin column (:func:`dpframe.frames.bins.bin_step`)."""
+        facts = provenance.resolve(self._frame, session)
+        backend = facts.dataset.backend
+        schema = backend.polars_schema(facts.data)
+        steps = [bins_.bin_step(column, edges, facts, schema)]
+        check_engine(steps, backend.name)
+        return self._built(facts, facts.after(steps), steps, schema)
 
     # -- accuracy before spending -----------------------------------------------------------
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
@@ -925,40 +942,6 @@ class DPGroupBy:
 def _table(out: release.Outcome, table: Any) -> Any:
     attach_release_log(table, out.document, release_id=out.release_id)
     return table
-
-
-_BIN = "__dpframe_bin"
-
-
-def _public_edges(bins: Any) -> list[float]:
-    try:
-        edges = [float(b) for b in bins]
-    except (TypeError, ValueError):
-        raise ParameterError(f"bins must be a list of numbers (public edges), got {bins!r}"
-                             ) from None
-    if len(edges) < 2 or any(not math.isfinite(e) for e in edges) or any(
-            b <= a for a, b in itertools.pairwise(edges)):
-        raise ParameterError("bins must be at least two finite, strictly increasing edges, "
-                             f"e.g. bins=[0, 18, 65, 120]; got {bins!r}")
-    return edges
-
-
-def _bin_index(column: str, edges: Sequence[float], facts: provenance.FrameFacts) -> Any:
-    """Row-wise bin index over public edges: the number of inner edges at or below the value
-    (so values below the first edge land in bin 0 and above the last in the last bin); a
-    missing value follows the column's rule (its fill value's bin, or no bin)."""
-    import narwhals as nw
-
-    x = nw.col(column).cast(nw.Float64)
-    index = nw.lit(0, dtype=nw.Int64)
-    for edge in edges[1:-1]:
-        index = index + (x >= edge).cast(nw.Int64)
-    policy = facts.missing.get(column, provenance.DROP)
-    present = ~(x.is_null() | x.is_nan()).fill_null(False)
-    if policy == provenance.DROP:
-        return nw.when(present).then(index)
-    fill = sum(1 for edge in edges[1:-1] if float(policy) >= edge)
-    return nw.when(present).then(index).otherwise(nw.lit(fill, dtype=nw.Int64))
 
 
 def _accuracy_table(frame: Any, rows: Sequence[Any]) -> Any:

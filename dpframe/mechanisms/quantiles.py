@@ -104,26 +104,41 @@ def choose_bins(groups: int = 1, max_cells: int = DEFAULT_MAX_CELLS) -> int:
 
 
 def bin_edges(lower: float, upper: float, bins: int = DEFAULT_QUANTILE_BINS) -> np.ndarray:
-    """The ``bins + 1`` public edges ``l + (u − l)·j/B`` (the ends exactly ``l`` and ``u``)."""
+    """The ``bins + 1`` public edges ``l + (u − l)·j/B`` (the ends exactly ``l`` and ``u``).
+    When ``u − l`` overflows (bounds near ±1.8e308) the same value is computed on halves,
+    ``2·(l/2 + (u/2 − l/2)·j/B)``, which is finite."""
     lo, hi = _check_bounds(lower, upper)
     b = _check_bins(bins)
-    edges = lo + (hi - lo) * (np.arange(b + 1, dtype=float) / b)
+    t = np.arange(b + 1, dtype=float) / b
+    if math.isfinite(hi - lo):
+        edges = lo + (hi - lo) * t
+    else:
+        edges = 2.0 * (lo * 0.5 + (hi * 0.5 - lo * 0.5) * t)
     edges[0], edges[-1] = lo, hi
     return edges
 
 
 def bin_index(values: Any, lower: float, upper: float, bins: int = DEFAULT_QUANTILE_BINS
               ) -> np.ndarray:
-    """Bin of each value: clamp to ``[l, u]``, then ``j = floor(B·(x − l)/(u − l))`` limited to
-    ``B − 1`` (bins are ``[e_j, e_{j+1})``, the last one closed). A per-row map: neighbours stay
-    neighbours. Engines may compute it natively; any public per-row rule keeps the guarantee."""
+    """Bin of each value: clamp to ``[l, u]``, then ``j = ⌊B·t⌋`` limited to ``B − 1`` with
+    ``t = (x/2 − l/2) / (u/2 − l/2)`` (bins are ``[e_j, e_{j+1})``, the last one closed). Halving
+    first keeps every intermediate finite for any finite bounds (``u − l`` itself overflows for
+    bounds near ±1.8e308); the same IEEE operations, in the same order, as the engines'
+    binning (:class:`dpframe.aggregates.Bins`), so the two agree bit for bit. A per-row map:
+    neighbours stay neighbours. (Bounds so close that ``u/2 − l/2`` is 0, a few subnormals
+    apart, use ``(x − l)/(u − l)``, exact there; the engines refuse such bounds.) Engines may
+    compute it natively; any public per-row rule keeps the guarantee."""
     lo, hi = _check_bounds(lower, upper)
     b = _check_bins(bins)
     x = np.clip(np.asarray(values, dtype=float), lo, hi)
     if np.isnan(x).any():
         raise ParameterError("NaN values cannot be binned; drop or fill missing values first")
-    j = np.floor((x - lo) / (hi - lo) * b).astype(np.int64)
-    return np.clip(j, 0, b - 1)
+    half_lower, half_width = lo * 0.5, hi * 0.5 - lo * 0.5
+    if half_width > 0:
+        j = np.floor((x * 0.5 - half_lower) / half_width * b)
+    else:  # bounds a few subnormals apart: halving would merge them; u − l is exact there
+        j = np.floor((x - lo) / (hi - lo) * b)
+    return np.clip(j, 0, b - 1).astype(np.int64)
 
 
 def bin_counts(values: Any, lower: float, upper: float, bins: int = DEFAULT_QUANTILE_BINS

@@ -58,7 +58,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dpframe.errors import DerivationError
-from dpframe.rowwise.functions import FUNCTIONS, OPERATORS
+from dpframe.rowwise.functions import FUNCTIONS, INTERNAL, OPERATORS, SEARCH_EDGES, search_steps
 from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When
 from dpframe.rowwise.polars_target import safe_days
 
@@ -458,7 +458,7 @@ class _Compiler:
             return self.binary(node)
         assert isinstance(node, Call)
         handler = _CALLS.get(node.name)
-        if handler is None or node.name not in FUNCTIONS:
+        if handler is None or (node.name not in FUNCTIONS and node.name not in INTERNAL):
             api = FUNCTIONS[node.name].api if node.name in FUNCTIONS else node.name
             raise _RefusalError(f"{api}", _INSTEAD.get(node.name, "use a Polars frame for this "
                                                   "derivation"))
@@ -1839,6 +1839,37 @@ _CALLS: dict[str, Handler] = {
 
 #: The catalogue functions this target compiles (every operator is compiled too).
 SUPPORTED: frozenset[str] = frozenset(name for name in _CALLS if name in FUNCTIONS)
+
+
+def _search_edges(c: _Compiler, node: Call) -> str:
+    """:data:`~dpframe.rowwise.functions.SEARCH_EDGES` as a branch-free binary search
+    (:func:`~dpframe.rowwise.functions.search_steps`): ``list_reduce`` over the ⌈log₂ k⌉ step
+    sizes, each comparing one element of the edges (a list literal parsed once from its exact
+    ``repr`` text) with the value. DuckDB compares ``-0.0`` equal to ``0.0`` and sorts NaN
+    above every number; a missing value makes every comparison missing, so no step is taken
+    (0). An index never leaves the list (``i + s ≤ k`` is tested first; DuckDB would give NULL
+    anyway). The SQL is O(k) text (the literal) and O(log k) work per row: a nested CASE per
+    edge costs DuckDB time per vector in the number of nodes, not the rows that reach them."""
+    edges = node.params[0]
+    if not edges:
+        return "CAST(0 AS BIGINT)"
+    count = len(edges)
+    table = "CAST('[" + ", ".join(repr(float(e)) for e in edges) + "]' AS DOUBLE[])"
+    steps = "[" + ", ".join(str(s) for s in search_steps(count)) + "]::BIGINT[]"
+    c.names += 1
+    acc, step = f"__dp_i{c.names}", f"__dp_s{c.names}"
+
+    def body(x: str) -> str:
+        return (f"list_reduce({steps}, lambda {acc}, {step}: {acc} + (CASE WHEN "
+                f"{acc} + {step} <= {count} AND ({table})[{acc} + {step}] <= {x} "
+                f"THEN {step} ELSE 0 END), CAST(0 AS BIGINT))")
+
+    return c.let(c.operand(node.args[0], _dtype("Float64")), body)
+
+
+#: dpframe's internal functions (not in the catalogue, so not in SUPPORTED).
+_CALLS[SEARCH_EDGES] = _search_edges
+
 #: Supported functions that some argument types still make unavailable (refused by ``check``).
 PARTIAL: dict[str, str] = {
     **dict.fromkeys(("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dpframe.errors import DerivationError
-from dpframe.rowwise.functions import FUNCTIONS
+from dpframe.rowwise.functions import FUNCTIONS, INTERNAL
 from dpframe.rowwise.nodes import Call, RowExpr, walk
 
 __all__ = ["apply_steps", "check_engine"]
@@ -41,7 +41,8 @@ def check_engine(steps: Sequence[Any], engine: str) -> None:
     for step in steps:
         for tree in _trees(step):
             for node in walk(tree):
-                if isinstance(node, Call) and node.name not in target.SUPPORTED:
+                if (isinstance(node, Call) and node.name not in target.SUPPORTED
+                        and node.name not in INTERNAL):
                     api = FUNCTIONS[node.name].api
                     raise DerivationError(
                         f"{api} is not available in derivations on {engine} (dpframe cannot "

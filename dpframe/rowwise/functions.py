@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FUNCTIONS", "MAX_WIDTH", "OPERATORS", "Function"]
+__all__ = ["FUNCTIONS", "INTERNAL", "MAX_WIDTH", "OPERATORS", "SEARCH_EDGES", "Function",
+           "search_steps"]
 
 #: The largest width ``str.zfill`` / ``str.pad_start`` / ``str.pad_end`` accept (a public cap:
 #: a width taken from the data could allocate or fail depending on a value; Polars itself
@@ -208,3 +209,37 @@ FUNCTIONS: dict[str, Function] = dict([
     _f("ListFunction.Contains", "list.contains(item)", "the list holds the literal", _LIST,
        literal_args=True),
 ])
+
+
+#: dpframe's own row-wise function behind ``histogram``: the bin index of a Float64 value over
+#: public, strictly increasing finite edges ``params[0]`` (the inner edges of the histogram),
+#: computed as the number of those edges ``e`` with ``e ≤ x`` (IEEE comparison, so ``-0.0``
+#: equals ``0.0``; ``+inf`` is above every edge, ``-inf`` below). A NaN counts as above every
+#: edge and a missing value gives 0 (``histogram`` masks both by the column's missing rule
+#: before they are counted). Every engine computes it as a binary search (Polars'
+#: ``search_sorted``; DuckDB and Spark: ⌈log₂ k⌉ comparisons against a list literal), so the
+#: cost per row grows with log k, not k. No user expression can produce it: the plan reader
+#: accepts only :data:`FUNCTIONS`.
+SEARCH_EDGES = "dpframe.search_edges"
+
+#: dpframe's internal row-wise functions (never read from a user's plan; not in the docs'
+#: catalogue).
+INTERNAL: dict[str, Function] = dict([
+    _f(SEARCH_EDGES, "histogram bins", "the number of public edges at or below the value",
+       "internal", literal_args=True),
+])
+
+
+def search_steps(count: int) -> list[int]:
+    """The step sizes of a branch-free binary search over ``count`` sorted edges: the powers
+    of two from the largest ≤ ``count`` down to 1. Starting at ``i = 0``, each step adds ``s``
+    when ``i + s ≤ count`` and the ``(i + s)``-th edge (1-based) is ≤ x; the final ``i`` is the
+    number of edges ≤ x (every count 0..``count`` is a unique sum of distinct powers)."""
+    steps: list[int] = []
+    s = 1
+    while s * 2 <= count:
+        s *= 2
+    while s >= 1 and count > 0:
+        steps.append(s)
+        s //= 2
+    return steps

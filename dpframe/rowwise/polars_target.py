@@ -23,6 +23,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from dpframe.rowwise.functions import SEARCH_EDGES
 from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When
 
 __all__ = ["SUPPORTED", "apply_step", "to_polars"]
@@ -499,6 +500,24 @@ _CALLS: dict[str, Callable[[_Compiler, Call, list[Any]], Any]] = {
 
 #: The functions this target compiles (all of the catalogue).
 SUPPORTED = frozenset(_CALLS)
+
+
+def _search_edges(c: _Compiler, node: Call, a: list[Any]) -> Any:
+    """:data:`~dpframe.rowwise.functions.SEARCH_EDGES`: Polars' binary search of each value
+    in the sorted public edges, ``side="right"`` (the number of edges ≤ x; Polars compares
+    ``-0.0`` equal to ``0.0`` and sorts NaN above every number; a missing value gives 0).
+    Total: any Float64 value, missing or not, has an index."""
+    import polars as pl
+
+    edges = node.params[0]
+    if not edges:
+        return pl.lit(0, dtype=pl.Int64)
+    table = pl.lit(pl.Series(values=[float(e) for e in edges], dtype=pl.Float64))
+    return table.search_sorted(a[0], side="right").cast(pl.Int64)
+
+
+#: dpframe's internal functions (not in the catalogue, so not in SUPPORTED).
+_CALLS[SEARCH_EDGES] = _search_edges
 
 
 def apply_step(frame: Any, kind: str, predicate: RowExpr | None,

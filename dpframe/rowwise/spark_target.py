@@ -87,7 +87,7 @@ from decimal import Decimal
 from typing import Any
 
 from dpframe.errors import DerivationError
-from dpframe.rowwise.functions import FUNCTIONS
+from dpframe.rowwise.functions import FUNCTIONS, SEARCH_EDGES, search_steps
 from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When, walk
 
 __all__ = ["SUPPORTED", "apply_step", "check", "to_sql"]
@@ -1484,6 +1484,33 @@ _REFUSED = {
 #: The catalogue's functions this target compiles (each exactly as the reference computes it,
 #: except the last bits of :data:`LIBM_FUNCTIONS`).
 SUPPORTED: frozenset[str] = frozenset(name for name in _CALLS if name in FUNCTIONS)
+
+
+def _search_edges(node: Call) -> str:
+    """:data:`~dpframe.rowwise.functions.SEARCH_EDGES` as a branch-free binary search
+    (:func:`~dpframe.rowwise.functions.search_steps`): ``aggregate`` over the ⌈log₂ k⌉ step
+    sizes, each comparing one element of the edges with the value. The edges are one string
+    literal of their exact ``repr`` texts, split and cast to ``ARRAY<DOUBLE>`` once (Java's
+    correctly rounded parse). Spark compares ``-0.0`` equal to ``0.0`` and sorts NaN above
+    every number; a missing value makes the comparison NULL, so no step is taken (0). The
+    ``CASE`` tests ``i + s > k`` first, so ``element_at`` never reads past the end (it would
+    raise under ANSI mode)."""
+    edges = node.params[0]
+    if not edges:
+        return "CAST(0 AS BIGINT)"
+    count = len(edges)
+    x = _arg(node.args[0], _float64())
+    table = ("CAST(split('" + ",".join(repr(float(e)) for e in edges)
+             + "', ',') AS ARRAY<DOUBLE>)")
+    steps = "array(" + ", ".join(f"CAST({s} AS BIGINT)" for s in search_steps(count)) + ")"
+    return (f"aggregate({steps}, CAST(0 AS BIGINT), (__dp_i, __dp_s) -> __dp_i + (CASE "
+            f"WHEN __dp_i + __dp_s > {count} THEN CAST(0 AS BIGINT) "
+            f"WHEN element_at({table}, CAST(__dp_i + __dp_s AS INT)) <= {x} THEN __dp_s "
+            "ELSE CAST(0 AS BIGINT) END))")
+
+
+#: dpframe's internal functions (not in the catalogue, so not in SUPPORTED).
+_CALLS[SEARCH_EDGES] = _search_edges
 #: Supported functions that some argument types still make unavailable (refused by ``check``).
 PARTIAL: dict[str, str] = {"pow": "Float64 only", "round": "not on Float32",
                            "TemporalFunction.Truncate": "one unit: 1d, 1mo, 1h, ..."}
@@ -1492,8 +1519,16 @@ PARTIAL: dict[str, str] = {"pow": "Float64 only", "round": "not on Float32",
 def check(expr: RowExpr) -> None:
     """Raise :class:`~dpframe.errors.DerivationError` if ``expr`` cannot be compiled for Spark
     under the total rules (a function, type, pattern or cast Spark cannot reproduce exactly,
-    or that could fail on some value). Reads no data."""
-    to_sql(expr)
+    or that could fail on some value). Reads no data. A
+    :data:`~dpframe.rowwise.functions.SEARCH_EDGES` node is checked as :func:`apply_step` runs
+    it (its subject compiled, the search itself a hidden Bucketizer column), so the length of
+    its edges' literal never counts against :data:`MAX_SQL_CHARS`."""
+    searches = [node for node in walk(expr)
+                if isinstance(node, Call) and node.name == SEARCH_EDGES]
+    for node in searches:
+        _arg(node.args[0], _float64())
+    to_sql(_replaced(expr, {id(node): Cast(node.dtype, Col(_float64(), "__dp_bucket"))
+                            for node in searches}))
 
 
 def to_sql(expr: RowExpr) -> str:
@@ -1522,14 +1557,72 @@ def apply_step(frame: Any, kind: str, predicate: RowExpr | None,
         if _info(dtype).kind not in ("bool", "null"):
             raise _refuse(f"a filter on a {dtype} value", "filter on a boolean predicate")
         return frame.filter(F.expr(to_sql(predicate)))
+    existing = list(frame.columns)
+    frame, columns = _bucketized(frame, columns)
     compiled = [(name, F.expr(to_sql(tree)).alias(name)) for name, tree in columns]
     if kind == "select":
         return frame.select([column for _, column in compiled])
     if kind != "with_columns":
         raise ValueError(f"unknown step kind {kind!r}")
     replaced = dict(compiled)
-    existing = list(frame.columns)
     out = [replaced[name] if name in replaced  # copied columns are not parsed as SQL
            else F.col("`" + name.replace("`", "``") + "`") for name in existing]
     out += [column for name, column in compiled if name not in existing]
     return frame.select(out)
+
+
+def _bucketized(frame: Any, columns: Sequence[tuple[str, RowExpr]]
+                ) -> tuple[Any, list[tuple[str, RowExpr]]]:
+    """``frame`` with every :data:`~dpframe.rowwise.functions.SEARCH_EDGES` of ``columns``
+    computed first by Spark MLlib's ``Bucketizer`` (a binary search in the JVM, O(log k) per
+    row), into hidden columns the trees then read. The SQL form (:func:`_search_edges`) gives
+    the same bins but Spark rebuilds its array for every row, O(k) per row.
+
+    The same semantics: splits ``[-inf, e_1, …, e_m, +inf]`` make bucket ``j`` the number of
+    edges ≤ x (the last bucket closed, so ``+inf`` is in it); the value is read as
+    ``CASE WHEN x = 0 THEN 0.0 ELSE x END`` first, since the JVM's binary search orders
+    ``-0.0`` below ``0.0``. ``handleInvalid="keep"`` puts NaN in an extra bucket and a missing
+    value gives a missing bucket: no value raises (``histogram`` masks both anyway)."""
+    searches = [node for _, tree in columns for node in walk(tree)
+                if isinstance(node, Call) and node.name == SEARCH_EDGES and node.params[0]]
+    if not searches:
+        return frame, list(columns)
+    import secrets
+
+    from pyspark.ml.feature import Bucketizer
+    from pyspark.sql import functions as F  # noqa: N812
+
+    tag = secrets.token_hex(4)
+    done: dict[int, RowExpr] = {}
+    for i, node in enumerate(searches):
+        if id(node) in done:
+            continue
+        source, bucket = f"__dp_x{i}_{tag}", f"__dp_bucket{i}_{tag}"
+        x = _arg(node.args[0], _float64())
+        frame = frame.withColumn(source, F.expr(
+            f"CASE WHEN {x} = CAST(0 AS DOUBLE) THEN CAST(0 AS DOUBLE) ELSE {x} END"))
+        splits = [-math.inf, *(float(e) for e in node.params[0]), math.inf]
+        frame = Bucketizer(splits=splits, inputCol=source, outputCol=bucket,
+                           handleInvalid="keep").transform(frame)
+        done[id(node)] = Cast(node.dtype, Col(_float64(), bucket))
+    return frame, [(name, _replaced(tree, done)) for name, tree in columns]
+
+
+def _replaced(node: RowExpr, done: dict[int, RowExpr]) -> RowExpr:
+    """``node`` with the nodes in ``done`` (by identity) replaced."""
+    import dataclasses
+
+    if id(node) in done:
+        return done[id(node)]
+    if isinstance(node, Binary):
+        return dataclasses.replace(node, left=_replaced(node.left, done),
+                                   right=_replaced(node.right, done))
+    if isinstance(node, Cast):
+        return dataclasses.replace(node, expr=_replaced(node.expr, done))
+    if isinstance(node, When):
+        return dataclasses.replace(node, predicate=_replaced(node.predicate, done),
+                                   then=_replaced(node.then, done),
+                                   otherwise=_replaced(node.otherwise, done))
+    if isinstance(node, Call):
+        return dataclasses.replace(node, args=tuple(_replaced(a, done) for a in node.args))
+    return node

@@ -943,3 +943,15 @@ def test_random_expressions_equal_reference(spark, recipes):
     ref = reference(pl.DataFrame(cols, schema=NUMERIC_SCHEMA), items)
     out = run_spark(spark, _spark_frame(spark, NUMERIC_SCHEMA, cols), items)
     assert not mismatches(ref, out)
+
+
+def test_edge_searches_are_checked_without_their_literal():
+    """histogram's search over many edges (dpframe.frames.bins) runs as a Bucketizer column:
+    its edges' text never counts against MAX_SQL_CHARS, and its subject is still checked."""
+    from dpframe.rowwise.functions import SEARCH_EDGES
+    from dpframe.rowwise.nodes import Call, Cast, Col
+
+    edges = tuple(float(i) + 0.123456789 for i in range(60_000))
+    search = Call(pl.Int64(), SEARCH_EDGES, (Cast(pl.Float64(), Col(pl.Int64(), "x")),),
+                  (edges,))
+    spark_target.check(search)

@@ -1,0 +1,145 @@
+"""The public bins of ``histogram``: checking edges, equal-width edges over declared bounds, and
+the verified row-wise step that gives each row its bin.
+
+Semantics (unchanged since the first histogram): with public, strictly increasing finite edges
+``e_0 < e_1 < … < e_B``, bin ``j`` is ``[e_j, e_{j+1})`` and the last bin is closed; a value
+below ``e_0`` goes to bin 0 and a value above ``e_B`` (``+inf`` included) to bin ``B − 1``.
+Equivalently, the bin of ``x`` is the number of *inner* edges ``e_1 … e_{B−1}`` with ``e ≤ x``
+(IEEE comparison: ``-0.0`` equals ``0.0``). Missing values (null or NaN) follow the column's
+missing-value rule: dropped (in no bin), or counted in the bin of the public fill value.
+
+The bin is computed by a binary search over the inner edges in every engine
+(:data:`dpframe.rowwise.functions.SEARCH_EDGES`), so a histogram over k edges costs
+O(log k) per row; the step is an ordinary verified derivation (a new column; no row used
+twice), compiled by dpframe for the frame's engine like any other.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import itertools
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpframe import derivations, provenance
+from dpframe._validation import check_number
+from dpframe.errors import ParameterError
+from dpframe.rowwise.functions import SEARCH_EDGES
+from dpframe.rowwise.nodes import Call, When, walk
+
+__all__ = ["BIN", "MAX_BINS", "bin_step", "equal_width_edges", "histogram_edges",
+           "public_edges"]
+
+#: The hidden column holding each row's bin.
+BIN = "__dpframe_bin"
+
+#: The most bins a histogram takes (a public cap: the result has one row per bin).
+MAX_BINS = 1_000_000
+
+
+def public_edges(edges: Any, name: str = "edges") -> list[float]:
+    """``edges`` as a list of floats: at least two finite numbers (booleans and strings are
+    refused), strictly increasing, at most :data:`MAX_BINS` bins. ``-0.0`` is read as
+    ``0.0`` (they compare equal)."""
+    example = f"e.g. {name}=[0, 18, 65, 120]"
+    refused = ParameterError(f"{name} must be a list of numbers (public edges), {example}; "
+                             f"got {type(edges).__name__}")
+    if isinstance(edges, str | bytes | Mapping):
+        raise refused
+    try:
+        items = list(edges)
+    except TypeError:
+        raise refused from None
+    if len(items) - 1 > MAX_BINS:
+        raise ParameterError(f"{name}: at most {MAX_BINS:,} bins, got {len(items) - 1:,}")
+    values = [check_number(name, e) + 0.0 for e in items]
+    if len(values) < 2 or not all(math.isfinite(e) for e in values) or any(
+            b <= a for a, b in itertools.pairwise(values)):
+        raise ParameterError(f"{name} must be at least two finite, strictly increasing "
+                             f"numbers, {example}")
+    return values
+
+
+def equal_width_edges(lower: float, upper: float, count: int) -> list[float]:
+    """The ``count + 1`` edges of ``count`` equal-width bins of ``[lower, upper]``:
+    ``e_j = round(l + (u − l)·j/B)``, the exact rational value rounded once to the nearest
+    double (so ``e_0 = l`` and ``e_B = u`` exactly, no overflow even when ``u − l`` exceeds
+    the largest double, and the edges are as evenly spaced as doubles allow). Refused
+    (:class:`~dpframe.errors.ParameterError`) when two neighbouring edges round to the same
+    double: the bins would be narrower than the doubles between the bounds."""
+    lo, hi = Fraction(lower), Fraction(upper)
+    width = hi - lo
+    edges = [float(lo + width * j / count) for j in range(count + 1)]
+    if any(b <= a for a, b in itertools.pairwise(edges)):
+        raise ParameterError(f"bins={count}: equal-width bins of [{lower!r}, {upper!r}] would "
+                             "be narrower than the spacing of floating-point numbers there; "
+                             "use fewer bins")
+    return [e + 0.0 for e in edges]
+
+
+def histogram_edges(column: str, edges: Any, bins: Any,
+                    bounds: Mapping[str, tuple[float, float]]) -> list[float]:
+    """The public edges of ``histogram(column, edges=..., bins=...)`` (public facts only):
+    ``edges`` as given; ``bins`` an integer ``B`` for ``B`` equal-width bins over the
+    column's declared bounds (:func:`equal_width_edges`); ``bins`` a list of edges is the
+    former spelling of ``edges`` (a :class:`DeprecationWarning`)."""
+    if edges is not None and bins is not None:
+        raise ParameterError("pass the bin edges as edges=[...] or a number of equal-width bins "
+                             "as bins=<int>, not both")
+    if edges is not None:
+        return public_edges(edges)
+    if bins is None:
+        raise ParameterError("histogram needs edges=[...] (public bin edges) or bins=<int> "
+                             "(equal-width bins over the column's declared bounds)")
+    if isinstance(bins, int | np.integer) and not isinstance(bins, bool | np.bool_):
+        count = int(bins)
+        if not 1 <= count <= MAX_BINS:
+            raise ParameterError(f"bins must be a number of bins from 1 to {MAX_BINS:,}, "
+                                 f"got {count}")
+        if column not in bounds:
+            raise ParameterError(f"bins={count} splits the declared bounds of {column!r}, but "
+                                 "it has none; declare bounds={...} at protect (or "
+                                 "with_columns), or pass public edges=[...]")
+        lower, upper = bounds[column]
+        return equal_width_edges(float(lower), float(upper), count)
+    if isinstance(bins, bool | float | str | bytes):
+        raise ParameterError(f"bins must be an integer number of bins (or pass edges=[...]), "
+                             f"got {bins!r}")
+    warnings.warn("histogram(bins=[...]) for edges is deprecated; pass edges=[...] (bins=<int> "
+                  "now means that many equal-width bins over the declared bounds)",
+                  DeprecationWarning, stacklevel=3)
+    return public_edges(bins, "bins")
+
+
+def bin_step(column: str, edges: Sequence[float], facts: provenance.FrameFacts,
+             schema: Mapping[str, Any]) -> derivations.Step:
+    """The verified ``with_columns`` step adding :data:`BIN`: each row's bin over ``edges``,
+    or (missing value, ``"drop"`` rule) a missing bin; under a fill rule, the fill value's
+    bin. The frame around the search (the cast to Float64, the test for a missing value, the
+    fill) is read from a narwhals expression verified like any derivation; the search itself
+    is dpframe's :data:`~dpframe.rowwise.functions.SEARCH_EDGES` node over the inner edges."""
+    import narwhals as nw
+
+    inner = tuple(float(e) + 0.0 for e in edges[1:-1])
+    x = nw.col(column).cast(nw.Float64)
+    present = ~(x.is_null() | x.is_nan()).fill_null(False)
+    then = nw.when(present).then(nw.lit(0, dtype=nw.Int64))
+    policy = facts.missing.get(column, provenance.DROP)
+    expr: Any = then
+    if policy != provenance.DROP:
+        fill = bisect.bisect_right(inner, float(policy))
+        expr = then.otherwise(nw.lit(fill, dtype=nw.Int64))
+    steps, _schema = derivations.verify_expressions(schema, [expr.alias(BIN)], "with_columns")
+    (step,) = steps
+    ((name, tree),) = step.columns
+    assert isinstance(tree, When), tree
+    subject = next(node.args[0] for node in walk(tree.predicate)
+                   if isinstance(node, Call) and node.name == "BooleanFunction.IsNull")
+    search = Call(tree.then.dtype, SEARCH_EDGES, (subject,), (inner,))
+    return dataclasses.replace(step, columns=((name, dataclasses.replace(tree, then=search)),))
