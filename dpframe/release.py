@@ -73,6 +73,9 @@ class Outcome:
     backend: Backend
     intervals: dict[str, tuple[np.ndarray, np.ndarray]]
     level: float | None
+    #: keys selected from the data: the group columns' dtypes (public schema), so a table
+    #: with no kept key still has typed key columns
+    key_dtypes: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -599,9 +602,33 @@ def plan(
 ) -> list[Planned]:
     """Steps 1–3 of :func:`run` only — provenance, arguments, plans and mechanisms — for the
     accuracy planner (:mod:`dpframe.planner`): reads no data, spends and logs nothing."""
-    return _prepare(frame, queries, session=session, epsilon=epsilon, delta=delta,
-                    weights=weights, mechanism=mechanism, random_state=None,
-                    group_by=group_by, keys=keys, ci=None)[3]
+    return plan_release(frame, queries, epsilon=epsilon, delta=delta, weights=weights,
+                        mechanism=mechanism, group_by=group_by, keys=keys,
+                        session=session)[0]
+
+
+def plan_release(
+    frame: Any,
+    queries: Mapping[str, Query],
+    *,
+    epsilon: Any,
+    delta: Any = 0.0,
+    weights: Any = None,
+    mechanism: Any = "bounded",
+    group_by: GroupBy | None = None,
+    keys: Sequence[Any] | None = None,
+    session: Session | str | None = None,
+    selection_share: Any = 0.5,
+) -> tuple[list[Planned], Any]:
+    """:func:`plan` and, for a group-by whose keys are selected from the data, the selection's
+    calibration (a :class:`~dpframe.mechanisms.selection.SelectionRule`; None otherwise):
+    public facts only, nothing read, spent or logged."""
+    facts, _, request, planned = _prepare(
+        frame, queries, session=session, epsilon=epsilon, delta=delta, weights=weights,
+        mechanism=mechanism, random_state=None, group_by=group_by, keys=keys, ci=None,
+        selection_share=selection_share)
+    rule = None if request.selection is None else _selection_rule(facts, request)
+    return planned, rule
 
 
 def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str | None,
@@ -646,6 +673,8 @@ def run(
     ledger = dataset.ledger
     spends = any(p.plan.measurements for p in planned)
     epsilon, delta = (request.epsilon, request.delta) if spends else (0.0, 0.0)
+    selecting = request  # (the request before the selection fixes its keys)
+    key_dtypes = _key_dtypes(frame, facts, request)
     reservation = ledger.reserve(epsilon, delta)
     # --- data is read from here on: nothing below may depend on it except through noise ---
     failure: str | None = None
@@ -676,8 +705,36 @@ def run(
         ledger.cancel(reservation)  # no-op once committed
         raise
     keys_out = request.keys
+    if key_dtypes is not None and not keys_out:  # post-processing of the released keys only
+        _warn_empty_selection(_selection_rule(facts, selecting), selecting,
+                              "rows" if facts.unit is None else "persons")
     return Outcome(values, keys_out, request.group_by, entries, ledger.snapshot_document(),
-                   release_id, backend_of(frame), intervals, request.ci)
+                   release_id, backend_of(frame), intervals, request.ci, key_dtypes)
+
+
+def _warn_empty_selection(rule: Any, request: Request, counted: str) -> None:
+    """The released key set is empty: say so, with the public threshold and the ways to get
+    groups. Depends on the released keys alone (post-processing) and quotes no data."""
+    from dpframe.errors import SelectionWarning, warn_user
+
+    half = rule.smallest_kept(0.5)
+    warn_user(SelectionWarning(
+        f"no group passed the key selection, so the table has no rows: a group is kept when "
+        f"its noisy count exceeds the threshold {rule.threshold:.4g} (a group of {half} "
+        f"{counted} is kept half the time), set by ε = {rule.epsilon:.4g} for the selection "
+        f"(selection_share={request.selection:g} of this release's ε) and δ = "
+        f"{rule.delta:.3g}. To get groups: declare the keys (keys=[...]: no selection, no "
+        f"threshold), give the release more epsilon, or give the selection a larger "
+        f"selection_share; frame.dp.groupby(...).accuracy(...) shows the threshold before "
+        f"spending"))
+
+
+def _key_dtypes(frame: Any, facts: FrameFacts, request: Request) -> dict[str, Any] | None:
+    """The group columns' dtypes (schema only) when the keys are to be selected."""
+    if request.selection is None:
+        return None
+    columns = engine.frame_columns(frame, immutable=_immutable(facts))
+    return {c: columns[c] for c in group_columns(request.group_by)}
 
 
 def _charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list[str],
