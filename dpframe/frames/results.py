@@ -55,8 +55,9 @@ def _no_rows(out: Outcome, data: dict[str, Any]) -> Any:
     column (a public constant of the column's dtype, never data) and cut to zero rows, so
     each library infers the key columns exactly as it does for released keys."""
     kinds = out.key_dtypes or {}
-    full = {name: [_stand_in(kinds[name])] if name in kinds else np.zeros(1, dtype=np.float64)
-            for name in data}
+    full: dict[str, Any] = {
+        name: [_stand_in(kinds[name])] if name in kinds else np.zeros(1, dtype=np.float64)
+        for name in data}
     table = out.backend.table(full)
     return table.iloc[:0] if out.backend.results_in == "pandas" else table.clear()
 
