@@ -39,7 +39,13 @@ from dpframe import engine, units
 from dpframe._validation import check_ci, check_delta, check_epsilon, check_number, check_seed
 from dpframe.backends import Backend, backend_of
 from dpframe.bounding import Bounding, release_seed
-from dpframe.errors import BoundsError, ParameterError, PrivateSizeError
+from dpframe.errors import (
+    BoundsError,
+    ParameterError,
+    PrivateSizeError,
+    SelectionWarning,
+    warn_user,
+)
 from dpframe.key_observation import observed_keys
 from dpframe.keyset import Keys, checked_keys, key_kinds, keys_reference
 from dpframe.log_schema import LogRecord
@@ -673,8 +679,9 @@ def run(
     ledger = dataset.ledger
     spends = any(p.plan.measurements for p in planned)
     epsilon, delta = (request.epsilon, request.delta) if spends else (0.0, 0.0)
-    selecting = request  # (the request before the selection fixes its keys)
-    key_dtypes = _key_dtypes(frame, facts, request)
+    key_dtypes = _key_dtypes(frame, facts, request)  # (schema only, before the read)
+    selection = None if request.selection is None else (_selection_rule(facts, request),
+                                                        request.selection)
     reservation = ledger.reserve(epsilon, delta)
     # --- data is read from here on: nothing below may depend on it except through noise ---
     failure: str | None = None
@@ -705,24 +712,21 @@ def run(
         ledger.cancel(reservation)  # no-op once committed
         raise
     keys_out = request.keys
-    if key_dtypes is not None and not keys_out:  # post-processing of the released keys only
-        _warn_empty_selection(_selection_rule(facts, selecting), selecting,
-                              "rows" if facts.unit is None else "persons")
+    if selection is not None and not keys_out:  # post-processing of the released keys only
+        _warn_empty_selection(*selection, "rows" if facts.unit is None else "persons")
     return Outcome(values, keys_out, request.group_by, entries, ledger.snapshot_document(),
                    release_id, backend_of(frame), intervals, request.ci, key_dtypes)
 
 
-def _warn_empty_selection(rule: Any, request: Request, counted: str) -> None:
+def _warn_empty_selection(rule: Any, share: float, counted: str) -> None:
     """The released key set is empty: say so, with the public threshold and the ways to get
-    groups. Depends on the released keys alone (post-processing) and quotes no data."""
-    from dpframe.errors import SelectionWarning, warn_user
-
+    groups. Issued on the released keys alone (post-processing); quotes no data."""
     half = rule.smallest_kept(0.5)
     warn_user(SelectionWarning(
         f"no group passed the key selection, so the table has no rows: a group is kept when "
         f"its noisy count exceeds the threshold {rule.threshold:.4g} (a group of {half} "
         f"{counted} is kept half the time), set by ε = {rule.epsilon:.4g} for the selection "
-        f"(selection_share={request.selection:g} of this release's ε) and δ = "
+        f"(selection_share={share:g} of this release's ε) and δ = "
         f"{rule.delta:.3g}. To get groups: declare the keys (keys=[...]: no selection, no "
         f"threshold), give the release more epsilon, or give the selection a larger "
         f"selection_share; frame.dp.groupby(...).accuracy(...) shows the threshold before "

@@ -14,6 +14,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 import dpframe as dpf
@@ -66,6 +68,27 @@ def test_smallest_kept_is_the_smallest_count_at_that_probability(name, q):
     assert _quadrature(rule, n - 1) < q
     # the closed form: ⌈t* + δ_t + b·ln(1/(2(1 − q)))⌉ with t* within Λ/2 of τ
     assert abs(n - (rule.threshold + rule.scale * math.log(0.5 / (1 - q)))) <= 1 + rule.grid
+
+
+@given(eps=st.floats(0.01, 20.0), log_delta=st.floats(-12.0, -1.0),
+       m=st.integers(1, 5), n=st.integers(10, 10**6), q=st.floats(0.5, 0.999))
+def test_smallest_kept_is_tight_for_any_calibration(eps, log_delta, m, n, q):
+    """For any public parameters, ``smallest_kept(q)`` is kept with probability ≥ q even
+    when the sampler's error δ_t works against it, and one fewer is not (it may reach q
+    exactly only through that error: a coarse grid can put ``t*`` on a whole number), and the
+    keep probability increases with the count."""
+    rule = selection_rule(eps, 10.0**log_delta, m, neighbours="replace",
+                          count_upper=float(n))
+
+    def worst(count: int) -> float:  # the keep probability with the cut moved up by δ_t
+        z = ((rule.cut() - count) + rule.delta_t) / rule.scale
+        return 0.5 * math.exp(-z) if z >= 0 else 1.0 - 0.5 * math.exp(z)
+
+    size = rule.smallest_kept(q)
+    assert worst(size) >= q and rule.keep_probability(size) >= q
+    assert size == 0 or worst(size - 1) < q
+    assert rule.keep_probability(size + 1) >= rule.keep_probability(size)
+    assert rule.smallest_kept(q) <= rule.smallest_kept(min(q + 0.0005, 0.9995))
 
 
 def test_the_issues_survey_numbers():

@@ -84,7 +84,8 @@ class SelectionRule:
 
         from ``S(z) ≥ q ⇔ z ≤ −ln(1/(2(1 − q)))`` for ``q ≥ ½``. Every count ≥ n is kept with
         probability ≥ q (the keep probability increases with the count); ``n − 1`` falls short
-        of q unless the ``δ_t`` margin (about 1e-10) is what lifts it."""
+        of q, or reaches it only if the sampler's error is exactly zero (the ``δ_t`` margin,
+        about 1e-10, decides when a coarse grid puts the bound on a whole number)."""
         q = float(probability)
         if not 0.5 <= q < 1.0:
             raise ParameterError(f"probability must be in [0.5, 1), got {probability!r}")
