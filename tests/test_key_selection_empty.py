@@ -9,10 +9,13 @@ message (it quotes no data).
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import warnings
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import dpframe as dpf
@@ -58,6 +61,36 @@ def test_an_empty_selection_keeps_columns_and_key_dtype_and_warns(constructor, k
     assert all(_dtype(empty, c) in ("float64", "Float64") for c in ("n", "m", "m_upper"))
     assert len(caught) == 1 and caught[0].filename == __file__  # the user's line
     assert small.dp.budget.epsilon_spent == pytest.approx(0.5)
+
+
+KINDS = {
+    "float": [1.5, 2.5],
+    "bool": [True, False],
+    "date": [dt.date(2020, 1, 1), dt.date(2020, 1, 2)],
+    "datetime": [dt.datetime(2020, 1, 1, 10), dt.datetime(2020, 1, 2, 11)],
+    "datetime-tz": list(pd.to_datetime(["2020-01-01 10:00", "2020-01-02 11:00"])
+                        .tz_localize("Europe/Paris")),
+    "decimal": [decimal.Decimal("1.25"), decimal.Decimal("2.50")],
+}
+
+ARROW = {"date": pd.ArrowDtype(pa.date32()), "decimal": pd.ArrowDtype(pa.decimal128(38, 2))}
+
+
+@pytest.mark.backends("pandas", "polars", "polars-lazy", "duckdb", "spark", "dask")
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_selectable_key_type_keeps_its_dtype(constructor, kind):
+    """The empty table's key column has the dtype of a table with kept keys of that type."""
+    dtypes = []
+    for per, epsilon in ((1, 0.5), (400, 50.0)):
+        values = pd.Series(KINDS[kind] * per, dtype=ARROW.get(kind))  # (pandas: no objects)
+        frame = constructor(pd.DataFrame({"key": values}))
+        pf = dpf.protect(frame, epsilon=100, delta=1e-5, bounds={})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dpf.SelectionWarning)
+            table = pf.dp.groupby("key").count(epsilon=epsilon, delta=1e-7, random_state=1)
+        assert len(table) == (0 if per == 1 else 2)
+        dtypes.append(_dtype(table, "key"))
+    assert dtypes[0] == dtypes[1]
 
 
 def test_several_key_columns_keep_their_dtypes():
