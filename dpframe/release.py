@@ -101,6 +101,7 @@ class Request:
     #: them; all of δ goes to the selection, none to the queries
     selection: float | None = None
     keys_from_data: bool = False  # the keys were selected from the group column itself
+    selected: Selected | None = None  # (set by the selection: its public facts)
 
 
 _number = check_number
@@ -679,9 +680,6 @@ def run(
     ledger = dataset.ledger
     spends = any(p.plan.measurements for p in planned)
     epsilon, delta = (request.epsilon, request.delta) if spends else (0.0, 0.0)
-    key_dtypes = _key_dtypes(frame, facts, request)  # (schema only, before the read)
-    selection = None if request.selection is None else (_selection_rule(facts, request),
-                                                        request.selection)
     reservation = ledger.reserve(epsilon, delta)
     # --- data is read from here on: nothing below may depend on it except through noise ---
     failure: str | None = None
@@ -711,11 +709,31 @@ def run(
     except BaseException:
         ledger.cancel(reservation)  # no-op once committed
         raise
-    keys_out = request.keys
-    if selection is not None and not keys_out:  # post-processing of the released keys only
-        _warn_empty_selection(*selection, "rows" if facts.unit is None else "persons")
-    return Outcome(values, keys_out, request.group_by, entries, ledger.snapshot_document(),
+    key_dtypes = _released_selection(request, facts)  # warns if no key was kept
+    return Outcome(values, request.keys, request.group_by, entries, ledger.snapshot_document(),
                    release_id, backend_of(frame), intervals, request.ci, key_dtypes)
+
+
+@dataclass(frozen=True)
+class Selected:
+    """Public facts of a key selection, for after the release: the group columns' dtypes
+    (schema), its calibration and its share of ε."""
+
+    key_dtypes: dict[str, Any]
+    rule: Any
+    share: float
+
+
+def _released_selection(request: Request, facts: FrameFacts) -> dict[str, Any] | None:
+    """After the commit, for keys selected from the data: warn if none was kept (a function
+    of the released keys alone: post-processing) and give the key columns' dtypes."""
+    chosen = request.selected
+    if chosen is None:
+        return None
+    if not request.keys:
+        _warn_empty_selection(chosen.rule, chosen.share,
+                              "rows" if facts.unit is None else "persons")
+    return chosen.key_dtypes
 
 
 def _warn_empty_selection(rule: Any, share: float, counted: str) -> None:
@@ -731,14 +749,6 @@ def _warn_empty_selection(rule: Any, share: float, counted: str) -> None:
         f"threshold), give the release more epsilon, or give the selection a larger "
         f"selection_share; frame.dp.groupby(...).accuracy(...) shows the threshold before "
         f"spending"))
-
-
-def _key_dtypes(frame: Any, facts: FrameFacts, request: Request) -> dict[str, Any] | None:
-    """The group columns' dtypes (schema only) when the keys are to be selected."""
-    if request.selection is None:
-        return None
-    columns = engine.frame_columns(frame, immutable=_immutable(facts))
-    return {c: columns[c] for c in group_columns(request.group_by)}
 
 
 def _charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list[str],
@@ -812,8 +822,10 @@ def _select_keys(frame: Any, facts: FrameFacts, request: Request,
     chosen = select_keys((observed, counts.tolist()), rule.epsilon, rule.delta, per_unit,
                          neighbours="replace", count_upper=float(max(upper, 1)),
                          random_state=request.rng)
+    columns = engine.frame_columns(frame, immutable=_immutable(facts))  # the schema
     rest = replace(_queries_part(request), keys=tuple(chosen.keys), selection=None,
-                   keys_from_data=True)
+                   keys_from_data=True, selected=Selected(
+                       {c: columns[c] for c in cols}, rule, request.selection))
     planned = _plan_all(frame, facts, rest, queries)
     context = _LogContext.of(frame, facts, rest)
     return rest, planned, [context.selection_entry(chosen.log, cols)]
