@@ -133,7 +133,10 @@ def _key_literal(key: Any, dtype: Any) -> str | None:
 
 def _key_filter(column: str, dtype: Any, keys: Sequence[Any]) -> str | None:
     """A SQL condition true exactly for rows whose ``column`` holds one of ``keys``, or None
-    when a key cannot be written as a literal."""
+    when a key cannot be written as a literal. No key (a key selection that kept none): no
+    row (Spark's SQL has no empty ``IN ()`` or ``()``)."""
+    if not keys:
+        return "false"
     literals = [_key_literal(v, dtype) for v in keys]
     if any(lit is None for lit in literals):
         return None

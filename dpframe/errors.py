@@ -7,6 +7,10 @@ say what to change. A query that raises any of these spends no privacy budget.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 __all__ = [
     "BoundsError",
     "BudgetExceededError",
@@ -19,6 +23,7 @@ __all__ = [
     "PrivateSizeError",
     "ReleaseFailedError",
     "ReleaseFileError",
+    "SelectionWarning",
     "SourceChangedError",
     "SpecError",
     "UnsupportedInputError",
@@ -109,3 +114,21 @@ class ReleaseFileError(LedgerError):
     Parquet file at all: missing, a directory, no permission, not Parquet, truncated or
     damaged. (A readable Parquet file without a release log is a plain :class:`LedgerError`;
     one whose log or values do not verify an :class:`IntegrityError`.)"""
+
+
+class SelectionWarning(UserWarning):
+    """A group-by whose keys were selected from the data released no group: no key's noisy
+    count cleared the selection threshold. Issued from the released (noisy) key set alone, so
+    it tells nothing the empty table does not; its message names the public threshold and how
+    to get groups (declare the keys, more ε, a larger ``selection_share``)."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(warning: Warning) -> None:
+    """Issue ``warning`` attributed to the first caller outside dpframe (the user's line)."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+    warnings.warn(warning, stacklevel=level)

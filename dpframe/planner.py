@@ -35,7 +35,7 @@ from dpframe.mechanisms.accuracy import (
 )
 from dpframe.provenance import Session
 from dpframe.queries import Query
-from dpframe.release import GroupBy, plan
+from dpframe.release import GroupBy, plan, plan_release
 
 __all__ = ["Accuracy", "accuracy", "epsilon_for", "split"]
 
@@ -51,6 +51,11 @@ class Accuracy:
     alpha: float
     mechanisms: str
     note: str
+    #: keys selected from the data (the ``keys`` row only; NaN elsewhere): the selection
+    #: threshold τ and the smallest group kept with probability ½ and with ``1 − alpha``
+    threshold: float = math.nan
+    min_group_half: float = math.nan
+    min_group_1_alpha: float = math.nan
 
 
 def _check_alpha(alpha: Any) -> float:
@@ -76,14 +81,18 @@ def accuracy(
     keys: Sequence[Any] | None = None,
     min_rows: int | None = None,
     session: Session | str | None = None,
+    selection_share: float = 0.5,
 ) -> list[Accuracy]:
     """Half-width at level ``1 − alpha`` of each query of the release these arguments describe
     (see the module docstring); ``min_rows``: a public lower bound on the rows behind a
-    private-size mean (per group when grouped)."""
+    private-size mean (per group when grouped). A group-by whose keys are selected from the
+    data (no keys declared, δ > 0) gets a first row ``keys`` for the selection
+    (:func:`_selection_row`); the queries' rows then hold for each kept group."""
     a = _check_alpha(alpha)
-    planned = plan(frame, queries, epsilon=epsilon, delta=delta, weights=weights,
-                   mechanism=mechanism, group_by=group_by, keys=keys, session=session)
-    out = []
+    planned, rule = plan_release(frame, queries, epsilon=epsilon, delta=delta,
+                                 weights=weights, mechanism=mechanism, group_by=group_by,
+                                 keys=keys, session=session, selection_share=selection_share)
+    out = [] if rule is None else [_selection_row(frame, session, rule, a)]
     for p in planned:
         mechs = dict(zip((m.name for m in p.plan.measurements), p.mechanisms, strict=True))
         names = ", ".join(sorted({m.name for m in mechs.values() if m is not None}))
@@ -91,6 +100,28 @@ def accuracy(
                               p.query, p.bounds)
         out.append(Accuracy(p.name, p.plan.query, p.epsilon, h, a, names, note))
     return out
+
+
+def _selection_row(frame: Any, session: Session | str | None, rule: Any, alpha: float
+                   ) -> Accuracy:
+    """The key selection's plan: a group is kept iff its snapped noisy count exceeds the
+    threshold τ, so a group of exact count ``x`` is kept with probability
+    ``S((t* − x)/b)`` (``S`` the Laplace survival function, ``t*`` the exact draw the snapped
+    release must reach, :meth:`~dpframe.mechanisms.selection.SelectionRule.keep_probability`);
+    the smallest group kept with probability ``q ≥ ½`` is ``⌈t* + δ_t + b·ln(1/(2(1 − q)))⌉``
+    (:meth:`~dpframe.mechanisms.selection.SelectionRule.smallest_kept`). Groups count rows, or
+    persons (distinct privacy units, after keeping k rows per person) on a frame with one."""
+    from dpframe.provenance import resolve
+
+    counted = "rows" if resolve(frame, session).unit is None else "persons"
+    half, sure = rule.smallest_kept(0.5), rule.smallest_kept(1.0 - alpha)
+    note = (f"key selection: a group is kept iff its noisy count (Laplace, scale "
+            f"{rule.scale:.4g}) exceeds {rule.threshold:.4g}; a group of {half} {counted} is "
+            f"kept with probability ≥ ½, of {sure} with probability ≥ {1 - alpha:g}; a group "
+            f"only one person is in, with probability ≤ δ. Declared keys (keys=[...]) need no "
+            f"selection")
+    return Accuracy("keys", "key selection", rule.epsilon, math.nan, alpha, "laplace", note,
+                    rule.threshold, float(half), float(sure))
 
 
 def _half_width(kind: str, mechs: Mapping[str, Any], alpha: float, public: bool,

@@ -39,7 +39,13 @@ from dpframe import engine, units
 from dpframe._validation import check_ci, check_delta, check_epsilon, check_number, check_seed
 from dpframe.backends import Backend, backend_of
 from dpframe.bounding import Bounding, release_seed
-from dpframe.errors import BoundsError, ParameterError, PrivateSizeError
+from dpframe.errors import (
+    BoundsError,
+    ParameterError,
+    PrivateSizeError,
+    SelectionWarning,
+    warn_user,
+)
 from dpframe.key_observation import observed_keys
 from dpframe.keyset import Keys, checked_keys, key_kinds, keys_reference
 from dpframe.log_schema import LogRecord
@@ -73,6 +79,9 @@ class Outcome:
     backend: Backend
     intervals: dict[str, tuple[np.ndarray, np.ndarray]]
     level: float | None
+    #: keys selected from the data: the group columns' dtypes (public schema), so a table
+    #: with no kept key still has typed key columns
+    key_dtypes: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,7 @@ class Request:
     #: them; all of δ goes to the selection, none to the queries
     selection: float | None = None
     keys_from_data: bool = False  # the keys were selected from the group column itself
+    selected: Selected | None = None  # (set by the selection: its public facts)
 
 
 _number = check_number
@@ -599,9 +609,33 @@ def plan(
 ) -> list[Planned]:
     """Steps 1–3 of :func:`run` only — provenance, arguments, plans and mechanisms — for the
     accuracy planner (:mod:`dpframe.planner`): reads no data, spends and logs nothing."""
-    return _prepare(frame, queries, session=session, epsilon=epsilon, delta=delta,
-                    weights=weights, mechanism=mechanism, random_state=None,
-                    group_by=group_by, keys=keys, ci=None)[3]
+    return plan_release(frame, queries, epsilon=epsilon, delta=delta, weights=weights,
+                        mechanism=mechanism, group_by=group_by, keys=keys,
+                        session=session)[0]
+
+
+def plan_release(
+    frame: Any,
+    queries: Mapping[str, Query],
+    *,
+    epsilon: Any,
+    delta: Any = 0.0,
+    weights: Any = None,
+    mechanism: Any = "bounded",
+    group_by: GroupBy | None = None,
+    keys: Sequence[Any] | None = None,
+    session: Session | str | None = None,
+    selection_share: Any = 0.5,
+) -> tuple[list[Planned], Any]:
+    """:func:`plan` and, for a group-by whose keys are selected from the data, the selection's
+    calibration (a :class:`~dpframe.mechanisms.selection.SelectionRule`; None otherwise):
+    public facts only, nothing read, spent or logged."""
+    facts, _, request, planned = _prepare(
+        frame, queries, session=session, epsilon=epsilon, delta=delta, weights=weights,
+        mechanism=mechanism, random_state=None, group_by=group_by, keys=keys, ci=None,
+        selection_share=selection_share)
+    rule = None if request.selection is None else _selection_rule(facts, request)
+    return planned, rule
 
 
 def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str | None,
@@ -675,9 +709,46 @@ def run(
     except BaseException:
         ledger.cancel(reservation)  # no-op once committed
         raise
-    keys_out = request.keys
-    return Outcome(values, keys_out, request.group_by, entries, ledger.snapshot_document(),
-                   release_id, backend_of(frame), intervals, request.ci)
+    key_dtypes = _released_selection(request, facts)  # warns if no key was kept
+    return Outcome(values, request.keys, request.group_by, entries, ledger.snapshot_document(),
+                   release_id, backend_of(frame), intervals, request.ci, key_dtypes)
+
+
+@dataclass(frozen=True)
+class Selected:
+    """Public facts of a key selection, for after the release: the group columns' dtypes
+    (schema), its calibration and its share of ε."""
+
+    key_dtypes: dict[str, Any]
+    rule: Any
+    share: float
+
+
+def _released_selection(request: Request, facts: FrameFacts) -> dict[str, Any] | None:
+    """After the commit, for keys selected from the data: warn if none was kept (a function
+    of the released keys alone: post-processing) and give the key columns' dtypes."""
+    chosen = request.selected
+    if chosen is None:
+        return None
+    if not request.keys:
+        _warn_empty_selection(chosen.rule, chosen.share,
+                              "rows" if facts.unit is None else "persons")
+    return chosen.key_dtypes
+
+
+def _warn_empty_selection(rule: Any, share: float, counted: str) -> None:
+    """The released key set is empty: say so, with the public threshold and the ways to get
+    groups. Issued on the released keys alone (post-processing); quotes no data."""
+    half = rule.smallest_kept(0.5)
+    warn_user(SelectionWarning(
+        f"no group passed the key selection, so the table has no rows: a group is kept when "
+        f"its noisy count exceeds the threshold {rule.threshold:.4g} (a group of {half} "
+        f"{counted} is kept half the time), set by ε = {rule.epsilon:.4g} for the selection "
+        f"(selection_share={share:g} of this release's ε) and δ = "
+        f"{rule.delta:.3g}. To get groups: declare the keys (keys=[...]: no selection, no "
+        f"threshold), give the release more epsilon, or give the selection a larger "
+        f"selection_share; frame.dp.groupby(...).accuracy(...) shows the threshold before "
+        f"spending"))
 
 
 def _charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list[str],
@@ -751,8 +822,10 @@ def _select_keys(frame: Any, facts: FrameFacts, request: Request,
     chosen = select_keys((observed, counts.tolist()), rule.epsilon, rule.delta, per_unit,
                          neighbours="replace", count_upper=float(max(upper, 1)),
                          random_state=request.rng)
+    columns = engine.frame_columns(frame, immutable=_immutable(facts))  # the schema
     rest = replace(_queries_part(request), keys=tuple(chosen.keys), selection=None,
-                   keys_from_data=True)
+                   keys_from_data=True, selected=Selected(
+                       {c: columns[c] for c in cols}, rule, request.selection))
     planned = _plan_all(frame, facts, rest, queries)
     context = _LogContext.of(frame, facts, rest)
     return rest, planned, [context.selection_entry(chosen.log, cols)]

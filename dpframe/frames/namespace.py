@@ -579,8 +579,9 @@ class DPNamespace:
 
         Returns
         -------
-        A frame: ``name, query, epsilon, half_width, alpha, mechanisms, note``. Reads no data,
-        spends and logs nothing.
+        A frame: ``name, query, epsilon, half_width, alpha, mechanisms, note`` (and a key
+        selection's ``threshold, min_group_half, min_group_1_alpha``:
+        :meth:`DPGroupBy.accuracy`). Reads no data, spends and logs nothing.
 
         Examples
         --------
@@ -860,14 +861,18 @@ class DPGroupBy:
                  mechanism: str = "bounded", alpha: float = 0.05,
                  min_rows: int | None = None, session: Session | str | None = None) -> Any:
         """Per-group accuracy before spending; see :meth:`DPNamespace.accuracy` (``min_rows``:
-        a public lower bound on every group's rows, for means)."""
+        a public lower bound on every group's rows, for means). Without declared keys (keys
+        selected from the data) the table starts with a ``keys`` row for the selection and
+        has three more columns: ``threshold`` (a group is kept iff its noisy count exceeds
+        it), ``min_group_half`` and ``min_group_1_alpha`` (the smallest group kept with
+        probability ½ and ``1 − alpha``); the queries' rows hold for each kept group."""
         from dpframe import planner
 
         rows = planner.accuracy(self._ns._frame, queries, epsilon=epsilon, delta=delta,
                                 weights=weights, mechanism=mechanism, alpha=alpha,
                                 group_by=self._column, keys=self._declared(),
-                                min_rows=min_rows,
-                                session=session)
+                                min_rows=min_rows, session=session,
+                                selection_share=self._selection_share)
         return _accuracy_table(self._ns._frame, rows)
 
     def _one(self, query: q_.Query, name: str, epsilon: float, delta: float, mechanism: str,
@@ -945,7 +950,10 @@ def _table(out: release.Outcome, table: Any) -> Any:
 
 
 def _accuracy_table(frame: Any, rows: Sequence[Any]) -> Any:
-    fields = ("name", "query", "epsilon", "half_width", "alpha", "mechanisms", "note")
+    fields: tuple[str, ...] = ("name", "query", "epsilon", "half_width", "alpha", "mechanisms",
+                               "note")
+    if any(r.query == "key selection" for r in rows):  # keys selected from the data
+        fields += ("threshold", "min_group_half", "min_group_1_alpha")
     return backend_of(frame).table({f: [getattr(r, f) for r in rows] for f in fields})
 
 

@@ -44,7 +44,63 @@ def to_frame(out: Outcome) -> Any:
             lo, hi = out.intervals[name]
             data[f"{name}_lower"] = _floats(lo)
             data[f"{name}_upper"] = _floats(hi)
+    if out.key_dtypes is not None and not out.keys:  # no key kept: typed, zero rows
+        return _no_rows(out, data)
     return out.backend.table(data)
+
+
+def _no_rows(out: Outcome, data: dict[str, Any]) -> Any:
+    """The table of a selection that kept no key: every column of a table with keys, each
+    key column of the dtype a kept key of its type gives it. Built from one made-up key per
+    column (a public constant of the column's dtype, never data) and cut to zero rows, so
+    each library infers the key columns exactly as it does for released keys."""
+    kinds = out.key_dtypes or {}
+    full: dict[str, Any] = {
+        name: [_stand_in(kinds[name], out.backend.name)] if name in kinds
+        else np.zeros(1, dtype=np.float64)
+        for name in data}
+    table = out.backend.table(full)
+    return table.iloc[:0] if out.backend.results_in == "pandas" else table.clear()
+
+
+#: names of UTC in the time-zone database (Spark sessions report ``Etc/UTC``)
+_UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Universal", "Etc/Universal",
+                        "Zulu", "Etc/Zulu"})
+
+
+def _stand_in(dtype: Any, backend: str) -> Any:
+    """A Python value of the kind key selection hands back for a column of ``dtype``
+    (:mod:`dpframe.key_observation`): int, float, bool, str, date, datetime (in the
+    column's time zone; Spark hands back its session's UTC as the fixed ``datetime.UTC``),
+    Decimal, bytes; None for a dtype selection refuses."""
+    import datetime as dt
+    import decimal
+    import zoneinfo
+
+    import narwhals.stable.v2 as nw
+
+    if dtype.is_integer():
+        return 0
+    if dtype.is_float():
+        return 0.0
+    if dtype == nw.Boolean:
+        return False
+    if dtype in (nw.String, nw.Categorical) or dtype == nw.Enum:
+        return ""
+    if dtype == nw.Date:
+        return dt.date(1970, 1, 1)
+    if dtype == nw.Datetime:
+        zone = getattr(dtype, "time_zone", None)
+        if zone is None:
+            return dt.datetime(1970, 1, 1)
+        utc = backend == "spark" and str(zone) in _UTC_NAMES
+        return dt.datetime(1970, 1, 1, tzinfo=dt.UTC if utc else zoneinfo.ZoneInfo(str(zone)))
+    if dtype == nw.Decimal:  # at the column's scale (Polars infers it from the values)
+        scale = getattr(dtype, "scale", None)
+        return decimal.Decimal(0) if not scale else decimal.Decimal("0." + "0" * int(scale))
+    if dtype == nw.Binary:
+        return b""
+    return None
 
 
 def _floats(values: Any) -> Any:

@@ -60,6 +60,38 @@ class SelectionRule:
             return 1.0 - 0.5 * math.exp(z / self.scale)
         return 0.5 * math.exp(-z / self.scale)
 
+    def cut(self) -> float:
+        """The exact draw ``t*`` a kept key's noisy count must reach: the snapped release
+        ``jΛ`` (``j = ⌊(x + noise)/Λ + ½⌋``) exceeds τ iff ``j ≥ j* = ⌊τ/Λ⌋ + 1``, i.e. iff
+        ``x + noise ≥ t* = j*Λ − Λ/2`` (``t*`` in ``(τ − Λ/2, τ + Λ/2]``)."""
+        if self.grid <= 0:
+            return self.threshold
+        return (math.floor(self.threshold / self.grid) + 1) * self.grid - self.grid / 2
+
+    def keep_probability(self, true_count: float) -> float:
+        """``P(key kept)`` for a key whose exact count is ``true_count``: the Laplace
+        survival ``S((t* − x)/b)``, ``S(z) = ½e^{−z}`` for ``z ≥ 0`` and ``1 − ½e^{z}`` below.
+        Exact for exact Laplace noise; the sampler's draw is within ``δ_t`` of one, which
+        moves ``t*`` by at most ``δ_t`` (:meth:`smallest_kept` allows for it)."""
+        z = (self.cut() - float(true_count)) / self.scale
+        return 0.5 * math.exp(-z) if z >= 0 else 1.0 - 0.5 * math.exp(z)
+
+    def smallest_kept(self, probability: float) -> int:
+        """The smallest count ``n`` (a whole number of rows or units, ``n ≥ 0``) kept with
+        probability at least ``probability`` (in ``[½, 1)``), sampler error included:
+
+            n = ⌈t* + δ_t + b·ln(1 / (2(1 − q)))⌉,
+
+        from ``S(z) ≥ q ⇔ z ≤ −ln(1/(2(1 − q)))`` for ``q ≥ ½``. Every count ≥ n is kept with
+        probability ≥ q (the keep probability increases with the count); ``n − 1`` falls short
+        of q, or reaches it only if the sampler's error is exactly zero (the ``δ_t`` margin,
+        about 1e-10, decides when a coarse grid puts the bound on a whole number)."""
+        q = float(probability)
+        if not 0.5 <= q < 1.0:
+            raise ParameterError(f"probability must be in [0.5, 1), got {probability!r}")
+        need = self.cut() + self.delta_t + self.scale * math.log(0.5 / (1.0 - q))
+        return max(math.ceil(need), 0)
+
     def unit_delta(self) -> float:
         """Probability bound that any of the ``m`` keys only one unit holds is released."""
         return -math.expm1(self.max_keys_per_unit * math.log1p(-self.pass_bound(
