@@ -94,26 +94,40 @@ class DPNamespace:
     def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
               random_state: Any = None, session: Session | str | None = None,
               ci: float | None = None) -> float | Estimate:
+        """Noisy number of rows (Δ = 1, domain [0, n]).
+
+        Parameters
+        ----------
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import pandas as pd, dpframe as dpf
+        >>> pf = dpf.protect(pd.DataFrame({"x": [1.0, 2.0]}), epsilon=1, bounds={"x": (0, 5)})
+        >>> 0 <= pf.dp.count(epsilon=0.5) <= 2
+        True
+        """
         return self._scalar(q_.count(), "count", epsilon, delta, mechanism, random_state,
                             session, ci)
-
-    count.__doc__ = _doc("""Noisy number of rows (Δ = 1, domain [0, n]).
-
-    Parameters
-    ----------
-    {common}
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> import pandas as pd, dpframe as dpf
-    >>> pf = dpf.protect(pd.DataFrame({"x": [1.0, 2.0]}), epsilon=1, bounds={"x": (0, 5)})
-    >>> 0 <= pf.dp.count(epsilon=0.5) <= 2
-    True
-    """)
 
     @overload
     def count_units(self, *, epsilon: float, delta: float = ...,
@@ -128,24 +142,38 @@ class DPNamespace:
     def count_units(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
                     random_state: Any = None, session: Session | str | None = None,
                     ci: float | None = None) -> float | Estimate:
+        """Noisy number of distinct persons (privacy units), on a frame
+        protected with ``privacy_unit=``: Δ = 1 however many rows a person owns (``count`` counts
+        rows, Δ = k). On the protected frame the number of units is public: ``epsilon=0`` returns
+        it exactly, at no cost.
+
+        Parameters
+        ----------
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+
+        Returns
+        -------
+        float
+        """
         from dpframe.units import count_units
 
         return self._scalar(count_units(), "count_units", epsilon, delta, mechanism,
                             random_state, session, ci)
-
-    count_units.__doc__ = _doc("""Noisy number of distinct persons (privacy units), on a frame
-    protected with ``privacy_unit=``: Δ = 1 however many rows a person owns (``count`` counts
-    rows, Δ = k). On the protected frame the number of units is public: ``epsilon=0`` returns
-    it exactly, at no cost.
-
-    Parameters
-    ----------
-    {common}
-
-    Returns
-    -------
-    float
-    """)
 
     @overload
     def sum(self, column: str, *, epsilon: float, delta: float = ...,
@@ -160,21 +188,35 @@ class DPNamespace:
     def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,
             session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
+        """Noisy sum of a bounded column (values clamped to its bounds).
+
+        Parameters
+        ----------
+        column : str
+            A column with declared bounds.
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+
+        Returns
+        -------
+        float
+        """
         return self._scalar(q_.sum(column), "sum", epsilon, delta, mechanism, random_state,
                             session, ci)
-
-    sum.__doc__ = _doc("""Noisy sum of a bounded column (values clamped to its bounds).
-
-    Parameters
-    ----------
-    column : str
-        A column with declared bounds.
-    {common}
-
-    Returns
-    -------
-    float
-    """)
 
     @overload
     def mean(self, column: str, *, epsilon: float, delta: float = ...,
@@ -189,29 +231,43 @@ class DPNamespace:
     def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
              mechanism: str = "bounded", random_state: Any = None,
              session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
+        """Noisy mean of a bounded column, inside its bounds.
+
+        Parameters
+        ----------
+        column : str
+            A column with declared bounds.
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import pandas as pd, dpframe as dpf
+        >>> pf = dpf.protect(pd.DataFrame({"age": [30, 40, 50]}), epsilon=1,
+        ...                  bounds={"age": (0, 120)})
+        >>> 0 <= pf.dp.mean("age", epsilon=0.5) <= 120
+        True
+        """
         return self._scalar(q_.mean(column), "mean", epsilon, delta, mechanism, random_state,
                             session, ci)
-
-    mean.__doc__ = _doc("""Noisy mean of a bounded column, inside its bounds.
-
-    Parameters
-    ----------
-    column : str
-        A column with declared bounds.
-    {common}
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> import pandas as pd, dpframe as dpf
-    >>> pf = dpf.protect(pd.DataFrame({"age": [30, 40, 50]}), epsilon=1,
-    ...                  bounds={"age": (0, 120)})
-    >>> 0 <= pf.dp.mean("age", epsilon=0.5) <= 120
-    True
-    """)
 
     @overload
     def variance(self, column: str, *, epsilon: float, delta: float = ...,
@@ -227,21 +283,35 @@ class DPNamespace:
                  mechanism: str = "bounded", random_state: Any = None,
                  session: Session | str | None = None, ci: float | None = None
                  ) -> float | Estimate:
+        """Noisy sample variance (ddof=1) of a bounded column.
+
+        Parameters
+        ----------
+        column : str
+            A column with declared bounds.
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+
+        Returns
+        -------
+        float
+        """
         return self._scalar(q_.variance(column), "variance", epsilon, delta, mechanism,
                             random_state, session, ci)
-
-    variance.__doc__ = _doc("""Noisy sample variance (ddof=1) of a bounded column.
-
-    Parameters
-    ----------
-    column : str
-        A column with declared bounds.
-    {common}
-
-    Returns
-    -------
-    float
-    """)
 
     var = variance
 
@@ -311,52 +381,111 @@ class DPNamespace:
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,
             session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
+        """Noisy sample standard deviation (ddof=1): √ of the noisy variance.
+
+        Parameters
+        ----------
+        column : str
+            A column with declared bounds.
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+
+        Returns
+        -------
+        float
+        """
         return self._scalar(q_.std(column), "std", epsilon, delta, mechanism, random_state,
                             session, ci)
-
-    std.__doc__ = _doc("""Noisy sample standard deviation (ddof=1): √ of the noisy variance.
-
-    Parameters
-    ----------
-    column : str
-        A column with declared bounds.
-    {common}
-
-    Returns
-    -------
-    float
-    """)
 
     # -- batch and analyses -----------------------------------------------------------------
     def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                 weights: Mapping[str, float] | Sequence[float] | None = None,
                 mechanism: str = "bounded", random_state: Any = None,
                 session: Session | str | None = None, ci: float | None = None) -> Any:
+        """Several statistics in one release (one pass over the data).
+
+        Parameters
+        ----------
+        queries : dict of str to query
+            Names to queries built with ``dpf.count()``, ``dpf.mean(col)``, ...
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+        weights : dict or list of float, optional
+            Relative shares of ε (and δ); even by default.
+
+        Returns
+        -------
+        A one-row frame of the caller's library; its log travels with it (pandas ``to_parquet``,
+        Polars ``table.dp.write_parquet``).
+        """
         out = release.run(self._frame, queries, epsilon=epsilon, delta=delta, weights=weights,
                           mechanism=mechanism, random_state=random_state, session=session,
                           ci=ci)
         return _table(out, results.to_frame(out))
 
-    release.__doc__ = _doc("""Several statistics in one release (one pass over the data).
-
-    Parameters
-    ----------
-    queries : dict of str to query
-        Names to queries built with ``dpf.count()``, ``dpf.mean(col)``, ...
-    {common}
-    weights : dict or list of float, optional
-        Relative shares of ε (and δ); even by default.
-
-    Returns
-    -------
-    A one-row frame of the caller's library; its log travels with it (pandas ``to_parquet``,
-    Polars ``table.dp.write_parquet``).
-    """)
-
     def proportions(self, column: str, *, epsilon: float, keys: Sequence[Any] | None = None,
                     method: str = "rescale", remainder: Any = None, delta: float = 0.0,
                     mechanism: str = "bounded", random_state: Any = None,
                     session: Session | str | None = None, ci: float | None = None) -> Any:
+        """Proportions of a categorical column's public keys (Liu §4.2):
+        each in [0, 1], summing to 1.
+
+        Parameters
+        ----------
+        column : str
+            The categorical column.
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+        keys : list, optional
+            Public keys (default: those declared at protect time).
+        method : {"rescale", "all_but_one"}
+            Normalise the noisy proportions, or release all but one and set it to 1 − Σ others
+            (needs the public size).
+        remainder : optional
+            The key computed as the remainder (``all_but_one``; default the last).
+        """
         pos = -1
         if method == "all_but_one" and remainder is not None:
             facts = provenance.resolve(self._frame, session)
@@ -370,54 +499,65 @@ class DPNamespace:
             {"proportion": query}, epsilon=epsilon, delta=delta, mechanism=mechanism,
             random_state=random_state, session=session, ci=ci)
 
-    proportions.__doc__ = _doc("""Proportions of a categorical column's public keys (Liu §4.2):
-    each in [0, 1], summing to 1.
-
-    Parameters
-    ----------
-    column : str
-        The categorical column.
-    {common}
-    keys : list, optional
-        Public keys (default: those declared at protect time).
-    method : {"rescale", "all_but_one"}
-        Normalise the noisy proportions, or release all but one and set it to 1 − Σ others
-        (needs the public size).
-    remainder : optional
-        The key computed as the remainder (``all_but_one``; default the last).
-    """)
-
     def cov(self, columns: Sequence[str], *, epsilon: float, delta: float = 0.0,
             mechanism: str = "bounded", random_state: Any = None,
             session: Session | str | None = None, ci: float | None = None) -> Any:
+        """Covariance matrix (ddof=1) of bounded columns, positive semi-definite
+        (Liu §4.1). Needs the public size.
+
+        Parameters
+        ----------
+        columns : list of str
+            Two or more bounded columns.
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+        """
         return self._matrix("cov", columns, epsilon, delta, mechanism, random_state, session,
                             ci)
-
-    cov.__doc__ = _doc("""Covariance matrix (ddof=1) of bounded columns, positive semi-definite
-    (Liu §4.1). Needs the public size.
-
-    Parameters
-    ----------
-    columns : list of str
-        Two or more bounded columns.
-    {common}
-    """)
 
     def corr(self, columns: Sequence[str], *, epsilon: float, delta: float = 0.0,
              mechanism: str = "bounded", random_state: Any = None,
              session: Session | str | None = None, ci: float | None = None) -> Any:
+        """Correlation matrix in [−1, 1] from the released covariance (Liu
+        §4.1).
+
+        Parameters
+        ----------
+        columns : list of str
+            Two or more bounded columns.
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+        """
         return self._matrix("corr", columns, epsilon, delta, mechanism, random_state, session,
                             ci)
-
-    corr.__doc__ = _doc("""Correlation matrix in [−1, 1] from the released covariance (Liu
-    §4.1).
-
-    Parameters
-    ----------
-    columns : list of str
-        Two or more bounded columns.
-    {common}
-    """)
 
     def _matrix(self, kind: str, columns: Sequence[str], epsilon: float, delta: float,
                 mechanism: str, random_state: Any, session: Session | str | None,
@@ -433,6 +573,30 @@ class DPNamespace:
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
                  delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
                  session: Session | str | None = None, ci: float | None = None) -> Any:
+        """count, mean, std and declared bounds of bounded columns, in one
+        release (ε split evenly over count and the 2 statistics per column).
+
+        Parameters
+        ----------
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+        columns : list of str, optional
+            Bounded columns to describe (default: all of them).
+        """
         facts = provenance.resolve(self._frame, session)
         cols = list(facts.bounds) if columns is None else (
             [columns] if isinstance(columns, str) else list(columns))
@@ -448,84 +612,102 @@ class DPNamespace:
                           ci=ci)
         return _table(out, results.describe_frame(out, cols, facts.bounds))
 
-    describe.__doc__ = _doc("""count, mean, std and declared bounds of bounded columns, in one
-    release (ε split evenly over count and the 2 statistics per column).
-
-    Parameters
-    ----------
-    {common}
-    columns : list of str, optional
-        Bounded columns to describe (default: all of them).
-    """)
-
     def histogram(self, column: str, *, edges: Sequence[float] | None = None,
                   bins: int | Sequence[float] | None = None, epsilon: float,
                   delta: float = 0.0, mechanism: str = "bounded", total: int | None = None,
                   random_state: Any = None, session: Session | str | None = None,
                   ci: float | None = None) -> Any:
+        """Noisy counts of a numeric column over public bins.
+
+        One group-by count over the bins (a verified row-wise bin index, then parallel
+        composition: a replaced row moves between two bins, so each bin gets ε/2). Bin ``j`` is
+        ``[e_j, e_{j+1})``, the last one closed; values below the first edge go to the first bin,
+        values above the last edge (``+inf`` too) to the last one; missing values (null, NaN)
+        follow the column's missing-value rule (dropped: in no bin). The bin index is a binary
+        search over the edges in every engine, so thousands of edges cost O(log k) per row.
+        Counts are non-negative integers (post-processing).
+
+        Parameters
+        ----------
+        column : str
+            A numeric column.
+        edges : list of float
+            Public, strictly increasing, finite bin edges (at least two).
+        bins : int
+            Instead of ``edges``: that many equal-width bins over the column's declared bounds
+            ``[l, u]``, with edges ``e_j = l + (u − l)·j/bins`` computed exactly and rounded once
+            to the nearest double (``e_0 = l``, ``e_bins = u``; refused if two edges would round
+            to the same double). A list here is the former spelling of ``edges`` (deprecated:
+            ``DeprecationWarning``).
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+        total : int, optional
+            A public (or already released) total: counts are apportioned to add up to it
+            (largest remainders; each stays within 1 of its noisy value's share).
+
+        Returns
+        -------
+        A frame with ``bin_lower``, ``bin_upper`` and ``count`` (and interval columns with ``ci``).
+        """
         facts = provenance.resolve(self._frame, session)
         public = bins_.histogram_edges(column, edges, bins, facts.bounds)
         return self._counts(column, public, None, epsilon, delta, mechanism,
                             total, random_state, session, ci)
 
-    histogram.__doc__ = _doc("""Noisy counts of a numeric column over public bins.
-
-    One group-by count over the bins (a verified row-wise bin index, then parallel
-    composition: a replaced row moves between two bins, so each bin gets ε/2). Bin ``j`` is
-    ``[e_j, e_{j+1})``, the last one closed; values below the first edge go to the first bin,
-    values above the last edge (``+inf`` too) to the last one; missing values (null, NaN)
-    follow the column's missing-value rule (dropped: in no bin). The bin index is a binary
-    search over the edges in every engine, so thousands of edges cost O(log k) per row.
-    Counts are non-negative integers (post-processing).
-
-    Parameters
-    ----------
-    column : str
-        A numeric column.
-    edges : list of float
-        Public, strictly increasing, finite bin edges (at least two).
-    bins : int
-        Instead of ``edges``: that many equal-width bins over the column's declared bounds
-        ``[l, u]``, with edges ``e_j = l + (u − l)·j/bins`` computed exactly and rounded once
-        to the nearest double (``e_0 = l``, ``e_bins = u``; refused if two edges would round
-        to the same double). A list here is the former spelling of ``edges`` (deprecated:
-        ``DeprecationWarning``).
-    {common}
-    total : int, optional
-        A public (or already released) total: counts are apportioned to add up to it
-        (largest remainders; each stays within 1 of its noisy value's share).
-
-    Returns
-    -------
-    A frame with ``bin_lower``, ``bin_upper`` and ``count`` (and interval columns with ``ci``).
-    """)
-
     def value_counts(self, column: str, *, keys: Sequence[Any] | None = None,
                      epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
                      total: int | None = None, random_state: Any = None,
                      session: Session | str | None = None, ci: float | None = None) -> Any:
+        """Noisy counts of a categorical column's public keys.
+
+        A group-by count over the declared keys (every key appears, even with no rows; keys not
+        declared never appear), ε/2 per key; non-negative integer counts.
+
+        Parameters
+        ----------
+        column : str
+            The categorical column.
+        keys : list, optional
+            Public keys (default: those declared at protect time).
+        epsilon : float
+            The privacy budget this release spends (> 0).
+        delta : float, default 0.0
+            Its δ (only ``mechanism="bounded"`` uses one).
+        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
+            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+        random_state : None, int or numpy.random.Generator, default None
+            None draws from the operating system's secure source; a seed is for tests and
+            simulations only and is recorded in the log.
+        session : dpf.Session or str, optional
+            Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
+        ci : float, optional
+            A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
+            mechanism's output and conservative for composed statistics (post-processing: no
+            extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
+            (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
+        total : int, optional
+            A public (or already released) total the counts are apportioned to.
+
+        Returns
+        -------
+        A frame with the key column and ``count``.
+        """
         return self._counts(column, None, keys, epsilon, delta, mechanism, total,
                             random_state, session, ci)
-
-    value_counts.__doc__ = _doc("""Noisy counts of a categorical column's public keys.
-
-    A group-by count over the declared keys (every key appears, even with no rows; keys not
-    declared never appear), ε/2 per key; non-negative integer counts.
-
-    Parameters
-    ----------
-    column : str
-        The categorical column.
-    keys : list, optional
-        Public keys (default: those declared at protect time).
-    {common}
-    total : int, optional
-        A public (or already released) total the counts are apportioned to.
-
-    Returns
-    -------
-    A frame with the key column and ``count``.
-    """)
 
     def _counts(self, column: str, edges: list[float] | None, keys: Sequence[Any] | None,
                 epsilon: float, delta: float, mechanism: str, total: int | None,
