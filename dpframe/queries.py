@@ -923,7 +923,11 @@ def quantile(column: str, q: float | Sequence[float] = 0.5, *, bins: int | None 
              ) -> Quantile:
     """Query builder: quantile(s) of ``column`` at level(s) ``q`` in [0, 1] (a list of levels
     gives one answer per level, named ``<name>[<q>]``); ``bins``: public equal bins of the
-    bounds (default 2^16, fewer for many groups)."""
+    bounds (default from public facts: ``2^⌈log₂(8·ε·n)⌉`` within ``[2^16, 2^22]``, ``n`` the
+    protected size and ``ε`` the release's, fewer for many groups; docs/frames.md "Quantile
+    resolution"). In ``release(..., ci=level)`` it adds the rank interval's columns
+    ``<name>_rank_error`` (and ``<name>_q_lower``/``<name>_q_upper`` where ``n`` is public):
+    docs/privacy.md Q.6."""
     return Quantile(column, q, bins)
 
 
