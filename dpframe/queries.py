@@ -863,7 +863,7 @@ class Quantile(Query):
         scalar = self.scalar
         size_public = ctx.size_public and not ctx.grouped
         n_public = ctx.n
-        # with ci=: the rank interval (docs/privacy.md Q.5). Its half-width r depends only on
+        # with ci=: the rank interval (docs/privacy.md Q.6). Its half-width r depends only on
         # public parameters (ε share, bins, levels, α); the levels q ± r/n only where n is
         # public (the protected frame with no dropped rows), else the half-width alone
         def ci_columns(used: Mapping[str, Any], level: float) -> dict[str, float]:
@@ -882,7 +882,7 @@ class Quantile(Query):
                     "ranks of the target rank q·n" + (
                         " (levels <name>_q_lower, <name>_q_upper)" if size_public
                         and len(levels) == 1 else "")
-                    + "; not a value interval (docs/privacy.md Q.5)")
+                    + "; not a value interval (docs/privacy.md Q.6)")
         return plan
 
 

@@ -949,7 +949,8 @@ class _LogContext:
             "interval": None if self.level is None else (
                 f"{self.level:g} confidence interval released (post-processing, no ε)"
                 if p.plan.interval is not None else
-                f"{self.level:g} {p.plan.interval_note}" if p.plan.interval_note else
+                f"{self.level:g} {p.plan.interval_note.replace('<name>', p.name)}"
+                if p.plan.interval_note else
                 "none: this statistic has no interval (ci= ignored for it)"),
             **units.describe(facts.unit, grouped),
         }).to_dict()

@@ -1,5 +1,5 @@
 """Quantiles at parity with the other statistics: ci= (a rank interval), mechanism=, delta=,
-and a default grid that follows the public size (docs/privacy.md Q.5, docs/frames.md)."""
+and a default grid that follows the public size (docs/privacy.md Q.6, docs/frames.md)."""
 
 from __future__ import annotations
 
@@ -111,6 +111,7 @@ def test_median_in_release_with_ci_gets_its_interval_and_a_truthful_log():
     entries = pf.dp.session.ledger.snapshot_document()["entries"][-2:]
     notes = {e["name"]: e["interval"] for e in entries}
     assert "rank interval" in notes["m"] and "not a value interval" in notes["m"]
+    assert "m_rank_error" in notes["m"] and "m_q_lower" in notes["m"]
     assert notes["avg"].startswith("0.95 confidence interval released")
 
 
@@ -122,6 +123,16 @@ def test_several_levels_and_groups_with_ci():
     grouped = pf.dp.groupby("g").median("x", epsilon=1.0, ci=0.9, random_state=3)
     assert "median_rank_error" in grouped.columns and len(grouped) == 3
     assert "median_q_lower" not in grouped.columns  # group sizes are private
+    table = pf.dp.release({"qs": dpf.quantile("x", [0.1, 0.9])}, epsilon=1.0, ci=0.9,
+                          random_state=4)
+    assert list(table.columns) == ["qs[0.1]", "qs[0.9]", "qs_rank_error"]
+
+
+def test_without_ci_nothing_is_added_and_the_log_says_no_interval():
+    pf = _frame()
+    table = pf.dp.release({"m": dpf.median("x")}, epsilon=1.0, random_state=5)
+    assert list(table.columns) == ["m"]
+    assert pf.dp.session.ledger.snapshot_document()["entries"][-1]["interval"] is None
 
 
 @pytest.mark.parametrize("mechanism", ["auto", "exponential"])

@@ -303,7 +303,7 @@ class DPNamespace:
     ci : float, optional
         A confidence level: also release the *rank* interval (post-processing, no ε): with
         probability ≥ ``ci`` the released bin holds rows within ``rank_error`` ranks of the
-        target rank ``q·n`` (docs/privacy.md, section Q.5). Not an interval in values (that
+        target rank ``q·n`` (docs/privacy.md, section Q.6). Not an interval in values (that
         would need the data's density).
 
     Returns

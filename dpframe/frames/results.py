@@ -32,7 +32,7 @@ class Estimate(NamedTuple):
 class QuantileEstimate(NamedTuple):
     """A released quantile with its *rank* interval (``ci=`` on ``quantile``/``median``):
     with probability at least ``level`` the released bin holds rows whose ranks lie within
-    ``rank_error`` of the target rank ``q·n`` (docs/privacy.md, section Q.5). Where ``n`` is
+    ``rank_error`` of the target rank ``q·n`` (docs/privacy.md, section Q.6). Where ``n`` is
     public (the protected frame, no dropped rows) the same statement in quantile levels:
     ``q_lower ≤ level of the released value ≤ q_upper``; None where ``n`` is private. It is
     not an interval in values: that would need the data's density, which is not released."""

@@ -396,7 +396,7 @@ class QuantileMechanism:
 
     def rank_error(self, alpha: float) -> float:
         """A half-width ``r`` (in rows) with ``P(every level's chosen bin has d_j < r) ≥ 1 − α``
-        — a rank interval, from public parameters only (docs/privacy.md, section Q.5).
+        — a rank interval, from public parameters only (docs/privacy.md, section Q.6).
 
         With ``K`` levels each gets ``α/K`` (union bound). For one level with rate ``λ``: at
         least one bin has ``d_j = 0`` (the bins' rank spans cover ``[0, n]``), so the
