@@ -90,8 +90,8 @@ def check_pure_delta(value: Any, what: str) -> float:
     d = check_number("delta", value)
     if d != 0:
         raise ParameterError(
-            f"{what} are pure ε-differentially private (the exponential mechanism uses no δ): "
-            f"pass delta=0 (got {value!r})")
+            f"{what} are pure ε-differentially private (the exponential mechanism uses no δ, "
+            f"so none would be spent usefully): pass delta=0 (got {value!r})")
     return 0.0
 
 

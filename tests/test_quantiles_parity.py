@@ -159,6 +159,20 @@ def test_bad_mechanism_or_delta_refused_before_spending(kwargs, match):
     assert pf.dp.budget.epsilon_spent == 0
 
 
+def test_grouped_delta_only_for_key_selection():
+    pf = _frame()  # keys of g declared at protect: a δ would buy nothing
+    with pytest.raises(dpf.ParameterError, match="declared keys are pure"):
+        pf.dp.groupby("g").median("x", epsilon=1.0, delta=1e-6)
+    with pytest.raises(dpf.ParameterError, match="declared keys are pure"):
+        pf.dp.groupby("g", keys=[0, 1, 2]).quantile("x", 0.5, epsilon=1.0, delta=1e-6)
+    assert pf.dp.budget.epsilon_spent == 0 and pf.dp.budget.delta_spent == 0
+    x = np.random.default_rng(0).normal(50, 12, 3000)
+    sel = dpf.protect(pd.DataFrame({"x": x, "g": np.arange(3000) % 2}), epsilon=100,
+                      delta=1e-3, bounds={"x": (0, 100)}, missing={"x": 0.0})
+    out = sel.dp.groupby("g").median("x", epsilon=1.0, delta=1e-6, random_state=0)
+    assert "median" in out.columns  # keys selected from the data: δ pays for the selection
+
+
 def test_rank_error_is_public():
     """r depends on ε, bins, levels and α only: equal on two different data sets."""
     a = QuantileMechanism(1.0, 0, 1, [0.1, 0.9], bins=1024)

@@ -15,7 +15,7 @@ import numpy as np
 
 from dpframe import derivations, provenance, release
 from dpframe import queries as q_
-from dpframe._validation import check_pure_delta, check_quantile_mechanism
+from dpframe._validation import check_number, check_pure_delta, check_quantile_mechanism
 from dpframe.accounting import Budget
 from dpframe.backends import backend_of
 from dpframe.errors import DerivationError, ParameterError, PrivateSizeError
@@ -946,8 +946,21 @@ class DPGroupBy:
         ``quantile_rank_error`` (the rank interval's half-width: group sizes are private, so
         no levels)."""
         check_quantile_mechanism(mechanism)
+        self._check_quantile_delta(delta, session)
         return self._one(q_.quantile(column, q, bins=bins), "quantile", epsilon, delta,
                          "auto", random_state, session, ci)
+
+    def _check_quantile_delta(self, delta: float, session: Session | str | None) -> None:
+        """Quantiles are pure ε-DP: a δ > 0 is accepted only to select the keys from the data
+        (none declared for a group column), never charged for nothing (public facts only)."""
+        from dpframe.provenance import resolve
+
+        if check_number("delta", delta) == 0:
+            return
+        columns = (self._column,) if isinstance(self._column, str) else self._column
+        known = resolve(self._ns._frame, session).keys
+        if self._keys is not None or all(c in known for c in columns):
+            check_pure_delta(delta, "quantiles with declared keys")
 
     def median(self, column: str, *, epsilon: float, bins: int | None = None,
                delta: float = 0.0, mechanism: QuantileMechanismName = "auto",
@@ -955,6 +968,7 @@ class DPGroupBy:
                ci: float | None = None) -> Any:
         """Noisy median per group: a column ``median`` (with ``ci``, ``median_rank_error``)."""
         check_quantile_mechanism(mechanism)
+        self._check_quantile_delta(delta, session)
         return self._one(q_.median(column, bins=bins), "median", epsilon, delta, "auto",
                          random_state, session, ci)
 
