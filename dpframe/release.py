@@ -861,6 +861,17 @@ def _ci_columns(p: Planned, used: Mapping[str, Any], answer: np.ndarray, level: 
             for suffix, v in p.plan.ci_columns(used, level).items()}
 
 
+def _interval_text(level: float | None, p: Planned) -> str | None:
+    """The log's ``interval`` field: what ``ci=`` released for this query, truthfully."""
+    if level is None:
+        return None
+    if p.plan.interval is not None:
+        return f"{level:g} confidence interval released (post-processing, no ε)"
+    if p.plan.interval_note:  # not a value interval (quantiles: a rank interval)
+        return f"{level:g} {p.plan.interval_note.replace('<name>', p.name)}"
+    return "none: this statistic has no interval (ci= ignored for it)"
+
+
 @dataclass(frozen=True)
 class _LogContext:
     """The fields every entry of one release shares."""
@@ -946,12 +957,7 @@ class _LogContext:
             "verification": "verified from the plan structure",
             "mechanism_choice": p.choices.get(m.name, "requested") if m is not None else
             "none needed: the value is public",
-            "interval": None if self.level is None else (
-                f"{self.level:g} confidence interval released (post-processing, no ε)"
-                if p.plan.interval is not None else
-                f"{self.level:g} {p.plan.interval_note.replace('<name>', p.name)}"
-                if p.plan.interval_note else
-                "none: this statistic has no interval (ci= ignored for it)"),
+            "interval": _interval_text(self.level, p),
             **units.describe(facts.unit, grouped),
         }).to_dict()
 
