@@ -50,3 +50,14 @@ def test_release_history_benchmark_runs(tmp_path: Path) -> None:
     assert {(r["ledger"], r["history"], r["what"]) for r in rows} == {
         (k, h, w) for k in ("memory", "durable-nofsync") for h in (0, 20)
         for w in ("table", "scalar")}
+
+
+def test_quantile_bins_benchmark_runs() -> None:
+    for extra in ([], ["--sweep"], ["--product"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks.quantile_bins", "--no-peers", "--rows", "1000",
+             *extra],
+            cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "| 1000 |" in proc.stdout
