@@ -26,7 +26,7 @@ from dpframe.errors import (
     UnsupportedProcessError,
 )
 from dpframe.frames.namespace import dp
-from dpframe.frames.results import Estimate
+from dpframe.frames.results import Estimate, QuantileEstimate
 from dpframe.integrity import concat_releases, sign_release
 from dpframe.io import read_log
 from dpframe.provenance import Session, protect
@@ -45,6 +45,7 @@ __all__ = [
     "NoLedgerError",
     "ParameterError",
     "PrivateSizeError",
+    "QuantileEstimate",
     "ReleaseFailedError",
     "ReleaseFileError",
     "SelectionWarning",

@@ -14,7 +14,12 @@ from typing import Any
 from dpframe.errors import ParameterError
 
 __all__ = ["check_ci", "check_delta", "check_epsilon", "check_head", "check_labels",
-           "check_number", "check_seed", "is_real_number"]
+           "check_number", "check_pure_delta", "check_quantile_mechanism", "check_seed",
+           "is_real_number"]
+
+#: Mechanism names a quantile accepts: the exponential mechanism is the only one for them.
+QUANTILE_MECHANISMS = ("auto", "exponential")
+_NOISE_MECHANISMS = ("bounded", "truncated", "laplace")
 
 
 def is_real_number(value: Any) -> bool:
@@ -65,6 +70,31 @@ def check_ci(value: Any) -> float | None:
         raise ParameterError(f"ci must be a confidence level in (0, 1), e.g. ci=0.95; got "
                              f"{value!r}")
     return level
+
+
+def check_quantile_mechanism(value: Any) -> str:
+    """``mechanism=`` of a quantile: ``"auto"`` or ``"exponential"`` (the same mechanism).
+    Quantiles select a bin with the exponential mechanism; the Laplace family adds noise to a
+    number and does not apply, so its names are refused rather than ignored."""
+    if isinstance(value, str) and value in QUANTILE_MECHANISMS:
+        return "exponential"
+    if isinstance(value, str) and value in _NOISE_MECHANISMS:
+        raise ParameterError(
+            f"mechanism={value!r} adds Laplace noise to a number and does not apply to "
+            "quantiles, which use the exponential mechanism (a noisy choice of a bin); pass "
+            "mechanism='auto' or mechanism='exponential'")
+    raise ParameterError(f"unknown mechanism {value!r} for a quantile; choose 'auto' or "
+                         "'exponential' (the only mechanism for quantiles)")
+
+
+def check_pure_delta(value: Any, what: str) -> float:
+    """``delta=`` of a pure ε-DP statistic (``what``): a number, and 0."""
+    d = check_number("delta", value)
+    if d != 0:
+        raise ParameterError(
+            f"{what} are pure ε-differentially private (the exponential mechanism uses no δ, "
+            f"so none would be spent usefully): pass delta=0 (got {value!r})")
+    return 0.0
 
 
 def check_seed(name: str, value: Any) -> int:

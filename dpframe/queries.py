@@ -147,6 +147,9 @@ class PlanContext:
     public_exact: bool = False  # ε = 0 asked: answer from public facts only (the public n)
     unit: UnitBound | None = None
     units_public: bool = False
+    #: the release's total ε (public; None where unknown): an upper bound on any query's share,
+    #: used only to size public grids (quantile bins, :func:`dpframe.mechanisms.default_bins`)
+    epsilon: float | None = None
 
     @property
     def rows_per_unit(self) -> int:
@@ -254,6 +257,11 @@ class Plan:
     #: several answers per group (quantile levels): ``finalize`` returns ``(groups, len)``
     #: and the release names them ``<name>[<label>]``
     labels: tuple[str, ...] | None = None
+    #: an interval that is not a value interval (quantiles: a rank interval): with ``ci=`` the
+    #: release adds the columns ``<name>_<suffix>`` it returns, computed from the level and
+    #: public facts only (one value per group), and logs ``interval_note``
+    ci_columns: Callable[[Mapping[str, Any], float], dict[str, float]] | None = None
+    interval_note: str | None = None
 
     @property
     def aggregates(self) -> tuple[Agg, ...]:
@@ -810,11 +818,18 @@ class Quantile(Query):
         return None if self.scalar else _level_labels(self.levels)
 
     def plan(self, ctx: PlanContext) -> Plan:
-        from dpframe.mechanisms.quantiles import DEFAULT_MAX_CELLS, QuantileMechanism, choose_bins
+        from dpframe.mechanisms.quantiles import (
+            DEFAULT_MAX_CELLS,
+            QuantileMechanism,
+            default_bins,
+        )
 
         lo, hi = _require_bounds(ctx, self.kind)
         groups = max(ctx.n_groups, 1)
-        count = self.bins if self.bins is not None else choose_bins(groups)
+        # the default grid follows the public size (the protected n, also where the size is
+        # private) and the release's ε per row of a unit: docs/frames.md "Quantile resolution"
+        eps_rule = None if ctx.epsilon is None else ctx.epsilon / ctx.rows_per_unit
+        count = self.bins if self.bins is not None else default_bins(ctx.n, eps_rule, groups)
         if self.bins is None and groups * count > DEFAULT_MAX_CELLS:
             # very many groups (e.g. keys selected from the data): fewer bins, so the counts
             # (groups × bins doubles) stay within the public memory budget
@@ -846,9 +861,29 @@ class Quantile(Query):
             f"[{lo:g}, {hi:g}] (levels {', '.join(f'{v:g}' for v in levels)}, ε split evenly, "
             f"{neighbours} neighbours); the chosen bin's midpoint, sorted over levels")
         scalar = self.scalar
-        return Plan(self.kind, self.column, (m,),
+        size_public = ctx.size_public and not ctx.grouped
+        n_public = ctx.n
+        # with ci=: the rank interval (docs/privacy.md Q.6). Its half-width r depends only on
+        # public parameters (ε share, bins, levels, α); the levels q ± r/n only where n is
+        # public (the protected frame with no dropped rows), else the half-width alone
+        def ci_columns(used: Mapping[str, Any], level: float) -> dict[str, float]:
+            r = used["quantile"].mechanism.rank_error(1.0 - level)
+            out = {"rank_error": r}
+            if size_public and len(levels) == 1 and n_public > 0:
+                out["q_lower"] = max(0.0, levels[0] - r / n_public)
+                out["q_upper"] = min(1.0, levels[0] + r / n_public)
+            return out
+
+        plan = Plan(self.kind, self.column, (m,),
                     lambda v: v["quantile"][:, 0] if scalar else v["quantile"], formulation,
-                    labels=self.labels)
+                    labels=self.labels, ci_columns=ci_columns,
+                    interval_note="rank interval released (post-processing, no ε): with "
+                    "probability ≥ the level the chosen bin holds rows within <name>_rank_error "
+                    "ranks of the target rank q·n" + (
+                        " (levels <name>_q_lower, <name>_q_upper)" if size_public
+                        and len(levels) == 1 else "")
+                    + "; not a value interval (docs/privacy.md Q.6)")
+        return plan
 
 
 def _level_labels(levels: Sequence[float]) -> tuple[str, ...]:
@@ -888,7 +923,11 @@ def quantile(column: str, q: float | Sequence[float] = 0.5, *, bins: int | None 
              ) -> Quantile:
     """Query builder: quantile(s) of ``column`` at level(s) ``q`` in [0, 1] (a list of levels
     gives one answer per level, named ``<name>[<q>]``); ``bins``: public equal bins of the
-    bounds (default 2^16, fewer for many groups)."""
+    bounds (default from public facts: ``2^⌈log₂(8·ε·n)⌉`` within ``[2^16, 2^22]``, ``n`` the
+    protected size and ``ε`` the release's, fewer for many groups; docs/frames.md "Quantile
+    resolution"). In ``release(..., ci=level)`` it adds the rank interval's columns
+    ``<name>_rank_error`` (and ``<name>_q_lower``/``<name>_q_upper`` where ``n`` is public):
+    docs/privacy.md Q.6."""
     return Quantile(column, q, bins)
 
 

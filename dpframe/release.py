@@ -475,7 +475,7 @@ def _plan_context(facts: FrameFacts, request: Request, q: Query, read: Sequence[
         grouped=request.group_by is not None, count_cap=float(n), column=q.column,
         drops=bool(drops), n_groups=n_groups, all_bounds={c: facts.bounds[c] for c in read},
         public_exact=request.epsilon == 0, unit=unit,
-        units_public=unit is not None and facts.size_public,
+        units_public=unit is not None and facts.size_public, epsilon=request.epsilon,
     )
 
 
@@ -913,12 +913,36 @@ def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[Plan
         if p.plan.labels is not None:  # several answers per group: one output each
             for i, label in enumerate(p.plan.labels):
                 values[f"{p.name}[{label}]"] = answer.reshape(-1, len(p.plan.labels))[:, i]
+            values.update(_ci_columns(p, used, answer, request.ci))
             continue
         values[p.name] = answer
+        values.update(_ci_columns(p, used, answer, request.ci))
         if request.ci is not None and p.plan.interval is not None:
             lo_, hi_ = p.plan.interval(used, noisy, request.ci)
             intervals[p.name] = (np.asarray(lo_, dtype=float), np.asarray(hi_, dtype=float))
     return values, intervals, entries
+
+
+def _ci_columns(p: Planned, used: Mapping[str, Any], answer: np.ndarray, level: float | None
+                ) -> dict[str, np.ndarray]:
+    """A plan's non-value interval columns (quantiles: the rank interval), computed from the
+    level and public parameters only; one value per group."""
+    if level is None or p.plan.ci_columns is None:
+        return {}
+    groups = answer.reshape(-1, len(p.plan.labels or (None,))).shape[0]
+    return {f"{p.name}_{suffix}": np.full(groups, float(v))
+            for suffix, v in p.plan.ci_columns(used, level).items()}
+
+
+def _interval_text(level: float | None, p: Planned) -> str | None:
+    """The log's ``interval`` field: what ``ci=`` released for this query, truthfully."""
+    if level is None:
+        return None
+    if p.plan.interval is not None:
+        return f"{level:g} confidence interval released (post-processing, no ε)"
+    if p.plan.interval_note:  # not a value interval (quantiles: a rank interval)
+        return f"{level:g} {p.plan.interval_note.replace('<name>', p.name)}"
+    return "none: this statistic has no interval (ci= ignored for it)"
 
 
 @dataclass(frozen=True)
@@ -1006,8 +1030,7 @@ class _LogContext:
             "verification": "verified from the plan structure",
             "mechanism_choice": p.choices.get(m.name, "requested") if m is not None else
             "none needed: the value is public",
-            "interval": None if self.level is None else (
-                f"{self.level:g} confidence interval released (post-processing, no ε)"),
+            "interval": _interval_text(self.level, p),
             **units.describe(facts.unit, grouped),
         }).to_dict()
 

@@ -62,3 +62,14 @@ def test_histogram_benchmark_measures_at_tiny_sizes() -> None:
     text = render({"header": {"edges": 300, "rounds": 1, "machine": "m", "commit": "c"},
                    "runs": runs})
     assert "| duckdb | 500 |" in text
+
+
+def test_quantile_bins_benchmark_runs() -> None:
+    for extra in ([], ["--sweep"], ["--product"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks.quantile_bins", "--no-peers", "--rows", "1000",
+             *extra],
+            cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "| 1000 |" in proc.stdout

@@ -227,7 +227,7 @@ def test_accurate_on_real_sized_data_and_logged():
     assert entry["mechanism"] == "exponential-quantile"
     assert entry["epsilon"] == 1.0 and entry["sensitivity"] == 1.0
     assert entry["domain_lower"] == 0.0 and entry["domain_upper"] == 500_000.0
-    assert "65536 equal public bins" in entry["formulation"]
+    assert "262144 equal public bins" in entry["formulation"]  # 2^⌈log₂(8·ε·n)⌉, n = 20 000
     assert entry["random_source"] == "secure"
     assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)
 

@@ -13,7 +13,12 @@ import numpy as np
 
 from dpframe import derivations, provenance, release
 from dpframe import queries as q_
-from dpframe._validation import check_labels
+from dpframe._validation import (
+    check_labels,
+    check_number,
+    check_pure_delta,
+    check_quantile_mechanism,
+)
 from dpframe.accounting import Budget
 from dpframe.backends import backend_of
 from dpframe.errors import DerivationError, ParameterError, PrivateSizeError
@@ -27,32 +32,11 @@ from dpframe.rowwise.engines import apply_steps, check_engine
 
 __all__ = ["DPGroupBy", "DPNamespace", "dp"]
 
-_COMMON = """
-    epsilon : float
-        The privacy budget this release spends (> 0).
-    delta : float, default 0.0
-        Its δ (only ``mechanism="bounded"`` uses one).
-    mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-        How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
-    random_state : None, int or numpy.random.Generator, default None
-        None draws from the operating system's secure source; a seed is for tests and
-        simulations only and is recorded in the log.
-    session : dpf.Session or str, optional
-        Asserts which ledger is meant; it must be this frame's own (else ``LedgerError``).
-    ci : float, optional
-        A confidence level (e.g. 0.95): also release an interval for each answer, exact for one
-        mechanism's output and conservative for composed statistics (post-processing: no
-        extra ε; the log records it). Single statistics then return a ``dpf.Estimate``
-        (value, lower, upper, level); tables get ``<name>_lower`` / ``<name>_upper`` columns.
-"""
-
 
 #: The mechanism names every release takes (docs/privacy.md).
 Mechanism = Literal["bounded", "truncated", "laplace", "auto"]
-
-
-def _doc(text: str) -> str:
-    return text.replace("{common}", _COMMON.strip("\n"))
+#: The mechanism names a quantile takes: the exponential mechanism is the only one for them.
+QuantileMechanismName = Literal["auto", "exponential"]
 
 
 class DPNamespace:
@@ -316,57 +300,86 @@ class DPNamespace:
     var = variance
 
     def quantile(self, column: str, q: float | Sequence[float] = 0.5, *, epsilon: float,
+                 delta: float = 0.0, mechanism: QuantileMechanismName = "auto",
                  bins: int | None = None, random_state: Any = None,
-                 session: Session | str | None = None) -> Any:
+                 session: Session | str | None = None, ci: float | None = None) -> Any:
+        """Noisy quantile(s) of a bounded column, inside its bounds.
+
+        The exponential mechanism over public bins (docs/privacy.md, section Q): the column is
+        clamped to its bounds and counted per bin of ``bins`` equal bins, and a bin near the
+        target rank is chosen with probability falling exponentially with its rank distance; its
+        midpoint is released. Several levels split ε evenly and are sorted. Missing values follow
+        the column's rule (dropped by default).
+
+        The default number of bins follows the public size (docs/frames.md, "Quantile
+        resolution"): ``B = 2^⌈log₂(8·ε·n)⌉`` within ``[2^16, 2^22]`` with ``n`` the protected
+        frame's public size (also where the queried rows' count is private: a filter or dropped
+        missing values), fewer for many groups (memory). The grid's error (about a quarter bin)
+        then stays below the mechanism's own rank noise.
+
+        Parameters
+        ----------
+        column : str
+            A column with declared bounds.
+        q : float or list of float, default 0.5
+            Level(s) in [0, 1].
+        epsilon : float
+            The privacy budget this release spends (> 0), for all levels together.
+        delta : float, default 0.0
+            Quantiles are pure ε-DP: only 0 is accepted.
+        mechanism : {"auto", "exponential"}, default "auto"
+            The exponential mechanism is the only one for quantiles (both names select it); the
+            Laplace names ("bounded", "truncated", "laplace") are refused with a ParameterError.
+        bins : int, optional
+            Number of equal public bins of the bounds (the resolution: (upper − lower)/bins).
+        random_state, session
+            As for :meth:`mean`.
+        ci : float, optional
+            A confidence level: also release the *rank* interval (post-processing, no ε): with
+            probability ≥ ``ci`` the released bin holds rows within ``rank_error`` ranks of the
+            target rank ``q·n`` (docs/privacy.md, section Q.6). Not an interval in values (that
+            would need the data's density).
+
+        Returns
+        -------
+        float for one level (a ``dpf.QuantileEstimate`` with ``ci``: value, rank_error, and the
+        levels q_lower/q_upper where n is public); for a list, a frame with columns ``q`` and
+        ``quantile`` (and ``rank_error`` with ``ci``), one row per level, whose log travels with it.
+
+        Examples
+        --------
+        >>> import pandas as pd, dpframe as dpf
+        >>> pf = dpf.protect(pd.DataFrame({"age": [30, 40, 50] * 50}), epsilon=1,
+        ...                  bounds={"age": (0, 120)})
+        >>> 0 <= pf.dp.median("age", epsilon=0.5) <= 120
+        True
+        """
+        check_quantile_mechanism(mechanism)
+        check_pure_delta(delta, "quantiles")
         query = q_.quantile(column, q, bins=bins)
         out = release.run(self._frame, {"quantile": query}, epsilon=epsilon,
-                          random_state=random_state, session=session)
+                          mechanism="auto", random_state=random_state, session=session, ci=ci)
         if query.scalar:
-            return float(out.values["quantile"][0])
+            value = float(out.values["quantile"][0])
+            if ci is None:
+                return value
+            return _quantile_estimate(out.values, "quantile", value, float(ci))
         assert query.labels is not None
         values = [float(out.values[f"quantile[{label}]"][0]) for label in query.labels]
-        return _table(out, out.backend.table({"q": list(query.levels), "quantile": values}))
+        data: dict[str, Any] = {"q": list(query.levels), "quantile": values}
+        if ci is not None:
+            data["rank_error"] = [float(out.values["quantile_rank_error"][0])] * len(values)
+        return _table(out, out.backend.table(data))
 
-    quantile.__doc__ = """Noisy quantile(s) of a bounded column, inside its bounds.
-
-    The exponential mechanism over public bins (docs/privacy.md, section Q): the column is
-    clamped to its bounds and counted per bin of ``bins`` equal bins (2^16 by default), and a
-    bin near the target rank is chosen with probability falling exponentially with its rank
-    distance; its midpoint is released. Several levels split ε evenly and are sorted.
-    Missing values follow the column's rule (dropped by default).
-
-    Parameters
-    ----------
-    column : str
-        A column with declared bounds.
-    q : float or list of float, default 0.5
-        Level(s) in [0, 1].
-    epsilon : float
-        The privacy budget this release spends (> 0), for all levels together.
-    bins : int, optional
-        Number of equal public bins of the bounds (the resolution: (upper − lower)/bins).
-    random_state, session
-        As for :meth:`mean`.
-
-    Returns
-    -------
-    float for one level; for a list, a frame with columns ``q`` and ``quantile`` (one row per
-    level) whose log travels with it.
-
-    Examples
-    --------
-    >>> import pandas as pd, dpframe as dpf
-    >>> pf = dpf.protect(pd.DataFrame({"age": [30, 40, 50] * 50}), epsilon=1,
-    ...                  bounds={"age": (0, 120)})
-    >>> 0 <= pf.dp.median("age", epsilon=0.5) <= 120
-    True
-    """
-
-    def median(self, column: str, *, epsilon: float, bins: int | None = None,
-               random_state: Any = None, session: Session | str | None = None) -> float:
-        """Noisy median of a bounded column: :meth:`quantile` at 0.5."""
-        return float(self.quantile(column, 0.5, epsilon=epsilon, bins=bins,
-                                   random_state=random_state, session=session))
+    def median(self, column: str, *, epsilon: float, delta: float = 0.0,
+               mechanism: QuantileMechanismName = "auto", bins: int | None = None,
+               random_state: Any = None, session: Session | str | None = None,
+               ci: float | None = None) -> Any:
+        """Noisy median of a bounded column: :meth:`quantile` at 0.5 (a float, or a
+        ``dpf.QuantileEstimate`` with ``ci``)."""
+        out = self.quantile(column, 0.5, epsilon=epsilon, delta=delta, mechanism=mechanism,
+                            bins=bins, random_state=random_state, session=session, ci=ci)
+        return out if ci is not None else float(out)
 
     @overload
     def std(self, column: str, *, epsilon: float, delta: float = ...,
@@ -1110,20 +1123,50 @@ class DPGroupBy:
                          session, ci)
 
     def quantile(self, column: str, q: float | Sequence[float] = 0.5, *, epsilon: float,
-                 bins: int | None = None, delta: float = 0.0, random_state: Any = None,
-                 session: Session | str | None = None) -> Any:
+                 bins: int | None = None, delta: float = 0.0,
+                 mechanism: QuantileMechanismName = "auto", random_state: Any = None,
+                 session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy quantile(s) per group (see :meth:`DPNamespace.quantile`; each group's ranks
         are its own): a column ``quantile``, or ``quantile[<q>]`` per level for a list.
-        ``delta`` is used only to select keys from the data (none declared)."""
+        ``delta`` is used only to select keys from the data (none declared); ``mechanism``:
+        "auto" or "exponential" (the only one for quantiles); ``ci``: a column
+        ``quantile_rank_error`` (the rank interval's half-width: group sizes are private, so
+        no levels)."""
+        check_quantile_mechanism(mechanism)
+        self._check_quantile_delta(delta, session)
         return self._one(q_.quantile(column, q, bins=bins), "quantile", epsilon, delta,
-                         "bounded", random_state, session, None)
+                         "auto", random_state, session, ci)
+
+    def _check_quantile_delta(self, delta: float, session: Session | str | None) -> None:
+        """Quantiles are pure ε-DP: a δ > 0 is accepted only to select the keys from the data
+        (none declared for a group column), never charged for nothing (public facts only)."""
+        from dpframe.provenance import resolve
+
+        if check_number("delta", delta) == 0:
+            return
+        columns = (self._column,) if isinstance(self._column, str) else self._column
+        known = resolve(self._ns._frame, session).keys
+        if self._keys is not None or all(c in known for c in columns):
+            check_pure_delta(delta, "quantiles with declared keys")
 
     def median(self, column: str, *, epsilon: float, bins: int | None = None,
-               delta: float = 0.0, random_state: Any = None,
-               session: Session | str | None = None) -> Any:
-        """Noisy median per group: a column ``median``."""
-        return self._one(q_.median(column, bins=bins), "median", epsilon, delta, "bounded",
-                         random_state, session, None)
+               delta: float = 0.0, mechanism: QuantileMechanismName = "auto",
+               random_state: Any = None, session: Session | str | None = None,
+               ci: float | None = None) -> Any:
+        """Noisy median per group: a column ``median`` (with ``ci``, ``median_rank_error``)."""
+        check_quantile_mechanism(mechanism)
+        self._check_quantile_delta(delta, session)
+        return self._one(q_.median(column, bins=bins), "median", epsilon, delta, "auto",
+                         random_state, session, ci)
+
+
+def _quantile_estimate(values: Mapping[str, np.ndarray], name: str, value: float,
+                       level: float) -> results.QuantileEstimate:
+    """The ``ci=`` answer of one quantile from the release's public interval columns."""
+    lo, hi = values.get(f"{name}_q_lower"), values.get(f"{name}_q_upper")
+    return results.QuantileEstimate(
+        value, float(values[f"{name}_rank_error"][0]),
+        None if lo is None else float(lo[0]), None if hi is None else float(hi[0]), level)
 
 
 def _table(out: release.Outcome, table: Any) -> Any:

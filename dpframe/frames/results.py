@@ -13,7 +13,8 @@ from dpframe.keyset import Keys
 from dpframe.log_schema import LOG_COLUMNS
 from dpframe.release import Outcome
 
-__all__ = ["LOG_COLUMNS", "Estimate", "describe_frame", "log_frame", "matrix_frame", "to_frame"]
+__all__ = ["LOG_COLUMNS", "Estimate", "QuantileEstimate", "describe_frame", "log_frame",
+           "matrix_frame", "to_frame"]
 
 
 class Estimate(NamedTuple):
@@ -27,6 +28,24 @@ class Estimate(NamedTuple):
 
     def __float__(self) -> float:
         return self.value
+
+class QuantileEstimate(NamedTuple):
+    """A released quantile with its *rank* interval (``ci=`` on ``quantile``/``median``):
+    with probability at least ``level`` the released bin holds rows whose ranks lie within
+    ``rank_error`` of the target rank ``q·n`` (docs/privacy.md, section Q.6). Where ``n`` is
+    public (the protected frame, no dropped rows) the same statement in quantile levels:
+    ``q_lower ≤ level of the released value ≤ q_upper``; None where ``n`` is private. It is
+    not an interval in values: that would need the data's density, which is not released."""
+
+    value: float
+    rank_error: float
+    q_lower: float | None
+    q_upper: float | None
+    level: float
+
+    def __float__(self) -> float:
+        return self.value
+
 
 def to_frame(out: Outcome) -> Any:
     """One row (ungrouped) or one row per declared key (grouped), one column per query."""
