@@ -21,9 +21,10 @@ two-core machine. Skipped with a message when ``distributed`` or Java is missing
    the Worker JVM, its executor JVM and Python workers, SIGKILL): both schedulers re-run the
    lost tasks on the surviving worker, so the release *completes*: the same value as without
    the kill, exactly one log entry, the budget spent once, and the durable ledger file agrees.
-   Had the engine given up (e.g. every worker lost), the safety net would spend the
-   reservation and log a failure entry (``tests/test_safety_net.py``): never a spent budget
-   without an entry, never a partial log.
+   When the engine gives up instead (forced on Dask with ``allowed-failures = 0``: the release
+   gets ``KilledWorker``), the safety net spends the reservation, writes one "failed release"
+   entry and locks the ledger. Either way: never a spent budget without an entry, never a
+   partial log.
 4. **Clean shutdown**: the fixtures' finalizers stop the session/client and every process they
    started, then check that none of those pids (or process groups) is still alive.
 """
@@ -233,35 +234,43 @@ def tasks_before_aggregation(source: Callable[[str], Any], tmp_path: Path,
 
 # -- Dask: a distributed LocalCluster with two worker processes ------------------------------
 
-@pytest.fixture(scope="module")
-def dask_client() -> Iterator[Any]:
+@contextlib.contextmanager
+def dask_local_cluster() -> Iterator[tuple[Any, Callable[[], set[int]], set[int]]]:
+    """A LocalCluster of two worker processes (one thread each) and a client that is not the
+    default scheduler (tests pick it with ``dask.config.set(scheduler=client.get)``). On exit
+    both are closed and every worker and nanny-started process seen is checked gone."""
     distributed = pytest.importorskip(
         "distributed", reason="the cluster tests need Dask's own scheduler: "
         "pip install 'dpframe[cluster]'")
-    start = time.perf_counter()
+    # ":0": a free port for the scheduler's HTTP server (None still binds 8787)
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, memory_limit="1GiB",
+                                       dashboard_address=":0", memory_limit="1GiB",
                                        host="127.0.0.1")
     client = distributed.Client(cluster, set_as_default=False)
-    client.wait_for_workers(2)
-    TIMINGS["dask cluster start"] = time.perf_counter() - start
     started: set[int] = set()
 
     def processes() -> set[int]:
-        workers = set(client.run(os.getpid).values())
-        nannies = {n.process.pid for n in cluster.workers.values()
-                   if getattr(n, "process", None) is not None and n.process.pid}
-        return workers | nannies
+        return set(client.run(os.getpid).values())
 
-    started |= processes()
     try:
+        client.wait_for_workers(2)
+        started |= processes()
         yield client, processes, started
     finally:
-        started |= processes() if client.status == "running" else set()
+        with contextlib.suppress(Exception):
+            started |= processes()
         client.close()
         cluster.close()
         left = [p for p in started if alive(p)]
         assert not left, f"Dask worker processes still running after close: {left}"
+
+
+@pytest.fixture(scope="module")
+def dask_client() -> Iterator[tuple[Any, Callable[[], set[int]], set[int]]]:
+    start = time.perf_counter()
+    with dask_local_cluster() as running:
+        TIMINGS["dask cluster start"] = time.perf_counter() - start
+        yield running
 
 
 def test_dask_cluster_gives_the_local_answers_bit_for_bit(dask_client, tmp_path):
@@ -348,6 +357,49 @@ def test_dask_worker_killed_mid_release(dask_client, tmp_path):
     # ("cannot pickle '_asyncio.Future'", dask/distributed#3345): one worker is left, which is
     # why this test runs last of the Dask ones
     started |= processes()
+
+
+def test_dask_release_that_loses_its_worker_for_good_spends_and_logs_the_failure(tmp_path):
+    """The other outcome, forced: a scheduler that gives up on a task at its first lost worker
+    (``distributed.scheduler.allowed-failures = 0``: the release gets ``KilledWorker``). The
+    failure comes after the reservation, so the safety net spends it, writes one "failed
+    release" entry (in memory and in the durable ledger) and locks the ledger; the caller gets
+    ``ReleaseFailedError`` and nothing of the engine's exception."""
+    import dask
+    import dask.dataframe as dd
+
+    tag = remote()["tag"]
+    pdf = data()
+    folder = tmp_path / "tags"
+    folder.mkdir()
+    ledger = tmp_path / "ledger.jsonl"
+    start = time.perf_counter()
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            dask_local_cluster() as (client, _, _), \
+            dask.config.set(scheduler=client.get):
+        pf = dpf.protect(
+            dd.from_pandas(pdf, npartitions=4).map_partitions(tag(str(folder), 1.0),
+                                                              meta=pdf.iloc[:0]),
+            epsilon=10.0, bounds=BOUNDS, keys=KEYS, missing={"x": 50.0},
+            session=dpf.Session(path=ledger))
+        before = len(pids_in(folder)) + tasks_before_aggregation(
+            lambda f: dd.from_pandas(pdf, npartitions=4).map_partitions(tag(f, 0.0),
+                                                                        meta=pdf.iloc[:0]),
+            tmp_path, partitions=4)
+        with pytest.raises(dpf.ReleaseFailedError) as info:
+            kill_mid_release(folder, before=before,
+                             kill=lambda pid: os.kill(pid, signal.SIGKILL),
+                             release=lambda: pf.dp.mean("x", epsilon=1.0, random_state=3))
+    TIMINGS["dask give-up test"] = time.perf_counter() - start
+    assert info.value.__context__ is None and "KilledWorker" not in str(info.value)
+    assert pf.dp.budget.epsilon_spent == 1.0
+    entries = pf.dp.log.to_dict("records")
+    assert len(entries) == 1 and entries[0]["part"] == "failed" and entries[0]["epsilon"] == 1.0
+    assert pf.dp.session.ledger.locked
+    with pytest.raises((dpf.LedgerError, dpf.ReleaseFailedError), match="answers nothing"):
+        pf.dp.count(epsilon=0.1)
+    reread = dpf.protect(pdf.copy(), epsilon=10.0, bounds=BOUNDS, session=dpf.Session(path=ledger))
+    assert reread.dp.budget.epsilon_spent == 1.0 and reread.dp.session.ledger.locked
 
 
 # -- Spark: a standalone master and two workers, each its own JVM ----------------------------
