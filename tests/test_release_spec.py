@@ -31,7 +31,19 @@ MARK = "# <-"
 
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(["release", *argv])
+    """``dpframe release`` in this process, with the registry of protected files a fresh CLI
+    process starts with: dpframe refuses to protect a file whose (device, inode) a protected
+    source of this process read, and a file system reuses the inodes of files earlier tests
+    deleted, which made this test order-dependent (a fail-safe refusal; docs/frames.md)."""
+    from dpframe import provenance
+
+    saved = set(provenance._files)
+    provenance._files.clear()
+    try:
+        code = main(["release", *argv])
+    finally:
+        provenance._files.clear()
+        provenance._files.update(saved)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
