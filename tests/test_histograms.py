@@ -218,7 +218,7 @@ def edges_and_values(draw, integers: bool = False):
 
 
 def _examples(constructor) -> int:
-    return 8 if constructor.name == "spark" else 40
+    return 4 if constructor.name == "spark" else 40  # (a Spark job per example)
 
 
 @pytest.mark.backends(*ALL)
