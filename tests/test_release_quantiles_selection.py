@@ -1,4 +1,6 @@
-"""Adversarial review of quantiles through the pipeline and private key selection (review12).
+"""Quantiles and private key selection through the release pipeline, adversarially.
+
+First written as the twelfth adversarial review.
 
 Every ``test_finding_*`` reproduces a confirmed violation and fails on the reviewed code
 (commits cc69a65..ff03627); every ``test_held_*`` pins down a probed behaviour that is correct.
