@@ -33,17 +33,15 @@ class Backend:
     """One engine's adapter (a singleton per engine; compare with ``is`` or by ``name``).
 
     ``name``: as logged; ``family``: the library; ``lazy``: the frame is a plan, not data (its
-    size is counted once at protect time); ``keeps_metadata``: the library carries ``attrs``
-    through operations (pandas), so a protected frame can carry a handle to its ledger;
-    ``readable_plans``: dpframe can read and verify the frame's logical plan (Polars
-    LazyFrames), so native derivations are accepted; ``result_family``: the library small
-    result tables are built in (pandas for the distributed engines: results are a few rows).
+    size is counted once at protect time); ``readable_plans``: dpframe can read and verify the
+    frame's logical plan (Polars LazyFrames), so native derivations are accepted;
+    ``result_family``: the library small result tables are built in (pandas for the
+    distributed engines: results are a few rows).
     """
 
     name: ClassVar[str]
     family: ClassVar[str]
     lazy: ClassVar[bool] = True
-    keeps_metadata: ClassVar[bool] = False
     readable_plans: ClassVar[bool] = False
     result_family: ClassVar[str] = ""
 

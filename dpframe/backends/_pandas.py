@@ -23,7 +23,6 @@ class PandasBackend(Backend):
     name = "pandas"
     family = "pandas"
     lazy = False
-    keeps_metadata = True
     detect = staticmethod(is_pandas_frame)
 
     def count_rows(self, frame: Any, *, fresh: bool = False) -> int:
