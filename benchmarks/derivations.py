@@ -99,24 +99,26 @@ def _cases(rows: int, engines: list[str]) -> dict[str, dict[str, Callable[[], An
 
 
 def measure(rows: int, rounds: int, engines: list[str]) -> dict[str, Any]:
-    cases = _cases(rows, engines)
-    out: dict[str, Any] = {}
-    for name, variants in cases.items():
-        for fn in variants.values():  # warm-up
-            fn()
-        times: dict[str, list[float]] = {k: [] for k in variants}
-        keys = list(variants)
-        for r in range(rounds):
-            order = keys[r % len(keys):] + keys[:r % len(keys)]
-            for key in order:
-                t = time.perf_counter()
-                variants[key]()
-                times[key].append(time.perf_counter() - t)
-        ratios = [d / n for d, n in zip(times["dp"], times["native"], strict=True)]
-        out[name] = {"dp_ms": statistics.median(times["dp"]) * 1e3,
-                     "native_ms": statistics.median(times["native"]) * 1e3,
-                     "ratio": statistics.median(ratios)}
-    return out
+    return {name: paired_rounds(variants, rounds)
+            for name, variants in _cases(rows, engines).items()}
+
+
+def paired_rounds(variants: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    """``variants["dp"]`` against ``variants["native"]``: each run once to warm up, then
+    ``rounds`` rounds alternating which runs first; medians of each and of the per-round ratio.
+    (Self-contained: this module also runs inside another checkout, see ``_worker``.)"""
+    for fn in variants.values():  # warm-up
+        fn()
+    times: dict[str, list[float]] = {"dp": [], "native": []}
+    for r in range(rounds):
+        for key in (("dp", "native") if r % 2 == 0 else ("native", "dp")):
+            t = time.perf_counter()
+            variants[key]()
+            times[key].append(time.perf_counter() - t)
+    ratios = [d / n for d, n in zip(times["dp"], times["native"], strict=True)]
+    return {"dp_ms": statistics.median(times["dp"]) * 1e3,
+            "native_ms": statistics.median(times["native"]) * 1e3,
+            "ratio": statistics.median(ratios)}
 
 
 def _worker(path: str, rows: int, rounds: int, engines: list[str]) -> dict[str, Any]:

@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from benchmarks.derivations import paired_rounds
 
 HERE = Path(__file__).resolve().parent
 ENGINES = ("pandas", "polars", "polars-lazy", "duckdb", "dask", "spark")
@@ -116,21 +116,8 @@ def measure(rows: int, n_edges: int, rounds: int, engines: list[str]) -> dict[st
 
 
 def _measure(rows: int, n_edges: int, rounds: int, engines: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, variants in _cases(rows, n_edges, engines).items():
-        for fn in variants.values():  # warm-up
-            fn()
-        times: dict[str, list[float]] = {k: [] for k in variants}
-        for r in range(rounds):
-            for key in (("dp", "native") if r % 2 == 0 else ("native", "dp")):
-                t = time.perf_counter()
-                variants[key]()
-                times[key].append(time.perf_counter() - t)
-        ratios = [d / n for d, n in zip(times["dp"], times["native"], strict=True)]
-        out[name] = {"dp_ms": statistics.median(times["dp"]) * 1e3,
-                     "native_ms": statistics.median(times["native"]) * 1e3,
-                     "ratio": statistics.median(ratios)}
-    return out
+    return {name: paired_rounds(variants, rounds)
+            for name, variants in _cases(rows, n_edges, engines).items()}
 
 
 def render(result: dict[str, Any]) -> str:
