@@ -13,9 +13,22 @@ from typing import Any
 
 from dpframe.errors import ParameterError
 
-__all__ = ["check_ci", "check_delta", "check_epsilon", "check_head", "check_labels",
-           "check_number", "check_pure_delta", "check_quantile_mechanism", "check_seed",
-           "is_real_number"]
+__all__ = [
+    "check_alpha",
+    "check_ci",
+    "check_column",
+    "check_count",
+    "check_delta",
+    "check_epsilon",
+    "check_head",
+    "check_labels",
+    "check_names",
+    "check_number",
+    "check_pure_delta",
+    "check_quantile_mechanism",
+    "check_seed",
+    "is_real_number",
+]
 
 #: Mechanism names a quantile accepts: the exponential mechanism is the only one for them.
 QUANTILE_MECHANISMS = ("auto", "exponential")
@@ -66,10 +79,50 @@ def check_ci(value: Any) -> float | None:
     if value is None:
         return None
     level = check_number("ci", value)
-    if not 0.0 < level < 1.0:
+    # 1 − level is the interval's α; a level below 2⁻⁵³ rounds it to 1 (no interval at all)
+    if not 0.0 < level < 1.0 or not 1.0 - level < 1.0:
         raise ParameterError(f"ci must be a confidence level in (0, 1), e.g. ci=0.95; got "
                              f"{value!r}")
     return level
+
+
+def check_alpha(value: Any) -> float:
+    """The α of an accuracy statement (the half-width holds with probability 1 − α): in (0, 1)."""
+    a = check_number("alpha", value)
+    if not 0.0 < a < 1.0:
+        raise ParameterError(f"alpha must be in (0, 1), e.g. alpha=0.05; got {value!r}")
+    return a
+
+
+def check_count(name: str, value: Any, *, minimum: int = 0, maximum: int = 2**53) -> int:
+    """A whole number of rows (or groups, bins) in [``minimum``, ``maximum``]: ints and numpy
+    integers only (the default maximum, 2⁵³, is the largest count every double holds exactly)."""
+    import numpy as np
+
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer) \
+            or not minimum <= value <= maximum:
+        raise ParameterError(f"{name} must be a whole number in [{minimum}, {maximum}], got "
+                             f"{value!r}")
+    return int(value)
+
+
+def check_column(value: Any, name: str = "column") -> str:
+    """One column name: a non-empty string."""
+    if not isinstance(value, str) or not value:
+        raise ParameterError(f"{name} must be a column name (a non-empty string), got "
+                             f"{type(value).__name__}")
+    return value
+
+
+def check_names(name: str, value: Any, *, what: str = "column names") -> list[Any]:
+    """A list or tuple of ``what`` (a single string is one name): any other object —
+    a number, a mapping, a set with no order — is refused."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list | tuple):
+        raise ParameterError(f"{name} must be a list of {what}, e.g. {name}=['a', 'b']; got "
+                             f"{type(value).__name__}")
+    return list(value)
 
 
 def check_quantile_mechanism(value: Any) -> str:

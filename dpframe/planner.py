@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dpframe._validation import check_alpha, check_count
 from dpframe.errors import ParameterError
 from dpframe.mechanisms.accuracy import (
     ROUNDED,
@@ -59,13 +60,7 @@ class Accuracy:
 
 
 def _check_alpha(alpha: Any) -> float:
-    try:
-        a = float(alpha)
-    except (TypeError, ValueError):
-        raise ParameterError(f"alpha must be a number in (0, 1), got {alpha!r}") from None
-    if not 0.0 < a < 1.0:
-        raise ParameterError(f"alpha must be in (0, 1), e.g. alpha=0.05; got {alpha!r}")
-    return a
+    return check_alpha(alpha)
 
 
 def accuracy(
@@ -89,6 +84,8 @@ def accuracy(
     data (no keys declared, δ > 0) gets a first row ``keys`` for the selection
     (:func:`_selection_row`); the queries' rows then hold for each kept group."""
     a = _check_alpha(alpha)
+    if min_rows is not None:
+        min_rows = check_count("min_rows", min_rows, minimum=1)
     planned, rule = plan_release(frame, queries, epsilon=epsilon, delta=delta,
                                  weights=weights, mechanism=mechanism, group_by=group_by,
                                  keys=keys, session=session, selection_share=selection_share)
@@ -232,7 +229,7 @@ def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: flo
             mechanism: str, group_by: GroupBy | None, keys: Sequence[Any] | None,
             session: Session | str | None) -> AccuracyTarget:
     a = _check_alpha(alpha)
-    if mechanism == "auto":
+    if isinstance(mechanism, str) and mechanism == "auto":
         raise ParameterError("name the mechanism ('bounded', 'truncated' or 'laplace') to "
                              "invert its accuracy; 'auto' picks one per ε")
     planned = plan(frame, {"q": query}, epsilon=1.0, delta=delta, mechanism=mechanism,

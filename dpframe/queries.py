@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from dpframe._validation import check_names, check_number, is_real_number
 from dpframe.aggregates import Agg, Bins, FixedPoint, UnitBound
 from dpframe.errors import ParameterError, PrivateSizeError, UnsupportedInputError
 from dpframe.mechanisms.intervals import (
@@ -570,7 +571,7 @@ class Proportions(Query):
 
     def __init__(self, method: str = "rescale", remainder: int = -1) -> None:
         super().__init__(None)
-        if method not in ("rescale", "all_but_one"):
+        if not isinstance(method, str) or method not in ("rescale", "all_but_one"):
             raise ParameterError(f"method must be 'rescale' or 'all_but_one', got {method!r}")
         self.method = method
         self.remainder = int(remainder)
@@ -646,7 +647,7 @@ class Covariance(Query):
 
     def __init__(self, columns: Sequence[str], kind: str = "cov") -> None:
         super().__init__(None)
-        cols = [columns] if isinstance(columns, str) else list(columns)
+        cols = check_names("columns", columns)
         if len(cols) < 2 or len(set(cols)) != len(cols) or not all(
                 isinstance(c, str) for c in cols):
             raise ParameterError(f"{kind} needs at least two distinct column names, got {cols!r}")
@@ -792,12 +793,13 @@ class Quantile(Query):
         levels = [q] if np.ndim(q) == 0 else list(np.asarray(q, dtype=object).ravel())
         checked = []
         for v in levels:
-            if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+            if not is_real_number(v):
                 raise ParameterError(f"quantile levels must be numbers in [0, 1], got {v!r}")
-            if not 0.0 <= float(v) <= 1.0:
+            level = check_number("quantile level", v)
+            if not 0.0 <= level <= 1.0:
                 raise ParameterError(f"quantile levels must lie in [0, 1], got {v!r} (use "
                                      "0.5 for the median, not 50)")
-            checked.append(float(v))
+            checked.append(level)
         if not checked or len(set(checked)) != len(checked):
             raise ParameterError(f"q must be a level or a list of distinct levels, got {q!r}")
         if bins is not None and (isinstance(bins, bool) or not isinstance(bins, int | np.integer)

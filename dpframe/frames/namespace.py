@@ -14,7 +14,10 @@ import numpy as np
 from dpframe import derivations, provenance, release
 from dpframe import queries as q_
 from dpframe._validation import (
+    check_column,
+    check_count,
     check_labels,
+    check_names,
     check_number,
     check_pure_delta,
     check_quantile_mechanism,
@@ -500,9 +503,11 @@ class DPNamespace:
             The key computed as the remainder (``all_but_one``; default the last).
         """
         pos = -1
-        if method == "all_but_one" and remainder is not None:
+        check_column(column)
+        if isinstance(method, str) and method == "all_but_one" and remainder is not None:
             facts = provenance.resolve(self._frame, session)
-            declared = list(keys) if keys is not None else facts.keys.get(column)
+            declared = check_names("keys", keys, what="keys") if keys is not None \
+                else facts.keys.get(column)
             if declared is None or remainder not in declared:
                 raise ParameterError(
                     f"remainder={remainder!r} is not one of the keys {declared!r}")
@@ -611,8 +616,7 @@ class DPNamespace:
             Bounded columns to describe (default: all of them).
         """
         facts = provenance.resolve(self._frame, session)
-        cols = list(facts.bounds) if columns is None else (
-            [columns] if isinstance(columns, str) else list(columns))
+        cols = list(facts.bounds) if columns is None else check_names("columns", columns)
         if not cols:
             raise ParameterError("describe needs at least one column with declared bounds")
         check_labels("describe", cols, ("statistic",))
@@ -677,7 +681,7 @@ class DPNamespace:
         A frame with ``bin_lower``, ``bin_upper`` and ``count`` (and interval columns with ``ci``).
         """
         facts = provenance.resolve(self._frame, session)
-        public = bins_.histogram_edges(column, edges, bins, facts.bounds)
+        public = bins_.histogram_edges(check_column(column), edges, bins, facts.bounds)
         return self._counts(column, public, None, epsilon, delta, mechanism,
                             total, random_state, session, ci)
 
@@ -725,9 +729,9 @@ class DPNamespace:
     def _counts(self, column: str, edges: list[float] | None, keys: Sequence[Any] | None,
                 epsilon: float, delta: float, mechanism: str, total: int | None,
                 random_state: Any, session: Session | str | None, ci: float | None) -> Any:
-        if total is not None and (isinstance(total, bool) or not isinstance(total, int)
-                                  or total < 0):
-            raise ParameterError(f"total must be a non-negative integer, got {total!r}")
+        check_column(column)
+        if total is not None:
+            check_count("total", total)
         frame, group, group_keys = self._frame, column, keys
         if edges is not None:
             frame = self._binned(column, edges, session)
