@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = ["FLOAT_COLUMNS", "INT_COLUMNS", "LOG_COLUMNS", "LogRecord", "log_frame"]
@@ -76,7 +76,9 @@ class LogRecord:
     def to_dict(self) -> dict[str, Any]:
         """The entry as the ledger stores it (JSON values); the ledger's stamps only once
         set."""
-        out = asdict(self)
+        out = {name: getattr(self, name) for name in LOG_COLUMNS}  # flat: no deep copy
+        if isinstance(self.group_by, list):
+            out["group_by"] = list(self.group_by)
         for stamp in _STAMPS:
             if out[stamp] is None:
                 del out[stamp]
