@@ -1857,12 +1857,13 @@ def _search_edges(c: _Compiler, node: Call) -> str:
     table = "CAST('[" + ", ".join(repr(float(e)) for e in edges) + "]' AS DOUBLE[])"
     steps = "[" + ", ".join(str(s) for s in search_steps(count)) + "]::BIGINT[]"
     c.names += 1
-    acc, step = f"__dp_i{c.names}", f"__dp_s{c.names}"
+    acc, step, bound = f"__dp_i{c.names}", f"__dp_s{c.names}", f"__dp_e{c.names}"
 
-    def body(x: str) -> str:
-        return (f"list_reduce({steps}, lambda {acc}, {step}: {acc} + (CASE WHEN "
-                f"{acc} + {step} <= {count} AND ({table})[{acc} + {step}] <= {x} "
-                f"THEN {step} ELSE 0 END), CAST(0 AS BIGINT))")
+    def body(x: str) -> str:  # the edges bound once per row: indexing the literal re-reads it
+        return (f"list_transform([{table}], lambda {bound}: list_reduce({steps}, "
+                f"lambda {acc}, {step}: {acc} + (CASE WHEN "
+                f"{acc} + {step} <= {count} AND {bound}[{acc} + {step}] <= {x} "
+                f"THEN {step} ELSE 0 END), CAST(0 AS BIGINT)))[1]")
 
     return c.let(c.operand(node.args[0], _dtype("Float64")), body)
 
