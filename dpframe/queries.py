@@ -74,6 +74,12 @@ import numpy as np
 from dpframe._validation import check_names, check_number, is_real_number
 from dpframe.aggregates import Agg, Bins, FixedPoint, UnitBound
 from dpframe.errors import ParameterError, PrivateSizeError, UnsupportedInputError
+from dpframe.measurement_kinds import (
+    ADAPTIVE_DOMAIN,
+    ADDED_NOISE,
+    SELECTION,
+    MeasurementKind,
+)
 from dpframe.mechanisms.intervals import (
     component_level,
     composed_interval,
@@ -230,6 +236,13 @@ class Measurement:
     #: mechanism over bin counts): ``make(epsilon, delta)`` builds its mechanism, whose
     #: ``sample(exact, random_state)`` releases the answer from the exact statistic.
     make: Callable[[float, float], Any] | None = None
+
+    @property
+    def kind(self) -> MeasurementKind:
+        """How the pipeline releases it (:mod:`dpframe.measurement_kinds`)."""
+        if self.make is not None:
+            return SELECTION
+        return ADAPTIVE_DOMAIN if self.domain_after is not None else ADDED_NOISE
 
 
 def rows_of(agg: Agg) -> Statistic:

@@ -49,6 +49,7 @@ from dpframe.errors import (
 from dpframe.key_observation import observed_keys
 from dpframe.keyset import Keys, checked_keys, key_kinds, keys_reference
 from dpframe.log_schema import LogRecord
+from dpframe.measurement_kinds import LaplaceFactory
 from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolve
 from dpframe.queries import Measurement, Plan, PlanContext, Query
@@ -556,18 +557,30 @@ def _build_mechanisms(p: Planned, request: Request) -> None:
     """The mechanism of each of ``p``'s measurements: its own (quantiles: the exponential
     mechanism over bins), None when its domain depends on earlier noisy values (built after
     them), else the Laplace family member ``request.mechanism`` names."""
-    group_factor = (p.plan.group_share or 0.5) if request.group_by is not None else 1.0
     p.mechanisms = []
     for m in p.plan.measurements:
-        eps = request.epsilon * p.share * m.weight * group_factor
-        dlt = request.delta * p.share * m.weight * group_factor
+        eps, dlt = _charged(p, m, request, grouped=True)
+        p.mechanisms.append(m.kind.build(m, eps, dlt, _laplace(request, m, eps, dlt, p.choices)))
         if m.make is not None:
-            p.mechanisms.append(m.make(eps, dlt))
             p.choices[m.name] = "the exponential mechanism (used for every quantile)"
-        elif m.domain_after is not None:
-            p.mechanisms.append(None)
-        else:
-            p.mechanisms.append(_mechanism(request, m, eps, dlt, choices=p.choices))
+
+
+def _charged(p: Planned, m: Measurement, request: Request, *, grouped: bool
+             ) -> tuple[float, float]:
+    """The ε and δ of measurement ``m``: its share of the release; ``grouped``: the share a
+    mechanism of one group is calibrated to (each row is in one group, but a changed row can
+    move between two: ``group_share``, default ½)."""
+    factor = (p.plan.group_share or 0.5) if grouped and request.group_by is not None else 1.0
+    return (request.epsilon * p.share * m.weight * factor,
+            request.delta * p.share * m.weight * factor)
+
+
+def _laplace(request: Request, m: Measurement, epsilon: float, delta: float,
+             choices: dict[str, str]) -> LaplaceFactory:
+    """The request's Laplace-family member for ``m`` at ``(epsilon, delta)``, on the given
+    feasible set and sensitivity (``None``: the measurement's own)."""
+    return lambda lower, upper, sensitivity: _mechanism(request, m, epsilon, delta, lower,
+                                                        upper, sensitivity, choices=choices)
 
 
 def _mechanism(request: Request, m: Measurement, epsilon: float, delta: float,
@@ -874,53 +887,45 @@ def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[Plan
     intervals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     entries: list[dict[str, Any]] = []
     for p in planned:
-        noisy: dict[str, np.ndarray] = {}
-        used: dict[str, Any] = {}
-        group_factor = (p.plan.group_share or 0.5) if request.group_by is not None else 1.0
-        for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True):
-            eps = request.epsilon * p.share * m.weight
-            dlt = request.delta * p.share * m.weight
-            exact = np.asarray(m.statistic(aggs), dtype=float)
-            if mech is None:  # domain from the measurements released before it
-                assert m.domain_after is not None and m.sensitivity_after is not None
-                lo, hi = m.domain_after(noisy)
-                if not hi > lo:  # a single point: released without noise
-                    noisy[m.name] = np.full(exact.shape, lo)
-                    used[m.name] = None
-                    entries.append(context.entry(p, m, None, eps, dlt, (lo, hi)))
-                    continue
-                mech = _mechanism(request, m, eps * group_factor, dlt * group_factor, lo, hi,
-                                  m.sensitivity_after(lo, hi), choices=p.choices)
-                exact = np.clip(exact, lo, hi)
-            if m.make is not None:  # a selection over the exact statistic, not added noise
-                noisy[m.name] = mech.sample(exact, random_state=request.rng)
-                used[m.name] = mech
-                entries.append(context.entry(p, m, mech, eps, dlt, None))
-                continue
-            # defence in depth: the statistic lies in its domain by construction (clamped
-            # data, verified derivations); clamping here keeps a mechanism's own input check
-            # from ever raising after the data was read
-            exact = np.clip(exact, mech.domain.lower, mech.domain.upper)
-            if m.magnitude is not None:
-                exact = np.clip(exact, -m.magnitude, m.magnitude)
-            out = mech.sample(exact, random_state=request.rng)
-            noisy[m.name] = np.atleast_1d(np.asarray(out, dtype=float))
-            used[m.name] = mech
-            entries.append(context.entry(p, m, mech, eps, dlt, None))
-        if not p.plan.measurements:  # answered from public facts: logged, not noised
-            entries.append(context.entry(p, None, None, 0.0, 0.0, None))
-        answer = np.asarray(p.plan.finalize(noisy), dtype=float)
-        if p.plan.labels is not None:  # several answers per group: one output each
-            for i, label in enumerate(p.plan.labels):
-                values[f"{p.name}[{label}]"] = answer.reshape(-1, len(p.plan.labels))[:, i]
-            values.update(_ci_columns(p, used, answer, request.ci))
-            continue
-        values[p.name] = answer
-        values.update(_ci_columns(p, used, answer, request.ci))
-        if request.ci is not None and p.plan.interval is not None:
-            lo_, hi_ = p.plan.interval(used, noisy, request.ci)
-            intervals[p.name] = (np.asarray(lo_, dtype=float), np.asarray(hi_, dtype=float))
+        noisy, used = _draw_all(p, request, aggs, context, entries)
+        _answer(p, request, noisy, used, values, intervals)
     return values, intervals, entries
+
+
+def _draw_all(p: Planned, request: Request, aggs: Mapping[Any, np.ndarray],
+              context: _LogContext, entries: list[dict[str, Any]]
+              ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Every measurement of ``p`` released the one way its kind says
+    (:mod:`dpframe.measurement_kinds`), in plan order (a later measurement's domain may
+    read the earlier noisy values); one log entry each."""
+    noisy: dict[str, np.ndarray] = {}
+    used: dict[str, Any] = {}
+    for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True):
+        eps, dlt = _charged(p, m, request, grouped=False)
+        laplace = _laplace(request, m, *_charged(p, m, request, grouped=True), p.choices)
+        drawn = m.kind.draw(m, mech, np.asarray(m.statistic(aggs), dtype=float), noisy,
+                            laplace, request.rng)
+        noisy[m.name], used[m.name] = drawn.value, drawn.mechanism
+        entries.append(context.entry(p, m, drawn.mechanism, eps, dlt, drawn.point))
+    if not p.plan.measurements:  # answered from public facts: logged, not noised
+        entries.append(context.entry(p, None, None, 0.0, 0.0, None))
+    return noisy, used
+
+
+def _answer(p: Planned, request: Request, noisy: dict[str, np.ndarray],
+            used: Mapping[str, Any], values: dict[str, np.ndarray],
+            intervals: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    """``p``'s post-processed answer (one column, or one per label) and its interval."""
+    answer = np.asarray(p.plan.finalize(noisy), dtype=float)
+    if p.plan.labels is not None:  # several answers per group: one output each
+        for i, label in enumerate(p.plan.labels):
+            values[f"{p.name}[{label}]"] = answer.reshape(-1, len(p.plan.labels))[:, i]
+    else:
+        values[p.name] = answer
+    values.update(_ci_columns(p, used, answer, request.ci))
+    if p.plan.labels is None and request.ci is not None and p.plan.interval is not None:
+        lo_, hi_ = p.plan.interval(used, noisy, request.ci)
+        intervals[p.name] = (np.asarray(lo_, dtype=float), np.asarray(hi_, dtype=float))
 
 
 def _ci_columns(p: Planned, used: Mapping[str, Any], answer: np.ndarray, level: float | None

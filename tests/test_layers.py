@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "datasets", "polars_plan", "memory", "safety_net", "forking")),
     ("mechanisms and accounting", ("mechanisms", "analyses", "audit", "accounting", "durable",
                                    "integrity", "io")),
-    ("query", ("aggregates", "queries")),
+    ("query", ("aggregates", "queries", "measurement_kinds")),
     ("row-wise semantics", ("rowwise",)),
     ("backends", ("backends", "bounding", "tick_keys", "sources")),
     ("engine", ("row_expressions", "engine_dask", "engine_spark", "engine", "key_observation")),
