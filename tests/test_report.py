@@ -193,3 +193,22 @@ def test_inspect_reads_like_the_user_asked(released, capsys):
     assert "histogram(age): histogram of age" in text
     assert "value_counts(region): value counts of region" in text
     assert "region: ε=" in text  # value counts count toward their column, not (rows)
+
+
+def test_report_on_malformed_files_never_crashes(tmp_path, capsys):
+    """The release files of the inspect matrix (tests/test_io.py): exit 1 with one line (no
+    page) or 2 with a NOT VERIFIED page; never a traceback, never 'a bug in dpframe'."""
+    from test_io import malformed_files
+
+    out = tmp_path / "page.html"
+    (tmp_path / "releases").mkdir()
+    for name, path in malformed_files(tmp_path / "releases").items():
+        out.unlink(missing_ok=True)
+        code = main(["report", str(path), "-o", str(out)])
+        err = capsys.readouterr().err
+        assert code in (1, 2) and "bug in dpframe" not in err, (name, code, err)
+        if code == 2:
+            self_contained(html := out.read_text(encoding="utf-8"))
+            assert DOM(html).having("p", "dpf-not-verified"), name
+        else:
+            assert err.startswith("error: ") and err.count("\n") == 1 and not out.exists()
