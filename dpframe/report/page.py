@@ -73,6 +73,19 @@ def _status(report: dict[str, Any]) -> str:
     return el("p", {"class": "dpf-status dpf-not-verified", "id": "status"}, esc(text))
 
 
+#: measurements listed on the page (a ledger's log can hold tens of thousands)
+MAX_MEASUREMENTS = 1000
+
+
+def _measurements(report: dict[str, Any]) -> str:
+    every = [m for led in report.get("ledgers", []) for m in led["measurements"]]
+    shown = every[-MAX_MEASUREMENTS:]
+    note = ("" if len(shown) == len(every) else el("p", {"class": "dpf-note"}, esc(
+        f"the last {len(shown)} of {len(every)} measurements; `dpframe inspect --json` lists "
+        "them all")))
+    return note + views.measurements_html(shown)
+
+
 def build_report(path: str | Path, *, key: bytes | str | None = None,
                  ledger: str | Path | None = None) -> tuple[str, dict[str, Any]]:
     """The page for a released Parquet file, and the ``inspect`` report it is built from
@@ -97,9 +110,7 @@ def build_report(path: str | Path, *, key: bytes | str | None = None,
         el("h1", None, esc(f"Release report: {path.name}")), _status(report),
         el("h2", None, "Released values"), views.release_html(columns, document),
         views.budget_html(document, heading="h2"),
-        el("h2", None, "Measurements"),
-        views.measurements_html([m for led in report.get("ledgers", [])
-                                 for m in led["measurements"]]),
+        el("h2", None, "Measurements"), _measurements(report),
         el("p", {"class": "dpf-note"}, esc(
             "Drawn by dpframe from the file's released values and its log only; intervals "
             "are post-processing of the released values. Charts are inline SVG.")))
