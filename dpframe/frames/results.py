@@ -55,9 +55,9 @@ class Estimate:
         raise AttributeError(f"Estimate is immutable; cannot delete {name!r}")
 
     def __reduce__(self) -> tuple[Any, tuple[float, float, float, float]]:
-        return (Estimate, self._fields())
+        return (Estimate, self._tuple())
 
-    def _fields(self) -> tuple[float, float, float, float]:
+    def _tuple(self) -> tuple[float, float, float, float]:
         return (self.value, self.lower, self.upper, self.level)
 
     @property
@@ -73,13 +73,13 @@ class Estimate:
 
     # -- a tuple, for code written against the named tuple ----------------------------------
     def __iter__(self) -> Iterator[float]:
-        return iter(self._fields())
+        return iter(self._tuple())
 
     def __len__(self) -> int:
         return 4
 
     def __getitem__(self, index: int) -> float:
-        return self._fields()[index]
+        return self._tuple()[index]
 
     # -- a number ------------------------------------------------------------------------------
     def __float__(self) -> float:
@@ -100,9 +100,9 @@ class Estimate:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Estimate):
-            return self._fields() == other._fields()
+            return self._tuple() == other._tuple()
         if isinstance(other, tuple):
-            return self._fields() == other
+            return self._tuple() == other
         if isinstance(other, numbers.Real):
             return self.value == other
         return NotImplemented
