@@ -31,6 +31,7 @@ from dpframe.integrity import concat_releases, sign_release
 from dpframe.io import read_log
 from dpframe.provenance import Session, protect
 from dpframe.queries import count, mean, median, quantile, std, sum, variance
+from dpframe.report.show import show
 from dpframe.units import count_units
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "protect",
     "quantile",
     "read_log",
+    "show",
     "sign_release",
     "std",
     "sum",

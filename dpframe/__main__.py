@@ -194,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpframe.steward import add_parser as _add_inspect
 
     _add_inspect(sub)
+    from dpframe.report.page import add_parser as _add_report
+
+    _add_report(sub)
     return parser
 
 
@@ -457,6 +460,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream
             return 0
+    if args.command == "report":
+        from dpframe.report.page import run as _run_report
+
+        return _run_report(args)
     from dpframe.errors import DPFrameError
 
     try:

@@ -13,9 +13,13 @@ marked as unverified), 1 the file could not be read as either kind (missing, a d
 permission, not Parquet and not a ledger, a Parquet file without a release log, a key file
 that cannot be read); errors are one line on stderr, never a traceback.
 
-ε by column: an entry that reads several columns (a covariance) counts toward each of them; an
-entry that reads none (a row count) is listed under ``(rows)``. ε by release is the sum of its
-entries' ε as recorded in the log.
+ε by column: an entry that reads several columns (a covariance) counts toward each of them, a
+histogram or value counts toward its column; an entry that reads none (a row count) is listed
+under ``(rows)``. ε by release is the sum of its entries' ε as recorded in the log. Statistics
+are named as asked ("histogram of age", "mean of age by region") and domains are shown in the
+statistic's coordinates (a public-size mean, which the mechanism shifts to ``[0, u − l]``, is
+shown on its declared ``[l, u]``; :mod:`dpframe.report.logview`); ``--json`` keeps the logged
+fields and adds ``statistic`` and ``domain``.
 """
 
 from __future__ import annotations
@@ -27,11 +31,14 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "check_against_ledger", "inspect_file", "print_head", "run"]
+from dpframe.report import logview
+
+__all__ = ["add_parser", "check_against_ledger", "inspect_file", "print_head", "run",
+           "spending"]
 
 _MEASUREMENT_FIELDS = ("release_id", "name", "query", "part", "columns", "group_by", "epsilon",
                        "delta", "mechanism", "scale", "sensitivity", "domain_lower",
-                       "domain_upper", "size", "random_source")
+                       "domain_upper", "size", "random_source", "formulation", "clamping")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -68,6 +75,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
+def spending(raw_entries: Any) -> dict[str, Any]:
+    """ε and δ by release and by column of a log's entries as stored (malformed ones
+    skipped): the summary ``inspect`` prints and the report draws."""
+    return _summary(_clean_entries(raw_entries)[0])
+
+
 def _summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
     releases: dict[Any, dict[str, Any]] = {}
     columns: dict[str, dict[str, Fraction]] = {}
@@ -79,10 +92,10 @@ def _summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
                                         "delta": Fraction(0), "statistics": []})
         rel["epsilon"] += eps
         rel["delta"] += dlt
-        label = f"{e.get('name')} ({e.get('query')}{'/' + e['part'] if e.get('part') else ''})"
-        rel["statistics"].append(label)
-        cols = [c for c in str(e.get("columns") or "").split(",") if c] or ["(rows)"]
-        for c in cols:
+        label = f"{e.get('name')} ({logview.statistic(e)})"
+        if label not in rel["statistics"]:
+            rel["statistics"].append(label)
+        for c in logview.columns_of(e) or ["(rows)"]:
             acc = columns.setdefault(c, {"epsilon": Fraction(0), "delta": Fraction(0)})
             acc["epsilon"] += eps
             acc["delta"] += dlt
@@ -90,10 +103,16 @@ def _summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
         "releases": [{**r, "epsilon": float(r["epsilon"]), "delta": float(r["delta"])}
                      for r in releases.values()],
         "by_column": {c: {k: float(v) for k, v in a.items()} for c, a in columns.items()},
-        "measurements": [{f: e.get(f) for f in _MEASUREMENT_FIELDS} for e in entries],
+        "measurements": [_measurement(e) for e in entries],
         "epsilon_in_log": float(sum((Fraction(str(e.get("epsilon") or 0)) for e in entries),
                                     Fraction(0))),
     }
+
+
+def _measurement(e: dict[str, Any]) -> dict[str, Any]:
+    lo, hi, _shift = logview.user_domain(e)
+    return {**{f: e.get(f) for f in _MEASUREMENT_FIELDS}, "statistic": logview.statistic(e),
+            "domain": [lo, hi], "domain_text": logview.domain_text(e)}
 
 
 def _by_ledger(entries: list[dict[str, Any]], default_id: Any) -> dict[Any, list[dict[str, Any]]]:
@@ -254,7 +273,7 @@ def _clean_entries(raw: Any) -> tuple[list[dict[str, Any]], int]:
             continue
         clean = {f: _scalar(e.get(f)) for f in _MEASUREMENT_FIELDS}
         clean.update(epsilon=eps, delta=dlt, ledger_id=_scalar(e.get("ledger_id")))
-        for f in ("name", "query", "part", "columns", "mechanism"):
+        for f in ("name", "query", "part", "columns", "mechanism", "formulation", "clamping"):
             if clean[f] is not None:
                 clean[f] = str(clean[f])
         out.append(clean)
@@ -341,7 +360,11 @@ def _print(report: dict[str, Any], out: Any) -> None:
     if report.get("malformed_entries"):
         w(f"malformed log entries skipped: {report['malformed_entries']}\n")
     if report.get("release_ids"):
-        w(f"releases in this table: {', '.join(map(str, report['release_ids']))}\n")
+        ids = report["release_ids"]
+        in_log = sum(len(led["releases"]) for led in report.get("ledgers", []))
+        w(f"values in this table come from release{'s' if len(ids) > 1 else ''} "
+          f"{', '.join(map(str, ids))} (the log below lists {in_log} release"
+          f"{'s' if in_log != 1 else ''}: the ledger's history up to it)\n")
     for led in report.get("ledgers", []):
         w(f"\nledger {led['ledger_id']}\n")
         b = led.get("budget")
@@ -355,14 +378,13 @@ def _print(report: dict[str, Any], out: Any) -> None:
         w("  by column:\n")
         for c, a in led["by_column"].items():
             w(f"    {c}: ε={_fmt(a['epsilon'])} δ={_fmt(a['delta'])}\n")
-        w("  measurements (release, name, query/part, columns, mechanism, ε, scale, "
-          "domain):\n")
+        w("  measurements (release, name: statistic / part, mechanism, ε, scale, domain in "
+          "the statistic's units):\n")
         for m in led["measurements"]:
-            lo, hi = m["domain_lower"], m["domain_upper"]
-            dom = f"[{'-inf' if lo is None else _fmt(lo)}, {'inf' if hi is None else _fmt(hi)}]"
-            w(f"    {_fmt(m['release_id'])}  {m['name']}  {m['query']}"
-              f"{'/' + m['part'] if m.get('part') else ''}  {m['columns'] or '(rows)'}  "
-              f"{m['mechanism']}  ε={_fmt(m['epsilon'])}  scale={_fmt(m['scale'])}  {dom}\n")
+            w(f"    {_fmt(m['release_id'])}  {m['name']}: {m['statistic']}"
+              f"{' / ' + m['part'] if m.get('part') and m['part'] != m['query'] else ''}  "
+              f"{m['mechanism']}  ε={_fmt(m['epsilon'])}  scale={_fmt(m['scale'])}  "
+              f"{m['domain_text']}\n")
 
 
 def print_head(path: Path, *, as_json: bool = False, out: Any = None) -> int:

@@ -24,7 +24,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engine", ("row_expressions", "engine_dask", "engine_spark", "engine", "key_observation")),
     ("provenance", ("derivations", "provenance", "units")),
     ("release", ("release", "planner")),
-    ("surface", ("frames", "spec", "spec_plan", "spec_run", "steward", "__main__", "")),
+    ("surface", ("frames", "spec", "spec_plan", "spec_run", "steward", "report", "__main__",
+                 "")),
 ]
 
 

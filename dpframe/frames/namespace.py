@@ -736,9 +736,14 @@ class DPNamespace:
         if edges is not None:
             frame = self._binned(column, edges, session)
             group, group_keys = bins_.BIN, list(range(len(edges) - 1))
-        out = release.run(frame, {"count": q_.count()}, epsilon=epsilon, delta=delta,
+        # the log names the statistic as asked ("histogram(age)"); the table's column is count
+        label = f"{'histogram' if edges is not None else 'value_counts'}({column})"
+        out = release.run(frame, {label: q_.count()}, epsilon=epsilon, delta=delta,
                           mechanism=mechanism, random_state=random_state, group_by=group,
                           keys=group_keys, session=session, ci=ci)
+        out.values["count"] = out.values.pop(label)
+        if label in out.intervals:
+            out.intervals["count"] = out.intervals.pop(label)
         if total is not None:
             from dpframe.mechanisms.histograms import apportion
 

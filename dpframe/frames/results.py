@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+import numbers
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -17,17 +19,223 @@ __all__ = ["LOG_COLUMNS", "Estimate", "QuantileEstimate", "describe_frame", "log
            "matrix_frame", "to_frame"]
 
 
-class Estimate(NamedTuple):
+class Estimate:
     """A released statistic with its confidence interval (``ci=`` on a single query):
-    ``lower ≤ true value ≤ upper`` with probability at least ``level``."""
+    ``lower ≤ true value ≤ upper`` with probability at least ``level``.
+
+    It behaves as the number ``value`` wherever a number is expected: ``float(e)``,
+    arithmetic with numbers (``e + 1``, ``2 * e``, ``e / n``, ``-e``, ``round(e)``) and
+    comparisons (``e < 3``, ``e == 47.0``) use ``value`` and return plain floats and bools.
+    That is post-processing of the released value; the interval does not follow the
+    arithmetic (an interval of ``e / n`` needs ``lower / n``, ``upper / n``, which you can
+    compute). ``str(e)`` and ``format(e, spec)`` show ``value ± half_width`` (the spec applies
+    to both numbers, e.g. ``f"{e:.2f}"``; without one, both are rounded to the second
+    significant digit of the half-width: ``47.17 ± 0.90``) when the interval is symmetric
+    about the value, and ``value [lower, upper]`` when it is not (an interval cut by a
+    bound). It is immutable,
+    and unpacks as ``value, lower, upper, level`` (and compares equal to that tuple), as the
+    named tuple it used to be did.
+    """
+
+    __slots__ = ("level", "lower", "upper", "value")
 
     value: float
     lower: float
     upper: float
     level: float
 
+    def __init__(self, value: float, lower: float, upper: float, level: float) -> None:
+        for name, v in (("value", value), ("lower", lower), ("upper", upper), ("level", level)):
+            object.__setattr__(self, name, float(v))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Estimate is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Estimate is immutable; cannot delete {name!r}")
+
+    def __reduce__(self) -> tuple[Any, tuple[float, float, float, float]]:
+        return (Estimate, self._tuple())
+
+    def _tuple(self) -> tuple[float, float, float, float]:
+        return (self.value, self.lower, self.upper, self.level)
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width, ``(upper − lower) / 2``."""
+        return (self.upper - self.lower) / 2
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether the interval is centred on the value (to float rounding)."""
+        a, b = self.value - self.lower, self.upper - self.value
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12 * max(1.0, abs(self.value)))
+
+    # -- a tuple, for code written against the named tuple ----------------------------------
+    def __iter__(self) -> Iterator[float]:
+        return iter(self._tuple())
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, index: int) -> float:
+        return self._tuple()[index]
+
+    # -- a number ------------------------------------------------------------------------------
     def __float__(self) -> float:
         return self.value
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __bool__(self) -> bool:
+        return self.value != 0
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """NumPy sees the value (a 0-d array), not a sequence of four numbers."""
+        return np.asarray(self.value, dtype=dtype)
+
+    def __hash__(self) -> int:
+        return hash(self.value)  # equal to its value, so hashed as its value
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Estimate):
+            return self._tuple() == other._tuple()
+        if isinstance(other, tuple):
+            return self._tuple() == other
+        if isinstance(other, numbers.Real):
+            return self.value == other
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __lt__(self, other: object) -> bool:
+        o = _num(other)
+        return NotImplemented if o is None else self.value < o
+
+    def __le__(self, other: object) -> bool:
+        o = _num(other)
+        return NotImplemented if o is None else self.value <= o
+
+    def __gt__(self, other: object) -> bool:
+        o = _num(other)
+        return NotImplemented if o is None else self.value > o
+
+    def __ge__(self, other: object) -> bool:
+        o = _num(other)
+        return NotImplemented if o is None else self.value >= o
+
+    def __add__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else self.value + o
+
+    def __radd__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else o + self.value
+
+    def __sub__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else self.value - o
+
+    def __rsub__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else o - self.value
+
+    def __mul__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else self.value * o
+
+    def __rmul__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else o * self.value
+
+    def __truediv__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else self.value / o
+
+    def __rtruediv__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else o / self.value
+
+    def __floordiv__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else self.value // o
+
+    def __rfloordiv__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else o // self.value
+
+    def __mod__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else self.value % o
+
+    def __rmod__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else o % self.value
+
+    def __pow__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else float(self.value ** o)
+
+    def __rpow__(self, other: object) -> float:
+        o = _num(other)
+        return NotImplemented if o is None else float(o ** self.value)
+
+    def __neg__(self) -> float:
+        return -self.value
+
+    def __pos__(self) -> float:
+        return self.value
+
+    def __abs__(self) -> float:
+        return abs(self.value)
+
+    def __round__(self, ndigits: int | None = None) -> float:
+        return float(round(self.value, ndigits))
+
+    def __trunc__(self) -> int:
+        return math.trunc(self.value)
+
+    def __floor__(self) -> int:
+        return math.floor(self.value)
+
+    def __ceil__(self) -> int:
+        return math.ceil(self.value)
+
+    # -- shown ---------------------------------------------------------------------------------
+    def __format__(self, spec: str) -> str:
+        if not spec:  # the value to the decimal place of the half-width's 2nd digit
+            h = self.half_width
+            places = 2 - math.floor(math.log10(h)) - 1 if math.isfinite(h) and h > 0 else None
+            spec = "g" if places is None or places > 15 else f".{max(0, places)}f"
+        if self.symmetric:
+            return f"{format(self.value, spec)} ± {format(self.half_width, spec)}"
+        return (f"{format(self.value, spec)} [{format(self.lower, spec)}, "
+                f"{format(self.upper, spec)}]")
+
+    def __str__(self) -> str:
+        return self.__format__("")
+
+    def __repr__(self) -> str:
+        return (f"Estimate(value={self.value!r}, lower={self.lower!r}, upper={self.upper!r}, "
+                f"level={self.level!r})")
+
+    def _repr_html_(self) -> str:
+        """Notebooks: the value, its interval as a bar, and the level."""
+        from dpframe.report.views import estimate_html
+
+        return estimate_html(self)
+
+
+def _num(other: object) -> float | None:
+    """A plain number (int, float, NumPy scalar, Fraction, an Estimate's value) as a float;
+    None for anything else, so NumPy arrays and the like handle the operation themselves."""
+    if isinstance(other, Estimate):
+        return other.value
+    return float(other) if isinstance(other, numbers.Real) else None
+
 
 class QuantileEstimate(NamedTuple):
     """A released quantile with its *rank* interval (``ci=`` on ``quantile``/``median``):

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     pf = dpf.protect(pd.DataFrame({"x": [1.0, 2.0]}), epsilon=1.0, bounds={"x": (0, 5)})
     twice: float = dpf.dp(pf).mean("x", epsilon=0.1) * 2
     both: Estimate = dpf.dp(pf).mean("x", epsilon=0.1, ci=0.9)
+    shifted: float = both + 1  # an Estimate is a number: arithmetic gives floats
+    halved: float = 2 * both / 4
+    shown: str = f"{both:.2f}"
     rows: float = dpf.dp(pf).count(epsilon=0.1) + 1
     spread: float = dpf.dp(pf).std("x", epsilon=0.1, mechanism="truncated")
     dpf.dp(pf).mean("x", epsilon=0.1, mechanism="gaussian")  # type: ignore[call-overload]
