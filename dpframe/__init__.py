@@ -29,7 +29,7 @@ from dpframe.exports import concat_releases, rename_release, round_release, sort
 from dpframe.frames.namespace import dp
 from dpframe.frames.results import Estimate, QuantileEstimate
 from dpframe.integrity import sign_release
-from dpframe.io import read_log, write_parquet
+from dpframe.io import read_log, read_release, write_parquet
 from dpframe.provenance import Session, protect
 from dpframe.queries import count, mean, median, quantile, std, sum, variance
 from dpframe.units import count_units
@@ -65,6 +65,7 @@ __all__ = [
     "protect",
     "quantile",
     "read_log",
+    "read_release",
     "rename_release",
     "round_release",
     "sign_release",

@@ -68,6 +68,7 @@ __all__ = [
     "SEAL_SCHEME",
     "SealedLog",
     "attach_release_log",
+    "attach_sealed",
     "check_seal",
     "release_log_of",
     "sealed_document",
@@ -437,6 +438,12 @@ def sealed_document(table: Any, document: dict[str, Any], *,
     doc["release_ids"] = ids
     doc["seal"] = _seal(doc, table_digest(table), key)
     return doc
+
+
+def attach_sealed(table: Any, document: dict[str, Any]) -> None:
+    """Make an already sealed log (read from a file and verified against ``table``) the
+    table's log, unchanged (:func:`dpframe.io.read_release`)."""
+    _store(table, document)
 
 
 def _store(table: Any, doc: dict[str, Any]) -> None:

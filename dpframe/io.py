@@ -35,8 +35,8 @@ from dpframe.errors import IntegrityError, LedgerError, ParameterError, ReleaseF
 from dpframe.integrity import LEGACY_SCHEMES, RELEASE_ATTRS_KEY, check_seal, release_log_of
 
 __all__ = ["LOG_KEY", "Metadata", "ReleaseFile", "check_carriers", "check_footer", "find_log",
-           "pandas_metadata_of", "read_log", "read_release_file", "verify_release",
-           "write_parquet"]
+           "pandas_metadata_of", "read_log", "read_release", "read_release_file",
+           "verify_release", "write_parquet"]
 
 LOG_KEY = b"dpframe.log"
 _PANDAS_KEY = b"PANDAS_ATTRS"
@@ -64,7 +64,10 @@ def write_parquet(frame: Any, path: str | os.PathLike[str],
     not a release table is refused (:class:`~dpframe.errors.ParameterError`), never written
     without a log. Polars' own ``DataFrame.write_parquet`` writes no log (Polars frames carry
     no metadata), and neither do DuckDB's ``COPY`` or a Polars/DuckDB/Spark rewrite of a
-    release file; pandas ``to_parquet`` (pyarrow) keeps it."""
+    release file; pandas ``to_parquet`` (pyarrow) keeps it. The table must still match its
+    log (:func:`~dpframe.integrity.check_seal`): a release edited with pandas operations is
+    refused (:class:`~dpframe.errors.IntegrityError`) instead of written as a file that
+    fails verification."""
     import pyarrow.parquet as pq
 
     if document is None:
@@ -73,9 +76,13 @@ def write_parquet(frame: Any, path: str | os.PathLike[str],
             raise ParameterError(
                 "only release tables (what a .dp release, dpf.concat_releases or the "
                 "dpf.*_release post-processing functions return) are written with a log; this "
-                f"{type(frame).__name__} is not one (a copy made with the library's own "
-                "operations carries no log)"
+                f"{type(frame).__name__} is not one (a frame made with the library's own "
+                "operations carries no log: round, rename or sort a release with "
+                "dpf.round_release, dpf.rename_release or dpf.sort_release, combine releases "
+                "with dpf.concat_releases)"
             )
+    # a pandas copy keeps the stale log in attrs: refuse it here, not when the file is read
+    check_seal(document, frame, where="the table")
     table = _to_arrow(frame)
     meta = dict(table.schema.metadata or {})
     meta[LOG_KEY] = json.dumps(document, allow_nan=False).encode()
@@ -403,3 +410,41 @@ def read_log(
             f"{where!r}: the log's entries are malformed and cannot be shown as a frame "
             f"({type(exc).__name__})"
         ) from exc
+
+
+def read_release(path: str | os.PathLike[str], *, as_frame: str = "pandas",
+                 key: bytes | str | None = None) -> Any:
+    """A release file read back as a **release table**: verified like :func:`read_log`, then
+    returned as a pandas (``as_frame="pandas"``) or Polars (``"polars"``) DataFrame that
+    carries its sealed log, so the ``dpf.*_release`` post-processing functions,
+    ``dpf.concat_releases`` and ``dpf.write_parquet`` take it like the table the release
+    returned. A steward replays a post-processed file's recorded steps on the original files
+    this way (docs/ledger.md).
+
+    The frame must match the seal as it is in memory: a file written from pandas is read as
+    pandas (its seal covers the pandas metadata), one written from Polars as Polars; the
+    other library is refused (:class:`~dpframe.errors.IntegrityError`, naming the one to
+    use). Raises what :func:`read_log` raises."""
+    from dpframe.integrity import attach_sealed
+
+    if as_frame not in ("pandas", "polars"):
+        raise ParameterError(f"as_frame must be 'pandas' or 'polars', got {as_frame!r}")
+    where = os.fsdecode(os.fspath(path))
+    doc = read_log(path, key=key)
+    table = read_release_file(where).table
+    if as_frame == "pandas":
+        frame = table.to_pandas()
+    else:
+        import polars as pl
+
+        frame = pl.from_arrow(table)
+    try:
+        check_seal(doc, frame, key=key, where=where)
+    except IntegrityError:
+        other = "polars" if as_frame == "pandas" else "pandas"
+        raise IntegrityError(
+            f"{where!r} does not read back as a {as_frame} release table with the same sealed "
+            f"content (it was written from another library); read it with as_frame={other!r}"
+        ) from None
+    attach_sealed(frame, doc)
+    return frame

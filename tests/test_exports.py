@@ -193,11 +193,13 @@ def test_postprocessing_keeps_verification_and_records_steps(analyses, tmp_path,
     # the library's own rounding breaks the seal, and the message names the dpframe function
     plain = pdf.round(0) if lib == "pandas" else done.with_columns(pl.col("n").round(0))
     if lib == "pandas":
-        plain.to_parquet(tmp_path / "plain.parquet")
+        plain.to_parquet(tmp_path / "plain.parquet")  # pandas writes the stale log along
         with pytest.raises(dpf.IntegrityError, match=r"dpf\.round_release"):
             dpf.read_log(tmp_path / "plain.parquet")
+        with pytest.raises(dpf.IntegrityError, match=r"dpf\.round_release"):
+            dpf.write_parquet(plain, tmp_path / "plain2.parquet")  # refused when writing
     else:
-        with pytest.raises(dpf.ParameterError, match="not one"):
+        with pytest.raises(dpf.ParameterError, match=r"not one.*dpf\.round_release"):
             dpf.write_parquet(plain, tmp_path / "plain.parquet")
     # tampering after post-processing is detected
     table = pq.read_table(path)
@@ -289,3 +291,25 @@ def test_inspect_shows_the_recorded_steps(analyses, tmp_path, capsys):
     assert main(["inspect", str(tmp_path / "native.parquet")]) == 1
     err = capsys.readouterr().err
     assert "no log in this file" in err and "Polars' own" in err
+
+
+@pytest.mark.parametrize("lib", ["pandas", "polars"])
+def test_steward_replays_the_recorded_steps_on_the_original_files(analyses, tmp_path, lib):
+    """The original release files, read back as release tables, post-processed with the
+    recorded steps, give the published file's sealed values and derived_from."""
+    _, tables = analyses[lib]
+    for name in ("by_g", "corr"):
+        dpf.write_parquet(tables[name], tmp_path / f"{name}.parquet")
+    published = dpf.sort_release(dpf.round_release(
+        dpf.concat_releases({"by_g": tables["by_g"], "corr": tables["corr"]}), 2), "value")
+    dpf.write_parquet(published, tmp_path / "published.parquet")
+    claimed = dpf.read_log(tmp_path / "published.parquet")
+    originals = {n: dpf.read_release(tmp_path / f"{n}.parquet", as_frame=lib)
+                 for n in ("by_g", "corr")}
+    assert type(originals["corr"]) is type(tables["corr"])
+    replayed = dpf.sort_release(dpf.round_release(dpf.concat_releases(originals), 2), "value")
+    assert release_log_of(replayed)["seal"]["table"] == claimed["seal"]["table"]
+    assert release_log_of(replayed)["derived_from"] == claimed["derived_from"]
+    other = "polars" if lib == "pandas" else "pandas"
+    with pytest.raises(dpf.IntegrityError, match=f"as_frame={lib!r}"):
+        dpf.read_release(tmp_path / "corr.parquet", as_frame=other)
