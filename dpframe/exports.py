@@ -12,7 +12,8 @@ row per cell of the release tables it combines, with the columns :data:`LONG_COL
     value      the cell's value (float64)
 
 A release table's *label columns* are what names its rows: the group-by key columns its log
-names, a histogram's ``bin_lower``/``bin_upper``, every column that is not floating-point
+names, a histogram's ``bin_lower``/``bin_upper``, the levels ``q`` of a table of quantiles,
+every column that is not floating-point
 (value counts' key, Polars' ``statistic``/``column`` labels of ``describe``/``corr``/``cov``),
 and a pandas index other than the default range (its unnamed levels are called ``column``
 when they hold the table's column names, as a matrix's do, else ``statistic``: the names
@@ -93,12 +94,15 @@ def _release_doc(table: Any, where: str) -> dict[str, Any]:
 # -- the long table --------------------------------------------------------------------------
 def _logged_labels(doc: dict[str, Any]) -> set[str]:
     """The label columns the log names for this table's releases (group-by keys, a
-    histogram's edges), under the names the recorded renames gave them."""
+    histogram's edges, the levels ``q`` of several quantiles), under the names the recorded
+    renames gave them."""
     ids = set(doc.get("release_ids") or [])
     names: set[str] = set()
     for e in doc.get("entries") or []:
         if not isinstance(e, dict) or e.get("release_id") not in ids:
             continue
+        if e.get("query") == "quantile":
+            names.add("q")  # a table of several quantiles: the public levels label its rows
         by = e.get("group_by")
         cols = by if isinstance(by, list) else str(by or "").split(",")
         for c in cols:

@@ -42,6 +42,7 @@ def _analysis(lib):
         "by_g": pf.dp.groupby("g").release({"n": dpf.count(), "m": dpf.mean("y")},
                                            epsilon=0.5, random_state=7),
         "by_k": pf.dp.groupby("k").mean("x", epsilon=0.5, random_state=8),
+        "quantiles": pf.dp.quantile("x", [0.25, 0.75], epsilon=0.5, random_state=9, ci=0.9),
     }
 
 
@@ -61,7 +62,8 @@ def _wide_cells(table):
     labelled = not isinstance(pdf.index, pd.RangeIndex) or "column" in pdf or "statistic" in pdf
     if isinstance(table, pd.DataFrame) and labelled:
         pdf = pdf.reset_index()
-    labels = [c for c in pdf.columns if pdf[c].dtype.kind != "f" or c.startswith("bin_")]
+    labels = [c for c in pdf.columns
+              if pdf[c].dtype.kind != "f" or c.startswith("bin_") or c == "q"]
     out = {}
     for row in pdf.to_dict("records"):  # (iterrows would make an int key a float)
         texts = [repr(float(row[c])) if isinstance(row[c], float) else str(row[c])
@@ -91,6 +93,7 @@ def test_long_table_holds_every_cell_of_every_table(analyses, lib):
     assert set(pdf.loc[pdf["query"] == "describe", "group_by"]) == {"statistic"}
     assert set(pdf.loc[pdf["query"] == "hist", "group_by"]) == {"bin_lower,bin_upper"}
     assert set(pdf.loc[pdf["query"] == "by_k", "group"]) == {"1", "2"}
+    assert set(pdf.loc[pdf["query"] == "quantiles", "group"]) == {"0.25", "0.75"}
     assert pdf.loc[pdf["query"] == "overall", "group_by"].isna().all()
 
 
