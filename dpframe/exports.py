@@ -45,7 +45,7 @@ are exactly the released ones post-processed as the log says.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -236,7 +236,7 @@ def _named(tables: Any) -> list[tuple[str | None, Any]]:
         return list(tables.items())
     if _is_pandas(tables) or _is_polars(tables):
         return [(None, tables)]
-    if isinstance(tables, str | bytes) or not isinstance(tables, Sequence):
+    if isinstance(tables, str | bytes) or not isinstance(tables, Iterable):
         raise ParameterError(
             "concat_releases takes release tables: one table, a list of them, or a dict "
             "{name: table}"
