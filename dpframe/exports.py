@@ -309,11 +309,11 @@ def concat_releases(tables: Any, *, key: bytes | str | None = None) -> Any:
 
     Every table must still match its own log (edited tables are refused: use the
     post-processing functions of this module). The result is a frame of the first table's
-    library, sealed with the most recent of the logs, naming all their release ids, with a
-    ``concat`` step in ``postprocessing`` (the steps of the inputs follow with their query's
-    name) and the inputs' seals in ``derived_from``; write it with ``dpf.write_parquet`` (or
-    pandas ``to_parquet``) and ``dpf.read_log`` verifies it. ``key``: sign it (required when
-    an input is signed)."""
+    library, sealed with the most recent of the logs, naming all their release ids, with
+    ``postprocessing`` = the inputs' recorded steps (each with its query's name) then a
+    ``concat`` step, and the seals of the releases they came from in ``derived_from``.
+    Write it with ``dpf.write_parquet`` (or pandas ``to_parquet``) and ``dpf.read_log``
+    verifies it. ``key``: sign it (required when an input is signed)."""
     named = _named(tables)
     if not named:
         raise ParameterError("concat_releases needs at least one release table")
