@@ -25,10 +25,11 @@ from dpframe.errors import (
     UnsupportedInputError,
     UnsupportedProcessError,
 )
+from dpframe.exports import concat_releases, rename_release, round_release, sort_release
 from dpframe.frames.namespace import dp
 from dpframe.frames.results import Estimate, QuantileEstimate
-from dpframe.integrity import concat_releases, sign_release
-from dpframe.io import read_log
+from dpframe.integrity import sign_release
+from dpframe.io import read_log, read_release, write_parquet
 from dpframe.provenance import Session, protect
 from dpframe.queries import count, mean, median, quantile, std, sum, variance
 from dpframe.report.show import show
@@ -65,9 +66,14 @@ __all__ = [
     "protect",
     "quantile",
     "read_log",
+    "read_release",
+    "rename_release",
+    "round_release",
     "show",
     "sign_release",
+    "sort_release",
     "std",
     "sum",
     "variance",
+    "write_parquet",
 ]

@@ -38,7 +38,9 @@ Where the log lives:
   when all inputs' attrs compare equal, so a concatenation of release tables keeps the *first*
   table's log, whose digest then no longer matches the values (``read_log`` raises
   :class:`~dpframe.errors.IntegrityError`) instead of silently writing a file with no log. Use
-  :func:`concat_releases` to build a combined table with a valid seal.
+  :func:`dpframe.exports.concat_releases` to build a combined table with a valid seal, and
+  the post-processing functions of :mod:`dpframe.exports` (round, rename, sort), which
+  record their step in the log the seal covers.
 * Polars: remembered by object identity (Polars frames carry no metadata);
   ``table.dp.write_parquet(path)`` writes it. ``pl.concat`` gives a new frame with no log, which
   ``dp.write_parquet`` refuses to write.
@@ -53,7 +55,6 @@ import hashlib
 import hmac
 import json
 import math
-from collections.abc import Sequence
 from typing import Any
 
 from dpframe.errors import IntegrityError, ParameterError
@@ -67,8 +68,8 @@ __all__ = [
     "SEAL_SCHEME",
     "SealedLog",
     "attach_release_log",
+    "attach_sealed",
     "check_seal",
-    "concat_releases",
     "release_log_of",
     "sealed_document",
     "sign_release",
@@ -377,7 +378,9 @@ def check_seal(document: dict[str, Any], table: Any, *, key: bytes | str | None 
             f"{where}: the values do not match the release log (the table — its values, "
             "column labels, index, types or the metadata readers show with them — was edited, "
             "concatenated with another, or derived after release); the log does not vouch for "
-            "these numbers. Build combined tables with dpf.concat_releases"
+            "these numbers. Round, rename or sort a release with dpf.round_release, "
+            "dpf.rename_release or dpf.sort_release, and combine releases with "
+            "dpf.concat_releases: they record the step in the seal"
         )
     if not intact:
         raise IntegrityError(
@@ -437,6 +440,12 @@ def sealed_document(table: Any, document: dict[str, Any], *,
     return doc
 
 
+def attach_sealed(table: Any, document: dict[str, Any]) -> None:
+    """Make an already sealed log (read from a file and verified against ``table``) the
+    table's log, unchanged (:func:`dpframe.io.read_release`)."""
+    _store(table, document)
+
+
 def _store(table: Any, doc: dict[str, Any]) -> None:
     if _is_pandas(table):
         table.attrs = {RELEASE_ATTRS_KEY: SealedLog(doc)}
@@ -469,48 +478,3 @@ def sign_release(table: Any, key: bytes | str) -> Any:
     signed["seal"] = _seal(doc, table_digest(table), key)
     _store(table, signed)
     return table
-
-
-def concat_releases(tables: Sequence[Any], *, key: bytes | str | None = None) -> Any:
-    """Concatenate release tables of one ledger into one release table with a valid seal.
-
-    Every table must still match its own log (edited tables are refused). The combined log is
-    the most recent of their logs (logs of one ledger are prefixes of one another; anything else
-    is refused) and names all their release ids. pandas tables are joined with ``pd.concat``
-    (columns united, indexes kept), Polars tables with ``pl.concat(how="diagonal")``."""
-    tables = list(tables)
-    if not tables:
-        raise ParameterError("concat_releases needs at least one release table")
-    docs = []
-    for i, t in enumerate(tables):
-        doc = release_log_of(t)
-        if doc is None:
-            raise ParameterError(f"table {i} is not a release table (it carries no release log)")
-        check_seal(doc, t, where=f"table {i}")
-        docs.append(doc)
-    if len({d.get("ledger_id") for d in docs}) != 1:
-        raise ParameterError(
-            "concat_releases joins releases of one ledger only; keep releases of different "
-            "ledgers in separate files"
-        )
-    latest = max(docs, key=lambda d: len(d.get("entries", [])))
-    for d in docs:
-        n = len(d.get("entries", []))
-        if _canon(d.get("entries", [])) != _canon(latest.get("entries", [])[:n]):
-            raise IntegrityError(
-                "these release logs of one ledger disagree about its history; they cannot be "
-                "combined"
-            )
-    ids: list[int] = []
-    for d in docs:
-        ids.extend(i for i in d.get("release_ids", []) if i not in ids)
-    if _is_pandas(tables[0]):
-        import pandas as pd
-
-        combined = pd.concat(tables)
-    else:
-        import polars as pl
-
-        combined = pl.concat(tables, how="diagonal")
-    attach_release_log(combined, latest, release_id=ids, key=key)
-    return combined

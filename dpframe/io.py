@@ -32,11 +32,11 @@ from typing import Any
 
 from dpframe.accounting import LOG_VERSION
 from dpframe.errors import IntegrityError, LedgerError, ParameterError, ReleaseFileError
-from dpframe.integrity import LEGACY_SCHEMES, RELEASE_ATTRS_KEY, check_seal
+from dpframe.integrity import LEGACY_SCHEMES, RELEASE_ATTRS_KEY, check_seal, release_log_of
 
 __all__ = ["LOG_KEY", "Metadata", "ReleaseFile", "check_carriers", "check_footer", "find_log",
-           "pandas_metadata_of", "read_log", "read_release_file", "verify_release",
-           "write_parquet"]
+           "pandas_metadata_of", "read_log", "read_release", "read_release_file",
+           "verify_release", "write_parquet"]
 
 LOG_KEY = b"dpframe.log"
 _PANDAS_KEY = b"PANDAS_ATTRS"
@@ -54,12 +54,35 @@ def _to_arrow(frame: Any) -> Any:
     return frame.to_arrow()
 
 
-def write_parquet(frame: Any, path: str | os.PathLike[str], document: dict[str, Any]) -> None:
-    """Write ``frame`` to ``path`` with ``document`` (its sealed log) in the key-value
-    metadata under ``dpframe.log`` (a pandas frame's ``pandas`` metadata keeps pyarrow's copy
-    of ``attrs``, which is that same log)."""
+def write_parquet(frame: Any, path: str | os.PathLike[str],
+                  document: dict[str, Any] | None = None) -> None:
+    """Write a release table (pandas or Polars) to ``path`` with its sealed log in the
+    key-value metadata under ``dpframe.log`` (a pandas frame's ``pandas`` metadata keeps
+    pyarrow's copy of ``attrs``, which is that same log); ``dpf.write_parquet(table, path)``.
+
+    ``document``: the log to write (default: the table's own sealed log). A frame that is
+    not a release table is refused (:class:`~dpframe.errors.ParameterError`), never written
+    without a log. Polars' own ``DataFrame.write_parquet`` writes no log (Polars frames carry
+    no metadata), and neither do DuckDB's ``COPY`` or a Polars/DuckDB/Spark rewrite of a
+    release file; pandas ``to_parquet`` (pyarrow) keeps it. The table must still match its
+    log (:func:`~dpframe.integrity.check_seal`): a release edited with pandas operations is
+    refused (:class:`~dpframe.errors.IntegrityError`) instead of written as a file that
+    fails verification."""
     import pyarrow.parquet as pq
 
+    if document is None:
+        document = release_log_of(frame)
+        if document is None:
+            raise ParameterError(
+                "only release tables (what a .dp release, dpf.concat_releases or the "
+                "dpf.*_release post-processing functions return) are written with a log; this "
+                f"{type(frame).__name__} is not one (a frame made with the library's own "
+                "operations carries no log: round, rename or sort a release with "
+                "dpf.round_release, dpf.rename_release or dpf.sort_release, combine releases "
+                "with dpf.concat_releases)"
+            )
+    # a pandas copy keeps the stale log in attrs: refuse it here, not when the file is read
+    check_seal(document, frame, where="the table")
     table = _to_arrow(frame)
     meta = dict(table.schema.metadata or {})
     meta[LOG_KEY] = json.dumps(document, allow_nan=False).encode()
@@ -154,7 +177,8 @@ def _carriers(meta: Metadata, where: str) -> Iterator[tuple[str, Any]]:
             yield "pandas attributes", pandas_meta["attributes"]
 
 
-def find_log(metadata: dict[bytes, bytes] | None, where: str) -> dict[str, Any]:
+def find_log(metadata: dict[bytes, bytes] | None, where: str, *,
+             created_by: str | None = None) -> dict[str, Any]:
     """The release log document in a Parquet file's key-value metadata (not verified).
 
     The first of the places a log can be stored: ``dpframe.log``, ``PANDAS_ATTRS``, the
@@ -166,13 +190,23 @@ def find_log(metadata: dict[bytes, bytes] | None, where: str) -> dict[str, Any]:
             value.get(RELEASE_ATTRS_KEY) if isinstance(value, dict) else None)
         if isinstance(doc, dict) and "entries" in doc:
             return doc
-    raise LedgerError(
-        f"{where!r} carries no dpframe release log (only release tables — what a .dp "
-        "release returns — are written with one; write them with table.to_parquet(...) "
-        "(pandas) or table.dp.write_parquet(...)); a release file rewritten by another "
-        "tool (Polars, DuckDB, Spark, or pandas from a file written by Polars) has lost its "
-        "log: verify the original file"
-    )
+    raise LedgerError(_no_log_message(where, created_by))
+
+
+def _no_log_message(where: str, created_by: str | None = None) -> str:
+    """Why a Parquet file has no log, and how to write one that has it."""
+    writer = (created_by or "").lower()
+    tool = next((t for t in ("polars", "duckdb", "spark", "fastparquet") if t in writer), None)
+    head = (f"{where!r} carries no dpframe release log (no log in this file, so nothing in it "
+            "can be verified)")
+    if tool == "polars":
+        head += (". It was written by Polars' own DataFrame.write_parquet, which writes no "
+                 "log (Polars frames carry no metadata)")
+    elif tool is not None:
+        head += f". It was written by {tool}, which does not keep a release table's log"
+    return (head + ". Write release tables with dpf.write_parquet(table, path) (pandas or "
+            "Polars; also table.dp.write_parquet(path), or pandas table.to_parquet(path)); a "
+            "release file rewritten by another tool has lost its log: verify the original file")
 
 
 def check_carriers(metadata: dict[bytes, bytes] | None, document: dict[str, Any],
@@ -356,7 +390,7 @@ def read_log(
         where = os.fsdecode(where)
     checking = verify or key is not None
     file = read_release_file(where, values=checking)
-    doc = find_log(file.metadata, where)
+    doc = find_log(file.metadata, where, created_by=getattr(file.footer, "created_by", None))
     version = doc.get("version", 0)
     if not isinstance(version, int) or version > LOG_VERSION:
         raise LedgerError(
@@ -376,3 +410,41 @@ def read_log(
             f"{where!r}: the log's entries are malformed and cannot be shown as a frame "
             f"({type(exc).__name__})"
         ) from exc
+
+
+def read_release(path: str | os.PathLike[str], *, as_frame: str = "pandas",
+                 key: bytes | str | None = None) -> Any:
+    """A release file read back as a **release table**: verified like :func:`read_log`, then
+    returned as a pandas (``as_frame="pandas"``) or Polars (``"polars"``) DataFrame that
+    carries its sealed log, so the ``dpf.*_release`` post-processing functions,
+    ``dpf.concat_releases`` and ``dpf.write_parquet`` take it like the table the release
+    returned. A steward replays a post-processed file's recorded steps on the original files
+    this way (docs/ledger.md).
+
+    The frame must match the seal as it is in memory: a file written from pandas is read as
+    pandas (its seal covers the pandas metadata), one written from Polars as Polars; the
+    other library is refused (:class:`~dpframe.errors.IntegrityError`, naming the one to
+    use). Raises what :func:`read_log` raises."""
+    from dpframe.integrity import attach_sealed
+
+    if as_frame not in ("pandas", "polars"):
+        raise ParameterError(f"as_frame must be 'pandas' or 'polars', got {as_frame!r}")
+    where = os.fsdecode(os.fspath(path))
+    doc = read_log(path, key=key)
+    table = read_release_file(where).table
+    if as_frame == "pandas":
+        frame = table.to_pandas()
+    else:
+        import polars as pl
+
+        frame = pl.from_arrow(table)
+    try:
+        check_seal(doc, frame, key=key, where=where)
+    except IntegrityError:
+        other = "polars" if as_frame == "pandas" else "pandas"
+        raise IntegrityError(
+            f"{where!r} does not read back as a {as_frame} release table with the same sealed "
+            f"content (it was written from another library); read it with as_frame={other!r}"
+        ) from None
+    attach_sealed(frame, doc)
+    return frame

@@ -515,16 +515,11 @@ class RunResult:
 
 
 def _long_rows(query: str, group_by: str | None, table: Any) -> list[dict[str, Any]]:
-    pdf = table if hasattr(table, "iloc") else table.to_pandas()
-    rows = []
-    for _, r in pdf.iterrows():
-        group = None if group_by is None else str(r[group_by])
-        for col in pdf.columns:
-            if col == group_by:
-                continue
-            rows.append({"query": query, "group_by": group_by, "group": group,
-                         "statistic": str(col), "value": float(r[col])})
-    return rows
+    """The output file's rows for one query: the long table of ``dpf.concat_releases``
+    (:func:`dpframe.exports.release_rows`, one implementation for both)."""
+    from dpframe.exports import release_rows
+
+    return release_rows(query, table)
 
 
 def _write(path: Path, rows: list[dict[str, Any]], documents: list[dict[str, Any]],

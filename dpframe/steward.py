@@ -202,7 +202,7 @@ def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
     report: dict[str, Any] = {"file": str(path), "kind": "release", "verified": False,
                               "error": None, "values_match_log": False, "signature": None}
     try:
-        doc = find_log(metadata, str(path))
+        doc = find_log(metadata, str(path), created_by=getattr(file.footer, "created_by", None))
     except IntegrityError as exc:  # a log that is not valid JSON: a failed verification
         report.update(error=str(exc), _document={}, ledgers=[])
         return report
@@ -223,6 +223,8 @@ def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
     entries, skipped = _clean_entries(doc.get("entries"))
     if skipped:
         report["malformed_entries"] = skipped
+    steps = doc.get("postprocessing")
+    report["postprocessing"] = [_scalar(x) for x in steps] if isinstance(steps, list) else []
     ids = doc.get("release_ids")
     report["release_ids"] = [_scalar(i) for i in ids] if isinstance(ids, list) else []
     chain = doc.get("chain")
@@ -365,6 +367,9 @@ def _print(report: dict[str, Any], out: Any) -> None:
         w(f"values in this table come from release{'s' if len(ids) > 1 else ''} "
           f"{', '.join(map(str, ids))} (the log below lists {in_log} release"
           f"{'s' if in_log != 1 else ''}: the ledger's history up to it)\n")
+    if report.get("postprocessing"):  # recorded by dpf.concat_releases / dpf.*_release
+        w("post-processing since release (recorded in the seal): "
+          f"{'; '.join(map(str, report['postprocessing']))}\n")
     for led in report.get("ledgers", []):
         w(f"\nledger {led['ledger_id']}\n")
         b = led.get("budget")

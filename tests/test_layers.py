@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("errors", "_validation", "identity", "logentries", "log_schema", "keyset",
                     "datasets", "polars_plan", "memory", "safety_net", "forking")),
     ("mechanisms and accounting", ("mechanisms", "analyses", "audit", "accounting", "durable",
-                                   "integrity", "io")),
+                                   "integrity", "io", "exports")),
     ("query", ("aggregates", "queries", "measurement_kinds")),
     ("row-wise semantics", ("rowwise",)),
     ("backends", ("backends", "bounding", "tick_keys", "sources")),
