@@ -29,6 +29,7 @@ from dpframe._validation import check_delta, check_epsilon
 from dpframe.errors import DPFrameError, SpecError
 from dpframe.provenance import check_key_list, validate_bounds, validate_missing
 from dpframe.queries import SCALAR_STATISTICS
+from dpframe.release import MECHANISMS as RELEASE_MECHANISMS
 
 __all__ = [
     "ENGINES",
@@ -49,7 +50,9 @@ ENGINES = ("polars", "duckdb", "spark", "dask")
 FORMATS = ("parquet", "csv")
 #: The statistics a spec names: the library's own (:data:`dpframe.queries.SCALAR_STATISTICS`).
 KINDS = tuple(SCALAR_STATISTICS)
-MECHANISMS = ("bounded", "truncated", "laplace")
+#: The library's mechanisms (:data:`dpframe.release.MECHANISMS`) but ``"auto"``: a spec's δ goes
+#: to the queries using ``"bounded"``, which it must know before the mechanisms are chosen.
+MECHANISMS = tuple(m for m in RELEASE_MECHANISMS if m != "auto")
 #: Filter operators: comparisons, membership, a closed range and missing-value tests.
 FILTER_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "between", "is null",
               "is not null")
