@@ -88,6 +88,7 @@ from dpframe.mechanisms.intervals import (
 )
 
 __all__ = [
+    "SCALAR_STATISTICS",
     "Count",
     "Covariance",
     "Mean",
@@ -975,3 +976,11 @@ def variance(column: str) -> Variance:
 def std(column: str) -> Std:
     """Query builder: sample standard deviation (ddof=1) of ``column``."""
     return Std(column)
+
+
+#: The statistics of one column (or of the rows: ``count``) released as noisy numbers by the
+#: Laplace family, by name; ``cls.needs_column`` says whether one takes a column
+#: (``cls(column)``, as ``dpf.mean(column)`` builds it). The release spec (:mod:`dpframe.spec`)
+#: names its statistics from this table, so a statistic added here is available there too.
+SCALAR_STATISTICS: dict[str, type[Query]] = {
+    q.kind: q for q in (Count, Sum, Mean, Variance, Std)}

@@ -16,15 +16,20 @@ its longest recorded prefix (a missing key: the line of its table's header).
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpframe.errors import SpecError
+from dpframe._validation import check_delta, check_epsilon
+from dpframe.errors import DPFrameError, SpecError
+from dpframe.provenance import check_key_list, validate_bounds, validate_missing
+from dpframe.queries import SCALAR_STATISTICS
+from dpframe.release import MECHANISMS as RELEASE_MECHANISMS
 
 __all__ = [
     "ENGINES",
@@ -43,8 +48,11 @@ __all__ = [
 
 ENGINES = ("polars", "duckdb", "spark", "dask")
 FORMATS = ("parquet", "csv")
-KINDS = ("count", "sum", "mean", "variance", "std")
-MECHANISMS = ("bounded", "truncated", "laplace")
+#: The statistics a spec names: the library's own (:data:`dpframe.queries.SCALAR_STATISTICS`).
+KINDS = tuple(SCALAR_STATISTICS)
+#: The library's mechanisms (:data:`dpframe.release.MECHANISMS`) but ``"auto"``: a spec's δ goes
+#: to the queries using ``"bounded"``, which it must know before the mechanisms are chosen.
+MECHANISMS = tuple(m for m in RELEASE_MECHANISMS if m != "auto")
 #: Filter operators: comparisons, membership, a closed range and missing-value tests.
 FILTER_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "between", "is null",
               "is not null")
@@ -68,7 +76,8 @@ _STAT_KEYS = ("kind", "column", "weight", "accuracy")
 DEFAULT_LEVEL = 0.95
 _COND_KEYS = ("column", "op", "value")
 _OUTPUT_KEYS = ("path", "overwrite")
-_SHORTHAND = re.compile(r"^\s*(count|sum|mean|variance|std)\s*(?:\(\s*([^()]*?)\s*\))?\s*$")
+_SHORTHAND = re.compile(
+    rf"^\s*({'|'.join(map(re.escape, KINDS))})\s*(?:\(\s*([^()]*?)\s*\))?\s*$")
 
 
 # -- where is a key? -------------------------------------------------------------------------
@@ -256,7 +265,7 @@ class Condition:
 
 @dataclass(frozen=True)
 class StatisticSpec:
-    """One statistic of a query: ``kind`` (count, sum, mean, variance, std) of ``column``,
+    """One statistic of a query: ``kind`` (one of :data:`KINDS`) of ``column``,
     with a relative ``weight`` of the query's ε, or (``target``) the half-width it must reach
     at its query's ``level``, which sets its ε (:mod:`dpframe.spec_plan`)."""
 
@@ -411,11 +420,13 @@ class _Checker:
             raise self.fail(path, f"{what} must be > 0, got {value!r}")
         return x
 
-    def delta(self, value: Any, path: Path_, what: str) -> float:
-        x = self.number(value, path, what)
-        if not 0 <= x < 1:
-            raise self.fail(path, f"{what} must be in [0, 1), got {value!r}")
-        return x
+    def library(self, check: Callable[[Any], Any], value: Any, path: Path_, what: str) -> Any:
+        """``check(value)``: one of the library's own checks (:mod:`dpframe._validation`,
+        :mod:`dpframe.provenance`), its refusal naming ``what`` and the line of ``path``."""
+        try:
+            return check(value)
+        except DPFrameError as exc:
+            raise self.fail(path, f"{what}: {exc}") from None
 
 
 def _tname(value: Any) -> str:
@@ -470,20 +481,20 @@ def parse_spec(text: str, *, source: str = "spec", base: str | Path = ".") -> Re
     priv = c.table(data["privacy"], ("privacy",), "[privacy]")
     c.known(priv, ("privacy",), _PRIVACY_KEYS, "[privacy]")
     unit = c.choice(priv.get("unit", "row"), ("privacy", "unit"), "privacy.unit", ("row",))
-    eps = c.positive(c.required(priv, "epsilon", ("privacy",), "[privacy]",
-                                "epsilon = 1.0 (the data set's total budget)"),
-                     ("privacy", "epsilon"), "privacy.epsilon")
-    dlt = c.delta(priv.get("delta", 0.0), ("privacy", "delta"), "privacy.delta")
+    eps = c.library(check_epsilon, c.required(priv, "epsilon", ("privacy",), "[privacy]",
+                                              "epsilon = 1.0 (the data set's total budget)"),
+                    ("privacy", "epsilon"), "privacy.epsilon")
+    dlt = c.library(check_delta, priv.get("delta", 0.0), ("privacy", "delta"), "privacy.delta")
     ledger = c.string(c.required(priv, "ledger", ("privacy",), "[privacy]",
                                  'ledger = "census.ledger" (the durable ledger file)'),
                       ("privacy", "ledger"), "privacy.ledger")
-    run_eps = c.positive(priv.get("run_epsilon", eps), ("privacy", "run_epsilon"),
-                         "privacy.run_epsilon")
+    run_eps = c.library(check_epsilon, priv.get("run_epsilon", eps),
+                        ("privacy", "run_epsilon"), "privacy.run_epsilon")
     if run_eps > eps * (1 + SHARE_TOLERANCE):
         raise c.fail(("privacy", "run_epsilon"),
                      f"privacy.run_epsilon = {run_eps:g} exceeds the total epsilon = {eps:g}")
-    run_dlt = c.delta(priv.get("run_delta", dlt), ("privacy", "run_delta"),
-                      "privacy.run_delta")
+    run_dlt = c.library(check_delta, priv.get("run_delta", dlt), ("privacy", "run_delta"),
+                        "privacy.run_delta")
     if run_dlt > dlt * (1 + SHARE_TOLERANCE):
         raise c.fail(("privacy", "run_delta"),
                      f"privacy.run_delta = {run_dlt:g} exceeds the total delta = {dlt:g}")
@@ -551,26 +562,23 @@ def _input(c: _Checker, raw: Any, base: Path) -> InputSpec:
 
 
 def _bounds(c: _Checker, raw: Any) -> dict[str, tuple[float, float]]:
+    """``[bounds]``, each checked by :func:`dpframe.provenance.validate_bounds`."""
     t = c.table(raw, ("bounds",), "[bounds]")
     if not t:
         raise c.fail(("bounds",), "[bounds] is empty; declare public bounds, e.g. age = [0, 120]")
-    out = {}
-    for col, pair in t.items():
-        path: Path_ = ("bounds", col)
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise c.fail(path, f"bounds of {col!r} must be [lower, upper], got {pair!r}")
-        lo = c.number(pair[0], path, f"lower bound of {col!r}")
-        hi = c.number(pair[1], path, f"upper bound of {col!r}")
-        if not lo < hi:
-            raise c.fail(path, f"bounds of {col!r} need lower < upper, got [{lo:g}, {hi:g}]")
-        out[col] = (lo, hi)
-    return out
+    return {col: c.library(functools.partial(_one, validate_bounds, col), pair,
+                           ("bounds", col), f"bounds.{col}") for col, pair in t.items()}
+
+
+def _one(check: Callable[..., Mapping[str, Any]], column: str, value: Any,
+         extra: tuple[Any, ...] = ()) -> Any:
+    """``check({column: value}, *extra)[column]``: a library check of one column's entry."""
+    return check({column: value}, *extra)[column]
 
 
 def _key_list(c: _Checker, raw: Any, path: Path_, column: str) -> tuple[Any, ...]:
-    if not isinstance(raw, list) or not raw:
-        raise c.fail(path, f"keys of {column!r} must be a non-empty array of public values, "
-                     f"got {raw!r}")
+    """Public keys: :func:`dpframe.provenance.check_key_list`, and TOML values of one kind."""
+    raw = c.library(functools.partial(check_key_list, column), raw, path, f"keys of {column!r}")
     for i, k in enumerate(raw):
         if not isinstance(k, str | int | float | bool) or (isinstance(k, float)
                                                           and not math.isfinite(k)):
@@ -579,11 +587,6 @@ def _key_list(c: _Checker, raw: Any, path: Path_, column: str) -> tuple[Any, ...
     kinds = {str if isinstance(k, str) else bool if isinstance(k, bool) else float for k in raw}
     if len(kinds) > 1:
         raise c.fail(path, f"keys of {column!r} mix types: {raw!r}")
-    seen: set[Any] = set()
-    for i, k in enumerate(raw):
-        if k in seen:
-            raise c.fail((*path, i), f"key {k!r} of {column!r} is repeated")
-        seen.add(k)
     return tuple(raw)
 
 
@@ -594,26 +597,10 @@ def _keys(c: _Checker, raw: Any, path: Path_) -> dict[str, tuple[Any, ...]]:
 
 def _missing(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]]
              ) -> dict[str, str | float]:
+    """``[missing]``, each rule checked by :func:`dpframe.provenance.validate_missing`."""
     t = c.table(raw, ("missing",), "[missing]")
-    out: dict[str, str | float] = {}
-    for col, rule in t.items():
-        path: Path_ = ("missing", col)
-        if col not in bounds:
-            raise c.fail(path, f"[missing] names {col!r}, which has no bounds; a missing-value "
-                         "rule applies to bounded columns (add it to [bounds])")
-        if isinstance(rule, str):
-            if rule != "drop":
-                raise c.fail(path, f'missing rule for {col!r} must be "drop" or a number '
-                             f"within its bounds, got {rule!r}")
-            out[col] = "drop"
-            continue
-        value = c.number(rule, path, f"missing fill value of {col!r}")
-        lo, hi = bounds[col]
-        if not lo <= value <= hi:
-            raise c.fail(path, f"fill value {value:g} of {col!r} is outside its bounds "
-                         f"[{lo:g}, {hi:g}]")
-        out[col] = value
-    return out
+    return {col: c.library(functools.partial(_one, validate_missing, col, extra=(bounds,)), rule,
+                           ("missing", col), f"missing.{col}") for col, rule in t.items()}
 
 
 def _statistic(c: _Checker, name: str, raw: Any, path: Path_,
@@ -650,9 +637,9 @@ def _statistic(c: _Checker, name: str, raw: Any, path: Path_,
                              "query's share) or an accuracy (which sets its ε), not both")
             target = c.positive(t["accuracy"], (*path, "accuracy"), f"accuracy of {name!r}")
     col_path = path if isinstance(raw, str) else (*path, "column")
-    if kind == "count":
+    if not SCALAR_STATISTICS[kind].needs_column:
         if column is not None:
-            raise c.fail(col_path, f"{name!r}: count counts rows and takes no column")
+            raise c.fail(col_path, f"{name!r}: {kind} counts rows and takes no column")
     elif column is None:
         raise c.fail(path, f"{name!r}: {kind} needs a column, e.g. "
                      f'{{ kind = "{kind}", column = "income" }}')

@@ -4,18 +4,21 @@
 :class:`SourceFacts` of its input (column names and types from the file schema, and the public
 row count ``n`` when the files' metadata holds it) into a :class:`ReleasePlan`: per query and
 measurement the ε and δ charged, the mechanism, its sensitivity, output domain, scale and a
-95% half-width. It builds the same :class:`~dpframe.queries.PlanContext` that
-:mod:`dpframe.release` builds for the real run, so the dry run shows the scales the run will
-use (``tests/test_release_spec.py`` checks this against the log). Nothing here reads data.
+95% half-width. Each query is planned by :func:`dpframe.release.plan` — the library's own
+plans, mechanisms and checks — on the protected input during a run, or, for the dry run, on
+a :func:`stand_in` of it (its schema, the spec's declarations and the public ``n``; no data),
+so the dry run shows the scales the run will use (``tests/test_release_spec.py`` checks this
+against the log). Nothing here reads data.
 
 When ``n`` is unknown (CSV files keep no row count in their metadata) the sensitivities,
-domains and scales that depend on ``n`` are shown as formulas in ``n``.
+domains and scales that depend on ``n`` are shown as formulas in ``n`` (:func:`_formula`; the
+measurements themselves still come from the library's plan).
 
 **Target accuracies.** A query may give each statistic a target half-width ``h`` at a level
 ``1 − α`` instead of a share of ε. Its ε is then the smallest ε at which the statistic's
 mechanism has ``P(|release − true| ≤ h) ≥ 1 − α`` for every true value
-(:func:`dpframe.mechanisms.accuracy.epsilon_for_half_width`, the inverse behind
-``frame.dp.epsilon_for``; doubled in a group-by, where each group's mechanism gets half), for
+(:func:`dpframe.planner.epsilon_for`, behind ``frame.dp.epsilon_for``; doubled in a
+group-by, where each group's mechanism gets half), for
 statistics that are one measurement: counts, and sums, means and variances on their plan's
 size; a std is released as the square root of a variance, and ``|√a − √b| ≤ √|a − b|``, so a
 std within ``h`` needs its variance within ``h²``. Such queries spend no δ. The queries with
@@ -26,13 +29,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import reduce
 from typing import Any
 
-from dpframe.errors import DPFrameError
-from dpframe.mechanisms.accuracy import ROUNDED, half_width, raw_target, rounded_half_width
+from dpframe.errors import DPFrameError, SpecError
+from dpframe.mechanisms.accuracy import ROUNDED, half_width, rounded_half_width
 from dpframe.spec import Condition, QuerySpec, ReleaseSpec, StatisticSpec
 
 __all__ = [
@@ -61,13 +64,14 @@ ACCURACY_METHOD = ("dpframe.mechanisms.accuracy.half_width: exact worst case ove
 class SourceFacts:
     """Public facts about the input, read from file metadata only.
 
-    ``columns``: name → ``"numeric"``, ``"string"``, ``"boolean"``, ``"other"`` or
-    ``"unknown"`` (CSV: names from the header line, types unknown until the engine infers them
-    from the data). ``n``: the public row count, or None. ``n_source``: where ``n`` comes from.
+    ``columns``: name → the Polars dtype the column reads as (Parquet: from the footer's
+    Arrow schema; CSV: the names of the header line, types as declared, undeclared columns
+    strings): what :func:`stand_in` is made of. ``n``: the public row count, or None.
+    ``n_source``: where ``n`` comes from.
     """
 
     files: tuple[str, ...]
-    columns: dict[str, str]
+    columns: dict[str, Any]
     n: int | None
     n_source: str
 
@@ -163,13 +167,11 @@ def _finite(d: dict[str, Any]) -> dict[str, Any]:
 
 # -- schema checks ---------------------------------------------------------------------------
 def _need_column(spec: ReleaseSpec, facts: SourceFacts, column: str, path: tuple[Any, ...],
-                 what: str) -> str:
-    kind = facts.columns.get(column)
-    if kind is None:
+                 what: str) -> None:
+    if column not in facts.columns:
         shown = ", ".join(list(facts.columns)[:20])
         raise spec.error(path, f"{what} {column!r} is not a column of the input "
                          f"(columns: {shown})")
-    return kind
 
 
 def _condition_columns(conds: tuple[Condition, ...]) -> list[Condition]:
@@ -180,41 +182,28 @@ def _condition_columns(conds: tuple[Condition, ...]) -> list[Condition]:
 
 
 def check_schema(spec: ReleaseSpec, facts: SourceFacts) -> None:
-    """Check the spec against the input's columns and types (schema only); errors name the
-    spec line."""
+    """Every column the spec names is a column of the input (schema only; errors name the
+    spec line). Whether a column's type suits its use (bounds on a number, keys of its type,
+    filter values it can be compared with) is the library's check, when the spec is planned
+    (:func:`plan_release`)."""
     for col in spec.bounds:
-        kind = _need_column(spec, facts, col, ("bounds", col), "bounded column")
-        if kind not in ("numeric", "unknown"):
-            raise spec.error(("bounds", col), f"column {col!r} is {kind}, not numeric; only "
-                             "numeric columns can be bounded and aggregated")
+        _need_column(spec, facts, col, ("bounds", col), "bounded column")
     for col in spec.keys:
         _need_column(spec, facts, col, ("keys", col), "key column")
     for q in spec.queries:
         if q.group_by is not None:
-            kind = _need_column(spec, facts, q.group_by, (*q.path, "group_by"),
-                                "group_by column")
-            assert q.keys is not None
-            numeric_keys = all(isinstance(k, int | float) and not isinstance(k, bool)
-                               for k in q.keys)
-            if (kind == "numeric" and not numeric_keys) or (kind == "string" and any(
-                    not isinstance(k, str) for k in q.keys)):
-                raise spec.error((*q.path, "group_by"), f"keys of {q.group_by!r} do not match "
-                                 f"its type ({kind})")
+            _need_column(spec, facts, q.group_by, (*q.path, "group_by"), "group_by column")
         for c in _condition_columns(q.filter):
             assert c.column is not None
-            kind = _need_column(spec, facts, c.column, (*c.path, "column"), "filter column")
-            values = c.value if isinstance(c.value, list) else [c.value]
-            vpath = (*c.path, "value")
-            if c.value is None or kind in ("unknown", "other"):
-                continue
-            if kind == "numeric" and c.op != "between" and any(
-                    isinstance(v, str | bool) for v in values):
-                raise spec.error(vpath, f"column {c.column!r} is numeric; compare it with "
-                                 f"numbers, got {c.value!r}")
-            if kind == "string" and (c.op in ("<", "<=", ">", ">=", "between") or any(
-                    not isinstance(v, str) for v in values)):
-                raise spec.error(vpath, f"column {c.column!r} holds strings: use ==, !=, in, "
-                                 f"not in with string values, got {c.op} {c.value!r}")
+            _need_column(spec, facts, c.column, (*c.path, "column"), "filter column")
+
+
+def _where(spec: ReleaseSpec, exc: DPFrameError, named: Mapping[str, tuple[Any, ...]],
+           default: tuple[Any, ...], prefix: str) -> SpecError:
+    """A library refusal as a :class:`SpecError` at the line of the one column of ``named``
+    (column → spec path) its message names, else at ``default``."""
+    hits = [path for col, path in named.items() if repr(col) in str(exc)]
+    return spec.error(hits[0] if len(hits) == 1 else default, f"{prefix}{exc}")
 
 
 # -- filters and queries ---------------------------------------------------------------------
@@ -270,17 +259,12 @@ def describe_filter(conditions: tuple[Condition, ...]) -> str | None:
 
 
 def build_queries(q: QuerySpec) -> tuple[dict[str, Any], dict[str, float]]:
-    """The ``{name: dpf.count()/dpf.mean(col)/...}`` of one query and its weights."""
-    from dpframe import queries as q_
+    """The ``{name: dpf.count()/dpf.mean(col)/...}`` of one query (the library's own query
+    objects, :data:`dpframe.queries.SCALAR_STATISTICS`) and its weights."""
+    from dpframe.queries import SCALAR_STATISTICS
 
-    builders: dict[str, Callable[[str], q_.Query]] = {
-        "sum": q_.sum, "mean": q_.mean, "variance": q_.variance, "std": q_.std}
-    stats: dict[str, Any] = {}
-    for s in q.statistics:
-        if s.kind == "count" or s.column is None:
-            stats[s.name] = q_.count()
-        else:
-            stats[s.name] = builders[s.kind](s.column)
+    stats = {s.name: SCALAR_STATISTICS[s.kind](s.column) if s.column is not None
+             else SCALAR_STATISTICS[s.kind]() for s in q.statistics}
     return stats, {s.name: s.weight for s in q.statistics}
 
 
@@ -330,148 +314,155 @@ def _formula(stat: StatisticSpec, part: str, public: bool, bounds: tuple[float, 
     return f"{d:.4g}", dom, f"{rel} {d / eps:.4g}", f"≈ {tail * d / eps:.4g}"
 
 
-def _context(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, n: int) -> Any:
-    from dpframe.queries import PlanContext
-
-    read = (stat.column,) if stat.column is not None else ()
-    drops = [c for c in read if spec.missing.get(c, "drop") == "drop"]
-    grouped = q.group_by is not None
-    return PlanContext(
-        size_public=not q.filter and not drops, n=n,
-        bounds=spec.bounds[stat.column] if stat.column is not None else None,
-        grouped=grouped, count_cap=float(n), column=stat.column, drops=bool(drops),
-        n_groups=len(q.keys) if q.keys is not None else 1,
-        all_bounds={c: spec.bounds[c] for c in read},
-    )
+# -- planning through the library -------------------------------------------------------------
+#: The public row count a stand-in plans at when the input's ``n`` is unknown (CSV without
+#: ``--rows``): only what does not depend on ``n`` is read from that plan (the measurements,
+#: their weights, whether the size is public); the rest is shown as formulas in ``n``.
+PLACEHOLDER_N = 1_000
 
 
-def _parts(stat: StatisticSpec, public: bool) -> tuple[tuple[str, float], ...]:
-    """Measurement names and their share of the statistic's ε (mirrors dpframe.queries)."""
-    if stat.kind in ("count", "sum") or public:
-        part = {"count": "count", "sum": "sum", "mean": "mean"}.get(stat.kind, "variance")
-        return ((part, 1.0),)
-    if stat.kind == "mean":
-        return (("count", 0.5), ("sum", 0.5))
-    return (("count", 1 / 3), ("sum", 1 / 3), ("sum_sq", 1 / 3))
+def protect_input(spec: ReleaseSpec, frame: Any, session: Any) -> Any:
+    """``dpf.protect`` with the spec's budget, bounds, keys and missing-value rules."""
+    import dpframe as dpf
+
+    return dpf.protect(frame, epsilon=spec.epsilon, delta=spec.delta, bounds=dict(spec.bounds),
+                       keys={k: list(v) for k, v in spec.keys.items()} or None,
+                       missing=dict(spec.missing), session=session)
 
 
-def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, n: int) -> float:
+def stand_in(spec: ReleaseSpec, facts: SourceFacts, n: int) -> Any:
+    """The input as the library plans it, without its data: a Polars LazyFrame of one row of
+    missing values with the input's columns and types (``facts.columns``, from file metadata),
+    protected by :func:`protect_input` in a throwaway in-memory session (the spec's ledger is
+    not touched) and given the public size ``n``. A release plans from public facts only (the
+    schema, the declarations and ``n``), so :func:`dpframe.release.plan` plans this frame as
+    it plans the input read by Polars (a run plans its protected input itself, whatever the
+    engine); nothing is ever released from it. (Its row is made
+    of literals, not of a frame's buffers: protect refuses memory a protected frame holds.)"""
+    import polars as pl
+
+    import dpframe as dpf
+    from dpframe.provenance import resolve
+
+    row = pl.LazyFrame().select([pl.lit(None, dtype=t).alias(c) for c, t in facts.columns.items()])
+    try:
+        pf = protect_input(spec, row, dpf.Session())
+    except DPFrameError as exc:
+        named = {c: (table, c) for table in ("missing", "keys", "bounds")  # bounds win
+                 for c in getattr(spec, table)}
+        raise _where(spec, exc, named, ("bounds",), "") from None
+    resolve(pf).dataset.n = n  # the input's public size, in place of the row protect counted
+    return pf
+
+
+def _derived(spec: ReleaseSpec, q: QuerySpec, frame: Any) -> Any:
+    """The frame a query releases from: the protected input, filtered (a verified
+    derivation) if the query has a filter."""
+    if not q.filter:
+        return frame
+    try:
+        return frame.dp.filter(*compile_filter(q.filter))
+    except DPFrameError as exc:
+        raise spec.error((*q.path, "filter"), f"filter of {q.name!r}: {exc}") from None
+
+
+def _group(q: QuerySpec) -> dict[str, Any]:
+    return {"group_by": q.group_by, "keys": None if q.keys is None else list(q.keys)}
+
+
+def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, frame: Any
+                    ) -> float:
     """The ε (charged to the ledger) at which ``stat`` reaches its target half-width at the
-    query's level (see the module docstring)."""
-    from dpframe.mechanisms.accuracy import epsilon_for_half_width
+    query's level: :func:`dpframe.planner.epsilon_for` on the query's frame (a std within
+    ``h`` needs its variance within ``h²``, see the module docstring)."""
+    from dpframe.planner import epsilon_for
 
     assert stat.target is not None
-    one = QuerySpec(q.name, 1.0, (stat,), q.group_by, q.keys, q.filter, q.mechanism)
+    kind, target = stat.kind, stat.target
+    if kind == "std":
+        kind, target = "variance", target * target
+    query = build_queries(QuerySpec(q.name, 1.0, (StatisticSpec(
+        stat.name, kind, stat.column, 1.0),), None, None, (), q.mechanism))[0][stat.name]
     try:
-        plan = build_queries(one)[0][stat.name].plan(_context(spec, q, stat, n))
-    except DPFrameError as exc:
-        raise spec.error(stat.path, f"{stat.name!r}: {exc}") from None
-    ms = plan.measurements
-    if len(ms) != 1:
-        raise spec.error(stat.path, (
-            f"{stat.name!r}: a target accuracy needs a statistic released as one measurement "
-            f"(counts; sums, means, variances and stds on a public size); this {stat.kind} is "
-            f"{len(ms)} measurements ({', '.join(m.name for m in ms)}: its size is private — "
-            "a filter, a group-by or missing = \"drop\" on its column). Give the query a share "
-            "instead, or declare a fill value for the column"))
-    m = ms[0]
-    target = stat.target * stat.target if stat.kind == "std" else raw_target(stat.kind,
-                                                                              stat.target)
-    finite = math.isfinite(m.lower) and math.isfinite(m.upper)
-    options = {} if finite or m.magnitude is None else {"magnitude": m.magnitude}
-    gf = (plan.group_share or 0.5) if q.group_by is not None else 1.0
-    try:
-        eps = epsilon_for_half_width(
-            q.mechanism, target, sensitivity=m.sensitivity,
-            lower=m.lower if math.isfinite(m.lower) else None,
-            upper=m.upper if math.isfinite(m.upper) else None,
-            delta=0.0, alpha=1.0 - q.level, **options)
+        return epsilon_for(frame, query, target, alpha=1.0 - q.level, delta=0.0,
+                           mechanism=q.mechanism, **_group(q))
     except DPFrameError as exc:
         raise spec.error(stat.path, f"{stat.name!r}: accuracy {stat.target:g} at level "
-                         f"{q.level:g} cannot be reached: {exc}") from None
-    return eps / gf / m.weight
+                         f"{q.level:g}: {exc}") from None
 
 
-def _plan_query(spec: ReleaseSpec, q: QuerySpec, n: int | None, eps_q: float,
-                weights: Mapping[str, float] | None = None) -> QueryPlan:
-    """The plan of one query released with ε = ``eps_q`` (and its share of δ); ``weights``:
-    the statistics' ε's for a query with target accuracies (else their weights)."""
-    from dpframe.mechanisms import make_mechanism
+def _planned(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float, dlt_q: float,
+             weights: Mapping[str, float]) -> list[Any]:
+    """:func:`dpframe.release.plan` of the query's release (the run makes the same call's
+    release); an error names the query's line."""
+    from dpframe.release import plan
 
+    try:
+        return plan(frame, build_queries(q)[0], epsilon=eps_q, delta=dlt_q,
+                    weights=dict(weights), mechanism=q.mechanism, **_group(q))
+    except DPFrameError as exc:
+        named = {s.column: s.path for s in q.statistics if s.column is not None}
+        if q.group_by is not None:
+            named[q.group_by] = (*q.path, "group_by")
+        raise _where(spec, exc, named, q.path, f"query {q.name!r}: ") from None
+
+
+def _measurement(q: QuerySpec, stat: StatisticSpec, p: Any, m: Any, mech: Any, dlt_q: float,
+                 size: str) -> MeasurementPlan:
+    """One row of the plan: a measurement of ``p`` (a :class:`dpframe.release.Planned`) and
+    the mechanism the library built for it."""
+    eps, dlt = p.epsilon * m.weight, dlt_q * p.share * m.weight
+    h = half_width(mech, ALPHA)
+    reached = None
+    if stat.target is not None:
+        reached = half_width(mech, 1.0 - q.level)
+        reached = math.sqrt(reached) if stat.kind == "std" else reached
+        reached = rounded_half_width(reached) if stat.kind in ROUNDED else reached
+    return MeasurementPlan(
+        stat.name, stat.kind, stat.column, m.name, size, eps, dlt, float(mech.epsilon),
+        str(mech.name), float(mech.sensitivity), float(mech.domain.lower),
+        float(mech.domain.upper), float(mech.scale), float(mech.grid or 0.0),
+        float(getattr(mech, "epsilon_overhead", 0.0)), float(h),
+        target=stat.target, level=q.level if stat.target is not None else None,
+        target_half_width=reached)
+
+
+def _in_n(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, p: Any, m: Any,
+          dlt_q: float, size: str) -> MeasurementPlan:
+    """A measurement planned at :data:`PLACEHOLDER_N`, its n-dependent numbers as
+    formulas in n (:func:`_formula`)."""
+    gf = (p.plan.group_share or 0.5) if q.group_by is not None else 1.0
+    eps, dlt = p.epsilon * m.weight, dlt_q * p.share * m.weight
+    bounds = spec.bounds.get(stat.column) if stat.column is not None else None
+    d, dom, sc, hw = _formula(stat, m.name, p.plan.public_size, bounds, q.mechanism, eps * gf)
+    return MeasurementPlan(stat.name, stat.kind, stat.column, m.name, size, eps, dlt, eps * gf,
+                           q.mechanism, None, None, None, None, None, None, None,
+                           formula=f"Δ = {d}; domain {dom}; scale {sc}; ±95% {hw}")
+
+
+def _plan_query(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float,
+                weights: Mapping[str, float] | None = None, *, in_n: bool = False
+                ) -> QueryPlan:
+    """The plan of one query released with ε = ``eps_q`` (and its share of δ) from
+    ``frame`` (its filter applied here); ``weights``: the statistics' ε's for a query with
+    target accuracies (else their weights). ``in_n``: ``n`` is unknown (formulas in n)."""
     dlt_q = spec.query_delta(q)
-    if weights is not None:
-        q = QuerySpec(q.name, q.share, tuple(
-            StatisticSpec(s.name, s.kind, s.column, weights[s.name], s.path, s.target)
-            for s in q.statistics), q.group_by, q.keys, q.filter, q.mechanism, q.path, q.level)
-    total_w = math.fsum(s.weight for s in q.statistics)
-    grouped = q.group_by is not None
+    planned = _planned(spec, q, _derived(spec, q, frame), eps_q, dlt_q,
+                       weights_of(q) if weights is None else weights)
     out: list[MeasurementPlan] = []
-    for stat in q.statistics:
-        share = stat.weight / total_w
-        drops = stat.column is not None and spec.missing.get(stat.column, "drop") == "drop"
-        public = not q.filter and not drops and not grouped
-        size = "public n" if public else "private"
-        if n is None:
-            for part, weight in _parts(stat, public):
-                gf = 0.5 if grouped else 1.0
-                eps, dlt = eps_q * share * weight, dlt_q * share * weight
-                bounds = spec.bounds.get(stat.column) if stat.column is not None else None
-                d, dom, sc, hw = _formula(stat, part, public, bounds, q.mechanism, eps * gf)
-                out.append(MeasurementPlan(
-                    stat.name, stat.kind, stat.column, part, size, eps, dlt, eps * gf,
-                    q.mechanism, None, None, None, None, None, None, None,
-                    formula=f"Δ = {d}; domain {dom}; scale {sc}; ±95% {hw}"))
-            continue
-        try:
-            plan = build_queries(QuerySpec(q.name, q.share, (stat,), q.group_by, q.keys,
-                                           q.filter, q.mechanism))[0][stat.name].plan(
-                _context(spec, q, stat, n))
-        except DPFrameError as exc:
-            raise spec.error(stat.path, f"{stat.name!r}: {exc}") from None
-        gf = (plan.group_share or 0.5) if grouped else 1.0
-        for m in plan.measurements:
-            eps, dlt = eps_q * share * m.weight, dlt_q * share * m.weight
-            finite = math.isfinite(m.lower) and math.isfinite(m.upper)
-            try:
-                mech = make_mechanism(q.mechanism, epsilon=eps * gf, sensitivity=m.sensitivity,
-                                      lower=m.lower, upper=m.upper, delta=dlt * gf,
-                                      magnitude=None if finite else m.magnitude)
-            except DPFrameError as exc:
-                raise spec.error((*q.path, "share"), f"{q.name!r}/{stat.name!r}: the "
-                                 f"{q.mechanism} mechanism cannot be built: {exc}") from None
-            h = half_width(mech, ALPHA)
-            reached = None
-            if stat.target is not None:
-                reached = half_width(mech, 1.0 - q.level)
-                reached = math.sqrt(reached) if stat.kind == "std" else reached
-                reached = rounded_half_width(reached) if stat.kind in ROUNDED else reached
-            out.append(MeasurementPlan(
-                stat.name, stat.kind, stat.column, m.name, size, eps, dlt, eps * gf,
-                str(mech.name), float(mech.sensitivity), float(mech.domain.lower),
-                float(mech.domain.upper), float(mech.scale), float(mech.grid or 0.0),
-                float(getattr(mech, "epsilon_overhead", 0.0)), float(h),
-                target=stat.target, level=q.level if stat.target is not None else None,
-                target_half_width=reached))
+    for stat, p in zip(q.statistics, planned, strict=True):
+        size = "public n" if p.plan.public_size else "private"
+        for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True):
+            out.append(_in_n(spec, q, stat, p, m, dlt_q, size) if in_n or mech is None
+                       else _measurement(q, stat, p, m, mech, dlt_q, size))
     return QueryPlan(q.name, q.share, eps_q, dlt_q, q.mechanism, q.group_by, q.keys,
                      describe_filter(q.filter), tuple(out), targeted=q.targeted)
 
 
-def plan_release(spec: ReleaseSpec, facts: SourceFacts) -> ReleasePlan:
-    """The plan of one run of ``spec`` on an input described by ``facts`` (no data read)."""
-    check_schema(spec, facts)
-    if facts.n is not None and facts.n == 0:
-        raise spec.error(("input", "path"), "the input has no rows (n = 0 is public); there "
-                         "is nothing to release")
-    targeted: dict[str, dict[str, float]] = {}
-    for q in spec.queries:
-        if not q.targeted:
-            continue
-        if facts.n is None:
-            raise spec.error(q.statistics[0].path, (
-                f"query {q.name!r}: the epsilon a target accuracy needs depends on the public "
-                "row count n, which CSV files do not record; pass --rows N to plan at an "
-                "assumed n (the run uses the n it counts)"))
-        targeted[q.name] = {s.name: _target_epsilon(spec, q, s, facts.n) for s in q.statistics}
+def _check_targets_fit(spec: ReleaseSpec, targeted: Mapping[str, Mapping[str, float]]
+                       ) -> float:
+    """The ε the target accuracies need, refused if the run's ε cannot pay it (and leave
+    something for the queries with shares)."""
     needed = math.fsum(math.fsum(e.values()) for e in targeted.values())
     if needed > spec.run_epsilon * (1 + 1e-9) or (
             needed >= spec.run_epsilon and any(not q.targeted for q in spec.queries)):
@@ -484,9 +475,37 @@ def plan_release(spec: ReleaseSpec, facts: SourceFacts) -> ReleasePlan:
             + ("" if all(q.targeted for q in spec.queries) else
                ", leaving nothing for the queries with shares")
             + "; relax the targets or raise the budget"))
+    return needed
+
+
+def plan_release(spec: ReleaseSpec, facts: SourceFacts, frame: Any = None) -> ReleasePlan:
+    """The plan of one run of ``spec`` on an input described by ``facts`` (no data read):
+    every query planned by :func:`dpframe.release.plan` on ``frame`` (the protected input,
+    during a run) or on a :func:`stand_in` of the input (the dry run, and the checks before a
+    run protects anything)."""
+    check_schema(spec, facts)
+    if facts.n is not None and facts.n == 0:
+        raise spec.error(("input", "path"), "the input has no rows (n = 0 is public); there "
+                         "is nothing to release")
+    if frame is None:
+        frame = stand_in(spec, facts, PLACEHOLDER_N if facts.n is None else facts.n)
+    targeted: dict[str, dict[str, float]] = {}
+    for q in spec.queries:
+        if not q.targeted:
+            continue
+        if facts.n is None:
+            raise spec.error(q.statistics[0].path, (
+                f"query {q.name!r}: the epsilon a target accuracy needs depends on the public "
+                "row count n, which CSV files do not record; pass --rows N to plan at an "
+                "assumed n (the run uses the n it counts)"))
+        derived = _derived(spec, q, frame)
+        targeted[q.name] = {s.name: _target_epsilon(spec, q, s, derived) for s in q.statistics}
+    needed = _check_targets_fit(spec, targeted)
+    in_n = facts.n is None
     queries = tuple(
-        _plan_query(spec, q, facts.n, math.fsum(targeted[q.name].values()), targeted[q.name])
-        if q.targeted else _plan_query(spec, q, facts.n, spec.query_epsilon(q, needed))
+        _plan_query(spec, q, frame, math.fsum(targeted[q.name].values()), targeted[q.name])
+        if q.targeted else _plan_query(spec, q, frame, spec.query_epsilon(q, needed),
+                                       in_n=in_n)
         for q in spec.queries)
     return ReleasePlan(spec, facts, queries, ACCURACY_METHOD, ALPHA)
 

@@ -34,12 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dpframe.errors import (
-    BudgetExceededError,
-    DPFrameError,
-    SourceChangedError,
-    UnsupportedInputError,
-)
+from dpframe.errors import BudgetExceededError, DPFrameError, SourceChangedError
 from dpframe.spec import InputSpec, ReleaseSpec, SpecError, load_spec
 from dpframe.spec_plan import (
     ReleasePlan,
@@ -49,6 +44,7 @@ from dpframe.spec_plan import (
     compile_filter,
     format_plan,
     plan_release,
+    protect_input,
 )
 
 __all__ = [
@@ -77,20 +73,6 @@ def _files(inp: InputSpec) -> list[str]:
     return [inp.path] if os.path.exists(inp.path) else []
 
 
-def _arrow_kind(t: Any) -> str:
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(t):
-        return _arrow_kind(t.value_type)
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return "numeric"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "string"
-    return "other"
-
-
 def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
     """Columns, types and row count of the spec's input from metadata only.
 
@@ -107,7 +89,7 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
         import pyarrow.parquet as pq
 
         n = 0
-        columns: dict[str, str] = {}
+        columns: dict[str, Any] = {}
         first: list[tuple[str, str]] = []
         for i, f in enumerate(files):
             try:
@@ -119,7 +101,7 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
             fields = [(field.name, _type_name(field.type)) for field in schema]
             if i == 0:
                 first = fields
-                columns = {name: _arrow_kind(schema.field(name).type) for name in schema.names}
+                columns = _polars_dtypes(schema)
             elif fields != first:
                 raise spec.error(("input", "path"), _schema_difference(files[0], first, f,
                                                                        fields))
@@ -134,10 +116,8 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
         if other != header:
             raise spec.error(("input", "path"), _schema_difference(
                 files[0], [(c, "") for c in header], f, [(c, "") for c in other]))
-    kinds = {"float64": "numeric", "int64": "numeric", "string": "string", "bool": "boolean",
-             "date": "other"}
     declared = dict(inp.columns)
-    cols = {c: kinds[declared[c]] if c in declared else "string" for c in header}
+    cols = {c: _csv_polars_dtype(declared.get(c, "string")) for c in header}
     if rows is not None:
         return SourceFacts(tuple(files), cols, rows,
                            "ASSUMED with --rows: CSV files keep no row count in their metadata; "
@@ -145,6 +125,26 @@ def source_facts(spec: ReleaseSpec, rows: int | None = None) -> SourceFacts:
     return SourceFacts(tuple(files), cols, None,
                        "unknown: CSV files keep no row count in their metadata; the run counts "
                        "the rows")
+
+
+def _polars_dtypes(schema: Any) -> dict[str, Any]:
+    """The Polars dtypes of an Arrow schema (a column Polars cannot represent: ``Null``)."""
+    import polars as pl
+    import pyarrow as pa
+
+    out: dict[str, Any] = {}
+    for arrow_field in schema:
+        try:
+            out[arrow_field.name] = pl.Series(pa.array([], type=arrow_field.type)).dtype
+        except Exception:
+            out[arrow_field.name] = pl.Null
+    return out
+
+
+def _csv_polars_dtype(kind: str) -> Any:
+    import polars as pl
+
+    return getattr(pl, _CSV_POLARS[kind])
 
 
 def _type_name(t: Any) -> str:
@@ -455,23 +455,6 @@ def _typed_partition(part: Any, declared: dict[str, str]) -> Any:
     return out
 
 
-def _protect(spec: ReleaseSpec, frame: Any, session: Any) -> Any:
-    import dpframe as dpf
-
-    try:
-        return dpf.protect(frame, epsilon=spec.epsilon, delta=spec.delta,
-                           bounds=dict(spec.bounds),
-                           keys={k: list(v) for k, v in spec.keys.items()} or None,
-                           missing=dict(spec.missing), session=session)
-    except UnsupportedInputError as exc:
-        if spec.input.engine != "polars" and "protects" in str(exc):
-            raise DPFrameError(
-                f"engine {spec.input.engine!r} is not supported by dpf.protect in this dpframe "
-                f"version ({exc}); use engine = \"polars\" for now"
-            ) from None
-        raise
-
-
 # -- the run ---------------------------------------------------------------------------------
 def _identities(files: list[str]) -> dict[str, tuple[int, int, int, int]]:
     """Path → (size, modification time in ns, device, inode) of each input file: file-system
@@ -658,13 +641,14 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
     session = dpf.Session(path=spec.ledger, expect_head=expect_head)
     try:
         frame = load_frame(spec.input)
-        pf = _protect(spec, frame, session)
+        pf = protect_input(spec, frame, session)
     except Exception:
         _check_unchanged(spec, checked)  # a changed input: one fixed message, whatever failed
         raise
     _check_unchanged(spec, checked)  # protect bound these files; every release checks them
-    # the ε's of the queries, at the public n protect read (the same n as the footers')
-    plan = plan_release(spec, replace(facts, n=pf.dp.size))
+    # the plan of the protected input itself: the ε's of the queries at the public n protect
+    # read (the same n as the footers'), the same plans its releases make
+    plan = plan_release(spec, replace(facts, n=pf.dp.size), pf)
     by_name = {qp.name: qp for qp in plan.queries}
     remaining = pf.dp.budget
     _check_run_budget(spec, plan, session, remaining)

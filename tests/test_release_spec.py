@@ -296,7 +296,7 @@ BAD = {
                                "unknown query kind"),
     "unbounded column": (_bad('mean_age = "mean(age)"', f'mean_age = "mean(height)"  {MARK}'),
                          "'height' has no bounds"),
-    "bounds reversed": (_bad("age = [0, 100]", f"age = [100, 0]  {MARK}"), "lower < upper"),
+    "bounds reversed": (_bad("age = [0, 100]", f"age = [100, 0]  {MARK}"), "are reversed"),
     "fill outside bounds": (_bad("income = 0\n", f"income = 5000  {MARK}\n"), "outside"),
     "group_by without keys": (_bad('kind = "count"', f'kind = "count"\ngroup_by = "sex"  {MARK}'),
                               "no public keys"),
@@ -317,7 +317,13 @@ BAD = {
                                 f"  {MARK}"), "not a column of the input"),
     "filter type": (_bad('kind = "count"',
                          f'kind = "count"\nfilter = [{{ column = "region", op = ">", value = 3 }}]'
-                         f"  {MARK}"), "holds strings"),
+                         f"  {MARK}"), "cannot compare string with numeric"),
+    # the library's checks of the stand-in (dpframe.spec_plan.stand_in), at the line of the
+    # column they name
+    "bounds on a string column": (_bad("income = [0, 1000]", f"income = [0, 1000]\n"
+                                       f"region = [0, 1]  {MARK}"), "not a numeric type"),
+    "keys of another type": (_bad('kind = "count"', f'kind = "count"\ngroup_by = "age"  {MARK}'
+                                  '\nkeys = ["x", "y"]'), "do not match column 'age'"),
     "no matching file": (_bad('path = "data.parquet"', f'path = "nothing/*.parquet"  {MARK}'),
                          "no file matches"),
 }
@@ -611,7 +617,7 @@ BAD_TARGETS = {
     # (a count's target is for the released integer: any target is reachable, 0 meaning
     # exact with probability ≥ level; a continuous statistic's ±1e-12 is not)
     "unreachable target": (_bad_target("accuracy = 150", f"accuracy = 1e-12  {MARK}"),
-                           "cannot be reached"),
+                           "reaches half-width"),
 }
 
 
