@@ -31,7 +31,19 @@ from dpframe.frames.results import Estimate, QuantileEstimate
 from dpframe.integrity import sign_release
 from dpframe.io import read_log, read_release, write_parquet
 from dpframe.provenance import Session, protect
-from dpframe.queries import count, mean, median, quantile, std, sum, variance
+from dpframe.queries import (
+    corr,
+    count,
+    cov,
+    histogram,
+    mean,
+    median,
+    quantile,
+    std,
+    sum,
+    value_counts,
+    variance,
+)
 from dpframe.report.show import show
 from dpframe.units import count_units
 
@@ -58,9 +70,12 @@ __all__ = [
     "UnsupportedProcessError",
     "__version__",
     "concat_releases",
+    "corr",
     "count",
     "count_units",
+    "cov",
     "dp",
+    "histogram",
     "mean",
     "median",
     "protect",
@@ -74,6 +89,7 @@ __all__ = [
     "sort_release",
     "std",
     "sum",
+    "value_counts",
     "variance",
     "write_parquet",
 ]

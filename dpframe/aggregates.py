@@ -123,7 +123,8 @@ class Agg:
     (the number of distinct values of ``column``, the privacy-unit id, after bounding) or
     ``"bins"`` (rows of ``column`` per bin of ``bins``: a ``(groups, B)`` array instead of one
     number per group; rows missing the column follow its policy, dropped or counted at the fill
-    value).
+    value) or ``"keys"`` (rows per public key of ``column`` among ``keys``: a ``(groups, K)``
+    array; rows with another or a missing value are in no cell).
     """
 
     kind: str
@@ -132,11 +133,12 @@ class Agg:
     column2: str | None = None
     fp2: FixedPoint | None = None
     bins: Bins | None = None
+    keys: tuple[Any, ...] | None = None
 
     @property
     def scale(self) -> float:
         """The factor turning the integer aggregate into the statistic (q, q² or q·q₂)."""
-        if self.kind in ("rows", "units") or self.fp is None:
+        if self.kind in ("rows", "units", "keys") or self.fp is None:
             return 1.0
         if self.kind == "sum":
             return self.fp.q

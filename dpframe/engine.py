@@ -181,7 +181,8 @@ def aggregate(
             native, bounding, columns=sorted({c for a in aggs for c in a.columns()}),
             group_by=group_by, keys=keys)
     binned = [a for a in aggs if a.kind == "bins"]
-    aggs = [a for a in aggs if a.kind != "bins"]
+    keyed = [a for a in aggs if a.kind == "keys"]
+    aggs = [a for a in aggs if a.kind not in ("bins", "keys")]
     if columns is None or bounding is not None:  # (bounding makes a new frame)
         columns = frame_columns(native)
     data: dict[Agg, np.ndarray] | None = None
@@ -199,6 +200,8 @@ def aggregate(
             data = _narwhals_sums(native, aggs, columns, missing, group_by, keys)
         for agg in binned:
             data[agg] = _bin_counts(native, agg, columns, missing, group_by, keys, method)
+    for agg in keyed:
+        data[agg] = _value_key_counts(native, agg, group_by, keys, method, columns)
     for agg, values in data.items():
         if not np.all(np.mod(values, 1.0) == 0.0):  # pragma: no cover - engine invariant
             raise RuntimeError(f"internal error: aggregate {agg} is not an integer; please report")
@@ -836,6 +839,24 @@ def _bin_counts(
     keep = group >= 0
     np.add.at(out, group[keep] * bins.count + j[keep], n[keep])
     return out.reshape(n_groups, bins.count)
+
+
+def _value_key_counts(native: Any, agg: Agg, group_by: str | tuple[str, ...] | None,
+                keys: Sequence[Any] | None, method: str, columns: Mapping[str, Any]
+                ) -> np.ndarray:
+    """Exact rows per public key of ``agg.column`` (``agg.keys``), per declared group: a
+    ``(G, K)`` array. The group-by row count over the group columns and ``agg.column`` with
+    every (group, key) combination as declared keys, through the same path as any group-by."""
+    assert agg.column is not None and agg.keys is not None
+    cols = _group_columns(group_by)
+    tuples = [k if len(cols) > 1 else (k,) for k in (keys or [])] if cols else [()]
+    combos = [(*t, k) for t in tuples for k in agg.keys]
+    by: str | tuple[str, ...] = (*cols, agg.column) if cols else agg.column
+    rows = Agg("rows")
+    counts = aggregate(native, [rows], missing={}, group_by=by,
+                       keys=combos if cols else list(agg.keys), method=method,
+                       columns=columns)[rows]
+    return np.asarray(counts, dtype=np.float64).reshape(len(tuples), len(agg.keys))
 
 
 def _numpy_bin_counts(native: Any, agg: Agg, policy: Any, group_by: str | tuple[str, ...] | None,

@@ -121,16 +121,22 @@ def _selection_row(frame: Any, session: Session | str | None, rule: Any, alpha: 
                     rule.threshold, float(half), float(sure))
 
 
+#: statistics released as one noisy count per cell (bins, keys): a count's accuracy per cell
+_CELLS = ("histogram", "value_counts")
+
+
 def _half_width(kind: str, mechs: Mapping[str, Any], alpha: float, public: bool,
                 min_rows: int | None, query: Query, bounds: tuple[float, float] | None
                 ) -> tuple[float, str]:
     single = len(mechs) == 1 and None not in mechs.values()
     if kind == "quantile":
         return math.nan, _quantile_note(next(iter(mechs.values())), alpha)
-    if single and kind in ROUNDED:
+    if single and (kind in ROUNDED or kind in _CELLS):
         h = half_width(next(iter(mechs.values())), alpha)
-        return rounded_half_width(h), (f"exact (one measurement): the noisy count is within "
-                                       f"{h:.4g}, the released integer within ⌊{h:.4g} + ½⌋")
+        each = ", each cell" if kind in _CELLS else ""
+        return rounded_half_width(h), (f"exact (one measurement{each}): the noisy count is "
+                                       f"within {h:.4g}, the released integer within "
+                                       f"⌊{h:.4g} + ½⌋")
     if single and kind in ("sum", "mean", "variance"):
         return half_width(next(iter(mechs.values())), alpha), "exact (one measurement)"
     if single and kind == "std":
@@ -210,7 +216,7 @@ def split(
     factor = _group_factor(group_by, frame, session)
     result = split_epsilon(list(reqs.values()), float(epsilon) * factor)
     return {name: (eps / factor, rounded_half_width(h)
-                   if getattr(targets[name][0], "kind", None) in ROUNDED else h)
+                   if getattr(targets[name][0], "kind", None) in (*ROUNDED, *_CELLS) else h)
             for name, eps, h in zip(reqs, result.epsilons, result.half_widths, strict=True)}
 
 
@@ -244,11 +250,17 @@ def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: flo
             "for answers that are one measurement (counts; public-size sums, means and "
             "variances). Use accuracy() at candidate epsilons instead."
         )
+    if group_by is None and planned.plan.cell_share is not None:
+        raise ParameterError(
+            f"{query!r} releases one count per cell at a share of its ε; the inverse is "
+            "available for it per group (frame.dp.groupby(...).epsilon_for). Use accuracy() "
+            "at candidate epsilons instead (its half-width is exact for each cell).")
     m, mech = ms[0], planned.mechanisms[0]
     bounded = math.isfinite(m.lower) and math.isfinite(m.upper)
     options = {} if m.magnitude is None or bounded else {"magnitude": m.magnitude}
     return AccuracyTarget(
-        mech.name, float(mech.sensitivity), raw_target(planned.plan.query, float(target)),
+        mech.name, float(mech.sensitivity), raw_target(
+            "count" if planned.plan.query in _CELLS else planned.plan.query, float(target)),
         lower=m.lower if math.isfinite(m.lower) else None,
         upper=m.upper if math.isfinite(m.upper) else None,
         delta=float(mech.delta) if mech.name == "bounded" else 0.0, alpha=a, options=options,

@@ -62,6 +62,7 @@ variance) the correctly rounded float differs from the exact rational by at most
 
 from __future__ import annotations
 
+import itertools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -91,6 +92,8 @@ __all__ = [
     "SCALAR_STATISTICS",
     "Count",
     "Covariance",
+    "CovarianceEntries",
+    "Histogram",
     "Mean",
     "Measurement",
     "Plan",
@@ -100,13 +103,18 @@ __all__ = [
     "Query",
     "Std",
     "Sum",
+    "ValueCounts",
     "Variance",
+    "corr",
     "count",
+    "cov",
+    "histogram",
     "mean",
     "median",
     "quantile",
     "std",
     "sum",
+    "value_counts",
     "variance",
 ]
 
@@ -158,6 +166,8 @@ class PlanContext:
     #: the release's total ε (public; None where unknown): an upper bound on any query's share,
     #: used only to size public grids (quantile bins, :func:`dpframe.mechanisms.default_bins`)
     epsilon: float | None = None
+    #: the keys declared at protect, per column (public; a value-count query's default keys)
+    keys: Mapping[str, Sequence[Any]] = field(default_factory=dict)
 
     @property
     def rows_per_unit(self) -> int:
@@ -277,6 +287,17 @@ class Plan:
     #: public facts only (one value per group), and logs ``interval_note``
     ci_columns: Callable[[Mapping[str, Any], float], dict[str, float]] | None = None
     interval_note: str | None = None
+    #: ungrouped, the ε share of each of several disjoint cells one measurement releases
+    #: (histogram bins: a replaced row moves between two, so ½ each; parallel composition);
+    #: None: one cell, the whole share
+    cell_share: float | None = None
+
+    def epsilon_factor(self, grouped: bool) -> float:
+        """The factor of the query's ε (and δ) each measured cell gets: per group in a
+        group-by (``group_share``, default ½), per cell ungrouped (``cell_share``, default 1)."""
+        if grouped:
+            return self.group_share or 0.5
+        return self.cell_share or 1.0
 
     @property
     def aggregates(self) -> tuple[Agg, ...]:
@@ -777,6 +798,213 @@ def _covariance_statistic(sum_a: Agg, sum_b: Agg, prod: Agg, n: int) -> Statisti
     return stat
 
 
+
+class CovarianceEntries(Covariance):
+    """:class:`Covariance` as a statistic of a release (``dpf.cov(cols)``, ``dpf.corr(cols)``):
+    the same measurements, ε split and post-processing, its matrix released as entries named
+    ``<name>[<a>,<b>]`` (the upper triangle; a covariance's diagonal holds the variances, a
+    correlation's is 1 and is left out), with value intervals under ``ci=``."""
+
+    def __init__(self, columns: Sequence[str], kind: str = "cov") -> None:
+        super().__init__(columns, kind)
+        p = len(self.columns)
+        first = 0 if kind == "cov" else 1
+        self.entries = tuple((j, k) for j in range(p) for k in range(j + first, p))
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(f"{self.columns[j]},{self.columns[k]}" for j, k in self.entries)
+
+    def plan(self, ctx: PlanContext) -> Plan:
+        from dataclasses import replace
+
+        whole = super().plan(ctx)
+        rows = np.array([j for j, _ in self.entries])
+        cols = np.array([k for _, k in self.entries])
+        matrix_interval = whole.interval
+        assert matrix_interval is not None
+
+        def fin(v: dict[str, np.ndarray]) -> np.ndarray:
+            return np.asarray(whole.finalize(v))[rows, cols][None, :]
+
+        def interval(mechs: Mapping[str, Any], noisy: Mapping[str, np.ndarray], level: float
+                     ) -> tuple[np.ndarray, np.ndarray]:
+            lo, hi = matrix_interval(mechs, noisy, level)
+            return lo[rows, cols][None, :], hi[rows, cols][None, :]
+
+        return replace(whole, finalize=fin, interval=interval, labels=self.labels)
+
+
+class Histogram(Query):
+    r"""Counts of a bounded numeric column over ``B`` equal public bins of its declared bounds
+    ``[l, u]`` (``dpf.histogram(col, bins=B)``, a statistic of a release; the frame method
+    ``frame.dp.histogram`` also takes arbitrary public edges).
+
+    The engine counts rows per bin (:class:`dpframe.aggregates.Bins`, the quantiles' bins: the
+    bin of a value ``x`` clamped to ``[l, u]`` is ``⌊t·B⌋`` limited to ``B − 1`` with
+    ``t = (x/2 − l/2)/(u/2 − l/2)``, so bin ``j`` is ``[l + (u − l)·j/B, l + (u − l)·(j+1)/B)``
+    up to the rounding of ``t``, the last bin closed, values outside the bounds in the end
+    bins); missing values follow the column's rule (dropped: in no bin).
+
+    *Sensitivity.* The bins are disjoint cells: replacing a row moves it between at most two
+    cells, each count changing by 1 (in a group-by, two (group, bin) cells in all). Each cell
+    is a count with Δ = 1 on ``[0, n]`` released at ε/2 (ungrouped: ``cell_share`` ½;
+    grouped: the group share ½), so the whole histogram costs ε once (parallel composition,
+    as for ``frame.dp.histogram``, a group-by count over the bins). Counts are rounded to
+    non-negative integers (post-processing). A frame with a privacy unit is refused: one
+    person's ``k`` rows can reach ``k`` bins of a group, which the group bound ``g`` does not
+    limit (``frame.dp.histogram`` and ``groupby(...).histogram`` bound the bins per person).
+    """
+
+    kind = "histogram"
+
+    def __init__(self, column: str, bins: int) -> None:
+        from dpframe.mechanisms.quantiles import DEFAULT_MAX_CELLS
+
+        super().__init__(column)
+        if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or not (
+                1 <= int(bins) <= DEFAULT_MAX_CELLS):
+            raise ParameterError(f"dpf.histogram takes bins=<int> from 1 to "
+                                 f"{DEFAULT_MAX_CELLS:,} (equal bins of the declared bounds; "
+                                 f"arbitrary public edges: frame.dp.histogram(col, "
+                                 f"edges=[...])), got {bins!r}")
+        self.bins = int(bins)
+
+    def __repr__(self) -> str:
+        return f"dpf.histogram({self.column!r}, bins={self.bins})"
+
+    def plan(self, ctx: PlanContext) -> Plan:
+        _refuse_units(ctx, "histogram")
+        lo, hi = _require_bounds(ctx, self.kind)
+        count = self.bins
+        bins = Bins(float(lo), float(hi), count)
+        if not (hi > lo and math.isfinite(lo) and math.isfinite(hi) and bins.half_width > 0):
+            raise ParameterError(f"a histogram of {self.column!r} needs finite bounds lower < "
+                                 f"upper with upper/2 − lower/2 > 0; got [{lo:g}, {hi:g}]")
+        return _cell_counts(self.kind, self.column, Agg("bins", self.column, bins=bins),
+                            _bin_labels(lo, hi, count), ctx,
+                            f"{count} equal public bins of [{lo:g}, {hi:g}]")
+
+
+def _refuse_units(ctx: PlanContext, what: str) -> None:
+    """Per-cell counts in a release are calibrated for one row per person: refused on a frame
+    with a privacy unit (a person's rows can reach several cells of a group)."""
+    if ctx.unit is not None:
+        raise UnsupportedInputError(
+            f"dpf.{what} in a release is not available on a frame protected with "
+            f"privacy_unit={ctx.unit.column!r} (one person's rows can fall in several cells); "
+            f"use frame.dp.{what}(...) or frame.dp.groupby(...).{what}(...), which bound the "
+            "cells each person reaches")
+
+
+def _cell_counts(kind: str, column: str | None, agg: Agg, labels: tuple[str, ...],
+                 ctx: PlanContext, cells: str) -> Plan:
+    """One noisy count per cell of ``agg`` (a ``(groups, cells)`` aggregate): Δ = 1 on
+    ``[0, n]``, ε/2 per cell (ungrouped ``cell_share`` ½; grouped the group share ½: a replaced
+    row changes at most two cells), rounded to non-negative integers."""
+    from dpframe.mechanisms.quantiles import DEFAULT_MAX_CELLS
+
+    if max(ctx.n_groups, 1) * len(labels) > DEFAULT_MAX_CELLS:
+        raise ParameterError(f"{ctx.n_groups:,} groups × {len(labels):,} cells exceed "
+                             f"{DEFAULT_MAX_CELLS:,}; use fewer cells or groups")
+    upper = float(ctx.count_cap)
+    m = Measurement(kind, lambda a: np.asarray(a[agg], dtype=np.float64), 1.0, 0.0, upper,
+                    1.0, (agg,), float(ctx.n))
+    return Plan(
+        kind, column, (m,), lambda v: np.clip(np.rint(v[kind]), 0.0, upper),
+        f"noisy count per cell of {cells}, ε/2 per cell (parallel composition: a replaced "
+        "row moves between two cells), rounded to integers", labels=labels,
+        cell_share=None if ctx.grouped else 0.5,
+        interval=single_interval(kind, 0.0, upper, integer=True))
+
+
+class ValueCounts(Query):
+    r"""Counts of a column's public keys (``dpf.value_counts(col, keys=None)``, a statistic
+    of a release): the keys given, else those declared at protect; rows with another or a
+    missing value are in no cell. Named ``<name>[<key>]``.
+
+    *Sensitivity.* As :class:`Histogram`: the keys are disjoint cells, a replaced row changes
+    at most two (in a group-by, two (group, key) cells in all), each a count with Δ = 1 on
+    ``[0, n]`` at ε/2, so the query costs ε once. Keys are never read from the data here
+    (``frame.dp.groupby(col)`` with δ selects them privately); a frame with a privacy unit is
+    refused (``frame.dp.value_counts`` bounds the keys per person).
+    """
+
+    kind = "value_counts"
+
+    def __init__(self, column: str, keys: Sequence[Any] | None = None) -> None:
+        super().__init__(column)
+        self.keys = None if keys is None else tuple(_public_keys(column, keys))
+
+    def __repr__(self) -> str:
+        return f"dpf.value_counts({self.column!r})"
+
+    def columns_read(self) -> tuple[str, ...]:
+        return ()  # a key column: no bounds, no values summed (the keys are its cells)
+
+    def plan(self, ctx: PlanContext) -> Plan:
+        assert self.column is not None
+        _refuse_units(ctx, self.kind)
+        keys = self.keys
+        if keys is None:
+            declared = ctx.keys.get(self.column)
+            if declared is None:
+                raise ParameterError(
+                    f"dpf.value_counts({self.column!r}) needs public keys: pass them, "
+                    f"dpf.value_counts({self.column!r}, keys=[...]), or declare them at "
+                    f"protect time with keys={{{self.column!r}: [...]}}; to select keys from "
+                    f"the data privately, use frame.dp.groupby({self.column!r}) with delta > 0")
+            keys = tuple(declared)
+        agg = Agg("keys", self.column, keys=keys)
+        return _cell_counts(self.kind, self.column, agg, _key_labels(keys), ctx,
+                            f"{len(keys)} public keys of {self.column!r}")
+
+
+def _public_keys(column: str, keys: Sequence[Any]) -> list[Any]:
+    """Distinct, non-missing, hashable keys (the same rule as ``groupby(keys=...)``)."""
+    if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | set | frozenset):
+        raise ParameterError(f"keys for {column!r} must be a list of public values, e.g. "
+                             "keys=['north', 'south']")
+    out = list(keys)
+    if not out:
+        raise ParameterError(f"keys for {column!r} is empty; declare at least one public key")
+    if any(k is None or (isinstance(k, float) and k != k) for k in out):
+        raise ParameterError(f"keys for {column!r} must not contain None/NaN")
+    try:
+        distinct = len(set(out)) == len(out)
+    except TypeError:
+        raise ParameterError(f"keys for {column!r} must be hashable values") from None
+    if not distinct:
+        raise ParameterError(f"keys for {column!r} contain duplicates")
+    return out
+
+
+def _key_labels(keys: Sequence[Any]) -> tuple[str, ...]:
+    """Output labels of keys: ``str`` where distinct, else ``repr``."""
+    for show in (str, repr):
+        labels = tuple(show(k) for k in keys)
+        if len(set(labels)) == len(labels):
+            return labels
+    return tuple(str(j) for j in range(len(keys)))  # pragma: no cover - repr is distinct
+
+
+def _bin_labels(lower: float, upper: float, count: int) -> tuple[str, ...]:
+    """Output labels of equal bins: ``<lower edge>,<upper edge>`` (``g`` format where that
+    keeps them distinct, else each edge's full ``repr``); refused when two edges round to
+    the same double (bins narrower than the doubles there)."""
+    lo, width = Fraction(lower), Fraction(upper) - Fraction(lower)
+    edges = [float(lo + width * j / count) + 0.0 for j in range(count + 1)]
+    if any(b <= a for a, b in itertools.pairwise(edges)):
+        raise ParameterError(f"bins={count}: equal bins of [{lower!r}, {upper!r}] would be "
+                             "narrower than the spacing of floating-point numbers there; use "
+                             "fewer bins")
+    for fmt in ("{:g}", "{!r}"):
+        labels = tuple(f"{fmt.format(a)},{fmt.format(b)}"
+                       for a, b in itertools.pairwise(edges))
+        if len(set(labels)) == len(labels):
+            return labels
+    return tuple(str(j) for j in range(count))  # pragma: no cover - repr is distinct
+
 class Quantile(Query):
     r"""Quantiles of a bounded column: the exponential mechanism over public bins
     (``docs/privacy.md``, section Q; :mod:`dpframe.mechanisms.quantiles`).
@@ -976,6 +1204,34 @@ def variance(column: str) -> Variance:
 def std(column: str) -> Std:
     """Query builder: sample standard deviation (ddof=1) of ``column``."""
     return Std(column)
+
+
+def histogram(column: str, *, bins: int) -> Histogram:
+    """Query builder: counts of ``column`` over ``bins`` equal public bins of its declared
+    bounds (:class:`Histogram`), named ``<name>[<lower>,<upper>]`` in a release (and
+    ``<name>[<lower>,<upper>]_lower``/``_upper`` with ``ci=``). Public edges of any spacing:
+    ``frame.dp.histogram(col, edges=[...])``."""
+    return Histogram(column, bins)
+
+
+def value_counts(column: str, *, keys: Sequence[Any] | None = None) -> ValueCounts:
+    """Query builder: counts of ``column``'s public keys (``keys``, else those declared at
+    protect), named ``<name>[<key>]`` in a release (:class:`ValueCounts`)."""
+    return ValueCounts(column, keys)
+
+
+def cov(columns: Sequence[str]) -> CovarianceEntries:
+    """Query builder: covariance matrix (ddof=1) of two or more bounded columns, released as
+    its upper triangle ``<name>[<a>,<b>]`` (diagonal: variances). Needs the public size and
+    no group-by, as ``frame.dp.cov``."""
+    return CovarianceEntries(columns, "cov")
+
+
+def corr(columns: Sequence[str]) -> CovarianceEntries:
+    """Query builder: correlations of two or more bounded columns, released as the entries
+    above the diagonal ``<name>[<a>,<b>]``. Needs the public size and no group-by, as
+    ``frame.dp.corr``."""
+    return CovarianceEntries(columns, "corr")
 
 
 #: The statistics of one column (or of the rows: ``count``) released as noisy numbers by the

@@ -472,11 +472,12 @@ def _plan_context(facts: FrameFacts, request: Request, q: Query, read: Sequence[
         2 if request.selection is not None else 1)
     return PlanContext(
         size_public=facts.size_public and not drops and unit is None, n=n,
-        bounds=facts.bounds[q.column] if q.column is not None else None,
+        bounds=facts.bounds.get(q.column) if q.column is not None else None,
         grouped=request.group_by is not None, count_cap=float(n), column=q.column,
         drops=bool(drops), n_groups=n_groups, all_bounds={c: facts.bounds[c] for c in read},
         public_exact=request.epsilon == 0, unit=unit,
         units_public=unit is not None and facts.size_public, epsilon=request.epsilon,
+        keys=facts.keys,
     )
 
 
@@ -521,6 +522,13 @@ def _plan_query(frame: Any, facts: FrameFacts, request: Request, name: str, q: Q
             f"the bounds of {', '.join(read) or 'this query'} are too wide for {q.kind} on "
             f"{ctx.n} rows (the statistic's range overflows a double); declare narrower bounds"
         ) from None
+    for agg in plan_q.aggregates:  # counts per public key of a column: keys of its dtype
+        if agg.kind == "keys" and agg.column is not None and agg.keys is not None:
+            if agg.column in group_columns(request.group_by):
+                raise ParameterError(f"{q!r} counts the keys of a group-by column; count "
+                                     "the groups with dpf.count()")
+            engine.validate_column(frame, agg.column, numeric=False, columns=columns)
+            _check_keys_match(columns[agg.column], agg.column, agg.keys)
     if facts.unit is not None:  # sensitivities × k, group shares / min(g, k) (dpframe.units)
         plan_q = units.bound_plan(plan_q, q, facts.unit, ctx.grouped)
     return Planned(name, q, plan_q, share, [], {}, 0.0, ctx.bounds)
@@ -569,8 +577,9 @@ def _charged(p: Planned, m: Measurement, request: Request, *, grouped: bool
              ) -> tuple[float, float]:
     """The ε and δ of measurement ``m``: its share of the release; ``grouped``: the share a
     mechanism of one group is calibrated to (each row is in one group, but a changed row can
-    move between two: ``group_share``, default ½)."""
-    factor = (p.plan.group_share or 0.5) if grouped and request.group_by is not None else 1.0
+    move between two: ``group_share``, default ½; ungrouped, a plan of several disjoint cells
+    gives each its ``cell_share``: :meth:`~dpframe.queries.Plan.epsilon_factor`)."""
+    factor = p.plan.epsilon_factor(request.group_by is not None) if grouped else 1.0
     return (request.epsilon * p.share * m.weight * factor,
             request.delta * p.share * m.weight * factor)
 
@@ -917,15 +926,21 @@ def _answer(p: Planned, request: Request, noisy: dict[str, np.ndarray],
             intervals: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
     """``p``'s post-processed answer (one column, or one per label) and its interval."""
     answer = np.asarray(p.plan.finalize(noisy), dtype=float)
-    if p.plan.labels is not None:  # several answers per group: one output each
+    bounds = None
+    if request.ci is not None and p.plan.interval is not None:
+        bounds = [np.asarray(b, dtype=float) for b in p.plan.interval(used, noisy, request.ci)]
+    if p.plan.labels is not None:  # several answers per group: one output each (histogram
+        width = len(p.plan.labels)  # bins and matrix entries with their value intervals)
         for i, label in enumerate(p.plan.labels):
-            values[f"{p.name}[{label}]"] = answer.reshape(-1, len(p.plan.labels))[:, i]
+            values[f"{p.name}[{label}]"] = answer.reshape(-1, width)[:, i]
+            if bounds is not None:
+                intervals[f"{p.name}[{label}]"] = (bounds[0].reshape(-1, width)[:, i],
+                                                   bounds[1].reshape(-1, width)[:, i])
     else:
         values[p.name] = answer
+        if bounds is not None:
+            intervals[p.name] = (bounds[0], bounds[1])
     values.update(_ci_columns(p, used, answer, request.ci))
-    if p.plan.labels is None and request.ci is not None and p.plan.interval is not None:
-        lo_, hi_ = p.plan.interval(used, noisy, request.ci)
-        intervals[p.name] = (np.asarray(lo_, dtype=float), np.asarray(hi_, dtype=float))
 
 
 def _ci_columns(p: Planned, used: Mapping[str, Any], answer: np.ndarray, level: float | None

@@ -5,6 +5,7 @@ through :mod:`dpframe.derivations` and :mod:`dpframe.provenance`.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
@@ -30,7 +31,7 @@ from dpframe.frames import results
 from dpframe.frames.results import Estimate
 from dpframe.integrity import attach_release_log, release_log_of
 from dpframe.provenance import Missing, Session
-from dpframe.release import evaluate_derivation
+from dpframe.release import Outcome, evaluate_derivation
 from dpframe.rowwise.engines import apply_steps, check_engine
 
 __all__ = ["DPGroupBy", "DPNamespace", "dp"]
@@ -1167,6 +1168,160 @@ class DPGroupBy:
         self._check_quantile_delta(delta, session)
         return self._one(q_.median(column, bins=bins), "median", epsilon, delta, "auto",
                          random_state, session, ci)
+
+    # -- per-group counts over a second column: histogram, value_counts ----------------------
+    def histogram(self, column: str, *, edges: Sequence[float] | None = None,
+                  bins: int | None = None, epsilon: float, delta: float = 0.0,
+                  mechanism: str = "bounded", random_state: Any = None,
+                  session: Session | str | None = None, ci: float | None = None) -> Any:
+        """Noisy counts of a numeric column over public bins, per group: one row per group and
+        bin (columns: the group column(s), ``bin_lower``, ``bin_upper``, ``count``; with
+        ``ci``, ``count_lower``/``count_upper``). Bins as :meth:`DPNamespace.histogram`
+        (``edges=[...]`` or ``bins=<int>`` equal bins of the declared bounds; missing values
+        follow the column's rule).
+
+        One group-by count over (group, bin): a replaced row changes at most two cells, so
+        each cell gets ε/2 and the whole table costs ε once. Keys: with the group keys declared
+        (or given to ``groupby``), every group × bin appears, empty ones too; with none
+        declared and ``delta > 0``, the (group, bin) pairs are selected from the data
+        privately (docs/privacy.md, section K: rare pairs are left out), else refused before
+        anything is read."""
+        facts = provenance.resolve(self._ns._frame, session)
+        public = bins_.histogram_edges(column, edges, bins, facts.bounds)
+        cells = list(range(len(public) - 1))
+        frame = self._ns._binned(column, public, session)
+        out = self._cells(frame, bins_.BIN, cells, epsilon, delta, mechanism, random_state,
+                          session, ci, select=True)
+        table = _bin_edges_columns(results.to_frame(out), public,
+                                   len(_group_names(self._column)))
+        return _table(out, table)
+
+    def value_counts(self, column: str, *, keys: Sequence[Any] | None = None,
+                     epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+                     random_state: Any = None, session: Session | str | None = None,
+                     ci: float | None = None) -> Any:
+        """Noisy counts of a categorical column's keys, per group: one row per group and key
+        (columns: the group column(s), ``column``, ``count``; with ``ci``,
+        ``count_lower``/``count_upper``). One group-by count over (group, key): ε/2 per cell,
+        ε once for the table.
+
+        Keys: ``keys=`` (or those declared at protect) for ``column``, and the group keys
+        given to ``groupby`` (or declared): every combination appears, empty ones too. With
+        neither column's keys declared anywhere and ``delta > 0``, the (group, key) pairs are
+        selected from the data privately (docs/privacy.md, section K). Declaring one side
+        and selecting the other is refused (a selection keeps whole pairs), as is a release
+        without δ when some keys are undeclared."""
+        if not isinstance(column, str) or column in _group_names(self._column):
+            raise ParameterError(f"value_counts needs a column name other than the group "
+                                 f"column(s) {list(_group_names(self._column))}, got "
+                                 f"{column!r}")
+        facts = provenance.resolve(self._ns._frame, session)
+        declared = keys if keys is not None else facts.keys.get(column)
+        if declared is not None:
+            declared = provenance.check_key_list(column, declared)
+        out = self._cells(self._ns._frame, column, declared, epsilon, delta, mechanism,
+                          random_state, session, ci, select=False)
+        return _table(out, results.to_frame(out))
+
+    def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
+                 delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
+                 session: Session | str | None = None, ci: float | None = None) -> Any:
+        """count, mean and std of bounded columns per group, in one release (ε split evenly
+        over count and the 2 statistics per column, as :meth:`DPNamespace.describe`): one row
+        per group, columns ``count``, ``mean[<col>]``, ``std[<col>]`` (and their
+        ``_lower``/``_upper`` with ``ci``)."""
+        facts = provenance.resolve(self._ns._frame, session)
+        cols = list(facts.bounds) if columns is None else (
+            [columns] if isinstance(columns, str) else list(columns))
+        if not cols:
+            raise ParameterError("describe needs at least one column with declared bounds")
+        queries: dict[str, q_.Query] = {"count": q_.count()}
+        for col in cols:
+            queries[f"mean[{col}]"] = q_.mean(col)
+            queries[f"std[{col}]"] = q_.std(col)
+        return self.release(queries, epsilon=epsilon, delta=delta, mechanism=mechanism,
+                            random_state=random_state, session=session, ci=ci)
+
+    def epsilon_for(self, query: q_.Query, half_width: float, *, alpha: float = 0.05,
+                    delta: float = 0.0, mechanism: str = "bounded",
+                    session: Session | str | None = None) -> float:
+        """The smallest ε at which ``query`` will be within ``half_width`` of the truth in
+        every group, with probability ``1 − alpha`` each (see
+        :meth:`DPNamespace.epsilon_for`; each group gets half of it). Reads no data."""
+        from dpframe import planner
+
+        return planner.epsilon_for(self._ns._frame, query, half_width, alpha=alpha,
+                                   delta=delta, mechanism=mechanism, group_by=self._column,
+                                   keys=self._declared(), session=session)
+
+    def split(self, targets: Mapping[str, tuple[q_.Query, float]], *, epsilon: float,
+              alpha: float = 0.05, mechanism: str = "bounded",
+              session: Session | str | None = None) -> Any:
+        """Split ``epsilon`` over per-group queries with target half-widths (see
+        :meth:`DPNamespace.split`): a frame ``name, epsilon, half_width, target``. Reads no
+        data, spends nothing."""
+        from dpframe import planner
+
+        result = planner.split(self._ns._frame, targets, epsilon=epsilon, alpha=alpha,
+                               mechanism=mechanism, group_by=self._column,
+                               keys=self._declared(), session=session)
+        return backend_of(self._ns._frame).table({
+            "name": list(result),
+            "epsilon": [e for e, _ in result.values()],
+            "half_width": [h for _, h in result.values()],
+            "target": [float(targets[n][1]) for n in result],
+        })
+
+    def _cells(self, frame: Any, column: str, cells: Sequence[Any] | None, epsilon: float,
+               delta: float, mechanism: str, random_state: Any,
+               session: Session | str | None, ci: float | None, select: bool
+               ) -> Outcome:
+        """One count per (group, cell of ``column``) of ``frame``: a group-by count over the
+        group column(s) and ``column``. Group keys and ``cells`` both public: their product;
+        the group keys undeclared and ``cells`` None (or ``select``: bins, dpframe's own
+        values): the pairs are selected from the data (δ > 0); else refused (public facts)."""
+        groups = _group_names(self._column)
+        known = provenance.resolve(frame, session).keys
+        group_keys: list[tuple[Any, ...]] | None = None
+        if self._keys is not None:
+            group_keys = [tuple(g) if len(groups) > 1 else (g,) for g in self._keys]
+        elif all(c in known for c in groups):
+            group_keys = list(itertools.product(*(known[c] for c in groups)))
+        combos: list[tuple[Any, ...]] | None = None
+        if group_keys is not None and cells is not None:
+            combos = [(*g, c) for g in group_keys for c in cells]
+        elif group_keys is not None or not (cells is None or select):
+            side = repr(column) if cells is None else ", ".join(map(repr, groups))
+            raise ParameterError(
+                f"the keys of {side} are not declared while the other column's are: keys are "
+                "selected from the data as whole (group, value) pairs, so declare both "
+                "(groupby(..., keys=[...]), keys=[...] or keys= at protect) or, with "
+                "delta > 0, neither")
+        return release.run(frame, {"count": q_.count()}, epsilon=epsilon, delta=delta,
+                           mechanism=mechanism, random_state=random_state,
+                           group_by=(*groups, column), keys=combos, session=session, ci=ci,
+                           selection_share=self._selection_share)
+
+
+def _bin_edges_columns(table: Any, edges: Sequence[float], at: int) -> Any:
+    """A per-group histogram's table with the hidden bin index replaced by its public edges
+    ``bin_lower``, ``bin_upper`` (after the ``at`` group columns, whose dtypes are kept)."""
+    index = np.asarray(table[bins_.BIN], dtype=np.int64)
+    public = np.asarray(edges, dtype=float)
+    lower, upper = public[index], public[index + 1]
+    if hasattr(table, "iloc"):  # pandas
+        out = table.drop(columns=[bins_.BIN])
+        out.insert(at, "bin_lower", lower)
+        out.insert(at + 1, "bin_upper", upper)
+        return out
+    import polars as pl
+
+    return table.drop(bins_.BIN).insert_column(at, pl.Series("bin_lower", lower)) \
+        .insert_column(at + 1, pl.Series("bin_upper", upper))
+
+
+def _group_names(column: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (column,) if isinstance(column, str) else tuple(column)
 
 
 def _quantile_estimate(values: Mapping[str, np.ndarray], name: str, value: float,
