@@ -94,6 +94,7 @@ __all__ = [
     "Covariance",
     "CovarianceEntries",
     "Histogram",
+    "KeyProportions",
     "Mean",
     "Measurement",
     "Plan",
@@ -111,6 +112,7 @@ __all__ = [
     "histogram",
     "mean",
     "median",
+    "proportions",
     "quantile",
     "std",
     "sum",
@@ -950,14 +952,49 @@ class ValueCounts(Query):
             declared = ctx.keys.get(self.column)
             if declared is None:
                 raise ParameterError(
-                    f"dpf.value_counts({self.column!r}) needs public keys: pass them, "
-                    f"dpf.value_counts({self.column!r}, keys=[...]), or declare them at "
+                    f"dpf.{self.kind}({self.column!r}) needs public keys: pass them, "
+                    f"dpf.{self.kind}({self.column!r}, keys=[...]), or declare them at "
                     f"protect time with keys={{{self.column!r}: [...]}}; to select keys from "
                     f"the data privately, use frame.dp.groupby({self.column!r}) with delta > 0")
             keys = tuple(declared)
         agg = Agg("keys", self.column, keys=keys)
         return _cell_counts(self.kind, self.column, agg, _key_labels(keys), ctx,
                             f"{len(keys)} public keys of {self.column!r}")
+
+
+class KeyProportions(ValueCounts):
+    r"""Proportions of a column's public keys (``dpf.proportions(col, keys=None)``, a
+    statistic of a release; per group in a group-by): the noisy counts of
+    :class:`ValueCounts` (same cells, Δ = 1, ε/2 each, ε once), rescaled to sum to 1 within
+    each group (:func:`dpframe.analyses.sum_to_one`, ``"rescale"``: post-processing, as the
+    private-size :class:`Proportions`). Named ``<name>[<key>]``; with ``ci=``, each cell's
+    interval from every cell's interval at the Šidák level (intervals I.3)."""
+
+    kind = "proportions"
+
+    def __repr__(self) -> str:
+        return f"dpf.proportions({self.column!r})"
+
+    def plan(self, ctx: PlanContext) -> Plan:
+        from dataclasses import replace
+
+        from dpframe import analyses
+
+        counts = super().plan(ctx)
+        name = counts.measurements[0].name
+
+        def fin(v: dict[str, np.ndarray]) -> np.ndarray:
+            return analyses.sum_to_one(np.atleast_2d(v[name]), "rescale")
+
+        def interval(mechs: Mapping[str, Any], noisy: Mapping[str, np.ndarray], level: float
+                     ) -> tuple[np.ndarray, np.ndarray]:
+            lo, hi = composed_interval("proportions", {"count": mechs[name]},
+                                       {"count": np.atleast_2d(noisy[name])}, level)
+            return np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+
+        return replace(counts, query=self.kind, finalize=fin, interval=interval,
+                       formulation=counts.formulation.replace(
+                           "rounded to integers", "rescaled to sum to 1 in each group"))
 
 
 def _public_keys(column: str, keys: Sequence[Any]) -> list[Any]:
@@ -1218,6 +1255,13 @@ def value_counts(column: str, *, keys: Sequence[Any] | None = None) -> ValueCoun
     """Query builder: counts of ``column``'s public keys (``keys``, else those declared at
     protect), named ``<name>[<key>]`` in a release (:class:`ValueCounts`)."""
     return ValueCounts(column, keys)
+
+
+def proportions(column: str, *, keys: Sequence[Any] | None = None) -> KeyProportions:
+    """Query builder: proportions of ``column``'s public keys (``keys``, else those declared
+    at protect), summing to 1 (in each group of a group-by), named ``<name>[<key>]``
+    (:class:`KeyProportions`)."""
+    return KeyProportions(column, keys)
 
 
 def cov(columns: Sequence[str]) -> CovarianceEntries:

@@ -1,8 +1,8 @@
 """Every query at parity (issue 23): the group-by has the frame's methods (``histogram``,
-``value_counts``, ``describe``, ``epsilon_for``, ``split``), the builders ``dpf.histogram``,
-``dpf.value_counts``, ``dpf.cov`` and ``dpf.corr`` run inside ``release({...})``, and
-``ci=``, ``mechanism=`` and ``delta=`` are taken the same way everywhere (docs/frames.md,
-"Every statistic at parity").
+``value_counts``, ``proportions``, ``describe``, ``epsilon_for``, ``split``), the builders
+``dpf.histogram``, ``dpf.value_counts``, ``dpf.proportions``, ``dpf.cov`` and ``dpf.corr``
+run inside ``release({...})``, and ``ci=``, ``mechanism=`` and ``delta=`` are taken the same
+way everywhere (docs/frames.md, "Every statistic at parity").
 
 Cheap by design: pandas and Polars in memory, one DuckDB case; exact answers are checked at a
 very large ε (the noise rounds away), neighbour pairs with the exact measurements a release
@@ -269,6 +269,25 @@ def test_value_counts_builder_is_the_frame_method(constructor):
     assert constructor.column(grouped, "v[M]") == exact.astype(float).tolist()
 
 
+@pytest.mark.backends("pandas", "polars")
+def test_groupby_proportions_sum_to_one_per_group(constructor):
+    data = _data()
+    pf = _protect(constructor, data)
+    table = pf.dp.groupby("g").proportions("s", epsilon=HUGE, random_state=2, ci=0.9)
+    exact = pd.crosstab(data.g, data.s, normalize="index")
+    for i, g in enumerate(GROUPS[:2]):
+        got = [constructor.values(table, f"proportion[{k}]")[i] for k in SEXES]
+        assert got == pytest.approx(exact.loc[g].tolist(), abs=1e-6)
+        lo = [constructor.values(table, f"proportion[{k}]_lower")[i] for k in SEXES]
+        assert all(a <= b + 1e-6 for a, b in zip(lo, got, strict=True))
+    empty = [constructor.values(table, f"proportion[{k}]")[2] for k in SEXES]
+    assert sum(empty) == pytest.approx(1.0)  # an empty group: noise only, still Σ = 1
+    assert pf.dp.budget.epsilon_spent == pytest.approx(HUGE)
+    ungrouped = pf.dp.release({"p": dpf.proportions("s")}, epsilon=HUGE)
+    assert [constructor.values(ungrouped, f"p[{k}]")[0] for k in SEXES] == pytest.approx(
+        (data.s.value_counts(normalize=True)[SEXES]).tolist(), abs=1e-6)
+
+
 def test_value_counts_builder_keys_are_public_and_of_the_column_type():
     pf = _protect(lambda d: d, keys={"g": GROUPS})
     with pytest.raises(dpf.ParameterError, match="needs public keys"):
@@ -348,6 +367,7 @@ NEW = {
     "release(corr)": lambda pf, **kw: pf.dp.release({"c": dpf.corr(["age", "income"])}, **kw),
     "release(value_counts)": lambda pf, **kw: pf.dp.groupby("g").release(
         {"v": dpf.value_counts("s")}, **kw),
+    "groupby.proportions": lambda pf, **kw: pf.dp.groupby("g").proportions("s", **kw),
 }
 
 

@@ -1223,6 +1223,17 @@ class DPGroupBy:
                           random_state, session, ci, select=False)
         return _table(out, results.to_frame(out))
 
+    def proportions(self, column: str, *, epsilon: float, keys: Sequence[Any] | None = None,
+                    delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
+                    session: Session | str | None = None, ci: float | None = None) -> Any:
+        """Proportions of a categorical column's public keys (``keys``, else those declared at
+        protect) within each group, summing to 1 per group: one row per group, a column
+        ``proportion[<key>]`` per key (with ``ci``, ``_lower``/``_upper``). The noisy
+        per-(group, key) counts of :meth:`value_counts`, rescaled (``method="rescale"``; the
+        frame's ``"all_but_one"`` needs the public size, which a group's is not)."""
+        return self._one(q_.proportions(column, keys=keys), "proportion", epsilon, delta,
+                         mechanism, random_state, session, ci)
+
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
                  delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
                  session: Session | str | None = None, ci: float | None = None) -> Any:

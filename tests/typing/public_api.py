@@ -30,3 +30,4 @@ if TYPE_CHECKING:
                        epsilon=0.1, ci=0.9)
     dpf.dp(pf).groupby("x").histogram("x", bins=3, epsilon=0.1, mechanism="laplace")
     dpf.histogram("x", edges=[0, 1])  # type: ignore[call-arg]
+    shares: dpf.queries.KeyProportions = dpf.proportions("x")
