@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dpframe._validation import check_alpha, check_count
+from dpframe._validation import check_alpha, check_count, check_number
 from dpframe.errors import ParameterError
 from dpframe.mechanisms.accuracy import (
     ROUNDED,
@@ -214,7 +214,7 @@ def split(
                              mechanism=mechanism, group_by=group_by, keys=keys,
                              session=session)
     factor = _group_factor(group_by, frame, session)
-    result = split_epsilon(list(reqs.values()), float(epsilon) * factor)
+    result = split_epsilon(list(reqs.values()), check_number("epsilon", epsilon) * factor)
     return {name: (eps / factor, rounded_half_width(h)
                    if getattr(targets[name][0], "kind", None) in (*ROUNDED, *_CELLS) else h)
             for name, eps, h in zip(reqs, result.epsilons, result.half_widths, strict=True)}
@@ -235,6 +235,7 @@ def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: flo
             mechanism: str, group_by: GroupBy | None, keys: Sequence[Any] | None,
             session: Session | str | None) -> AccuracyTarget:
     a = _check_alpha(alpha)
+    target = check_number("half_width", target)
     if isinstance(mechanism, str) and mechanism == "auto":
         raise ParameterError("name the mechanism ('bounded', 'truncated' or 'laplace') to "
                              "invert its accuracy; 'auto' picks one per ε")

@@ -60,6 +60,11 @@ BUILDER_CALLS: dict[str, tuple[Callable[..., Any], tuple[Any, ...], dict[str, An
     "dpf.variance": (dpf.variance, ("x",), {}),
     "dpf.median": (dpf.median, ("x",), {}),
     "dpf.quantile": (dpf.quantile, ("x", 0.5), {}),
+    "dpf.histogram": (dpf.histogram, ("x",), {"bins": 3}),
+    "dpf.value_counts": (dpf.value_counts, ("g",), {"keys": ["u", "v"]}),
+    "dpf.proportions": (dpf.proportions, ("g",), {"keys": ["u", "v"]}),
+    "dpf.cov": (dpf.cov, (["x", "y"],), {}),
+    "dpf.corr": (dpf.corr, (["x", "y"],), {}),
 }
 PROTECT_KW: dict[str, Any] = {"epsilon": 100.0, "delta": 1e-6,
                               "bounds": {"x": (0, 5), "y": (0, 1)},

@@ -405,3 +405,16 @@ def test_groupby_planning_methods():
     with pytest.raises(dpf.ParameterError, match="keys of a group-by column"):
         g.release({"v": dpf.value_counts("g")}, epsilon=1.0)
     assert _spent(pf) == (0.0, 0.0)
+
+
+def test_bad_arguments_of_the_new_methods_are_dpframe_errors():
+    pf = _protect(lambda d: d)
+    g = pf.dp.groupby("g")
+    for call in (lambda: g.histogram(["age"], bins=3, epsilon=1.0),  # type: ignore[arg-type]
+                 lambda: g.describe(columns=5, epsilon=1.0),  # type: ignore[arg-type]
+                 lambda: g.epsilon_for(dpf.count(), "x"),  # type: ignore[arg-type]
+                 lambda: pf.dp.split({"n": (dpf.count(), 1.0)}, epsilon="x"),  # type: ignore[arg-type]
+                 lambda: g.value_counts("s", keys="F", epsilon=1.0)):
+        with pytest.raises(dpf.ParameterError):
+            call()
+    assert _spent(pf) == (0.0, 0.0)

@@ -1186,6 +1186,7 @@ class DPGroupBy:
         declared and ``delta > 0``, the (group, bin) pairs are selected from the data
         privately (docs/privacy.md, section K: rare pairs are left out), else refused before
         anything is read."""
+        column = check_column(column)
         facts = provenance.resolve(self._ns._frame, session)
         public = bins_.histogram_edges(column, edges, bins, facts.bounds)
         cells = list(range(len(public) - 1))
@@ -1242,8 +1243,7 @@ class DPGroupBy:
         per group, columns ``count``, ``mean[<col>]``, ``std[<col>]`` (and their
         ``_lower``/``_upper`` with ``ci``)."""
         facts = provenance.resolve(self._ns._frame, session)
-        cols = list(facts.bounds) if columns is None else (
-            [columns] if isinstance(columns, str) else list(columns))
+        cols = list(facts.bounds) if columns is None else check_names("columns", columns)
         if not cols:
             raise ParameterError("describe needs at least one column with declared bounds")
         queries: dict[str, q_.Query] = {"count": q_.count()}
