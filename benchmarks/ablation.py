@@ -97,7 +97,7 @@ def groupby_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any, keys:
     """Group-by mean: native floor, a suggested numpy kernel (pandas) and dpframe's calls."""
     import dpframe as dpf
     from benchmarks.data import key_column
-    from dpframe import engine as dp_engine
+    from dpframe import backends as dp_backends
 
     by = key_column(keys)
     declared = list(range(keys))
@@ -143,7 +143,7 @@ def groupby_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any, keys:
     aggs = [Agg("rows"), Agg("sum", MEAN_COLUMN, gfp)]
     out += [
         ("dpframe.engine.aggregate (group_by)",
-         lambda: dp_engine.aggregate(frame, aggs, missing=_fill(lo), group_by=by,
+         lambda: dp_backends.aggregate(frame, aggs, missing=_fill(lo), group_by=by,
                                      keys=declared)),
         ("frame.dp.groupby(...).mean", lambda: grouped.mean(MEAN_COLUMN, epsilon=QUERY_EPSILON)),
     ]
@@ -153,23 +153,23 @@ def groupby_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any, keys:
 def dpframe_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any,
                    rows: int) -> list[tuple[str, Callable]]:
     import dpframe as dpf
-    from dpframe import engine as dp_engine
+    from dpframe import backends as dp_backends
 
     pf = dpf.protect(frame, epsilon=BUDGET_EPSILON, bounds={MEAN_COLUMN: (lo, hi)},
                      missing=_fill(lo))
     aggs = _mean_aggregates(lo, hi, rows)
     out: list[tuple[str, Callable]] = []
     try:  # in-memory plain numeric columns: the numpy kernel applies
-        dp_engine.aggregate(frame, aggs, missing=_fill(lo), method="numpy")
+        dp_backends.aggregate(frame, aggs, missing=_fill(lo), method="numpy")
     except dpf.ParameterError:
         pass
     else:
         out.append(("dpframe.engine.aggregate(method='numpy')",
-                    lambda: dp_engine.aggregate(frame, aggs, missing=_fill(lo),
+                    lambda: dp_backends.aggregate(frame, aggs, missing=_fill(lo),
                                                 method="numpy")))
     out += [
         ("dpframe.engine.aggregate(method='narwhals')",
-         lambda: dp_engine.aggregate(frame, aggs, missing=_fill(lo), method="narwhals")),
+         lambda: dp_backends.aggregate(frame, aggs, missing=_fill(lo), method="narwhals")),
         ("frame.dp.mean (plan + aggregate + mechanism + ledger)",
          lambda: pf.dp.mean(MEAN_COLUMN, epsilon=QUERY_EPSILON)),
     ]

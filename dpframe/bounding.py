@@ -3,7 +3,7 @@ r"""Contribution bounding: keep at most ``k`` rows (and ``g`` groups) per privac
 When a frame is protected with ``privacy_unit="person_id", max_rows_per_unit=k`` (and
 optionally ``max_groups_per_unit=g``), every release first bounds each unit's contribution,
 inside the frame's own engine, before the one aggregation pass (:func:`dpframe.engine.aggregate`
-calls :func:`bound_contributions`). The rule (``docs/privacy.md`` §U):
+calls the frame adapter's ``bound_contributions``). The rule (``docs/privacy.md`` §U):
 
 1. rows whose unit id is missing (null) are left out: they belong to no unit;
 2. in a group-by, rows whose key is not declared are left out (the engine drops them anyway),
@@ -37,9 +37,8 @@ from typing import Any
 import numpy as np
 
 from dpframe.aggregates import Bounding, UnitBound
-from dpframe.backends import is_pandas_frame, is_polars_eager, is_polars_lazy
 
-__all__ = ["Bounding", "UnitBound", "bound_contributions", "release_seed"]
+__all__ = ["Bounding", "UnitBound", "bound_pandas", "bound_polars", "release_seed"]
 
 _MASK = (1 << 64) - 1
 
@@ -66,28 +65,33 @@ def _subseeds(seed: int) -> tuple[int, int]:
     return int(s[0]), int(s[1])
 
 
-def bound_contributions(
-    native: Any,
-    bounding: Bounding,
-    *,
-    columns: Sequence[str],
-    group_by: str | tuple[str, ...] | None = None,
-    keys: Sequence[Any] | None = None,
-) -> Any:
-    """``native`` with at most ``k`` rows per unit (and, grouped, ``g`` groups per unit), as a
-    frame of the same engine holding ``columns`` (the ones the aggregation reads). Reads data:
-    called by :func:`dpframe.engine.aggregate` after the budget is reserved; never raises
-    because of a value."""
+def _layout(bounding: Bounding, columns: Sequence[str], group_by: str | tuple[str, ...] | None
+            ) -> tuple[list[str], list[str], int | None]:
+    """(columns kept, group columns, ``g`` when it binds: fewer groups than rows per unit)."""
     cols = [] if group_by is None else [group_by] if isinstance(group_by, str) else list(group_by)
-    unit = bounding.unit.column
-    keep = list(dict.fromkeys([*columns, *cols, unit]))
+    keep = list(dict.fromkeys([*columns, *cols, bounding.unit.column]))
     g = bounding.unit.max_groups if cols and bounding.unit.max_groups < bounding.unit.max_rows \
         else None
-    if is_pandas_frame(native):
-        return _bound_pandas(native, bounding, keep, cols, keys, g)
-    if is_polars_eager(native) or is_polars_lazy(native):
-        return _bound_polars(native, bounding, keep, cols, keys, g)
-    raise AssertionError("privacy units are refused at protect time on this engine")
+    return keep, cols, g
+
+
+def bound_pandas(native: Any, bounding: Bounding, *, columns: Sequence[str],
+                 group_by: str | tuple[str, ...] | None = None,
+                 keys: Sequence[Any] | None = None) -> Any:
+    """A pandas ``native`` with at most ``k`` rows per unit (and, grouped, ``g`` groups per
+    unit), holding ``columns`` (the ones the aggregation reads). Reads data: called through
+    the frame's adapter (:meth:`dpframe.backends.Backend.bound_contributions`) after the
+    budget is reserved; never raises because of a value."""
+    keep, cols, g = _layout(bounding, columns, group_by)
+    return _bound_pandas(native, bounding, keep, cols, keys, g)
+
+
+def bound_polars(native: Any, bounding: Bounding, *, columns: Sequence[str],
+                 group_by: str | tuple[str, ...] | None = None,
+                 keys: Sequence[Any] | None = None) -> Any:
+    """As :func:`bound_pandas`, for a Polars DataFrame or LazyFrame: a LazyFrame."""
+    keep, cols, g = _layout(bounding, columns, group_by)
+    return _bound_polars(native, bounding, keep, cols, keys, g)
 
 
 # -- pandas: numpy over the unit column's hashes ------------------------------------------------

@@ -41,20 +41,13 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import narwhals.stable.v2 as nw
 import numpy as np
 
-from dpframe.aggregates import ADDITIVE_KINDS, DROP, Agg, Bins, FixedPoint
-from dpframe.backends import (
-    is_dask_frame,
-    is_pandas_frame,
-    is_polars_eager,
-    is_polars_lazy,
-    is_spark_frame,
-)
-from dpframe.bounding import Bounding, bound_contributions
+from dpframe.aggregates import DROP, Agg, Bins, FixedPoint
+from dpframe.bounding import Bounding
 from dpframe.errors import ParameterError, UnsupportedInputError
 from dpframe.identity import IdentityMap
 from dpframe.keyset import Keys, key_kinds
@@ -69,14 +62,84 @@ from dpframe.row_expressions import (
 )
 
 __all__ = [
+    "POLARS_ROWS_PER_KEY",
     "Agg",
     "Bins",
     "FixedPoint",
+    "FrameEngine",
     "aggregate",
     "engine_name",
     "frame_columns",
     "validate_column",
 ]
+
+class FrameEngine(Protocol):
+    """What the aggregation asks the frame's engine adapter (:class:`dpframe.backends.Backend`
+    implements it; this module never tells engines apart itself). Every answer comes from the
+    kind of frame and its schema, never from its values."""
+
+    @property
+    def lazy(self) -> bool:
+        """The frame is a plan, not data in memory (then the numpy kernel never runs)."""
+        ...
+
+    @property
+    def ticks_temporal_keys(self) -> bool:
+        """Date/datetime group columns are matched as integer ticks (:mod:`dpframe.tick_keys`)
+        because the engine converts them to Python objects inside a group-by."""
+        ...
+
+    def count_rows(self, frame: Any, *, fresh: bool = False) -> int: ...
+
+    def numpy_column(self, frame: Any, column: str) -> Any:
+        """A numeric column as the numpy kernels read it (an array or a block reader), or
+        None (the engine's own expressions run instead)."""
+        ...
+
+    def key_codes(self, frame: Any, column: str, keys: Sequence[Any]) -> np.ndarray | None:
+        """Each row's position among the declared ``keys`` (-1: undeclared or missing), or
+        None when the numpy kernel cannot match keys on this engine or column."""
+        ...
+
+    def leaves_group_by(self, n_keys: int, n_rows: int) -> bool:
+        """With ``method="auto"``, leave a group-by of ``n_keys`` keys over ``n_rows`` rows to
+        the engine's own group-by (faster there) instead of the numpy kernel."""
+        ...
+
+    def expressions(self, frame: Any) -> tuple[Any, Any]:
+        """``(namespace, frame)`` the per-row expressions are built in and run on."""
+        ...
+
+    def engine_frame(self, frame: Any) -> Any:
+        """The narwhals frame bin counts and key observations run on."""
+        ...
+
+    def collect(self, result: Any) -> Any:
+        """Collect a (tiny) aggregate result the engine computed lazily."""
+        ...
+
+    def engine_sums(self, frame: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
+                    missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
+                    keys: Sequence[Any] | None) -> dict[Agg, np.ndarray] | None:
+        """The additive aggregates by an engine-specific path (Spark SQL text, Dask per
+        partition), or None for the generic expression path."""
+        ...
+
+    def bound_contributions(self, frame: Any, bounding: Bounding, *, columns: Sequence[str],
+                            group_by: str | tuple[str, ...] | None,
+                            keys: Sequence[Any] | None) -> tuple[Any, FrameEngine]:
+        """The frame with each privacy unit's contribution bounded
+        (:mod:`dpframe.bounding`), and the adapter of that frame."""
+        ...
+
+    def with_ticks(self, frame: Any, columns: Sequence[str], keep: Any = None) -> Any:
+        """The frame with the date/datetime ``columns`` as integer ticks."""
+        ...
+
+    def tick_kind(self, frame: Any, column: str) -> Any:
+        """The Arrow type of a date/datetime column, from its dtype alone."""
+        ...
+
 
 _NAMES_LOCK = threading.Lock()
 _ENGINE_NAMES: dict[type, str] = {}
@@ -148,6 +211,7 @@ def aggregate(
     native: Any,
     aggs: Sequence[Agg],
     *,
+    backend: FrameEngine,
     missing: Mapping[str, Any],
     group_by: str | tuple[str, ...] | None = None,
     keys: Sequence[Any] | None = None,
@@ -163,21 +227,22 @@ def aggregate(
     (``"drop"`` or a fill value). ``method``: ``"auto"`` (numpy kernel where the columns allow
     it, else narwhals), ``"numpy"`` (raise if it cannot run) or ``"narwhals"``.
     ``bounding``: the frame has a privacy unit; each unit's contribution is bounded first
-    (:func:`dpframe.bounding.bound_contributions`) and every aggregate reads the bounded rows.
+    (:mod:`dpframe.bounding`) and every aggregate reads the bounded rows. ``backend``: the
+    frame's engine adapter, which answers everything that differs between engines
+    (:class:`FrameEngine`); callers go through :meth:`dpframe.backends.Backend.aggregate`.
     """
     if method not in ("auto", "numpy", "narwhals"):
         raise ParameterError(f"method must be 'auto', 'numpy' or 'narwhals', got {method!r}")
     aggs = list(dict.fromkeys(aggs))
-    if keys is not None and group_by is not None and (is_pandas_frame(native)
-                                                       or is_dask_frame(native)):
-        ticked = _temporal_groups_as_ticks(native, group_by, keys, columns)
+    if keys is not None and group_by is not None and backend.ticks_temporal_keys:
+        ticked = _temporal_groups_as_ticks(native, backend, group_by, keys, columns)
         if ticked is not None:
             native, kept, sub_keys = ticked
-            return _scattered(aggregate(native, aggs, missing=missing, group_by=group_by,
-                                        keys=sub_keys, method=method, bounding=bounding),
-                              kept, len(keys))
+            return _scattered(aggregate(native, aggs, backend=backend, missing=missing,
+                                        group_by=group_by, keys=sub_keys, method=method,
+                                        bounding=bounding), kept, len(keys))
     if bounding is not None:
-        native = bound_contributions(
+        native, backend = backend.bound_contributions(
             native, bounding, columns=sorted({c for a in aggs for c in a.columns()}),
             group_by=group_by, keys=keys)
     binned = [a for a in aggs if a.kind == "bins"]
@@ -192,29 +257,33 @@ def aggregate(
         if not aggs:
             data = {}
         if data is None and method != "narwhals":
-            data = _numpy_sums(native, aggs, columns, missing, group_by, keys, method)
+            data = _numpy_sums(native, backend, aggs, columns, missing, group_by, keys, method)
             if data is None and method == "numpy":
                 raise ParameterError("method='numpy' needs plain numeric columns of an "
                                      "in-memory frame and no products of columns")
         if data is None:
-            data = _narwhals_sums(native, aggs, columns, missing, group_by, keys)
+            data = backend.engine_sums(native, aggs, columns, missing, group_by, keys)
+        if data is None:
+            data = _expression_sums(native, backend, aggs, columns, missing, group_by, keys)
         for agg in binned:
-            data[agg] = _bin_counts(native, agg, columns, missing, group_by, keys, method)
+            data[agg] = _bin_counts(native, backend, agg, columns, missing, group_by, keys,
+                                    method)
     for agg in keyed:
-        data[agg] = _value_key_counts(native, agg, group_by, keys, method, columns)
+        data[agg] = _value_key_counts(native, backend, agg, group_by, keys, method, columns)
     for agg, values in data.items():
         if not np.all(np.mod(values, 1.0) == 0.0):  # pragma: no cover - engine invariant
             raise RuntimeError(f"internal error: aggregate {agg} is not an integer; please report")
     return data
 
 
-def _temporal_groups_as_ticks(native: Any, group_by: str | tuple[str, ...],
+def _temporal_groups_as_ticks(native: Any, backend: FrameEngine,
+                              group_by: str | tuple[str, ...],
                               keys: Sequence[Any], columns: Mapping[str, Any] | None
                               ) -> tuple[Any, list[int], list[Any]] | None:
     """pandas and Dask: the frame with its date/datetime group columns as integer ticks, the
     positions of the declared keys that have a tick in those columns, and those keys as
     ticks (:mod:`dpframe.tick_keys`); None without temporal group columns."""
-    from dpframe.tick_keys import column_kind, key_tick, with_ticks
+    from dpframe.tick_keys import key_tick
 
     cols = _group_columns(group_by)
     schema = frame_columns(native) if columns is None else columns
@@ -222,7 +291,7 @@ def _temporal_groups_as_ticks(native: Any, group_by: str | tuple[str, ...],
                 if schema[c] == nw.Date or schema[c] == nw.Datetime]
     if not temporal:
         return None
-    kinds = {i: column_kind(native, cols[i]) for i in temporal}
+    kinds = {i: backend.tick_kind(native, cols[i]) for i in temporal}
     kept: list[int] = []
     sub_keys: list[Any] = []
     for pos, key in enumerate(keys):
@@ -234,7 +303,7 @@ def _temporal_groups_as_ticks(native: Any, group_by: str | tuple[str, ...],
             parts[i] = t
         kept.append(pos)
         sub_keys.append(tuple(parts) if len(cols) > 1 else parts[0])
-    return with_ticks(native, [cols[i] for i in temporal]), kept, sub_keys
+    return backend.with_ticks(native, [cols[i] for i in temporal]), kept, sub_keys
 
 
 def _scattered(data: Mapping[Agg, np.ndarray], kept: Sequence[int], n_keys: int
@@ -250,62 +319,21 @@ def _scattered(data: Mapping[Agg, np.ndarray], kept: Sequence[int], n_keys: int
     return out
 
 
-def _engine_frame(native: Any) -> Any:
-    """The narwhals frame the bin counts and key observations run on. Polars eager frames run
-    through their lazy plan (zero-copy) so the per-row expressions fuse with the sums."""
-    return nw.from_native(native.lazy() if is_polars_eager(native) else native)
-
-
-def _expression_namespace(native: Any) -> tuple[Any, Any]:
-    """``(namespace, frame)`` the aggregation expressions are built in and run on. Polars
-    frames use Polars' own expressions, which have the very API the narwhals expressions
-    mirror (``col``, ``when``, ``lit``, ``is_null``, ``clip``, ``cast``, ``len``), so one
-    builder serves both and a query skips narwhals' per-expression translation; eager frames
-    run through their lazy plan (zero-copy) so the per-row expressions fuse with the sums.
-    Every other engine gets narwhals expressions."""
-    if is_polars_lazy(native) or is_polars_eager(native):
-        import polars as pl
-
-        return pl, native.lazy() if is_polars_eager(native) else native
-    return nw, nw.from_native(native)
-
-
-def _narwhals_sums(
-    native: Any,
-    aggs: Sequence[Agg],
-    columns: Mapping[str, Any],
-    missing: Mapping[str, Any],
-    group_by: str | tuple[str, ...] | None,
-    keys: Sequence[Any] | None,
-) -> dict[Agg, np.ndarray]:
-    """The aggregates inside the frame's engine. PySpark frames get the same arithmetic as
-    Spark SQL text (:mod:`dpframe.engine_spark`: building narwhals expressions costs a JVM
-    round trip per operation there) and Dask frames run the in-memory path partition by
-    partition (:mod:`dpframe.engine_dask`); every other engine runs the narwhals
-    expressions."""
-    if is_spark_frame(native):
-        from dpframe.engine_spark import spark_sums
-
-        found = spark_sums(native, aggs, columns, missing, group_by, keys)
-        if found is not None:
-            return found
-    if is_dask_frame(native) and all(a.kind in ADDITIVE_KINDS for a in aggs):
-        from dpframe.engine_dask import dask_sums
-
-        return dask_sums(native, aggs, missing, group_by, keys, partition_sums=aggregate)
-    return _expression_sums(native, aggs, columns, missing, group_by, keys)
-
-
 def _expression_sums(
     native: Any,
+    backend: FrameEngine,
     aggs: Sequence[Agg],
     columns: Mapping[str, Any],
     missing: Mapping[str, Any],
     group_by: str | tuple[str, ...] | None,
     keys: Sequence[Any] | None,
 ) -> dict[Agg, np.ndarray]:
-    """The generic path: narwhals per-row expressions and sums, collected."""
-    ns, frame = _expression_namespace(native)
+    """The generic path: the per-row expressions and sums, collected. Polars frames build
+    them with Polars' own expressions, which have the very API the narwhals expressions mirror
+    (``col``, ``when``, ``lit``, ``is_null``, ``clip``, ``cast``, ``len``), so one builder
+    serves both and a query skips narwhals' per-expression translation; every other engine
+    gets narwhals expressions (:meth:`FrameEngine.expressions`)."""
+    ns, frame = backend.expressions(native)
     exprs = row_expressions(aggs, columns, missing, ns)
     sums = {n: e for n, e in exprs.items() if e is not None}
     distinct = {f"__dp_{i}" for i, a in enumerate(aggs) if a.kind == "units"}
@@ -328,19 +356,11 @@ def _expression_sums(
         result = frame.select(ns.len().alias(length),
                               *(total(e, n).alias(n) for n, e in sums.items()))
     if hasattr(result, "collect"):  # a narwhals or Polars LazyFrame
-        result = _collect(result, native)
+        result = backend.collect(result)
     names = [length if exprs[f"__dp_{i}"] is None else f"__dp_{i}" for i in range(len(aggs))]
     return aligned(aggs, cols, columns, tuples,
                     [result.get_column(c).to_list() for c in cols],
                     [result.get_column(name).fill_null(0).to_numpy() for name in names])
-
-
-def _collect(result: Any, native: Any) -> Any:
-    """Collect the (tiny) aggregate frame. Polars LazyFrames use Polars' streaming engine, so
-    a scan larger than memory is aggregated batch by batch."""
-    if is_polars_lazy(native):
-        return result.collect(engine="streaming")
-    return result.collect()
 
 
 #: Rows per block of the numpy kernel: 64 K doubles (512 KB) stay in the CPU cache.
@@ -351,11 +371,12 @@ _BLOCK = 1 << 16
 #: kernel ~10 ns; per key, aligning Polars' groups with the declared keys costs ~0.7 µs and
 #: the kernel ~0.1 µs, so the kernel wins when keys > rows·4 ns/0.6 µs ≈ rows/160 (1 M rows:
 #: 12.6 vs 12.9 ms at 1,000 keys, 18 vs 78 ms at 100,000; 10 M rows: 96 vs 59 ms at 1,000).
-_POLARS_ROWS_PER_KEY = 160
+POLARS_ROWS_PER_KEY = 160
 
 
 def _numpy_sums(
     native: Any,
+    backend: FrameEngine,
     aggs: Sequence[Agg],
     columns: Mapping[str, Any],
     missing: Mapping[str, Any],
@@ -366,7 +387,8 @@ def _numpy_sums(
     """The same aggregates from zero-copy numpy views, block by block, or None when a column
     is not held as a plain numeric array (then the narwhals path runs). ``method="auto"``
     leaves an eager Polars group-by with few keys per row to Polars
-    (:data:`_POLARS_ROWS_PER_KEY`); ``"numpy"`` takes the kernel whenever it can run.
+    (:data:`POLARS_ROWS_PER_KEY`, :meth:`FrameEngine.leaves_group_by`); ``"numpy"`` takes the
+    kernel whenever it can run.
 
     pandas keeps such a column as one contiguous numpy array; an eager Polars column with one
     chunk and no nulls is exposed without copying; other numeric columns are read in float64
@@ -376,25 +398,24 @@ def _numpy_sums(
     ``np.bincount``. Every value is an integer-valued double, so every partial sum, in any
     order, is exact: the results equal the narwhals path's.
     """
-    in_memory = is_pandas_frame(native) or is_polars_eager(native)
+    in_memory = not backend.lazy
     several_keys = group_by is not None and not isinstance(group_by, str)
     if not in_memory or several_keys or any(a.kind in ("sum_prod", "units") for a in aggs):
         return None
     needed = sorted({c for a in aggs for c in a.columns()})
     views = {}
     for column in needed:
-        view = _numpy_view(native, column)
+        view = backend.numpy_column(native, column)
         if view is None:
             return None
         views[column] = view
-    n_rows = _row_count(native)
+    n_rows = backend.count_rows(native)
     codes = None
     if group_by is not None:
         assert isinstance(group_by, str)
-        if (is_polars_eager(native) and method != "numpy"
-                and len(keys or ()) * _POLARS_ROWS_PER_KEY < n_rows):
-            return None  # few keys for many rows: Polars' parallel group-by is faster
-        codes = _declared_codes(native, group_by, keys or ())
+        if method != "numpy" and backend.leaves_group_by(len(keys or ()), n_rows):
+            return None  # few keys for many rows: e.g. Polars' parallel group-by is faster
+        codes = backend.key_codes(native, group_by, keys or ())
         if codes is None:
             return None
     n_groups = 1 if codes is None else len(keys or [])
@@ -534,10 +555,6 @@ def _per_group(weights: np.ndarray | None, size: int, group: np.ndarray | None,
     return np.bincount(group, weights=weights, minlength=n_groups).astype(np.float64)
 
 
-def _row_count(native: Any) -> int:
-    return len(native) if is_pandas_frame(native) else int(native.height)
-
-
 class _FloatBlocks:
     """A numeric column the numpy kernels read block by block as float64 copies, missing
     values as NaN: pandas extension arrays (nullable ``Float64``/``Int64``/``boolean``,
@@ -631,39 +648,39 @@ def _polars_float64() -> Any:
     return pl.Float64
 
 
-def _numpy_view(native: Any, column: str) -> Any:
-    """A numeric column of an in-memory frame as the numpy kernels read it, or None.
-
-    pandas: a column held as a plain numpy array is a zero-copy view; nullable and
-    Arrow-backed numbers (extension dtypes of kind f, i, u or b) are read in float64 blocks
-    (:class:`_FloatBlocks`). Polars: an eager ``DataFrame`` column with one chunk and no nulls
-    is exposed without copying (``allow_copy=False``); with nulls, its values buffer and
-    validity bitmap in place (:class:`_MaskedBlocks`); with several chunks, in blocks;
-    LazyFrames stay lazy (None)."""
-    if is_pandas_frame(native):
-        series = native[column]
-        dtype = getattr(series, "dtype", None)
-        if isinstance(dtype, np.dtype):
-            return series.to_numpy(copy=False) if dtype.kind in "fiu" else None
-        if getattr(dtype, "kind", None) in ("f", "i", "u", "b"):
-            return _FloatBlocks(series.array, len(series), polars=False)
-        return None
-    if is_polars_eager(native):
-        series = native.get_column(column)
-        if not (series.dtype.is_numeric() or series.dtype == _polars_boolean()):
-            return None
-        if series.null_count() and series.n_chunks() == 1 and series.dtype.is_numeric():
-            masked = _MaskedBlocks.of(series)
-            if masked is not None:
-                return masked
-        if series.null_count() or series.n_chunks() != 1 or not series.dtype.is_numeric():
-            return _FloatBlocks(series, len(series), polars=True)
-        try:
-            values = series.to_numpy(allow_copy=False)
-        except Exception:
-            return _FloatBlocks(series, len(series), polars=True)
-        return values if values.dtype.kind in "fiu" else None
+def pandas_view(native: Any, column: str) -> Any:
+    """A numeric column of a pandas frame as the numpy kernels read it, or None: a column
+    held as a plain numpy array is a zero-copy view; nullable and Arrow-backed numbers
+    (extension dtypes of kind f, i, u or b) are read in float64 blocks
+    (:class:`_FloatBlocks`)."""
+    series = native[column]
+    dtype = getattr(series, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        return series.to_numpy(copy=False) if dtype.kind in "fiu" else None
+    if getattr(dtype, "kind", None) in ("f", "i", "u", "b"):
+        return _FloatBlocks(series.array, len(series), polars=False)
     return None
+
+
+def polars_view(native: Any, column: str) -> Any:
+    """A numeric column of an eager Polars frame as the numpy kernels read it, or None: one
+    chunk and no nulls is exposed without copying (``allow_copy=False``); with nulls, its
+    values buffer and validity bitmap in place (:class:`_MaskedBlocks`); with several chunks,
+    in blocks."""
+    series = native.get_column(column)
+    if not (series.dtype.is_numeric() or series.dtype == _polars_boolean()):
+        return None
+    if series.null_count() and series.n_chunks() == 1 and series.dtype.is_numeric():
+        masked = _MaskedBlocks.of(series)
+        if masked is not None:
+            return masked
+    if series.null_count() or series.n_chunks() != 1 or not series.dtype.is_numeric():
+        return _FloatBlocks(series, len(series), polars=True)
+    try:
+        values = series.to_numpy(allow_copy=False)
+    except Exception:
+        return _FloatBlocks(series, len(series), polars=True)
+    return values if values.dtype.kind in "fiu" else None
 
 
 @functools.cache
@@ -673,13 +690,10 @@ def _polars_boolean() -> Any:
     return pl.Boolean
 
 
-def _declared_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarray | None:
-    """Position of each row's key among the declared keys (-1: undeclared or missing), or
-    None when the keys cannot be matched this way (then the narwhals path runs)."""
-    if is_polars_eager(native):
-        return _polars_codes(native.get_column(group_by), keys)
-    if not is_pandas_frame(native):
-        return None
+def pandas_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarray | None:
+    """Position of each row's key (a pandas frame's ``group_by`` column) among the declared
+    keys (-1: undeclared or missing), or None when the keys cannot be matched this way (then
+    the narwhals path runs)."""
     import pandas as pd
 
     declared = keys.pandas_index if isinstance(keys, Keys) else pd.Index(list(keys))
@@ -704,7 +718,7 @@ def _declared_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarr
         return None
 
 
-def _polars_codes(key_col: Any, keys: Sequence[Any]) -> np.ndarray | None:
+def polars_codes(key_col: Any, keys: Sequence[Any]) -> np.ndarray | None:
     """Codes of an eager Polars key column: integer columns without nulls are read as numpy
     (zero-copy for one chunk) and looked up in pandas' hash index of the keys; String
     columns are matched in Arrow (:func:`_arrow_codes`). None for other dtypes (Polars
@@ -784,6 +798,7 @@ def _keep_declared(frame: Any, cols: Sequence[str], tuples: Sequence[tuple[Any, 
 
 def _bin_counts(
     native: Any,
+    backend: FrameEngine,
     agg: Agg,
     columns: Mapping[str, Any],
     missing: Mapping[str, Any],
@@ -800,12 +815,12 @@ def _bin_counts(
     tuples = [k if len(cols) > 1 else (k,) for k in (keys or [])]
     n_groups = len(tuples) if cols else 1
     if method != "narwhals":
-        counts = _numpy_bin_counts(native, agg, missing.get(agg.column, DROP), group_by,
-                                   list(keys or []), n_groups)
+        counts = _numpy_bin_counts(native, backend, agg, missing.get(agg.column, DROP),
+                                   group_by, list(keys or []), n_groups)
         if counts is not None:
             return counts
     bins, column = agg.bins, agg.column
-    frame = _engine_frame(native)
+    frame = backend.engine_frame(native)
     x = nw.col(column) if columns[column] == nw.Float64 else nw.col(column).cast(nw.Float64)
     present = is_present(column, columns[column])
     policy = missing.get(column, DROP)
@@ -818,7 +833,7 @@ def _bin_counts(
     frame = frame.select(*(nw.col(c) for c in cols), bins.expression(x).alias(label))
     result = frame.group_by(*cols, label).agg(nw.len().alias("__dp_len"))
     if isinstance(result, nw.LazyFrame):
-        result = _collect(result, native)
+        result = backend.collect(result)
     j = np.asarray(result.get_column(label).to_numpy(), dtype=np.int64)
     n = np.asarray(result.get_column("__dp_len").to_numpy(), dtype=np.float64)
     group = np.zeros(j.size, dtype=np.int64)
@@ -841,9 +856,9 @@ def _bin_counts(
     return out.reshape(n_groups, bins.count)
 
 
-def _value_key_counts(native: Any, agg: Agg, group_by: str | tuple[str, ...] | None,
-                keys: Sequence[Any] | None, method: str, columns: Mapping[str, Any]
-                ) -> np.ndarray:
+def _value_key_counts(native: Any, backend: FrameEngine, agg: Agg,
+                      group_by: str | tuple[str, ...] | None, keys: Sequence[Any] | None,
+                      method: str, columns: Mapping[str, Any] | None) -> np.ndarray:
     """Exact rows per public key of ``agg.column`` (``agg.keys``), per declared group: a
     ``(G, K)`` array. The group-by row count over the group columns and ``agg.column`` with
     every (group, key) combination as declared keys, through the same path as any group-by."""
@@ -853,26 +868,27 @@ def _value_key_counts(native: Any, agg: Agg, group_by: str | tuple[str, ...] | N
     combos = [(*t, k) for t in tuples for k in agg.keys]
     by: str | tuple[str, ...] = (*cols, agg.column) if cols else agg.column
     rows = Agg("rows")
-    counts = aggregate(native, [rows], missing={}, group_by=by,
+    counts = aggregate(native, [rows], backend=backend, missing={}, group_by=by,
                        keys=combos if cols else list(agg.keys), method=method,
                        columns=columns)[rows]
     return np.asarray(counts, dtype=np.float64).reshape(len(tuples), len(agg.keys))
 
 
-def _numpy_bin_counts(native: Any, agg: Agg, policy: Any, group_by: str | tuple[str, ...] | None,
-                      keys: list[Any], n_groups: int) -> np.ndarray | None:
+def _numpy_bin_counts(native: Any, backend: FrameEngine, agg: Agg, policy: Any,
+                      group_by: str | tuple[str, ...] | None, keys: list[Any], n_groups: int
+                      ) -> np.ndarray | None:
     """The bin counts from a zero-copy numpy view (see :func:`_numpy_sums`), or None."""
     assert agg.column is not None and agg.bins is not None
-    if not (is_pandas_frame(native) or is_polars_eager(native)) or (
+    if backend.lazy or (
             group_by is not None and not isinstance(group_by, str)):
         return None
-    values = _numpy_view(native, agg.column)
+    values = backend.numpy_column(native, agg.column)
     if values is None:
         return None
     codes = None
     if group_by is not None:
         assert isinstance(group_by, str)
-        codes = _declared_codes(native, group_by, keys)
+        codes = backend.key_codes(native, group_by, keys)
         if codes is None:
             return None
     bins = agg.bins

@@ -26,11 +26,11 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import numpy as np
 
-from dpframe.backends import is_dask_frame, is_pandas_frame
-from dpframe.engine import _collect, _engine_frame, frame_columns
+from dpframe.backends import backend_of
+from dpframe.engine import frame_columns
 from dpframe.row_expressions import is_float as _is_float
 from dpframe.row_expressions import is_present as _present
-from dpframe.tick_keys import arrow_ticks, with_ticks
+from dpframe.tick_keys import arrow_ticks
 
 __all__ = ["observed_keys"]
 
@@ -50,12 +50,12 @@ def observed_keys(native: Any, group_by: Sequence[str], distinct: str | None = N
     frame's engine; only per-key counts come back, and only the kept keys become Python
     values."""
     cols = list(group_by)
+    backend = backend_of(native)
     columns = frame_columns(native)
-    ticked = [c for c in cols if _temporal(columns[c])] if (
-        is_pandas_frame(native) or is_dask_frame(native)) else []
+    ticked = [c for c in cols if _temporal(columns[c])] if backend.ticks_temporal_keys else []
     if ticked:
-        native = with_ticks(native, ticked, keep=_python_exact)
-    frame = _engine_frame(native)
+        native = backend.with_ticks(native, ticked, keep=_python_exact)
+    frame = backend.engine_frame(native)
     for col in cols:
         frame = frame.filter(~nw.col(col).is_null() if col in ticked
                              else _present(col, columns[col]))
@@ -65,7 +65,7 @@ def observed_keys(native: Any, group_by: Sequence[str], distinct: str | None = N
     count = nw.len() if distinct is None else nw.col(distinct).n_unique()
     result = frame.group_by(*cols).agg(count.alias("__dp_len"))
     if isinstance(result, nw.LazyFrame):
-        result = _collect(result, native)
+        result = backend.collect(result)
     keep = np.ones(len(result), dtype=bool)
     for col in cols:
         if col not in ticked:

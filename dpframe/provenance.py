@@ -51,7 +51,6 @@ from dpframe.errors import (
     SourceChangedError,
     UnsupportedInputError,
 )
-from dpframe.forking import check_polars_usable
 from dpframe.identity import IdentityMap
 from dpframe.keyset import Keys, checked_keys
 from dpframe.memory import MemoryRegistry, anchored_series, buffer_ranges
@@ -566,7 +565,7 @@ def _register(frame: Any, facts: FrameFacts, data: Any = None) -> Any:
     Returns the frame to hand out (a LazyFrame gains its marker)."""
     backend = facts.dataset.backend
     facts = replace(facts, data=backend.snapshot(frame) if data is None else data)
-    if backend.family == "pandas":
+    if backend.carries_handle:
         frame.attrs = {**{k: v for k, v in frame.attrs.items() if k != ATTRS_KEY},
                        ATTRS_KEY: _Handle(facts, frame)}
         return frame
@@ -615,24 +614,10 @@ _NO_ROOT_PANDAS = (
     "frame.dp.with_columns(...), .dp.select / .dp.drop / .dp.rename (import narwhals as nw). "
     "Nothing was read or spent."
 )
-_NO_ROOT_ENGINE = (
-    "this {engine} frame has no protected root: it is not a frame returned by dpf.protect or "
-    "by a .dp derivation of one ({engine} plans cannot be read by dpframe, so frames derived "
-    "with native operations cannot be verified). Derive from the protected frame with "
-    "frame.dp.filter(nw.col('age') >= 65) / frame.dp.with_columns(...) (import narwhals as "
-    "nw). Nothing was read or spent."
-)
-_NO_ROOT_POLARS = (
-    "this Polars DataFrame has no protected root: it is not a frame returned by dpf.protect or "
-    "by a .dp derivation of one (eager Polars frames keep no plan, so frames derived with "
-    "native operations cannot be verified). Derive from the protected frame with "
-    "df.dp.filter(pl.col('age') >= 65) / df.dp.with_columns(...) / .dp.select(...). "
-    "Nothing was read or spent."
-)
 
 
 def _facts_of(frame: Any, backend: Backend) -> FrameFacts:
-    if backend.family == "pandas":
+    if backend.carries_handle:
         handle = frame.attrs.get(ATTRS_KEY)
         if isinstance(handle, _Handle):
             if handle.owner() is frame:
@@ -643,8 +628,7 @@ def _facts_of(frame: Any, backend: Backend) -> FrameFacts:
     if facts is not None:
         return facts
     if not backend.readable_plans:
-        raise NoLedgerError(_NO_ROOT_POLARS if backend.family == "polars" else
-                            _NO_ROOT_ENGINE.format(engine=backend.name))
+        raise NoLedgerError(backend.no_root_message())
     marker, steps, beneath = derivations.walk_lazy_plan(frame)
     with _registry_lock:
         found = _markers.get(marker)
@@ -678,8 +662,7 @@ def resolve(frame: Any, session: Session | str | None = None) -> FrameFacts:
     ``session=`` or the enclosing ``with`` block names a different ledger.
     """
     backend = backend_of(frame)
-    if backend.family == "polars":
-        check_polars_usable()  # (a fork child of a process that ran Polars would hang)
+    backend.check_usable()  # (a fork child of a process that ran Polars would hang)
     facts = _facts_of(frame, backend)
     own = facts.dataset.session
     named = lookup_session(session)
@@ -739,7 +722,7 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
     re-run notebook cell), a Polars frame or plan over the buffers of a protected frame
     (``clone()``, ``lazy()``, ``select(pl.all())``), or a lazy source over files a protected
     frame already reads."""
-    if backend.family == "pandas":
+    if backend.carries_handle:
         # a live handle, or its notice after a pickle / Parquet round trip (a public fact)
         handle = frame.attrs.get(ATTRS_KEY)
         live = isinstance(handle, _Handle) or (
@@ -879,8 +862,7 @@ def protect(
     3
     """
     backend = backend_of(frame)
-    if backend.family == "polars":
-        check_polars_usable()  # (a fork child of a process that ran Polars would hang)
+    backend.check_usable()  # (a fork child of a process that ran Polars would hang)
     _refuse_live(frame, backend)
     for hook in _ON_PROTECT:  # (the frames layer registers the engine's .dp namespace)
         hook(backend)
@@ -910,7 +892,7 @@ def protect(
     declared_unit = units.validate_unit(privacy_unit, max_rows_per_unit, max_groups_per_unit,
                                         schema, backend)
     original: Any = frame
-    protected: Any = original.copy(deep=False) if backend.family == "pandas" else original
+    protected: Any = backend.user_frame(original)
     data = backend.snapshot(protected)  # what every release reads from now on
     n = _first_read(data, backend)
     if n == 0:

@@ -367,8 +367,7 @@ def _immutable(facts: FrameFacts) -> bool:
     """The frame a release reads cannot change its schema: dpframe's private snapshot of an
     in-memory frame, or an immutable plan (Polars LazyFrame, DuckDB relation, Spark
     DataFrame; a Dask DataFrame can be assigned to in place)."""
-    return facts.data is not None or facts.dataset.backend.name in (
-        "polars-lazy", "duckdb", "spark")
+    return facts.data is not None or facts.dataset.backend.fixed_schema
 
 
 def _selectable(dtype: Any) -> bool:
@@ -710,7 +709,7 @@ def run(
         with quiet():  # an engine's warning (a reader's, a numeric one) depends on values
             if request.selection is not None:
                 request, planned, selected = _select_keys(frame, facts, request, queries)
-            aggs = engine.aggregate(
+            aggs = backend_of(frame).aggregate(
                 frame, [a for p in planned for a in p.plan.aggregates],
                 missing={c: facts.missing.get(c, DROP) for p in planned
                          for c in p.query.columns_read()},
@@ -833,10 +832,8 @@ def _select_keys(frame: Any, facts: FrameFacts, request: Request,
     if facts.unit is not None:
         # several rows per person: keep k rows per unit (so a unit reaches at most k keys) and
         # count each key's distinct units (a unit adds at most 1 to a key's count)
-        from dpframe.bounding import bound_contributions
-
-        counted = bound_contributions(frame, Bounding(facts.unit, release_seed(request.rng)),
-                                      columns=list(cols))
+        counted, _ = backend_of(frame).bound_contributions(
+            frame, Bounding(facts.unit, release_seed(request.rng)), columns=list(cols))
         per_unit, unit_column = facts.unit.max_rows, facts.unit.column
         upper = facts.unit.n_units
     observed, counts = observed_keys(counted, cols, distinct=unit_column)
@@ -872,7 +869,7 @@ def exact_measurements(
     facts, frame, request, planned = _prepare(
         frame, queries, session=None, epsilon=1.0, delta=0.0, weights=None,
         mechanism="bounded", random_state=None, group_by=group_by, keys=keys, ci=None)
-    aggs = engine.aggregate(
+    aggs = backend_of(frame).aggregate(
         frame, [a for p in planned for a in p.plan.aggregates],
         missing={c: facts.missing.get(c, DROP) for p in planned for c in p.query.columns_read()},
         group_by=request.group_by, keys=request.keys,

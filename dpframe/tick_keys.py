@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["arrow_ticks", "column_kind", "key_tick", "series_ticks", "with_ticks"]
+__all__ = ["arrow_ticks", "column_kind", "key_tick", "partitions_with_ticks", "series_ticks",
+           "with_ticks"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _EPOCH.replace(tzinfo=dt.UTC)
@@ -64,37 +65,36 @@ def _int64_series(ticks: np.ndarray, valid: np.ndarray, index: Any) -> Any:
 
 
 def with_ticks(native: Any, columns: Sequence[str], keep: Any = None) -> Any:
-    """pandas or Dask ``native`` with each of ``columns`` (dates, datetimes) replaced by its
-    ticks (nullable Int64). ``keep(ticks, valid, kind)``: which ticks to keep (others become
-    missing); all present ones by default. Lazy for Dask (one ``map_partitions``)."""
+    """A pandas ``native`` with each of ``columns`` (dates, datetimes) replaced by its ticks
+    (nullable Int64). ``keep(ticks, valid, kind)``: which ticks to keep (others become
+    missing); all present ones by default."""
+    out = {}
+    for c in columns:
+        ticks, valid, kind = series_ticks(native[c])
+        if keep is not None:
+            valid = valid & keep(ticks, kind)
+        out[c] = _int64_series(ticks, valid, native.index)
+    return native.assign(**out)
+
+
+def partitions_with_ticks(native: Any, columns: Sequence[str], keep: Any = None) -> Any:
+    """:func:`with_ticks` on every pandas partition of a partitioned frame (Dask), lazily:
+    one ``map_partitions`` over its metadata frame ``_meta``."""
     import pandas as pd
 
-    from dpframe.backends import is_pandas_frame
-
     def replace(frame: Any) -> Any:
-        out = {}
-        for c in columns:
-            ticks, valid, kind = series_ticks(frame[c])
-            if keep is not None:
-                valid = valid & keep(ticks, kind)
-            out[c] = _int64_series(ticks, valid, frame.index)
-        return frame.assign(**out)
+        return with_ticks(frame, columns, keep)
 
-    if is_pandas_frame(native):
-        return replace(native)
     meta = native._meta.assign(**{c: pd.Series([], dtype="Int64") for c in columns})
     return native.map_partitions(replace, meta=meta)
 
 
 def column_kind(native: Any, column: str) -> Any:
-    """The Arrow type of a pandas or Dask date/datetime column, from its dtype alone (an empty
-    slice; Dask's metadata frame)."""
+    """The Arrow type of a pandas date/datetime column, from its dtype alone (an empty
+    slice; for Dask, pass its metadata frame)."""
     import pyarrow as pa
 
-    from dpframe.backends import is_pandas_frame
-
-    empty = native[column].iloc[:0] if is_pandas_frame(native) else native._meta[column]
-    return series_ticks_type(pa.array(empty, from_pandas=True))
+    return series_ticks_type(pa.array(native[column].iloc[:0], from_pandas=True))
 
 
 def series_ticks_type(arr: Any) -> Any:

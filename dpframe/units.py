@@ -46,10 +46,6 @@ from dpframe.queries import Measurement, Plan, PlanContext, Query, round_up, sin
 
 __all__ = ["CountUnits", "bound_plan", "count_units", "validate_unit"]
 
-#: engines whose bounding dpframe implements (:mod:`dpframe.bounding`)
-SUPPORTED = ("pandas", "polars")
-
-
 def validate_unit(privacy_unit: Any, max_rows_per_unit: Any, max_groups_per_unit: Any,
                   schema: Mapping[str, Any], backend: Backend
                   ) -> tuple[str, int, int] | None:
@@ -74,7 +70,7 @@ def validate_unit(privacy_unit: Any, max_rows_per_unit: Any, max_groups_per_unit
     k = _positive("max_rows_per_unit", max_rows_per_unit, required=True)
     g = k if max_groups_per_unit is None else _positive("max_groups_per_unit",
                                                          max_groups_per_unit, required=True)
-    if backend.family not in SUPPORTED:
+    if not backend.bounds_units:  # (pandas and Polars: dpframe.bounding)
         raise UnsupportedInputError(
             f"privacy_unit is not available on {backend.name} frames yet: bounding each unit's "
             "rows runs in pandas and Polars (DataFrame and LazyFrame). Protect a Polars "
@@ -83,7 +79,7 @@ def validate_unit(privacy_unit: Any, max_rows_per_unit: Any, max_groups_per_unit
         )
     dtype = str(schema[privacy_unit]).lower()
     if dtype.startswith(("float", "list", "array", "struct", "object")) and not (
-            backend.family == "pandas" and dtype == "object"):
+            backend.object_strings and dtype == "object"):
         raise UnsupportedInputError(
             f"privacy_unit column {privacy_unit!r} has dtype {schema[privacy_unit]}; a unit id "
             "must be an integer, string, categorical or date column (floats and nested values "
@@ -105,12 +101,7 @@ def _positive(name: str, value: Any, *, required: bool) -> int:
 
 def count_distinct_units(frame: Any, backend: Backend, column: str) -> int:
     """``U``: the number of distinct non-missing ids (read once, at protect time)."""
-    if backend.family == "pandas":
-        return int(frame[column].nunique(dropna=True))
-    import polars as pl
-
-    lazy = frame.lazy() if not backend.lazy else frame
-    return int(lazy.select(pl.col(column).drop_nulls().n_unique()).collect().item())
+    return backend.count_units(frame, column)
 
 
 def bound_plan(plan: Plan, query: Query, unit: UnitBound, grouped: bool) -> Plan:

@@ -274,14 +274,14 @@ def _protect(df, epsilon: float = 10.0, missing=None):
 def test_exact_covariance_matches_pandas_on_clamped_data():
     """The exact (pre-noise) covariance the pipeline computes — queries.Covariance's
     statistics over the engine's fixed-point sums — equals pandas' on the clamped data."""
-    from dpframe import engine
+    from dpframe import backends
     from dpframe.queries import Covariance, PlanContext
 
     df = _frame()
     bounds = {"a": (0, 1), "b": (0, 2), "c": (0, 1)}
     ctx = PlanContext(True, len(df), None, all_bounds=bounds)
     plan = Covariance(["a", "b", "c"]).plan(ctx)
-    aggs = engine.aggregate(df, plan.aggregates, missing=FILL)
+    aggs = backends.aggregate(df, plan.aggregates, missing=FILL)
     exact = {m.name: float(m.statistic(aggs)[0]) for m in plan.measurements}
     ref = df.assign(a=df["a"].clip(0, 1), c=df["c"].clip(0, 1))[["a", "b", "c"]].cov()
     # equal up to the fixed-point quantum (2^-22 of the width here)

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import engine
+from dpframe import backends, engine
 from dpframe.engine import Agg, FixedPoint
 
 
@@ -51,19 +51,19 @@ def test_numpy_method_matches_narwhals_method(squares, lo, hi, center, dtype, mi
     policy = {"x": fill}
     fp = FixedPoint.choose(lo, hi, center, n, squares)
     aggs = _aggs(fp, squares)
-    fast = engine.aggregate(df, aggs, missing=policy, method="numpy")
-    generic = engine.aggregate(df, aggs, missing=policy, method="narwhals")
-    auto = engine.aggregate(df, aggs, missing=policy)  # auto takes the numpy path here
+    fast = backends.aggregate(df, aggs, missing=policy, method="numpy")
+    generic = backends.aggregate(df, aggs, missing=policy, method="narwhals")
+    auto = backends.aggregate(df, aggs, missing=policy)  # auto takes the numpy path here
     for a in aggs:
         assert np.array_equal(auto[a], fast[a]), a
         assert np.array_equal(fast[a], generic[a]), a
-    polars_lazy = engine.aggregate(pl.from_pandas(df, nan_to_null=False).lazy(), aggs,
+    polars_lazy = backends.aggregate(pl.from_pandas(df, nan_to_null=False).lazy(), aggs,
                                    missing=policy, method="narwhals")
     for a in aggs:
         assert np.array_equal(polars_lazy[a], fast[a]), a
     if dtype.startswith("int"):  # a Polars column without nulls takes the numpy path too
         polars_eager = pl.from_pandas(df)
-        fast_pl = engine.aggregate(polars_eager, aggs, missing=policy, method="numpy")
+        fast_pl = backends.aggregate(polars_eager, aggs, missing=policy, method="numpy")
         for a in aggs:
             assert np.array_equal(fast_pl[a], fast[a]), a
     # and both equal exact integer arithmetic done in Python
@@ -129,11 +129,11 @@ def test_nullable_columns_take_the_numpy_path_bit_for_bit(squares, dtype, missin
     kw: dict = {"missing": policy}
     if grouped:
         kw.update(group_by="g", keys=[0, 2, 3, 5, 8, 42])
-    generic = engine.aggregate(frame, aggs, method="narwhals", **kw)
-    fast = engine.aggregate(frame, aggs, method="numpy", **kw)
+    generic = backends.aggregate(frame, aggs, method="narwhals", **kw)
+    fast = backends.aggregate(frame, aggs, method="numpy", **kw)
     for a in aggs:
         assert np.array_equal(fast[a], generic[a]), (a, fast[a], generic[a])
-    auto = engine.aggregate(frame, aggs, **kw)
+    auto = backends.aggregate(frame, aggs, **kw)
     for a in aggs:
         assert np.array_equal(auto[a], generic[a]), a
 
@@ -144,15 +144,15 @@ def test_products_of_columns_need_the_narwhals_path():
     fy = FixedPoint.choose(-2.0, 2.0, 0.0, 3, True)
     prod = Agg("sum_prod", "x", fx, "y", fy)
     with pytest.raises(dpf.ParameterError, match="products"):
-        engine.aggregate(df, [prod], missing={}, method="numpy")
-    out = engine.aggregate(df, [prod], missing={})
+        backends.aggregate(df, [prod], missing={}, method="numpy")
+    out = backends.aggregate(df, [prod], missing={})
     kx, ky = _python_k(df["x"], fx), _python_k(df["y"], fy)
     assert out[prod][0] == int((kx * ky).sum())
 
 
 def test_unknown_method_is_a_parameter_error():
     with pytest.raises(dpf.ParameterError, match="'numpy' or 'narwhals'"):
-        engine.aggregate(pd.DataFrame({"x": [1.0]}), [Agg("rows")], missing={}, method="fast")
+        backends.aggregate(pd.DataFrame({"x": [1.0]}), [Agg("rows")], missing={}, method="fast")
 
 
 @pytest.mark.parametrize("squares", [False, True])
@@ -182,9 +182,9 @@ def test_grouped_numpy_method_matches_narwhals_method(squares, kind):
     fp = FixedPoint.choose(-2.0, 9.0, 3.5, n, squares)
     aggs = _aggs(fp, squares)
     kw = {"missing": {"x": "drop"}, "group_by": "g", "keys": declared}
-    fast = engine.aggregate(df, aggs, method="numpy", **kw)
-    generic = engine.aggregate(df, aggs, method="narwhals", **kw)
-    in_polars = engine.aggregate(pl.from_pandas(df, nan_to_null=False), aggs, **kw)
+    fast = backends.aggregate(df, aggs, method="numpy", **kw)
+    generic = backends.aggregate(df, aggs, method="narwhals", **kw)
+    in_polars = backends.aggregate(pl.from_pandas(df, nan_to_null=False), aggs, **kw)
     for a in aggs:
         assert fast[a].shape == (len(declared),)
         assert np.array_equal(fast[a], generic[a]), a
@@ -250,13 +250,13 @@ def test_polars_group_keys_are_matched_outside_polars_bit_for_bit(kind):
     fp = FixedPoint.choose(-2.0, 9.0, 3.5, n, True)
     aggs = _aggs(fp, True)
     kw = {"missing": {"x": "drop"}, "group_by": "g", "keys": declared}
-    generic = engine.aggregate(frame, aggs, method="narwhals", **kw)
+    generic = backends.aggregate(frame, aggs, method="narwhals", **kw)
     if kind in ("int", "int32", "str"):
-        fast = engine.aggregate(frame, aggs, method="numpy", **kw)
+        fast = backends.aggregate(frame, aggs, method="numpy", **kw)
     else:
         with pytest.raises(dpf.ParameterError, match="method='numpy'"):
-            engine.aggregate(frame, aggs, method="numpy", **kw)
-        fast = engine.aggregate(frame, aggs, **kw)
+            backends.aggregate(frame, aggs, method="numpy", **kw)
+        fast = backends.aggregate(frame, aggs, **kw)
     for a in aggs:
         assert np.array_equal(fast[a], generic[a]), a
     assert fast[Agg("rows")][-1] == 0 and fast[Agg("rows")].sum() > 0
@@ -274,23 +274,24 @@ def test_engine_paths_match_the_numpy_path(engine_name, missing, group_by, keys)
     aggs = _engine_aggs(n)
     policy = {"x": missing, "x32": missing, "i": missing, "b": missing}
     kw = {"missing": policy, "group_by": group_by, "keys": keys}
-    want = engine.aggregate(df, aggs, **kw)  # numpy where it can, else narwhals in pandas
+    want = backends.aggregate(df, aggs, **kw)  # numpy where it can, else narwhals in pandas
     native = _engine_frame(engine_name, df)
-    got = engine.aggregate(native, aggs, **kw)
-    generic = engine._expression_sums(native, aggs, engine.frame_columns(native), policy,
-                                      group_by, keys)  # the narwhals expressions in the engine
+    got = backends.aggregate(native, aggs, **kw)
+    generic = engine._expression_sums(native, backends.backend_of(native), aggs,
+                                      engine.frame_columns(native), policy, group_by,
+                                      keys)  # the narwhals expressions in the engine
     for a in aggs:
         assert np.array_equal(got[a], want[a]), a
         assert np.array_equal(generic[a], want[a]), a
     if engine_name == "spark":  # the SQL text ran (no fallback to the narwhals expressions)
-        from dpframe.engine_spark import spark_sums
+        from dpframe.backends._spark_sql import spark_sums
 
         assert spark_sums(native, aggs, engine.frame_columns(native), policy, group_by,
                           keys) is not None
 
 
 def test_spark_keys_it_cannot_write_as_literals_take_the_narwhals_path(monkeypatch):
-    from dpframe import engine_spark
+    from dpframe.backends import _spark_sql as engine_spark
 
     df = pd.DataFrame({"s": ["it's", "a\\b", "c", "it's"], "x": [1.0, 2.0, 3.0, 4.0]})
     native = _engine_frame("spark", df)
@@ -298,13 +299,13 @@ def test_spark_keys_it_cannot_write_as_literals_take_the_narwhals_path(monkeypat
     aggs = [Agg("rows"), Agg("sum", "x", fp)]
     columns = engine.frame_columns(native)
     assert engine_spark.spark_sums(native, aggs, columns, {}, "s", ["it's", "c"]) is None
-    got = engine.aggregate(native, aggs, missing={}, group_by="s", keys=["it's", "a\\b", "z"])
+    got = backends.aggregate(native, aggs, missing={}, group_by="s", keys=["it's", "a\\b", "z"])
     assert got[aggs[0]].tolist() == [2.0, 1.0, 0.0]
     assert (got[aggs[1]] * fp.q + 5.0 * got[aggs[0]]).tolist() == [5.0, 2.0, 0.0]
 
 
 def test_spark_double_literals_are_exact():
-    from dpframe.engine_spark import _double
+    from dpframe.backends._spark_sql import _double
 
     spark = _engine_frame("spark", pd.DataFrame({"x": [0.0]})).sparkSession
     values = [0.1, -0.1, 1e-300, 5e-324, 1.7976931348623157e308, 2.0**-60, -2.5e16,
@@ -319,7 +320,7 @@ def test_spark_integer_keys_in_few_runs_are_filtered_by_ranges():
     (the same rows; much cheaper in Spark than a 1,000-element IN); many runs keep IN."""
     import narwhals.stable.v2 as nw
 
-    from dpframe.engine_spark import MAX_RANGES, _key_filter
+    from dpframe.backends._spark_sql import MAX_RANGES, _key_filter
 
     assert _key_filter("k", nw.Int64, list(range(1000))) == "(`k` BETWEEN 0 AND 999)"
     assert _key_filter("k", nw.Int32, [7, -2, -1, 0, 9, 8]) == \
@@ -342,12 +343,13 @@ def test_polars_group_by_with_few_keys_per_row_stays_in_polars():
     cols = engine.frame_columns(frame)
     few, many = list(range(10)), list(range(200))
     miss = {"x": "drop"}
-    assert engine._numpy_sums(frame, aggs, cols, miss, "g", few) is None
-    assert engine._numpy_sums(frame, aggs, cols, miss, "g", few, "numpy") is not None
-    assert engine._numpy_sums(frame, aggs, cols, miss, "g", many) is not None
+    polars = backends.backend_of(frame)
+    assert engine._numpy_sums(frame, polars, aggs, cols, miss, "g", few) is None
+    assert engine._numpy_sums(frame, polars, aggs, cols, miss, "g", few, "numpy") is not None
+    assert engine._numpy_sums(frame, polars, aggs, cols, miss, "g", many) is not None
     for keys in (few, many):
-        auto = engine.aggregate(frame, aggs, missing=miss, group_by="g", keys=keys)
-        generic = engine.aggregate(frame, aggs, missing=miss, group_by="g", keys=keys,
+        auto = backends.aggregate(frame, aggs, missing=miss, group_by="g", keys=keys)
+        generic = backends.aggregate(frame, aggs, missing=miss, group_by="g", keys=keys,
                                    method="narwhals")
         for a in aggs:
             assert np.array_equal(auto[a], generic[a]), a
@@ -371,8 +373,8 @@ def test_nan_after_clean_blocks_is_caught_by_the_speculative_kernel(missing, gro
     kw: dict = {"missing": {"x": missing}}
     if grouped:
         kw.update(group_by="g", keys=[0, 1, 2])
-    fast = engine.aggregate(df, aggs, method="numpy", **kw)
-    generic = engine.aggregate(df, aggs, method="narwhals", **kw)
+    fast = backends.aggregate(df, aggs, method="numpy", **kw)
+    generic = backends.aggregate(df, aggs, method="narwhals", **kw)
     for a in aggs:
         assert np.array_equal(fast[a], generic[a]), a
 
@@ -400,8 +402,8 @@ def test_every_polars_number_dtype_with_and_without_nulls(dtype, as_key):
             column, kw = "v", {}
         fp = FixedPoint.choose(0.0, 20.0, 10.0, n, True)
         aggs = _aggs(fp, True, column)
-        auto = engine.aggregate(frame, aggs, missing={column: "drop"}, **kw)
-        generic = engine.aggregate(frame, aggs, missing={column: "drop"}, method="narwhals",
+        auto = backends.aggregate(frame, aggs, missing={column: "drop"}, **kw)
+        generic = backends.aggregate(frame, aggs, missing={column: "drop"}, method="narwhals",
                                    **kw)
         for a in aggs:
             assert np.array_equal(auto[a], generic[a]), (dtype, with_null, a)

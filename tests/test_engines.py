@@ -170,8 +170,8 @@ def test_spark_files_are_bound_by_their_metadata_without_a_count_job(tmp_path, m
     import polars as pl
     from conftest import spark_session
 
-    from dpframe.backends import Backend
-    from dpframe.engine import Agg, aggregate
+    from dpframe.backends import Backend, aggregate
+    from dpframe.engine import Agg
 
     spark = spark_session()
     folder = tmp_path / "src"

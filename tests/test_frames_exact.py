@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import engine
+from dpframe import backends, engine
 from dpframe.queries import Mean, PlanContext, Sum, Variance
 
 LO, HI = 1e12, 1e12 + 1
@@ -22,7 +22,7 @@ def _pre_noise(frame, query, size_public, bounds=(LO, HI), n=N):
     ctx = PlanContext(size_public, n, bounds, column=query.column, count_cap=float(n),
                       drops=not size_public, all_bounds={query.column: bounds})
     plan = query.plan(ctx)
-    aggs = engine.aggregate(frame, plan.aggregates, missing={query.column: "drop"})
+    aggs = backends.aggregate(frame, plan.aggregates, missing={query.column: "drop"})
     return plan, {m.name: m.statistic(aggs) for m in plan.measurements}
 
 

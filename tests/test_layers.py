@@ -20,8 +20,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                    "integrity", "io", "exports")),
     ("query", ("aggregates", "queries", "measurement_kinds")),
     ("row-wise semantics", ("rowwise",)),
-    ("backends", ("backends", "bounding", "tick_keys", "sources")),
-    ("engine", ("row_expressions", "engine_dask", "engine_spark", "engine", "key_observation")),
+    ("engine", ("row_expressions", "bounding", "tick_keys", "engine")),
+    ("backends", ("backends", "key_observation", "sources")),
     ("provenance", ("derivations", "provenance", "units")),
     ("release", ("release", "planner")),
     ("surface", ("frames", "spec", "spec_plan", "spec_run", "steward", "report", "__main__",
@@ -113,8 +113,101 @@ def test_no_import_cycles():
 
 def test_the_check_sees_function_local_imports():
     """Much of the package imports inside functions (heavy libraries load only when used); the
-    walk covers those too: the engine calls the Dask path through one."""
+    walk covers those too: the Dask adapter calls its per-partition path through one."""
     top_level = {node.module for node in ast.parse(
-        MODULES["engine"].read_text(encoding="utf-8")).body if isinstance(node, ast.ImportFrom)}
-    assert "dpframe.engine_dask" not in top_level
-    assert "engine_dask" in {target for target, _ in _imports("engine")}
+        MODULES["backends._dask"].read_text(encoding="utf-8")).body
+        if isinstance(node, ast.ImportFrom)}
+    assert "dpframe.backends._dask_partitions" not in top_level
+    assert "backends._dask_partitions" in {target for target, _ in _imports("backends._dask")}
+
+
+# -- engine names: only dpframe/backends/ tells engines apart (issue 22) -------------------------
+#: The distributed and SQL engines' libraries: imported only inside dpframe/backends/.
+ENGINE_LIBRARIES = frozenset({"pyspark", "duckdb", "dask"})
+#: The adapters' detectors: the question "which engine is this frame?" is the adapters' alone.
+DETECTORS = frozenset({"is_spark_frame", "is_dask_frame", "is_duckdb_relation",
+                       "is_pandas_frame", "is_polars_eager", "is_polars_lazy"})
+#: Engine names as adapters log them; a comparison of an adapter's ``name``/``family`` (or of
+#: anything called ``backend``/``engine``) with one of these is a branch on the engine. (An
+#: adapter's ``results_in`` names the library result tables are built in, pandas or Polars:
+#: the frames layer formats tables by it, which is no branch on the frame's engine.)
+ENGINE_NAMES = frozenset({"pandas", "polars", "polars-lazy", "duckdb", "spark", "dask"})
+_ENGINE_ATTRIBUTES = frozenset({"name", "family"})
+
+#: Modules outside dpframe/backends/ allowed to tell engines apart, and why (keep it short).
+ENGINE_NAME_EXCEPTIONS: dict[str, str] = {
+    # the row-wise compilers are one target per engine (issue 22, next step: an adapter
+    # attribute naming its target); each target speaks its engine's own API
+    "rowwise.engines": "picks the row-wise compiler by the adapter's name",
+    "rowwise.duckdb_target": "compiles row-wise trees to DuckDB SQL (imports duckdb)",
+    "rowwise.spark_target": "compiles row-wise trees to Spark SQL (imports pyspark)",
+    # the spec runner builds the input frame in the engine the spec names (user input, not a
+    # frame's kind): a constructor per engine
+    "spec_run": "builds the spec's input frame in the engine the spec names",
+    # demo data built in the library the caller names (a constructor choice, not a branch
+    # on a frame's engine)
+    "datasets": "builds the demo data sets as pandas or Polars frames, as asked",
+    "__main__": "the demo command's --backend pandas|polars",
+}
+
+
+def _engine_branches(source: str) -> Iterator[str]:
+    """Where ``source`` imports an engine library, asks a detector, or compares an adapter's
+    name or family (or a ``backend``/``engine`` value) with an engine name."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [
+                node.module or ""]
+            for name in names:
+                if name.split(".")[0] in ENGINE_LIBRARIES:
+                    yield f"line {node.lineno}: imports {name}"
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name in DETECTORS:
+                        yield f"line {node.lineno}: imports {alias.name}"
+        elif isinstance(node, ast.Name | ast.Attribute):
+            ident = node.id if isinstance(node, ast.Name) else node.attr
+            if ident in DETECTORS:
+                yield f"line {node.lineno}: asks {ident}"
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(_names_engine(s) for s in sides) and any(_is_engine_valued(s) for s in sides):
+                yield f"line {node.lineno}: compares {ast.unparse(node)}"
+
+
+def _names_engine(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in ENGINE_NAMES
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(_names_engine(e) for e in node.elts)
+    return False
+
+
+def _is_engine_valued(node: ast.expr) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr in _ENGINE_ATTRIBUTES or "backend" in node.attr or node.attr == "engine"
+    if isinstance(node, ast.Name):
+        return "backend" in node.id or node.id == "engine"
+    return False
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not (
+    m == "backends" or m.startswith("backends."))))
+def test_no_engine_branch_outside_backends(module):
+    """No engine name outside ``dpframe/backends/``: what differs between engines is an
+    adapter's method or attribute (docs/architecture.md, "Layers")."""
+    found = list(_engine_branches(MODULES[module].read_text(encoding="utf-8")))
+    if module in ENGINE_NAME_EXCEPTIONS:
+        assert found, f"dpframe.{module} no longer branches on the engine: drop its exception"
+        return
+    assert not found, (f"dpframe.{module} tells engines apart outside dpframe/backends/: "
+                       + "; ".join(found))
+
+
+def test_the_engine_branch_check_finds_branches():
+    """The check sees each kind of branch (on a snippet, not the package)."""
+    snippet = ("import dask.dataframe\nfrom dpframe.backends import is_spark_frame\n"
+               "x = backend.family == 'pandas'\ny = b.name in ('duckdb', 'spark')\n"
+               "z = backend == 'dask'\n")
+    assert len(list(_engine_branches(snippet))) == 5
+    assert not list(_engine_branches("x = backend.lazy\ny = mech.name == 'bounded'\n"))

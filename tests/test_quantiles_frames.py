@@ -27,7 +27,7 @@ from scipy import stats
 from test_boundary import NEIGHBOURS, _views, base_data, protect, with_row
 
 import dpframe as dpf
-from dpframe import engine
+from dpframe import backends, engine
 from dpframe.engine import Agg, Bins
 from dpframe.mechanisms.quantiles import QuantileMechanism, rank_distances
 from dpframe.release import exact_measurements
@@ -68,7 +68,7 @@ def test_bin_counts_agree_on_every_path(policy, group, column):
     results = {}
     for name, frame in frames.items():
         for method in ("auto", "narwhals"):
-            results[name, method] = engine.aggregate(
+            results[name, method] = backends.aggregate(
                 frame, [agg], missing={column: policy}, group_by=group, keys=keys,
                 method=method)[agg]
     # independent reference: numpy on the clamped, filled values, one group at a time
@@ -95,9 +95,9 @@ def test_bin_counts_agree_on_every_path(policy, group, column):
 def test_bin_counts_in_the_engines_equal_numpy(constructor):
     df = _messy(500)
     agg = Agg("bins", "x", bins=Bins(0.0, 100.0, 32))
-    got = engine.aggregate(constructor(df), [agg], missing={"x": "drop"}, group_by="g",
+    got = backends.aggregate(constructor(df), [agg], missing={"x": "drop"}, group_by="g",
                            keys=["a", "b", "c"])[agg]
-    ref = engine.aggregate(df, [agg], missing={"x": "drop"}, group_by="g",
+    ref = backends.aggregate(df, [agg], missing={"x": "drop"}, group_by="g",
                            keys=["a", "b", "c"], method="numpy")[agg]
     np.testing.assert_array_equal(got, ref)
 
@@ -278,7 +278,7 @@ def test_extreme_bounds_bin_every_value(bounds):
     pf = dpf.protect(pd.DataFrame({"x": values}), epsilon=10, bounds={"x": bounds})
     for method in ("numpy", "narwhals"):
         agg = Agg("bins", "x", bins=Bins(float(bounds[0]), float(bounds[1]), 64))
-        counts = engine.aggregate(pd.DataFrame({"x": values}), [agg], missing={"x": "drop"},
+        counts = backends.aggregate(pd.DataFrame({"x": values}), [agg], missing={"x": "drop"},
                                   method=method)[agg]
         assert counts.sum() == len(values)
     assert bounds[0] <= pf.dp.median("x", epsilon=1.0) <= bounds[1]

@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
-from dpframe import engine
+from dpframe import backends
 from dpframe.queries import Count, Covariance, Mean, PlanContext, Proportions, Std, Sum, Variance
 
 BOUNDS = [(0.0, 1.0), (-1.5, 2.25), (2.0, 5.0), (-3.0, -1.0)]
@@ -66,7 +66,7 @@ def _aggregates(plan, values, groups=None, missing="drop"):
         data = {"x": np.asarray(values, dtype=float)}
         if groups is not None:
             data["g"] = np.asarray(groups, dtype=object)
-        _AGGREGATES[key] = engine.aggregate(
+        _AGGREGATES[key] = backends.aggregate(
             pd.DataFrame(data), plan.aggregates, missing={"x": missing},
             group_by=None if groups is None else "g", keys=None if groups is None else KEYS)
     return _AGGREGATES[key]
@@ -292,7 +292,7 @@ def test_covariance_plan_sensitivities_brute_force():
     def stats(data):
         if data not in cache:
             df = pd.DataFrame(list(data), columns=["x", "y"])
-            aggs = engine.aggregate(df, plan.aggregates, missing={"x": 0.5, "y": 0.5})
+            aggs = backends.aggregate(df, plan.aggregates, missing={"x": 0.5, "y": 0.5})
             cache[data] = {m.name: float(m.statistic(aggs)[0]) for m in plan.measurements}
         return cache[data]
 
@@ -321,7 +321,7 @@ def test_engine_paths_give_the_brute_force_statistics(constructor):
         for ctx in (_public_ctx((-1.5, 2.25), 50), _private_ctx((-1.5, 2.25), 50)):
             plan, expected = _measure(query, ctx, list(x), missing=0.5 if ctx.size_public
                                       else "drop")
-            aggs = engine.aggregate(constructor({"x": x}), plan.aggregates,
+            aggs = backends.aggregate(constructor({"x": x}), plan.aggregates,
                                     missing={"x": 0.5 if ctx.size_public else "drop"})
             got = {m.name: np.asarray(m.statistic(aggs), dtype=float)
                    for m in plan.measurements}

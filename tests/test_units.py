@@ -32,7 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
-from dpframe.bounding import Bounding, UnitBound, bound_contributions
+from dpframe.backends import backend_of
+from dpframe.bounding import Bounding, UnitBound
 from dpframe.release import exact_measurements
 
 BOUNDS = {"x": (-1.0, 2.0)}
@@ -73,9 +74,9 @@ def bounded(backend: str, data: pd.DataFrame, k: int, g: int, seed: int,
             grouped: bool, columns: tuple[str, ...] = ("x",)) -> pd.DataFrame:
     frame = build(backend, data.assign(pid=data.pid.astype("string")))
     unit = UnitBound("pid", k, g, 1)
-    out = bound_contributions(frame, Bounding(unit, seed), columns=list(columns),
-                              group_by="g" if grouped else None,
-                              keys=KEYS["g"] if grouped else None)
+    out, _ = backend_of(frame).bound_contributions(
+        frame, Bounding(unit, seed), columns=list(columns), group_by="g" if grouped else None,
+        keys=KEYS["g"] if grouped else None)
     return collect(out)
 
 
@@ -458,8 +459,9 @@ def test_seeded_releases_are_reproducible_and_secure_ones_vary():
     b = protect("pandas", data.copy(), 2)
     assert a.dp.mean("x", epsilon=1e3, random_state=7) == b.dp.mean("x", epsilon=1e3,
                                                                      random_state=7)
-    seeds = {tuple(collect(bound_contributions(data, Bounding(UnitBound("pid", 2, 2, 40), s),
-                                               columns=["x"])).x) for s in range(5)}
+    pandas = backend_of(data)
+    seeds = {tuple(collect(pandas.bound_contributions(
+        data, Bounding(UnitBound("pid", 2, 2, 40), s), columns=["x"])[0]).x) for s in range(5)}
     assert len(seeds) > 1
 
 

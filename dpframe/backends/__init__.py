@@ -4,18 +4,27 @@
 in its own module (:mod:`._pandas`, :mod:`._polars`, :mod:`._duckdb`, :mod:`._spark`,
 :mod:`._dask`) that answers the questions that differ between libraries: detection, row count,
 schema, dtypes, the private snapshot releases read, the handle given to the user, the files a
-frame reads, result tables. Detection never imports a library: a frame of library X can only
-exist if X is already in ``sys.modules``, so we look there (the approach narwhals takes).
+frame reads, file-reader checks, result tables, the handle of the ledger, privacy-unit
+bounding — and dispatches the one aggregation pass (:func:`aggregate`) to the engine's path:
+:mod:`dpframe.engine`'s numpy kernel and expressions, asking the adapter what differs, Spark
+SQL text (:mod:`._spark_sql`), Dask per partition (:mod:`._dask_partitions`). Detection never
+imports a library: a frame of library X can only exist if X is already in ``sys.modules``, so
+we look there (the approach narwhals takes). No module outside this package tells engines
+apart (``tests/test_layers.py`` checks it).
 
 Adding an engine is one subclass registered in :data:`BACKENDS` plus, where narwhals does not
-already run the per-row expressions there, an aggregation path in :mod:`dpframe.engine` and a
-row-wise target in :mod:`dpframe.rowwise`.
+already run the per-row expressions there, its :meth:`Backend.engine_sums` and a row-wise
+target in :mod:`dpframe.rowwise`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from dpframe.aggregates import Agg
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._dask import DaskBackend, is_dask_frame
 from dpframe.backends._duckdb import DuckDBBackend, duckdb_parse, is_duckdb_relation
@@ -27,6 +36,7 @@ from dpframe.backends._polars import (
     is_polars_lazy,
 )
 from dpframe.backends._spark import SparkBackend, is_spark_frame
+from dpframe.bounding import Bounding
 from dpframe.errors import UnsupportedInputError
 
 __all__ = [
@@ -38,6 +48,7 @@ __all__ = [
     "POLARS_LAZY",
     "SPARK",
     "Backend",
+    "aggregate",
     "backend_named",
     "backend_of",
     "duckdb_parse",
@@ -75,3 +86,14 @@ def backend_of(frame: Any) -> Backend:
 def backend_named(name: str) -> Backend:
     """The registered backend logged as ``name``."""
     return registered(name)
+
+
+def aggregate(native: Any, aggs: Sequence[Agg], *, missing: Mapping[str, Any],
+              group_by: str | tuple[str, ...] | None = None, keys: Sequence[Any] | None = None,
+              method: str = "auto", bounding: Bounding | None = None,
+              columns: Mapping[str, Any] | None = None) -> dict[Agg, np.ndarray]:
+    """Every aggregate of ``aggs``, exactly, in one pass over ``native``, by its engine's
+    adapter (:meth:`Backend.aggregate`; the arguments of :func:`dpframe.engine.aggregate`)."""
+    return backend_of(native).aggregate(native, aggs, missing=missing, group_by=group_by,
+                                        keys=keys, method=method, bounding=bounding,
+                                        columns=columns)

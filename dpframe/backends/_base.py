@@ -2,8 +2,12 @@
 
 A :class:`Backend` answers the questions that differ between dataframe libraries (detection,
 row count, schema, dtypes, the private snapshot a release reads, the handle given to the user,
-the files a frame reads, result tables). Each engine is one subclass in its own module of this
-package; the defaults here are the narwhals answers that hold for the lazy engines.
+the files a frame reads, file-reader checks, result tables) and runs the one aggregation pass
+of a release (:meth:`Backend.aggregate`: :func:`dpframe.engine.aggregate`, which asks the
+adapter — the :class:`dpframe.engine.FrameEngine` protocol — everything engine-specific, and
+the engine-specific paths: Spark SQL, Dask per partition, the numpy kernel of the in-memory
+engines). Each engine is one subclass in its own module of this package; the defaults here
+are the narwhals answers that hold for the lazy engines.
 """
 
 from __future__ import annotations
@@ -11,6 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+
+from dpframe import engine
+from dpframe.aggregates import Agg
+from dpframe.bounding import Bounding
 from dpframe.errors import UnsupportedInputError
 
 __all__ = ["Backend", "duplicate_names", "registered"]
@@ -36,7 +45,16 @@ class Backend:
     size is counted once at protect time); ``readable_plans``: dpframe can read and verify the
     frame's logical plan (Polars LazyFrames), so native derivations are accepted;
     ``result_family``: the library small result tables are built in (pandas for the
-    distributed engines: results are a few rows).
+    distributed engines: results are a few rows); ``ticks_temporal_keys``: date/datetime group
+    columns are grouped as integer ticks (the engine converts them to Python objects inside a
+    group-by, which fails on some values); ``fixed_schema``: a frame's schema can never change
+    (immutable plans), so a release converts it once; ``carries_handle``: the frame carries
+    dpframe's handle to its ledger itself (pandas ``attrs``), instead of an identity registry
+    or a plan marker; ``bounds_units``: dpframe bounds a privacy unit's rows on this engine;
+    ``object_strings``: an ``object`` column is how the engine holds strings (a valid unit id);
+    ``polars_expressions``: ``.dp`` derivations accept Polars expressions (else narwhals
+    ones); ``utc_as_fixed_zone``: the engine hands back timestamps of a UTC session zone as
+    the fixed ``datetime.UTC``.
     """
 
     name: ClassVar[str]
@@ -44,6 +62,13 @@ class Backend:
     lazy: ClassVar[bool] = True
     readable_plans: ClassVar[bool] = False
     result_family: ClassVar[str] = ""
+    ticks_temporal_keys: ClassVar[bool] = False
+    fixed_schema: ClassVar[bool] = False
+    carries_handle: ClassVar[bool] = False
+    bounds_units: ClassVar[bool] = False
+    object_strings: ClassVar[bool] = False
+    polars_expressions: ClassVar[bool] = False
+    utc_as_fixed_zone: ClassVar[bool] = False
 
     def __init__(self) -> None:
         _INSTANCES.setdefault(self.name, self)
@@ -123,6 +148,122 @@ class Backend:
         """Whether a column of this dtype can hold a missing value (null or NaN): a schema
         fact (every Arrow-backed column can)."""
         return True
+
+    def check_usable(self) -> None:
+        """Refuse (before anything is read) to run an engine this process cannot use."""
+
+    def user_frame(self, frame: Any) -> Any:
+        """The object ``protect`` hands to the user for ``frame``: the same object, unless
+        the engine's handle to the ledger rides in the object (then a new one over the same
+        data, so the user's own object is left as it was)."""
+        return frame
+
+    def namespace_target(self) -> tuple[type, Any] | None:
+        """Where ``.dp`` is registered when a frame of this engine is first protected: the
+        frame class and the library's accessor registrar (None: set as a property); None for
+        engines whose namespace is registered at import (pandas, Polars)."""
+        return None
+
+    def no_root_message(self) -> str:
+        """Why a frame of this engine without a protected root is refused (no handle, no
+        registered identity, no plan dpframe can read)."""
+        return (
+            f"this {self.name} frame has no protected root: it is not a frame returned by "
+            f"dpf.protect or by a .dp derivation of one ({self.name} plans cannot be read by "
+            "dpframe, so frames derived with native operations cannot be verified). Derive "
+            "from the protected frame with frame.dp.filter(nw.col('age') >= 65) / "
+            "frame.dp.with_columns(...) (import narwhals as nw). Nothing was read or spent."
+        )
+
+    # -- the aggregation pass (dpframe.engine asks these; see FrameEngine) ---------------------
+    def aggregate(self, frame: Any, aggs: Sequence[Agg], *, missing: Mapping[str, Any],
+                  group_by: str | tuple[str, ...] | None = None,
+                  keys: Sequence[Any] | None = None, method: str = "auto",
+                  bounding: Bounding | None = None,
+                  columns: Mapping[str, Any] | None = None) -> dict[Agg, np.ndarray]:
+        """Every aggregate of ``aggs``, exactly, in one pass over ``frame`` (a frame of this
+        engine): :func:`dpframe.engine.aggregate` with this adapter."""
+        return engine.aggregate(frame, aggs, backend=self, missing=missing, group_by=group_by,
+                                keys=keys, method=method, bounding=bounding, columns=columns)
+
+    def engine_sums(self, frame: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
+                    missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
+                    keys: Sequence[Any] | None) -> dict[Agg, np.ndarray] | None:
+        """An engine-specific path for the additive aggregates, or None: the per-row
+        expressions (:meth:`expressions`) run."""
+        return None
+
+    def numpy_column(self, frame: Any, column: str) -> Any:
+        """A column as the numpy kernels read it, or None (plans: never)."""
+        return None
+
+    def key_codes(self, frame: Any, column: str, keys: Sequence[Any]) -> np.ndarray | None:
+        """Each row's position among the declared keys, for the numpy kernel, or None."""
+        return None
+
+    def leaves_group_by(self, n_keys: int, n_rows: int) -> bool:
+        """Whether ``method="auto"`` leaves such a group-by to the engine's own."""
+        return False
+
+    def expressions(self, frame: Any) -> tuple[Any, Any]:
+        """``(namespace, frame)`` the per-row expressions are built in: narwhals."""
+        import narwhals.stable.v2 as nw
+
+        return nw, nw.from_native(frame)
+
+    def engine_frame(self, frame: Any) -> Any:
+        """The narwhals frame bin counts and key observations run on."""
+        import narwhals.stable.v2 as nw
+
+        return nw.from_native(frame)
+
+    def collect(self, result: Any) -> Any:
+        """Collect a small lazy aggregate result."""
+        return result.collect()
+
+    def bound_contributions(self, frame: Any, bounding: Bounding, *, columns: Sequence[str],
+                            group_by: str | tuple[str, ...] | None = None,
+                            keys: Sequence[Any] | None = None) -> tuple[Any, Backend]:
+        """``frame`` with at most ``k`` rows (and ``g`` groups) per privacy unit, and its
+        adapter (:mod:`dpframe.bounding`); only engines with ``bounds_units``."""
+        raise AssertionError("privacy units are refused at protect time on this engine")
+
+    def count_units(self, frame: Any, column: str) -> int:
+        """The number of distinct non-missing ids of ``column`` (engines with
+        ``bounds_units``; read once, at protect)."""
+        raise NotImplementedError
+
+    def with_ticks(self, frame: Any, columns: Sequence[str], keep: Any = None) -> Any:
+        """The frame with date/datetime ``columns`` as integer ticks (engines with
+        ``ticks_temporal_keys``)."""
+        raise NotImplementedError
+
+    def tick_kind(self, frame: Any, column: str) -> Any:
+        """The Arrow type of a date/datetime column (engines with ``ticks_temporal_keys``)."""
+        raise NotImplementedError
+
+    # -- file sources, checked at protect (dpframe.sources) ------------------------------------
+    def check_readers(self, frame: Any) -> None:
+        """Refuse (reading no data) a CSV reader whose column types would be inferred from the
+        data, or a reader option that makes the rows read differ from the rows counted."""
+
+    def reads_csv(self, frame: Any) -> bool:
+        """The frame reads a CSV file (known from its plan, without reading)."""
+        return False
+
+    def reads_other_files(self, frame: Any) -> bool:
+        """The frame reads files of another format the engine decodes (Parquet, JSON, ...)."""
+        return False
+
+    def parse_rows(self, frame: Any) -> int:
+        """Read every value of every column once and return the number of rows (a file
+        source, at protect: see :func:`dpframe.sources.parse_in_full`)."""
+        raise NotImplementedError
+
+    def invalid_text(self, frame: Any) -> bool:
+        """The frame holds a string that is not valid Unicode (see
+        :func:`dpframe.sources.check_strings`). Default: the engine replaces such bytes."""
+        return False
 
     def table(self, data: Mapping[str, Sequence[Any]], index: Sequence[Any] | None = None) -> Any:
         """A small result table (eager, even for lazy inputs): pandas or Polars."""

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from dpframe.backends._base import Backend
+from dpframe.errors import UnsupportedInputError
 
 __all__ = ["DuckDBBackend", "duckdb_parse", "is_duckdb_relation"]
 
@@ -24,7 +25,11 @@ class DuckDBBackend(Backend):
     name = "duckdb"
     family = "duckdb"
     result_family = "pandas"
+    fixed_schema = True
     detect = staticmethod(is_duckdb_relation)
+
+    def namespace_target(self) -> tuple[type, Any] | None:
+        return sys.modules["duckdb"].DuckDBPyRelation, None
 
     def snapshot(self, frame: Any) -> Any:
         """The relation itself when it reads files only (bound by their identity, checked
@@ -41,6 +46,108 @@ class DuckDBBackend(Backend):
     def source_paths(self, frame: Any) -> list[str]:
         """The paths in the file-scanning calls of the relation's SQL."""
         return _duckdb_paths(frame.sql_query())
+
+    def check_readers(self, frame: Any) -> None:
+        """``read_csv`` must declare its types (``columns=``, ``dtype=`` or
+        ``all_varchar=true``) and must not ``ignore_errors``: that drops rows that do not parse
+        from what queries read but not from ``count(*)``."""
+        for arguments in _csv_scans(frame):
+            if arguments.get("ignore_errors") == "true":
+                raise UnsupportedInputError(
+                    "DuckDB's read_csv(ignore_errors=true) drops rows that do not parse from "
+                    "what queries read but not from count(*), so the protected size would not "
+                    "be the rows the statistics see; declare the types without it: "
+                    + _DUCKDB_FIX + ". Nothing was read."
+                )
+            if "columns" not in arguments and arguments.get("all_varchar") != "true":
+                raise UnsupportedInputError(
+                    "this DuckDB relation reads a CSV file whose column types DuckDB would "
+                    "infer from a sample; a value the sample did not foresee would then fail a "
+                    "release. Declare the types: " + _DUCKDB_FIX + ". Nothing was read."
+                )
+
+    def reads_csv(self, frame: Any) -> bool:
+        return bool(_csv_scans(frame))
+
+    def reads_other_files(self, frame: Any) -> bool:
+        """A file-reading table function other than CSV (DuckDB's own parse of the query)."""
+        return bool(_table_functions(frame) & _OTHER_FILE_READERS)
+
+    def parse_rows(self, frame: Any) -> int:
+        # count(COLUMNS(*)) does not decode strings: their byte lengths do
+        texts = [f'max(strlen("{c.replace(chr(34), chr(34) * 2)}"))'
+                 for c, t in zip(frame.columns, frame.types, strict=True)
+                 if str(t) == "VARCHAR"]
+        row = frame.aggregate(", ".join(["count(*)", "count(COLUMNS(*))", *texts])
+                              ).fetchall()[0]
+        return int(row[0])
+
+
+_DUCKDB_FIX = (
+    "duckdb.read_csv(path, dtype={'age': 'DOUBLE', 'region': 'VARCHAR', ...}) or "
+    "read_csv(path, columns={...}), or all_varchar=true and casts in a derivation (a cast "
+    "that fails gives a missing value)"
+)
+
+#: DuckDB table functions that read Parquet, JSON or other files (CSV ones below).
+_OTHER_FILE_READERS = frozenset({"read_parquet", "parquet_scan", "read_json", "read_json_auto",
+                                 "read_ndjson", "read_ndjson_auto", "read_json_objects",
+                                 "read_ndjson_objects", "read_blob", "read_text"})
+
+_CSV_READERS = frozenset({"read_csv", "read_csv_auto", "csv_scan", "sniff_csv"})
+
+
+def _table_functions(relation: Any) -> set[str]:
+    return {str(f.get("function_name", "")).lower() for f in _function_nodes(relation)}
+
+
+def _function_nodes(relation: Any) -> list[dict[str, Any]]:
+    """Every table function call in a DuckDB relation's query (DuckDB's own parse)."""
+    tree = duckdb_parse(relation)
+    found: list[dict[str, Any]] = []
+
+    def visit(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                visit(item)
+            return
+        if not isinstance(node, dict):
+            return
+        if node.get("type") == "TABLE_FUNCTION":
+            found.append(node.get("function") or {})
+        for value in node.values():
+            visit(value)
+
+    if tree is not None:
+        visit(tree.get("statements", []))
+    return found
+
+
+def _csv_scans(relation: Any) -> list[dict[str, str]]:
+    """The named arguments (name -> constant text, ``"columns"`` -> ``"declared"``) of every
+    CSV-reading table function in a DuckDB relation's query (DuckDB's own parse)."""
+    return [_named_arguments(f) for f in _function_nodes(relation)
+            if str(f.get("function_name", "")).lower() in _CSV_READERS]
+
+
+def _named_arguments(function: dict[str, Any]) -> dict[str, str]:
+    """Named arguments, written ``name := value`` (the relational API) or ``name = value``."""
+    out: dict[str, str] = {}
+    for arg in function.get("arguments") or function.get("children") or []:
+        if not isinstance(arg, dict):
+            continue
+        expr = arg.get("expression", arg)
+        if not isinstance(expr, dict):
+            continue
+        name, value = str(arg.get("name") or ""), expr
+        if not name and expr.get("type") == "COMPARE_EQUAL":
+            names = (expr.get("left") or {}).get("column_names") or []
+            name, value = (str(names[-1]) if names else ""), expr.get("right") or {}
+        if not name:
+            continue
+        literal = value.get("literal") or {}
+        out[name.lower()] = str(literal.get("text", "")).lower() if literal else "declared"
+    return out
 
 
 _DUCKDB_SCANS = re.compile(

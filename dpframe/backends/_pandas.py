@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from dpframe import engine, tick_keys
 from dpframe.backends._base import Backend, duplicate_names
+from dpframe.backends._text import invalid_pandas_column
+from dpframe.bounding import Bounding, bound_pandas
 
 __all__ = ["PandasBackend", "is_pandas_frame"]
 
@@ -23,6 +29,10 @@ class PandasBackend(Backend):
     name = "pandas"
     family = "pandas"
     lazy = False
+    ticks_temporal_keys = True
+    carries_handle = True
+    bounds_units = True
+    object_strings = True
     detect = staticmethod(is_pandas_frame)
 
     def count_rows(self, frame: Any, *, fresh: bool = False) -> int:
@@ -52,9 +62,39 @@ class PandasBackend(Backend):
         return frame.copy(deep=not _pandas_copy_on_write())
 
     def can_hold_missing(self, dtype: Any) -> bool:
-        import numpy as np
-
         return not (isinstance(dtype, np.dtype) and dtype.kind in "iub")
+
+    def user_frame(self, frame: Any) -> Any:
+        """A new pandas object over the user's columns (a shallow copy), which protect hands
+        out with dpframe's handle in its ``attrs``: the user's own object is left as it was."""
+        return frame.copy(deep=False)
+
+    def numpy_column(self, frame: Any, column: str) -> Any:
+        return engine.pandas_view(frame, column)
+
+    def key_codes(self, frame: Any, column: str, keys: Sequence[Any]) -> np.ndarray | None:
+        return engine.pandas_codes(frame, column, keys)
+
+    def bound_contributions(self, frame: Any, bounding: Bounding, *, columns: Sequence[str],
+                            group_by: str | tuple[str, ...] | None = None,
+                            keys: Sequence[Any] | None = None) -> tuple[Any, Backend]:
+        return bound_pandas(frame, bounding, columns=columns, group_by=group_by,
+                            keys=keys), self
+
+    def with_ticks(self, frame: Any, columns: Sequence[str], keep: Any = None) -> Any:
+        return tick_keys.with_ticks(frame, columns, keep)
+
+    def tick_kind(self, frame: Any, column: str) -> Any:
+        return tick_keys.column_kind(frame, column)
+
+    def invalid_text(self, frame: Any) -> bool:
+        """Python strings that do not encode (object columns: lone surrogates), Arrow strings
+        that are not UTF-8."""
+        return any(invalid_pandas_column(frame[name]) for name in frame.columns)
+
+    def count_units(self, frame: Any, column: str) -> int:
+        """The number of distinct non-missing ids of ``column`` (read once, at protect)."""
+        return int(frame[column].nunique(dropna=True))
 
 
 def _pandas_copy_on_write() -> bool:

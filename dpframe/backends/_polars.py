@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
-from dpframe.backends._base import Backend
+import numpy as np
+
+from dpframe import engine
+from dpframe.backends._base import Backend, registered
+from dpframe.backends._text import valid_arrow
+from dpframe.bounding import Bounding, bound_polars
+from dpframe.errors import UnsupportedInputError
 
 __all__ = ["PolarsBackend", "PolarsLazyBackend", "is_polars_eager", "is_polars_lazy"]
 
@@ -23,13 +31,89 @@ def is_polars_lazy(obj: Any) -> bool:
     return pl is not None and isinstance(obj, pl.LazyFrame)
 
 
-class PolarsBackend(Backend):
-    """Polars ``DataFrame``s."""
+class _Polars(Backend):
+    """What Polars DataFrames and LazyFrames share: Polars' own expressions (the API the
+    narwhals ones mirror, so one builder serves both and a query skips narwhals'
+    per-expression translation), bounding, the fork check, string validity."""
+
+    family = "polars"
+    bounds_units = True
+    polars_expressions = True
+
+    def check_usable(self) -> None:
+        from dpframe.forking import check_polars_usable
+
+        check_polars_usable()  # (a fork child of a process that ran Polars would hang)
+
+    def bound_contributions(self, frame: Any, bounding: Bounding, *, columns: Sequence[str],
+                            group_by: str | tuple[str, ...] | None = None,
+                            keys: Sequence[Any] | None = None) -> tuple[Any, Backend]:
+        """A LazyFrame (of either kind of input)."""
+        return bound_polars(frame, bounding, columns=columns, group_by=group_by,
+                            keys=keys), registered(PolarsLazyBackend.name)
+
+    def count_units(self, frame: Any, column: str) -> int:
+        """The number of distinct non-missing ids of ``column`` (read once, at protect)."""
+        import polars as pl
+
+        lazy = frame if self.lazy else frame.lazy()
+        return int(lazy.select(pl.col(column).drop_nulls().n_unique()).collect().item())
+
+    def invalid_text(self, frame: Any) -> bool:
+        """Arrow strings (``pl.from_arrow`` does not check their UTF-8) that are not UTF-8; a
+        LazyFrame over files is parsed in full instead, which validates the text."""
+        import polars as pl
+        import polars.selectors as cs
+
+        if self.lazy:
+            if self.reads_csv(frame) or self.reads_other_files(frame):
+                return False  # (parsed in full, which validates the text)
+            frame = frame.select(cs.string() | cs.categorical() | cs.enum()).collect()
+        for series in frame.iter_columns():
+            text = series.dtype == pl.String or isinstance(series.dtype,
+                                                           pl.Categorical | pl.Enum)
+            if text and not valid_arrow(series.cast(pl.String).to_arrow()):
+                return True
+        return False
+
+
+class PolarsBackend(_Polars):
+    """Polars ``DataFrame``s; aggregated through their lazy plan (zero-copy), so the per-row
+    expressions fuse with the sums, or by the numpy kernel on the columns' buffers."""
 
     name = "polars"
-    family = "polars"
     lazy = False
     detect = staticmethod(is_polars_eager)
+
+    def no_root_message(self) -> str:
+        return (
+            "this Polars DataFrame has no protected root: it is not a frame returned by "
+            "dpf.protect or by a .dp derivation of one (eager Polars frames keep no plan, so "
+            "frames derived with native operations cannot be verified). Derive from the "
+            "protected frame with df.dp.filter(pl.col('age') >= 65) / df.dp.with_columns(...) "
+            "/ .dp.select(...). Nothing was read or spent."
+        )
+
+    def numpy_column(self, frame: Any, column: str) -> Any:
+        return engine.polars_view(frame, column)
+
+    def key_codes(self, frame: Any, column: str, keys: Sequence[Any]) -> np.ndarray | None:
+        return engine.polars_codes(frame.get_column(column), keys)
+
+    def leaves_group_by(self, n_keys: int, n_rows: int) -> bool:
+        """Few keys for many rows: Polars' parallel group-by is faster than the kernel
+        (:data:`dpframe.engine.POLARS_ROWS_PER_KEY`)."""
+        return n_keys * engine.POLARS_ROWS_PER_KEY < n_rows
+
+    def expressions(self, frame: Any) -> tuple[Any, Any]:
+        import polars as pl
+
+        return pl, frame.lazy()
+
+    def engine_frame(self, frame: Any) -> Any:
+        import narwhals.stable.v2 as nw
+
+        return nw.from_native(frame.lazy())
 
     def count_rows(self, frame: Any, *, fresh: bool = False) -> int:
         return int(frame.height)
@@ -54,14 +138,51 @@ class PolarsBackend(Backend):
         return frame.clone()
 
 
-class PolarsLazyBackend(Backend):
-    """Polars ``LazyFrame``s: immutable plans whose derivations dpframe reads and verifies."""
+class PolarsLazyBackend(_Polars):
+    """Polars ``LazyFrame``s: immutable plans whose derivations dpframe reads and verifies;
+    aggregates are collected with Polars' streaming engine (a scan larger than memory is
+    aggregated batch by batch)."""
 
     name = "polars-lazy"
-    family = "polars"
     lazy = True
     readable_plans = True
+    fixed_schema = True
     detect = staticmethod(is_polars_lazy)
+
+    def expressions(self, frame: Any) -> tuple[Any, Any]:
+        import polars as pl
+
+        return pl, frame
+
+    def collect(self, result: Any) -> Any:
+        return result.collect(engine="streaming")
+
+    def check_readers(self, frame: Any) -> None:
+        for options in _csv_scans(frame):
+            if options.get("schema") is None and options.get("infer_schema_length") != 0:
+                raise UnsupportedInputError(
+                    "this LazyFrame reads a CSV file whose column types Polars would infer from "
+                    "its first rows; a later value that does not parse would then fail a "
+                    "release. Declare the types: " + _POLARS_FIX + ". Nothing was read."
+                )
+
+    def reads_csv(self, frame: Any) -> bool:
+        return bool(_csv_scans(frame))
+
+    def reads_other_files(self, frame: Any) -> bool:
+        """A scan of files of another format than CSV."""
+        from dpframe.polars_plan import scan_nodes
+
+        return any(node.scan_type and str(node.scan_type[0]) != "csv"
+                   for node in scan_nodes(frame))
+
+    def parse_rows(self, frame: Any) -> int:
+        import polars as pl
+
+        counts = frame.select(pl.len().alias("__dpframe_rows"),
+                              pl.all().null_count()).collect(engine="streaming")
+        return int(counts.get_column("__dpframe_rows").item())
+
 
     def count_rows(self, frame: Any, *, fresh: bool = False) -> int:
         """``fresh``: a Polars plan answers a bare ``select(len())`` from the row count it
@@ -78,6 +199,27 @@ class PolarsLazyBackend(Backend):
 
     def polars_schema(self, frame: Any) -> dict[str, Any]:
         return self.schema(frame)
+
+
+_POLARS_FIX = (
+    "pl.scan_csv(path, schema={'age': pl.Float64, 'region': pl.String, ...}, "
+    "ignore_errors=True, truncate_ragged_lines=True) (values that do not parse become missing)"
+)
+
+
+def _csv_scans(lazy: Any) -> list[dict[str, Any]]:
+    """The options of every CSV scan in a LazyFrame's plan (from Polars' plan visitor)."""
+    from dpframe.polars_plan import scan_nodes
+
+    found = []
+    for node in scan_nodes(lazy):
+        scan_type = node.scan_type
+        if scan_type and str(scan_type[0]) == "csv":
+            try:
+                found.append(json.loads(scan_type[1]))
+            except (TypeError, ValueError, IndexError):  # an unknown layout: refuse as inferred
+                found.append({})
+    return found
 
 
 def _own_numbers(frame: Any) -> Any:

@@ -4,8 +4,12 @@ analysed plan lists."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from dpframe.aggregates import Agg
 from dpframe.backends._base import Backend
 
 __all__ = ["SparkBackend", "is_spark_frame"]
@@ -26,7 +30,22 @@ class SparkBackend(Backend):
     name = "spark"
     family = "spark"
     result_family = "pandas"
+    fixed_schema = True
+    utc_as_fixed_zone = True
     detect = staticmethod(is_spark_frame)
+
+    def namespace_target(self) -> tuple[type, Any] | None:
+        return sys.modules["pyspark.sql"].DataFrame, None
+
+    def engine_sums(self, frame: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
+                    missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
+                    keys: Sequence[Any] | None) -> dict[Agg, np.ndarray] | None:
+        """The same arithmetic as Spark SQL text (:mod:`dpframe.backends._spark_sql`:
+        building narwhals expressions costs a JVM round trip per operation here), or None
+        when a declared key cannot be written as a literal (the narwhals path then runs)."""
+        from dpframe.backends._spark_sql import spark_sums
+
+        return spark_sums(frame, aggs, columns, missing, group_by, keys)
 
     def bound_files(self, frame: Any) -> tuple[str, ...] | None:
         """Spark (classic, not Connect): every leaf of the analysed plan is either an

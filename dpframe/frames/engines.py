@@ -5,11 +5,10 @@ an engine it was not handed), with the same :class:`DPNamespace` as pandas and P
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
-from dpframe.backends import DASK, DUCKDB, SPARK, Backend
+from dpframe.backends import Backend
 from dpframe.frames.namespace import DPNamespace
 from dpframe.frames.registration import register
 from dpframe.provenance import on_protect
@@ -25,38 +24,26 @@ class EngineDP(DPNamespace):
     engine; only per-group aggregates are collected; result tables are pandas frames."""
 
 
-def _as_attribute(name: str) -> Any:
+def _as_attribute(cls: type) -> Any:
     def registrar(attr: str) -> Any:
         def apply(namespace: type) -> type:
-            cls = _engine_class(name)
             setattr(cls, attr, property(namespace))
             return namespace
         return apply
     return registrar
 
 
-def _engine_class(name: str) -> type:
-    if name == DUCKDB.name:
-        return sys.modules["duckdb"].DuckDBPyRelation
-    if name == SPARK.name:
-        return sys.modules["pyspark.sql"].DataFrame
-    return sys.modules["dask.dataframe"].DataFrame
-
-
 def ensure_namespace(backend: Backend) -> None:
-    """Register ``.dp`` for ``backend``'s frame class, once (a no-op for pandas and Polars)."""
-    if backend.name not in (DUCKDB.name, SPARK.name, DASK.name):
+    """Register ``.dp`` for ``backend``'s frame class, once (a no-op for pandas and Polars,
+    whose namespaces are registered when dpframe is imported)."""
+    target = backend.namespace_target()
+    if target is None:
         return
     with _lock:
         if backend.name in _done:
             return
-        cls = _engine_class(backend.name)
-        if backend.name == DASK.name:
-            from dask.dataframe.extensions import register_dataframe_accessor
-
-            register(cls, "dp", EngineDP, register_dataframe_accessor)
-        else:
-            register(cls, "dp", EngineDP, _as_attribute(backend.name))
+        cls, registrar = target
+        register(cls, "dp", EngineDP, registrar or _as_attribute(cls))
         _done.add(backend.name)
 
 

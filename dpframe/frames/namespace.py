@@ -942,7 +942,7 @@ class DPNamespace:
                 missing: Missing | Mapping[str, Missing] | None) -> Any:
         facts = provenance.resolve(self._frame)
         backend = facts.dataset.backend
-        if backend.family != "polars" and exprs and all(_is_polars_expr(e) for e in exprs):
+        if not backend.polars_expressions and exprs and all(_is_polars_expr(e) for e in exprs):
             raise DerivationError("Polars expressions apply to Polars frames; use narwhals "
                                   "expressions (import narwhals as nw) for this frame")
         schema = backend.polars_schema(facts.data)

@@ -283,7 +283,7 @@ def _no_rows(out: Outcome, data: dict[str, Any]) -> Any:
     each library infers the key columns exactly as it does for released keys."""
     kinds = out.key_dtypes or {}
     full: dict[str, Any] = {
-        name: [_stand_in(kinds[name], out.backend.name)] if name in kinds
+        name: [_stand_in(kinds[name], out.backend)] if name in kinds
         else np.zeros(1, dtype=np.float64)
         for name in data}
     table = out.backend.table(full)
@@ -295,7 +295,7 @@ _UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Universal", "Etc/Un
                         "Zulu", "Etc/Zulu"})
 
 
-def _stand_in(dtype: Any, backend: str) -> Any:
+def _stand_in(dtype: Any, backend: Backend) -> Any:
     """A Python value of the kind key selection hands back for a column of ``dtype``
     (:mod:`dpframe.key_observation`): int, float, bool, str, date, datetime (in the
     column's time zone; Spark hands back its session's UTC as the fixed ``datetime.UTC``),
@@ -320,7 +320,7 @@ def _stand_in(dtype: Any, backend: str) -> Any:
         zone = getattr(dtype, "time_zone", None)
         if zone is None:
             return dt.datetime(1970, 1, 1)
-        utc = backend == "spark" and str(zone) in _UTC_NAMES
+        utc = backend.utc_as_fixed_zone and str(zone) in _UTC_NAMES
         return dt.datetime(1970, 1, 1, tzinfo=dt.UTC if utc else zoneinfo.ZoneInfo(str(zone)))
     if dtype == nw.Decimal:  # at the column's scale (Polars infers it from the values)
         scale = getattr(dtype, "scale", None)

@@ -1,13 +1,14 @@
 """Dask: the exact aggregates of :mod:`dpframe.engine`, partition by partition.
 
 A Dask DataFrame is a sequence of pandas partitions. Each partition is aggregated by
-:func:`dpframe.engine.aggregate` itself (passed in as ``partition_sums``: this module sits
-below the engine, which calls it) — the cache-blocked numpy kernel where the columns are
-plain numpy arrays (the usual case for numbers read from Parquet), else the narwhals path
-inside pandas — and the per-partition results, integers held exactly in doubles, are added in
-Python. Every partial sum, in any order, is an integer below 2⁵³ (``|Σk| ≤ n·max|k| < 2⁵³``
-for any subset of the ``n`` rows; :class:`dpframe.aggregates.FixedPoint`), so the totals are exact
-and equal the in-memory result bit for bit (tested).
+:func:`dpframe.engine.aggregate` itself with the pandas adapter (passed in as
+``partition_sums`` by :meth:`dpframe.backends._dask.DaskBackend.engine_sums`) — the
+cache-blocked numpy kernel where the columns are plain numpy arrays (the usual case for
+numbers read from Parquet), else the narwhals path inside pandas — and the per-partition
+results, integers held exactly in doubles, are added in Python. Every partial sum, in any
+order, is an integer below 2⁵³ (``|Σk| ≤ n·max|k| < 2⁵³`` for any subset of the ``n`` rows;
+:class:`dpframe.aggregates.FixedPoint`), so the totals are exact and equal the in-memory
+result bit for bit (tested).
 
 Only the needed columns are read (the projection reaches the Parquet reader), partitions run
 on the frame's own scheduler (threads locally, workers on a cluster), and only a few numbers
@@ -25,7 +26,7 @@ import numpy as np
 
 from dpframe.aggregates import Agg
 
-#: The in-memory aggregation each partition runs (:func:`dpframe.engine.aggregate`).
+#: The in-memory aggregation each partition runs (:func:`dpframe.engine.aggregate`, pandas).
 PartitionSums = Callable[..., dict[Agg, np.ndarray]]
 
 __all__ = ["dask_sums"]
