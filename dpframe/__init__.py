@@ -28,6 +28,7 @@ from dpframe.errors import (
 from dpframe.exports import concat_releases, rename_release, round_release, sort_release
 from dpframe.frames.namespace import dp
 from dpframe.frames.results import Estimate, QuantileEstimate
+from dpframe.frames.show import show
 from dpframe.integrity import sign_release
 from dpframe.io import read_log, read_release, write_parquet
 from dpframe.provenance import Session, protect
@@ -45,7 +46,6 @@ from dpframe.queries import (
     value_counts,
     variance,
 )
-from dpframe.report.show import show
 from dpframe.units import count_units
 
 __all__ = [

@@ -1280,7 +1280,7 @@ def corr(columns: Sequence[str]) -> CovarianceEntries:
 
 #: The statistics of one column (or of the rows: ``count``) released as noisy numbers by the
 #: Laplace family, by name; ``cls.needs_column`` says whether one takes a column
-#: (``cls(column)``, as ``dpf.mean(column)`` builds it). The release spec (:mod:`dpframe.spec`)
+#: (``cls(column)``, as ``dpf.mean(column)`` builds it). The release spec (:mod:`dpframe.cli.spec`)
 #: names its statistics from this table, so a statistic added here is available there too.
 SCALAR_STATISTICS: dict[str, type[Query]] = {
     q.kind: q for q in (Count, Sum, Mean, Variance, Std)}

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe.__main__ import build_parser, main, run_demo
+from dpframe.cli import build_parser, main, run_demo
 from dpframe.datasets import CENSUS_KEYS
 
 ROWS = 3_000

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpframe as dpf
+from dpframe.cli.spec_run import OUTPUT_COLUMNS, _long_rows
 from dpframe.exports import LONG_COLUMNS, release_rows
 from dpframe.integrity import release_log_of
-from dpframe.spec_run import OUTPUT_COLUMNS, _long_rows
 
 KEY = b"steward-key"
 
@@ -281,7 +281,7 @@ def test_duckdb_copy_writes_no_log(analyses, tmp_path):
 
 
 def test_inspect_shows_the_recorded_steps(analyses, tmp_path, capsys):
-    from dpframe.__main__ import main
+    from dpframe.cli import main
 
     _, tables = analyses["polars"]
     done = dpf.round_release(dpf.concat_releases({"corr": tables["corr"]}), 3)

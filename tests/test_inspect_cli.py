@@ -169,7 +169,7 @@ def test_inspect_never_prints_a_traceback_on_malformed_files(files, tmp_path, ca
     run returns 1 or 2 and writes no traceback; 1 comes with one line on stderr."""
     from test_io import malformed_files
 
-    from dpframe.__main__ import main
+    from dpframe.cli import main
 
     (tmp_path / "releases").mkdir()
     cases = {**malformed_files(tmp_path / "releases"), **_ledger_damage(files, tmp_path)}

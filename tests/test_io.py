@@ -215,14 +215,14 @@ def test_extra_schema_metadata_is_sealed_when_written_with_the_table(releases, t
     the seal covers the key; editing it fails verification."""
     doc = release_log_of(releases["polars"])
     table = releases["polars"].to_arrow()
-    table = table.replace_schema_metadata({b"dpframe.spec": b"epsilon = 0.5"})
+    table = table.replace_schema_metadata({b"dpframe.cli.spec": b"epsilon = 0.5"})
     sealed = sealed_document(table, doc, release_id=doc["release_ids"])
     table = table.replace_schema_metadata({**table.schema.metadata,
                                            b"dpframe.log": json.dumps(sealed).encode()})
     pq.write_table(table, tmp_path / "s.parquet")
     assert dpf.read_log(tmp_path / "s.parquet")
     _edit_meta(tmp_path / "s.parquet", tmp_path / "bad.parquet",
-               lambda md: md.update({b"dpframe.spec": b"epsilon = 0.05"}))
+               lambda md: md.update({b"dpframe.cli.spec": b"epsilon = 0.05"}))
     with pytest.raises(dpf.IntegrityError, match="do not match"):
         dpf.read_log(tmp_path / "bad.parquet")
 

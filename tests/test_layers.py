@@ -15,17 +15,18 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dpframe"
 #: Bottom first. A module belongs to the first entry naming it or a package holding it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("errors", "_validation", "identity", "logentries", "log_schema", "keyset",
-                    "datasets", "polars_plan", "memory", "safety_net", "forking")),
+                    "datasets", "polars_plan", "memory", "safety_net", "forking", "logview")),
     ("mechanisms and accounting", ("mechanisms", "analyses", "audit", "accounting", "durable",
-                                   "integrity", "io", "exports")),
+                                   "integrity", "io", "exports", "steward")),
     ("query", ("aggregates", "queries", "measurement_kinds")),
     ("row-wise semantics", ("rowwise",)),
     ("engine", ("row_expressions", "bounding", "tick_keys", "engine")),
     ("backends", ("backends", "key_observation", "sources")),
     ("provenance", ("derivations", "provenance", "units")),
     ("release", ("release", "planner")),
-    ("surface", ("frames", "spec", "spec_plan", "spec_run", "steward", "report", "__main__",
-                 "")),
+    ("views", ("report",)),
+    ("surface", ("frames",)),
+    ("command line", ("cli", "__main__", "")),
 ]
 
 
@@ -143,11 +144,11 @@ ENGINE_NAME_EXCEPTIONS: dict[str, str] = {
     "rowwise.spark_target": "compiles row-wise trees to Spark SQL (imports pyspark)",
     # the spec runner builds the input frame in the engine the spec names (user input, not a
     # frame's kind): a constructor per engine
-    "spec_run": "builds the spec's input frame in the engine the spec names",
+    "cli.spec_run": "builds the spec's input frame in the engine the spec names",
     # demo data built in the library the caller names (a constructor choice, not a branch
     # on a frame's engine)
     "datasets": "builds the demo data sets as pandas or Polars frames, as asked",
-    "__main__": "the demo command's --backend pandas|polars",
+    "cli.main": "the demo command's --backend pandas|polars",
 }
 
 

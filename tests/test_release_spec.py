@@ -2,7 +2,7 @@
 specs name their line, the durable ledger carries the budget across runs, engines.
 
 Every spec here is written to a temporary folder next to its generated data; the runs happen
-in-process through ``dpframe.__main__.main`` except where a second process is the point (a
+in-process through ``dpframe.cli.main`` except where a second process is the point (a
 later run of the same spec on the same files continues the same durable ledger).
 """
 
@@ -21,9 +21,9 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.__main__ import main
-from dpframe.spec import SpecError, parse_spec
-from dpframe.spec_plan import compile_filter
+from dpframe.cli import main
+from dpframe.cli.spec import SpecError, parse_spec
+from dpframe.cli.spec_plan import compile_filter
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "release_spec.toml"
@@ -106,7 +106,7 @@ def test_example_spec_dry_run_then_run(tmp_path, capsys):
     assert doc["budget"]["epsilon_spent"] == pytest.approx(0.5)
     import pyarrow.parquet as pq
 
-    assert pq.read_schema(output).metadata[b"dpframe.spec"].decode() == spec.read_text()
+    assert pq.read_schema(output).metadata[b"dpframe.cli.spec"].decode() == spec.read_text()
     assert "spent ε = 0.5 in 4 releases" in out
     assert main(["inspect", str(output)]) == 0  # the steward's check verifies the seal
     assert "VERIFIED" in capsys.readouterr().out
@@ -318,7 +318,7 @@ BAD = {
     "filter type": (_bad('kind = "count"',
                          f'kind = "count"\nfilter = [{{ column = "region", op = ">", value = 3 }}]'
                          f"  {MARK}"), "cannot compare string with numeric"),
-    # the library's checks of the stand-in (dpframe.spec_plan.stand_in), at the line of the
+    # the library's checks of the stand-in (dpframe.cli.spec_plan.stand_in), at the line of the
     # column they name
     "bounds on a string column": (_bad("income = [0, 1000]", f"income = [0, 1000]\n"
                                        f"region = [0, 1]  {MARK}"), "not a numeric type"),
@@ -444,7 +444,7 @@ def test_a_csv_value_that_does_not_parse_is_missing_on_every_engine(engine, tmp_
 def test_failure_mid_run_keeps_what_was_released(tmp_path, capsys, monkeypatch):
     """If a release fails after earlier ones were spent, their results are written to
     ``<output>.partial`` (sealed, with the log) and the command exits 1."""
-    import dpframe.spec_run as spec_run
+    import dpframe.cli.spec_run as spec_run
 
     _data(300).write_parquet(tmp_path / "data.parquet")
     (tmp_path / "spec.toml").write_text(BASE.format(fmt="parquet", columns=""))

@@ -13,9 +13,10 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.__main__ import main
-from dpframe.report import logview, svg
-from dpframe.report.page import build_report
+from dpframe import logview
+from dpframe.cli import main
+from dpframe.cli.report import build_report
+from dpframe.report import svg
 
 HOSTILE = '<script>alert("x")</script>'
 

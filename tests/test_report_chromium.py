@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
+from dpframe.cli.report import build_report
 from dpframe.report import svg
-from dpframe.report.page import build_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)

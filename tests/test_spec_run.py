@@ -1,4 +1,4 @@
-"""``dpframe release`` (:mod:`dpframe.spec_run`) cannot destroy what it needs, and checks every
+"""``dpframe release`` (:mod:`dpframe.cli.spec_run`) cannot destroy what it needs, and checks every
 input file before it spends.
 
 * The output path is refused, before anything is read, created or spent, when it is the ledger,
@@ -250,7 +250,7 @@ def test_a_file_replaced_after_the_dry_run_is_checked_again(tmp_path):
 #: after the schema check (``after_check``) or after the first release (``between``)
 DRIVER = textwrap.dedent("""\
     import shutil, sys
-    import dpframe.spec_run as run
+    import dpframe.cli.spec_run as run
     when, replacement = sys.argv[1], sys.argv[2]
     if when == "after_check":
         real = run.source_facts
@@ -267,7 +267,7 @@ DRIVER = textwrap.dedent("""\
                 shutil.copy(replacement, "part-1.parquet")
             return real_build(q)
         run.build_queries = hooked
-    from dpframe.__main__ import main
+    from dpframe.cli import main
     sys.exit(main(["release", "spec.toml", "--noise-seed", "1"]))
 """)
 
@@ -342,7 +342,7 @@ def test_a_failed_write_leaves_the_previous_output_and_no_temporary_file(tmp_pat
                 fh.write(b"PAR1 half a file")
             raise OSError(28, "No space left on device")
         pq.write_table = failing
-        from dpframe.__main__ import main
+        from dpframe.cli import main
         sys.exit(main(["release", "spec.toml", "--noise-seed", "2"]))
     """))
     proc = subprocess.run([sys.executable, "driver.py"], capture_output=True, text=True,
@@ -401,8 +401,8 @@ def test_check_output_catches_every_spelling_and_allows_other_paths(tmp_path, mo
     """Each file the run needs, spelled absolute, relative to the working directory, with
     ``./`` and ``..``, through a symlinked folder, a symlink and a hard link: refused.
     Neighbouring names are allowed."""
-    from dpframe.spec import load_spec
-    from dpframe.spec_run import check_output
+    from dpframe.cli.spec import load_spec
+    from dpframe.cli.spec_run import check_output
 
     _setup(tmp_path)
     assert _release("spec.toml", "--noise-seed", "1", cwd=tmp_path).returncode == 0

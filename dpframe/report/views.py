@@ -2,7 +2,7 @@
 intervals, the sealed log, the budget, the planner's table. No data is read here.
 
 * :func:`release_html` — one section per released statistic: what it is (in the user's
-  words, :mod:`dpframe.report.logview`), ε, δ, mechanism, declared bounds, and an
+  words, :mod:`dpframe.logview`), ε, δ, mechanism, declared bounds, and an
   :func:`~dpframe.report.svg.interval_chart` of its values (the axis at the bounds for a
   statistic that lives inside them: mean, median, quantiles; a value on a bound in red);
 * :func:`budget_html` — ε and δ spent of the budget, ε per release and per column;
@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpframe.report import logview
+from dpframe import logview
 from dpframe.report.svg import IntervalRow, bar_chart, el, esc, fmt, interval_chart
 
 __all__ = ["MAX_ROWS", "STYLE", "accuracy_html", "budget_html", "estimate_html",

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dpframe.frames.show import columns_of_table, page
 from dpframe.report import views
-from dpframe.report.show import columns_of_table, page
 from dpframe.report.svg import el, esc
 
 __all__ = ["add_parser", "build_report", "run"]

@@ -1,6 +1,6 @@
 """The plan of a release spec, from public facts only: budget split, mechanisms, accuracy.
 
-:func:`plan_release` turns a checked :class:`~dpframe.spec.ReleaseSpec` and the
+:func:`plan_release` turns a checked :class:`~dpframe.cli.spec.ReleaseSpec` and the
 :class:`SourceFacts` of its input (column names and types from the file schema, and the public
 row count ``n`` when the files' metadata holds it) into a :class:`ReleasePlan`: per query and
 measurement the ε and δ charged, the mechanism, its sensitivity, output domain, scale and a
@@ -34,9 +34,9 @@ from dataclasses import asdict, dataclass
 from functools import reduce
 from typing import Any
 
+from dpframe.cli.spec import Condition, QuerySpec, ReleaseSpec, StatisticSpec
 from dpframe.errors import DPFrameError, SpecError
 from dpframe.mechanisms.accuracy import ROUNDED, half_width, rounded_half_width
-from dpframe.spec import Condition, QuerySpec, ReleaseSpec, StatisticSpec
 
 __all__ = [
     "ACCURACY_METHOD",

@@ -34,9 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dpframe.errors import BudgetExceededError, DPFrameError, SourceChangedError
-from dpframe.spec import InputSpec, ReleaseSpec, SpecError, load_spec
-from dpframe.spec_plan import (
+from dpframe.cli.spec import InputSpec, ReleaseSpec, SpecError, load_spec
+from dpframe.cli.spec_plan import (
     ReleasePlan,
     SourceFacts,
     build_queries,
@@ -46,6 +45,7 @@ from dpframe.spec_plan import (
     plan_release,
     protect_input,
 )
+from dpframe.errors import BudgetExceededError, DPFrameError, SourceChangedError
 
 __all__ = [
     "OUTPUT_COLUMNS",
@@ -63,7 +63,7 @@ __all__ = [
 #: Columns of the output file: one row per (query, group, statistic).
 OUTPUT_COLUMNS = ("query", "group_by", "group", "statistic", "value")
 #: Parquet key-value metadata key holding the spec's text.
-SPEC_KEY = b"dpframe.spec"
+SPEC_KEY = b"dpframe.cli.spec"
 
 
 # -- the input's public facts ----------------------------------------------------------------
@@ -509,7 +509,7 @@ def _write(path: Path, rows: list[dict[str, Any]], documents: list[dict[str, Any
            spec_text: str) -> Any:
     """Write the long table with a sealed log (:mod:`dpframe.integrity`): the latest of the
     releases' logs, naming all their release ids, sealed to exactly the values written; the
-    spec's text goes along under ``dpframe.spec``. Atomic (temporary file, then rename)."""
+    spec's text goes along under ``dpframe.cli.spec``. Atomic (temporary file, then rename)."""
     import polars as pl
     import pyarrow.parquet as pq
 

@@ -3,7 +3,7 @@
 :func:`load_spec` reads a spec (``dpframe release spec.toml``, format in
 ``docs/release-spec.md``) with the standard library's :mod:`tomllib` and checks every key and
 value, returning a :class:`ReleaseSpec`. Nothing here opens the input data (not even its
-schema; :mod:`dpframe.spec_plan` checks the spec against the schema, :mod:`dpframe.spec_run`
+schema; :mod:`dpframe.cli.spec_plan` checks the spec against the schema, :mod:`dpframe.cli.spec_run`
 reads it).
 
 Every error is a :class:`SpecError` naming the line of the spec it is about. :mod:`tomllib`
@@ -267,7 +267,7 @@ class Condition:
 class StatisticSpec:
     """One statistic of a query: ``kind`` (one of :data:`KINDS`) of ``column``,
     with a relative ``weight`` of the query's ε, or (``target``) the half-width it must reach
-    at its query's ``level``, which sets its ε (:mod:`dpframe.spec_plan`)."""
+    at its query's ``level``, which sets its ε (:mod:`dpframe.cli.spec_plan`)."""
 
     name: str
     kind: str
@@ -351,7 +351,7 @@ class ReleaseSpec:
 
     def query_epsilon(self, q: QuerySpec, targeted_epsilon: float = 0.0) -> float:
         """The ε of a query with a share: its share of what the run's ε leaves after the
-        ``targeted_epsilon`` the queries with target accuracies need (:mod:`dpframe.spec_plan`
+        ``targeted_epsilon`` the queries with target accuracies need (:mod:`dpframe.cli.spec_plan`
         computes those; they depend on the public n)."""
         assert q.share is not None, "a query with target accuracies gets its ε from the plan"
         return (self.run_epsilon - targeted_epsilon) * q.share
