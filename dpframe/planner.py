@@ -70,7 +70,7 @@ def accuracy(
     epsilon: float,
     delta: float = 0.0,
     weights: Mapping[str, float] | Sequence[float] | None = None,
-    mechanism: str = "bounded",
+    mechanism: str = "auto",
     alpha: float = 0.05,
     group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
@@ -128,6 +128,8 @@ _CELLS = ("histogram", "value_counts")
 def _half_width(kind: str, mechs: Mapping[str, Any], alpha: float, public: bool,
                 min_rows: int | None, query: Query, bounds: tuple[float, float] | None
                 ) -> tuple[float, str]:
+    if not mechs:  # answered from public facts (a public size): exact, no ε
+        return 0.0, "exact: a public value, released without noise and without ε"
     single = len(mechs) == 1 and None not in mechs.values()
     if kind == "quantile":
         return math.nan, _quantile_note(next(iter(mechs.values())), alpha)
