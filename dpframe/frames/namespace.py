@@ -82,7 +82,9 @@ class DPNamespace:
     def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "auto",
               random_state: Any = None, session: Session | str | None = None,
               ci: float | None = None) -> float | Estimate:
-        """Noisy number of rows (Δ = 1, domain [0, n]).
+        """Number of rows: on a frame whose size is public (the protected frame, or a
+        derivation that keeps every row) the public n, exact and free whatever ``epsilon`` is
+        asked (logged with size "public"); otherwise noisy (Δ = 1, domain [0, n]).
 
         Parameters
         ----------
@@ -135,8 +137,8 @@ class DPNamespace:
                     ci: float | None = None) -> float | Estimate:
         """Noisy number of distinct persons (privacy units), on a frame
         protected with ``privacy_unit=``: Δ = 1 however many rows a person owns (``count`` counts
-        rows, Δ = k). On the protected frame the number of units is public: ``epsilon=0`` returns
-        it exactly, at no cost.
+        rows, Δ = k). On the protected frame the number of units is public: it is returned
+        exactly, at no cost, whatever ``epsilon`` is asked.
 
         Parameters
         ----------
@@ -623,7 +625,8 @@ class DPNamespace:
                  delta: float = 0.0, mechanism: str = "auto", random_state: Any = None,
                  session: Session | str | None = None, ci: float | None = None) -> Any:
         """count, mean, std and declared bounds of bounded columns, in one
-        release (ε split evenly over count and the 2 statistics per column).
+        release (ε split evenly over the 2 statistics per column and, where the size is
+        private, the count; the count of a public size is exact and free).
 
         Parameters
         ----------
