@@ -555,10 +555,9 @@ def test_target_accuracies_set_epsilon_dry_run_and_run_agree(tmp_path, capsys):
     assert rounded_half_width(half_width(mech, 0.1)) <= 20.0
 
 
-def test_spec_defaults_auto_and_the_public_count_is_free(tmp_path, capsys):
-    """Issue 23: a spec's queries default to mechanism="auto" (resolved in the plan as the run
-    resolves it, targets included) and a count of every row is the public n: planned and
-    released exactly, at no ε, its share going to the query's other statistics."""
+def test_spec_public_count_is_free(tmp_path, capsys):
+    """Issue 23: a count of every row is the public n: planned and released exactly, at no ε
+    (a query of only such counts spends nothing); counts behind a filter are noised."""
     _data(500).write_parquet(tmp_path / "data.parquet")
     text = BASE.replace('kind = "count"\n', 'kind = "count"\n\n[[query]]\nname = "c"\n'
                         'accuracy = 20.0\nkind = "count"\nfilter = [{{ column = "age", '
@@ -567,9 +566,7 @@ def test_spec_defaults_auto_and_the_public_count_is_free(tmp_path, capsys):
     code, out, err = _cli([str(tmp_path / "spec.toml"), "--dry-run", "--json"], capsys)
     assert code == 0, err
     plan = {q["name"]: q for q in json.loads(out)["queries"]}
-    assert plan["n"]["epsilon"] == 0.0 and plan["n"]["mechanism"] == "auto"
-    (m_n,) = plan["n"]["measurements"]
-    assert m_n["mechanism"] == "none (public size)" and m_n["lower"] == 500.0
+    assert plan["n"]["epsilon"] == 0.0 and plan["n"]["measurements"] == []
     (m_c,) = plan["c"]["measurements"]
     assert m_c["mechanism"] in ("bounded", "truncated") and m_c["target_half_width"] <= 20.0
     code, _, err = _cli([str(tmp_path / "spec.toml"), "--noise-seed", "2"], capsys)

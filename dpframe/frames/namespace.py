@@ -1218,7 +1218,7 @@ class DPGroupBy:
     # -- per-group counts over a second column: histogram, value_counts ----------------------
     def histogram(self, column: str, *, edges: Sequence[float] | None = None,
                   bins: int | None = None, epsilon: float, delta: float = 0.0,
-                  mechanism: str = "bounded", random_state: Any = None,
+                  mechanism: str = "auto", random_state: Any = None,
                   session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy counts of a numeric column over public bins, per group: one row per group and
         bin (columns: the group column(s), ``bin_lower``, ``bin_upper``, ``count``; with
@@ -1244,7 +1244,7 @@ class DPGroupBy:
         return _table(out, table)
 
     def value_counts(self, column: str, *, keys: Sequence[Any] | None = None,
-                     epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+                     epsilon: float, delta: float = 0.0, mechanism: str = "auto",
                      random_state: Any = None, session: Session | str | None = None,
                      ci: float | None = None) -> Any:
         """Noisy counts of a categorical column's keys, per group: one row per group and key
@@ -1271,7 +1271,7 @@ class DPGroupBy:
         return _table(out, results.to_frame(out))
 
     def proportions(self, column: str, *, epsilon: float, keys: Sequence[Any] | None = None,
-                    delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
+                    delta: float = 0.0, mechanism: str = "auto", random_state: Any = None,
                     session: Session | str | None = None, ci: float | None = None) -> Any:
         """Proportions of a categorical column's public keys (``keys``, else those declared at
         protect) within each group, summing to 1 per group: one row per group, a column
@@ -1282,7 +1282,7 @@ class DPGroupBy:
                          mechanism, random_state, session, ci)
 
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
-                 delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
+                 delta: float = 0.0, mechanism: str = "auto", random_state: Any = None,
                  session: Session | str | None = None, ci: float | None = None) -> Any:
         """count, mean and std of bounded columns per group, in one release (ε split evenly
         over count and the 2 statistics per column, as :meth:`DPNamespace.describe`): one row
