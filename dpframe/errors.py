@@ -21,6 +21,7 @@ __all__ = [
     "NoLedgerError",
     "ParameterError",
     "PrivateSizeError",
+    "PrivateSizeWarning",
     "ReleaseFailedError",
     "ReleaseFileError",
     "SelectionWarning",
@@ -121,6 +122,15 @@ class SelectionWarning(UserWarning):
     count cleared the selection threshold. Issued from the released (noisy) key set alone, so
     it tells nothing the empty table does not; its message names the public threshold and how
     to get groups (declare the keys, more ε, a larger ``selection_share``)."""
+
+
+class PrivateSizeWarning(UserWarning):
+    """Issued once by ``protect`` when ``missing=`` was left to its default: the bounded columns
+    whose dtype can hold a missing value drop the rows missing them, so their statistics have a
+    private size (sum/count formulations, more noise; statistics that need the public size are
+    refused). Built from the schema and the arguments alone (no data is read); it names the
+    columns and how to keep the size public (a fill value). Passing ``missing=`` explicitly
+    (``"drop"`` included) silences it."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

@@ -70,7 +70,7 @@ def accuracy(
     epsilon: float,
     delta: float = 0.0,
     weights: Mapping[str, float] | Sequence[float] | None = None,
-    mechanism: str = "bounded",
+    mechanism: str = "auto",
     alpha: float = 0.05,
     group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
@@ -128,6 +128,8 @@ _CELLS = ("histogram", "value_counts")
 def _half_width(kind: str, mechs: Mapping[str, Any], alpha: float, public: bool,
                 min_rows: int | None, query: Query, bounds: tuple[float, float] | None
                 ) -> tuple[float, str]:
+    if not mechs:  # answered from public facts (a public size): exact, no ε
+        return 0.0, "exact: a public value, released without noise and without ε"
     single = len(mechs) == 1 and None not in mechs.values()
     if kind == "quantile":
         return math.nan, _quantile_note(next(iter(mechs.values())), alpha)
@@ -180,9 +182,12 @@ def epsilon_for(
     session: Session | str | None = None,
 ) -> float:
     """The smallest ε at which ``query`` (one measurement) has ``half_width`` at level
-    ``1 − alpha``: the inverse of :func:`accuracy`."""
-    target = _target(frame, query, half_width, alpha=alpha, delta=delta, mechanism=mechanism,
-                     group_by=group_by, keys=keys, session=session)
+    ``1 − alpha``: the inverse of :func:`accuracy`; 0 for the count of a public size (exact)."""
+    try:
+        target = _target(frame, query, half_width, alpha=alpha, delta=delta,
+                         mechanism=mechanism, group_by=group_by, keys=keys, session=session)
+    except _PublicValueError:
+        return 0.0  # the public n: exact, every half-width met at no ε
     eps = epsilon_for_half_width(target.kind, target.target, sensitivity=target.sensitivity,
                                  lower=target.lower, upper=target.upper, delta=target.delta,
                                  alpha=target.alpha, **dict(target.options))
@@ -231,6 +236,10 @@ def _group_factor(group_by: GroupBy | None, frame: Any, session: Session | str |
     return 0.5 / (1 if unit is None else unit.touched_groups)
 
 
+class _PublicValueError(ParameterError):
+    """The query is answered from public facts (the public size): exact, at no ε."""
+
+
 def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: float,
             mechanism: str, group_by: GroupBy | None, keys: Sequence[Any] | None,
             session: Session | str | None) -> AccuracyTarget:
@@ -242,6 +251,9 @@ def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: flo
     planned = plan(frame, {"q": query}, epsilon=1.0, delta=delta, mechanism=mechanism,
                    group_by=group_by, keys=keys, session=session)[0]
     ms = planned.plan.measurements
+    if not ms and planned.plan.public_size:
+        raise _PublicValueError(f"{query!r} here is the public size n, released exactly at no ε: "
+                           "it needs no epsilon (leave it out of a split)")
     if planned.plan.query == "quantile":
         raise ParameterError("a quantile's accuracy in values depends on the data; "
                              "accuracy() reports its accuracy in ranks at a given epsilon")

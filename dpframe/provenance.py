@@ -48,8 +48,10 @@ from dpframe.errors import (
     LedgerError,
     NoLedgerError,
     ParameterError,
+    PrivateSizeWarning,
     SourceChangedError,
     UnsupportedInputError,
+    warn_user,
 )
 from dpframe.identity import IdentityMap
 from dpframe.keyset import Keys, checked_keys
@@ -798,7 +800,7 @@ def protect(
     delta: float = 0.0,
     bounds: Mapping[str, tuple[float, float]],
     keys: Mapping[str, Sequence[Any]] | None = None,
-    missing: Missing | Mapping[str, Missing] = DROP,
+    missing: Missing | Mapping[str, Missing] | None = None,
     session: Session | str | None = None,
     privacy_unit: str | None = None,
     max_rows_per_unit: int | None = None,
@@ -820,9 +822,13 @@ def protect(
         Column → public group keys for ``frame.dp.groupby(column)``.
     missing
         What a missing value (null or NaN) in a bounded column means, declared from outside
-        the data: ``"drop"`` (default; such rows are left out of that column's statistics,
+        the data: ``"drop"`` (the default; such rows are left out of that column's statistics,
         like pandas' ``skipna``, which makes the size private for them) or a public fill value
-        within the bounds (keeps the size public). A mapping sets it per column.
+        within the bounds (keeps the size public; on a column without missing values it
+        changes nothing). A mapping sets it per column. Left to the default, ``protect``
+        issues one :class:`~dpframe.errors.PrivateSizeWarning` naming the bounded columns
+        whose dtype can hold a missing value (from the schema: no data is read); passing
+        ``missing=`` explicitly, ``"drop"`` included, silences it.
     session
         The :class:`Session` to bind (default: the current ``with`` block's, else a new one).
     privacy_unit
@@ -868,7 +874,7 @@ def protect(
         hook(backend)
     clean_bounds = validate_bounds(bounds)
     clean_keys = validate_keys(keys)
-    clean_missing = validate_missing(missing, clean_bounds)
+    clean_missing = validate_missing(DROP if missing is None else missing, clean_bounds)
     check_readers(frame, backend)
     schema = backend.schema(frame)
     bad_names = [c for c in schema if not isinstance(c, str)]
@@ -928,4 +934,29 @@ def protect(
     if dataset.source is not None and dataset.source.recount:
         dataset.root_strong = data  # (only to re-count a source not bound by file identity)
     _remember_original(frame, dataset, data)
+    if unit is None:  # (with a privacy unit the row count is private anyway)
+        _notice_private_sizes(schema, backend, clean_bounds, missing)
     return protected  # the same type as ``frame``
+
+
+def _notice_private_sizes(schema: Mapping[str, Any], backend: Backend,
+                          bounds: Mapping[str, Any], missing: Any) -> None:
+    """One :class:`PrivateSizeWarning` at ``protect``: the bounded columns whose rule is
+    ``"drop"`` by default (``missing`` not given, or a mapping that does not name them) and
+    whose dtype can hold a missing value. From the schema and the arguments alone."""
+    if missing is not None and not isinstance(missing, Mapping):
+        return  # one rule given for every column: the user chose it
+    named = missing or {}
+    cols = [c for c in bounds if c not in named and backend.can_hold_missing(schema[c])]
+    if not cols:
+        return
+    listed = ", ".join(repr(c) for c in cols[:8]) + (f" and {len(cols) - 8} more"
+                                                     if len(cols) > 8 else "")
+    example = ", ".join(f"{c!r}: <a value in its bounds>" for c in cols[:2])
+    warn_user(PrivateSizeWarning(
+        f"missing='drop' (the default) applies to {listed}, whose dtype can hold a missing "
+        "value: their statistics leave such rows out and have a private size (means and "
+        "variances as noisier sum/count estimates; corr and other statistics that need the "
+        "public row count are refused). To keep n public, declare a public fill value: "
+        f"missing={{{example}}} (it changes nothing on a column without missing values). "
+        "Pass missing='drop' explicitly to silence this notice."))

@@ -162,7 +162,6 @@ class PlanContext:
     drops: bool = False
     n_groups: int = 1
     all_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    public_exact: bool = False  # ε = 0 asked: answer from public facts only (the public n)
     unit: UnitBound | None = None
     units_public: bool = False
     #: the release's total ε (public; None where unknown): an upper bound on any query's share,
@@ -352,12 +351,14 @@ class Count(Query):
     r"""Number of rows.
 
     On a frame whose size is public (the protected frame, or a derivation that keeps every row)
-    the count *is* ``n``, a public fact: asked with ``epsilon=0`` it is released exactly, costs
-    nothing, and the log says so (with ε > 0 it is noised like any count; ``frame.dp.size``
-    also gives ``n``). On a derived (private-size) frame a replacement upstream adds, removes or
-    replaces one row, moving the count by at most 1: Δ = 1, domain ``[0, n]`` (no verified
-    derivation has more rows than the protected frame), released as an integer
-    (post-processing). Per group the count is always private.
+    the count *is* ``n``, a public fact: whatever ε is asked (0 included) it is released
+    exactly, costs nothing, and the log says so (``size`` "public", ``mechanism`` "none (public
+    size)"); in a release with other queries its share of ε goes to them. Noising a public
+    value would only add error (``frame.dp.size`` also gives ``n``). On a derived
+    (private-size) frame a replacement upstream adds, removes or replaces one row, moving the
+    count by at most 1: Δ = 1, domain ``[0, n]`` (no verified derivation has more rows than the
+    protected frame), released as an integer (post-processing). Per group the count is always
+    private.
     """
 
     kind = "count"
@@ -365,7 +366,7 @@ class Count(Query):
 
     def plan(self, ctx: PlanContext) -> Plan:
         upper = float(ctx.count_cap)
-        if ctx.size_public and not ctx.grouped and ctx.public_exact:
+        if ctx.size_public and not ctx.grouped:
             n = float(ctx.n)  # public: released exactly, no noise, no ε (logged as public)
 
             def exact(_: Mapping[str, np.ndarray]) -> np.ndarray:

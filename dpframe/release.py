@@ -125,9 +125,8 @@ def _check_delta(delta: Any, mechanism: str) -> float:
 def _check_mechanism(mechanism: Any) -> str:
     if not isinstance(mechanism, str) or mechanism not in MECHANISMS:
         raise ParameterError(
-            f"unknown mechanism {mechanism!r}; choose one of 'bounded' (default), "
-            "'truncated', 'laplace', 'auto' (the smaller worst-case error, chosen from public "
-            "facts)"
+            f"unknown mechanism {mechanism!r}; choose one of 'auto' (default: the smaller "
+            "worst-case error, chosen from public facts), 'bounded', 'truncated', 'laplace'"
         )
     return mechanism
 
@@ -474,7 +473,7 @@ def _plan_context(facts: FrameFacts, request: Request, q: Query, read: Sequence[
         bounds=facts.bounds.get(q.column) if q.column is not None else None,
         grouped=request.group_by is not None, count_cap=float(n), column=q.column,
         drops=bool(drops), n_groups=n_groups, all_bounds={c: facts.bounds[c] for c in read},
-        public_exact=request.epsilon == 0, unit=unit,
+        unit=unit,
         units_public=unit is not None and facts.size_public, epsilon=request.epsilon,
         keys=facts.keys,
     )
@@ -623,7 +622,7 @@ def plan(
     epsilon: Any,
     delta: Any = 0.0,
     weights: Any = None,
-    mechanism: Any = "bounded",
+    mechanism: Any = "auto",
     group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
     session: Session | str | None = None,
@@ -642,7 +641,7 @@ def plan_release(
     epsilon: Any,
     delta: Any = 0.0,
     weights: Any = None,
-    mechanism: Any = "bounded",
+    mechanism: Any = "auto",
     group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
     session: Session | str | None = None,
@@ -680,7 +679,7 @@ def run(
     epsilon: Any,
     delta: Any = 0.0,
     weights: Any = None,
-    mechanism: Any = "bounded",
+    mechanism: Any = "auto",
     random_state: Any = None,
     group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,

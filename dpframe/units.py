@@ -146,8 +146,8 @@ class CountUnits(Query):
     (one out, one in). Per group: ``a`` is counted in each of its ≤ g' kept groups and ``a*`` in
     its own, so at most 2g' groups change, each by 1 — the group rule of :func:`bound_plan`
     applies with Δ = 1. Domain ``[0, U]`` (U public). On a frame holding every protected row
-    (the root, ``with_columns``, ``select``) ungrouped, ``C = U`` is public: asked with
-    ``epsilon=0`` it is released exactly, like the public row count without units.
+    (the root, ``with_columns``, ``select``) ungrouped, ``C = U`` is public: released exactly
+    and free whatever ε is asked, like the public row count without units.
     """
 
     kind = "count_units"
@@ -161,7 +161,7 @@ class CountUnits(Query):
                 "budget): every row is a unit, and dp.count() counts them"
             )
         total = float(ctx.unit.n_units)
-        if ctx.units_public and not ctx.grouped and ctx.public_exact:
+        if ctx.units_public and not ctx.grouped:
             def exact(_: Mapping[str, np.ndarray]) -> np.ndarray:
                 return np.array([total])
 

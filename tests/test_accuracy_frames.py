@@ -181,8 +181,10 @@ def test_accuracy_agrees_with_the_empirical_error_of_real_releases(mechanism):
 def test_epsilon_for_inverts_accuracy_and_split_meets_targets():
     pf = dpf.protect(frame(500), epsilon=1.0, bounds={"x": (LO, HI)}, missing=0.0)
     eps = pf.dp.epsilon_for(dpf.mean("x"), 1.0, alpha=0.05)
-    at = pf.dp.accuracy({"m": dpf.mean("x")}, epsilon=eps)["half_width"].iloc[0]
-    below = pf.dp.accuracy({"m": dpf.mean("x")}, epsilon=eps * 0.98)["half_width"].iloc[0]
+    at = pf.dp.accuracy({"m": dpf.mean("x")}, epsilon=eps,
+                        mechanism="bounded")["half_width"].iloc[0]
+    below = pf.dp.accuracy({"m": dpf.mean("x")}, epsilon=eps * 0.98,
+                           mechanism="bounded")["half_width"].iloc[0]
     assert at <= 1.0 < below
     split = pf.dp.split({"m": (dpf.mean("x"), 1.0), "v": (dpf.variance("x"), 100.0)},
                         epsilon=2.0)
@@ -194,7 +196,7 @@ def test_epsilon_for_inverts_accuracy_and_split_meets_targets():
 
 
 def test_count_of_a_public_size_frame_is_exact_free_and_logged():
-    pf = dpf.protect(frame(), epsilon=1.0, bounds={"x": (LO, HI)}, missing=0.0)
+    pf = dpf.protect(frame(), epsilon=2.0, bounds={"x": (LO, HI)}, missing=0.0)
     assert pf.dp.count(epsilon=0) == 40.0
     assert pf.dp.count(epsilon=0, ci=0.95) == (40.0, 40.0, 40.0, 0.95)
     table = pf.dp.release({"n": dpf.count()}, epsilon=0)
@@ -206,8 +208,60 @@ def test_count_of_a_public_size_frame_is_exact_free_and_logged():
         pf.dp.mean("x", epsilon=0)
     with pytest.raises(dpf.ParameterError, match="epsilon must be a finite number > 0"):
         pf.dp.filter(nw.col("x") > 1).dp.count(epsilon=0)  # a private size needs noise
-    noisy = pf.dp.count(epsilon=0.5)  # asked to spend: noised like any count, an integer
-    assert float(noisy).is_integer() and pf.dp.budget.epsilon_spent == pytest.approx(0.5)
+    # issue 23: asked with ε > 0 the public size is still exact and free, logged as public
+    assert pf.dp.count(epsilon=0.5) == 40.0 and pf.dp.budget.epsilon_spent == 0.0
+    assert pf.dp.describe(epsilon=0.5).loc["count", "x"] == 40.0  # exact in describe too
+    both = pf.dp.release({"n": dpf.count(), "m": dpf.mean("x")}, epsilon=0.5, random_state=0)
+    assert both["n"].iloc[0] == 40.0
+    assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)  # describe's 0.5 and the mean's
+    log = pf.dp.log
+    counts = log[log["query"] == "count"]
+    assert (counts["epsilon"] == 0.0).all() and (counts["size"] == "public").all()
+    assert log[log["name"] == "m"]["epsilon"].iloc[0] == pytest.approx(0.5)  # all of ε
+    noisy = pf.dp.filter(nw.col("x") > -1e9).dp.count(epsilon=0.5)  # a private size: noised
+    assert float(noisy).is_integer() and pf.dp.budget.epsilon_spent == pytest.approx(1.5)
+
+
+def test_defaults_are_auto_and_the_log_says_what_ran_and_why():
+    """Issue 23: every statistic defaults to mechanism="auto"; the log names the mechanism run
+    and the reason; "bounded" stays one argument away and is logged as requested."""
+    pf = dpf.protect(frame(), epsilon=5.0, bounds={"x": (LO, HI)}, missing=0.0,
+                     keys={"g": ["a", "b"]})
+    pf.dp.mean("x", epsilon=0.5, random_state=0)
+    pf.dp.groupby("g").count(epsilon=0.5, random_state=0)
+    pf.dp.histogram("x", edges=[0, 50, 100], epsilon=0.5, random_state=0)
+    pf.dp.mean("x", epsilon=0.5, mechanism="bounded", random_state=0)
+    log = pf.dp.log
+    auto, named = log.iloc[:-1], log.iloc[-1]
+    assert auto["mechanism_choice"].str.startswith("auto mechanism on").all()
+    assert set(auto["mechanism"]) <= {"bounded", "truncated", "laplace"}
+    chosen = [c.rsplit("→", 1)[1] for c in auto["mechanism_choice"]]
+    assert all(m in c for m, c in zip(auto["mechanism"], chosen, strict=True))
+    assert named["mechanism"] == "bounded" and named["mechanism_choice"] == "requested"
+
+
+def test_protect_names_private_size_columns_once_from_the_schema():
+    """Issue 23: protect warns once, from the schema and the arguments only, which bounded
+    columns drop missing values by default (their statistics are private-size) and how to keep
+    n public; an explicit missing= silences it."""
+    import warnings
+
+    def notices(df, **kw):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            dpf.protect(df, epsilon=1.0, bounds={"x": (LO, HI), "k": (0, 9)}, **kw)
+        return [str(w.message) for w in seen if issubclass(w.category, dpf.PrivateSizeWarning)]
+
+    clean = pd.DataFrame({"x": [1.0, 2.0, 3.0], "k": [1, 2, 3]})  # float x, int64 k
+    holes = pd.DataFrame({"x": [np.nan, 5.0, np.nan], "k": [4, 5, 6]})  # same schema
+    first = notices(clean)
+    assert len(first) == 1 and "'x'" in first[0] and "'k'" not in first[0]
+    assert "missing={'x':" in first[0]
+    assert notices(holes) == first  # no data read: the same text whatever the values
+    assert notices(clean.copy(), missing="drop") == []  # chosen explicitly
+    assert notices(clean.copy(), missing={"x": 0.0}) == []
+    assert notices(clean.copy(), missing=0.0) == []
+    assert len(notices(clean.copy(), missing={"k": 0})) == 1  # x still by default
 
 
 @pytest.mark.slow

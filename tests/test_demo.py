@@ -59,7 +59,8 @@ def test_log_travels_in_the_file(demo_run: tuple[dict, Path, str]) -> None:
     cols = ["release_id", "name", "query", "epsilon", "delta", "mechanism", "scale"]
     pd.testing.assert_frame_equal(log_file[cols], log_live[cols])
     assert sorted(set(log_file["release_id"])) == [1, 2, 3, 4, 5]
-    assert set(log_file["mechanism"]) == {"bounded", "truncated"}
+    assert "none (public size)" in set(log_file["mechanism"])  # n: exact and free
+    assert set(log_file["mechanism"]) <= {"bounded", "truncated", "laplace", "none (public size)"}
     assert set(log_file["random_source"]) == {"seeded"}
     assert document["budget"]["epsilon_spent"] == pytest.approx(0.9, rel=1e-9)
     assert document["budget"]["delta_spent"] == pytest.approx(0.5e-6, rel=1e-9)

@@ -66,7 +66,7 @@ def _pandas_filter(pf: Any, queue: Any) -> None:
 
 
 def _pandas_count(pf: Any, queue: Any) -> None:
-    _attempt(lambda: pf.dp.count(epsilon=0.1), queue)
+    _attempt(lambda: pf.dp.sum("x", epsilon=0.1), queue)  # (a count of n would be free)
 
 
 def _protect_polars(queue: Any) -> None:

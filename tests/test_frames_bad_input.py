@@ -39,7 +39,7 @@ QUERY_CASES = [
     ("epsilon nan", lambda f: f.dp.count(epsilon=math.nan), dpf.ParameterError, "finite"),
     ("epsilon inf", lambda f: f.dp.count(epsilon=math.inf), dpf.ParameterError, "finite"),
     ("epsilon not a number", lambda f: f.dp.count(epsilon="x"), dpf.ParameterError, "number"),
-    ("epsilon above remaining", lambda f: f.dp.count(epsilon=1.5),
+    ("epsilon above remaining", lambda f: f.dp.mean("x", epsilon=1.5),
      dpf.BudgetExceededError, "smaller epsilon"),
     ("delta with truncated", lambda f: f.dp.mean("x", epsilon=0.1, delta=1e-7,
                                                   mechanism="truncated"),

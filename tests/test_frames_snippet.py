@@ -31,8 +31,8 @@ pf = dpf.protect(df, epsilon=1.0, delta=1e-6,
                  bounds={"age": (0, 120), "income": (0, 250_000)},
                  missing={"income": 0.0})        # public rule for missing values
 
-pf.dp.count(epsilon=0.1)                         # -> float
-pf.dp.mean("age", epsilon=0.2)                   # bounded Laplace by default
+pf.dp.count(epsilon=0)                           # -> float: n is public, exact, free
+pf.dp.mean("age", epsilon=0.3)                   # mechanism="auto" by default, logged
 pf.dp.variance("income", epsilon=0.2, mechanism="truncated")
 adults = pf.dp.filter(nw.col("age") >= 18)       # a verified, row-wise derivation
 adults.dp.mean("income", epsilon=0.2)            # same budget: derived frames share it
@@ -53,7 +53,7 @@ def test_design_snippet_verbatim_pandas(tmp_path, monkeypatch):
     exec(compile(SNIPPET, "snippet", "exec"), ns)
     pf, table = ns["pf"], ns["table"]
     assert isinstance(table, pd.DataFrame) and table.shape == (1, 3)
-    # 0.1 + 0.2 + 0.2 + 0.2 + 0.3 == 1.0000000000000002 in floats, and it fitted:
+    # 0 + 0.3 + 0.2 + 0.2 + 0.3 (the count of the public size is free), and it fitted:
     assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)
     assert pf.dp.budget.epsilon_remaining == pytest.approx(0.0, abs=1e-12)
     log = pf.dp.log
@@ -68,7 +68,7 @@ def test_design_snippet_verbatim_pandas(tmp_path, monkeypatch):
     assert saved["version"] == 2 and len(saved["entries"]) == len(log)  # 2: keys by reference
     # a share that truly exceeds the budget is refused and spends nothing
     with pytest.raises(dpf.BudgetExceededError):
-        pf.dp.count(epsilon=1e-6)
+        pf.dp.mean("age", epsilon=1e-6)
     assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)
 
 
@@ -86,8 +86,8 @@ def _polars_snippet(frame, lazy, path):
     pf = dpf.protect(frame, epsilon=1.0, delta=1e-6,
                      bounds={"age": (0, 120), "income": (0, 250_000)},
                      missing={"income": 0.0})
-    a = pf.dp.count(epsilon=0.1)
-    b = pf.dp.mean("age", epsilon=0.2)
+    a = pf.dp.count(epsilon=0)
+    b = pf.dp.mean("age", epsilon=0.3)
     c = pf.dp.variance("income", epsilon=0.2, mechanism="truncated")
     # derived frames find their budget by provenance (no session needed): a LazyFrame's
     # native plan is verified; an eager frame derives through .dp
@@ -107,7 +107,7 @@ def _polars_snippet(frame, lazy, path):
     assert log["release_id"].n_unique() == 5
     assert len(dpf.read_log(path)["entries"]) == log.height
     with pytest.raises(dpf.BudgetExceededError):
-        pf.dp.count(epsilon=1e-6)
+        pf.dp.mean("age", epsilon=1e-6)
     return log
 
 

@@ -36,13 +36,13 @@ def files(tmp_path_factory):
     pf = dpf.protect(pd.DataFrame({"x": rng.uniform(0, 10, 50), "y": rng.uniform(0, 1, 50)}),
                      epsilon=1.0, bounds={"x": (0, 10), "y": (0, 1)},
                      session=dpf.Session(path=ledger))
-    pf.dp.count(epsilon=0.1, random_state=0)
+    pf.dp.sum("x", epsilon=0.1, mechanism="bounded", random_state=0)
     backup = d / "backup"  # both ledger files as they were after release 1
     backup.mkdir()
     shutil.copy(ledger, backup / "ledger.jsonl")
     shutil.copy(str(ledger) + ".head", backup / "ledger.jsonl.head")
     table = pf.dp.release({"n": dpf.count(), "m": dpf.mean("x"), "s": dpf.std("y")},
-                          epsilon=0.3, random_state=1)
+                          epsilon=0.3, mechanism="bounded", random_state=1)
     dpf.sign_release(table, KEY)
     table.to_parquet(d / "release.parquet")
     (d / "key").write_bytes(KEY + b"\n")
@@ -80,8 +80,10 @@ def test_inspect_json_and_console_script(files):
     assert led["ledger_id"] == files["id"]
     assert [r["release_id"] for r in led["releases"]] == [1, 2]
     assert sum(r["epsilon"] for r in led["releases"]) == pytest.approx(0.4)
-    assert {m["mechanism"] for m in led["measurements"]} == {"bounded"}
-    assert all(m["scale"] > 0 for m in led["measurements"])
+    # (the count of the public size is released exactly: no mechanism)
+    assert {m["mechanism"] for m in led["measurements"]} == {"bounded", "none (public size)"}
+    assert all(m["scale"] > 0 for m in led["measurements"]
+               if m["mechanism"] != "none (public size)")
 
 
 def test_inspect_refuses_tampered_log_and_wrong_key(files):

@@ -317,7 +317,8 @@ def test_snapshot_entries_are_immutable_and_survive_pickling():
 
 # -- malformed files: DPFrameError subclasses only --------------------------------------------
 def _good_file(tmp_path: Path) -> Path:
-    pf = dpf.protect(pd.DataFrame(_data()), epsilon=1.0, bounds={"income": (0, 100)})
+    pf = dpf.protect(pd.DataFrame(_data()), epsilon=1.0, bounds={"income": (0, 100)},
+                     missing="drop")
     table = pf.dp.release({"m": dpf.mean("income")}, epsilon=0.1, random_state=0)
     table.dp.write_parquet(tmp_path / "good.parquet")
     return tmp_path / "good.parquet"

@@ -82,7 +82,7 @@ def test_eight_threads_500_queries_never_overspend():
                 if j % 3 == 0:
                     frame.dp.mean("x", epsilon=eps, random_state=j)
                 else:
-                    frame.dp.count(epsilon=eps, random_state=j)
+                    frame.dp.sum("x", epsilon=eps, random_state=j)
                 ok[i] += 1
             except dpf.BudgetExceededError:
                 refused[i] += 1

@@ -16,7 +16,7 @@ from dpframe.accounting import LOG_VERSION
 
 def _release(frame, session=None):
     pf = dpf.protect(frame, epsilon=1.0, bounds={"x": (0, 10)}, session=session)
-    pf.dp.count(epsilon=0.1, random_state=1)
+    pf.dp.sum("x", epsilon=0.1, random_state=1)
     table = pf.dp.release({"n": dpf.count(), "m": dpf.mean("x"), "s": dpf.std("x")},
                           epsilon=0.3, random_state=2)
     return pf, table
@@ -34,7 +34,7 @@ def test_pandas_release_roundtrip(tmp_path):
     assert doc["version"] == LOG_VERSION and doc["kind"] == "dpframe.release"
     assert doc["ledger_id"] == pf.dp.session.ledger.id
     assert len(doc["entries"]) == len(pf.dp.log)
-    assert _names(doc) == ["count", "n", "m", "s"]
+    assert _names(doc) == ["sum", "n", "m", "s"]
     assert {e["ledger_id"] for e in doc["entries"]} == {doc["ledger_id"]}
     assert doc["budget"]["epsilon_spent"] == pytest.approx(0.4)
     back = pd.read_parquet(path)
@@ -42,7 +42,7 @@ def test_pandas_release_roundtrip(tmp_path):
     back.to_parquet(tmp_path / "copy.parquet")  # an unchanged copy still verifies
     assert dpf.read_log(tmp_path / "copy.parquet") == doc
     frame = dpf.read_log(path, as_frame="pandas")
-    assert list(dict.fromkeys(frame["name"])) == ["count", "n", "m", "s"]
+    assert list(dict.fromkeys(frame["name"])) == ["sum", "n", "m", "s"]
     json.dumps(doc, allow_nan=False)  # strict JSON: no NaN/Infinity
 
 
@@ -68,7 +68,7 @@ def test_polars_release_roundtrip(tmp_path, lazy):
     path = tmp_path / "r.parquet"
     table.dp.write_parquet(path)
     doc = dpf.read_log(path)
-    assert _names(doc) == ["count", "n", "m", "s"]
+    assert _names(doc) == ["sum", "n", "m", "s"]
     assert pl.read_parquet(path).equals(table)
     assert b"dpframe.log" in pq.read_schema(path).metadata
     log = dpf.read_log(path, as_frame="polars")

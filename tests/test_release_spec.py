@@ -447,7 +447,9 @@ def test_failure_mid_run_keeps_what_was_released(tmp_path, capsys, monkeypatch):
     import dpframe.cli.spec_run as spec_run
 
     _data(300).write_parquet(tmp_path / "data.parquet")
-    (tmp_path / "spec.toml").write_text(BASE.format(fmt="parquet", columns=""))
+    private = BASE.replace('kind = "count"\n', 'kind = "count"\nfilter = [{{ column = "age", '
+                           'op = ">=", value = 0 }}]\n', 1)  # a private size: the count spends
+    (tmp_path / "spec.toml").write_text(private.format(fmt="parquet", columns=""))
     real = spec_run.build_queries
     calls = []
 
@@ -477,6 +479,7 @@ name = "n"
 accuracy = 20.0
 level = 0.9
 kind = "count"
+filter = [{{ column = "age", op = ">=", value = 0 }}]  # a private size (the public n is free)
 
 [[query]]
 name = "by_region"
@@ -490,7 +493,8 @@ name = "sd_income"
 kind = "std"
 column = "income"
 accuracy = 150
-''').replace('name = "m"\nshare = 0.5', 'name = "m"\nshare = 1.0')
+''').replace('name = "m"\nshare = 0.5', 'name = "m"\nshare = 1.0').replace(
+    'ledger = "ledger.jsonl"\n', 'ledger = "ledger.jsonl"\nmechanism = "bounded"\n', 1)
 
 
 def test_target_accuracies_set_epsilon_dry_run_and_run_agree(tmp_path, capsys):
@@ -507,7 +511,7 @@ def test_target_accuracies_set_epsilon_dry_run_and_run_agree(tmp_path, capsys):
     plan = {q["name"]: q for q in json.loads(out)["queries"]}
     frame = dpf.protect(_data(2_000), epsilon=1.0, bounds={"age": (0, 100),
                         "income": (0, 1000)}, missing={"income": 0.0})
-    eps_n = frame.dp.epsilon_for(dpf.count(), 20.0, alpha=0.1)
+    eps_n = frame.dp.filter(nw.col("age") >= 0).dp.epsilon_for(dpf.count(), 20.0, alpha=0.1)
     assert plan["n"]["share"] is None and plan["n"]["epsilon"] == pytest.approx(eps_n, rel=1e-12)
     (m_n,) = plan["n"]["measurements"]
     assert m_n["target"] == 20.0 and m_n["level"] == 0.9 and m_n["target_half_width"] <= 20.0
@@ -549,6 +553,33 @@ def test_target_accuracies_set_epsilon_dry_run_and_run_agree(tmp_path, capsys):
                           lower=e["domain_lower"], upper=e["domain_upper"], delta=0.0)
     assert half_width(mech, 0.1) < 20.5  # the released integer: within ⌊h + ½⌋ ≤ 20
     assert rounded_half_width(half_width(mech, 0.1)) <= 20.0
+
+
+def test_spec_public_count_is_free(tmp_path, capsys):
+    """Issue 23: a count of every row is the public n: planned and released exactly, at no ε
+    (a query of only such counts spends nothing); counts behind a filter are noised."""
+    _data(500).write_parquet(tmp_path / "data.parquet")
+    text = BASE.replace('kind = "count"\n', 'kind = "count"\n\n[[query]]\nname = "c"\n'
+                        'accuracy = 20.0\nkind = "count"\nfilter = [{{ column = "age", '
+                        'op = ">=", value = 0 }}]\n', 1)
+    (tmp_path / "spec.toml").write_text(text.format(fmt="parquet", columns=""))
+    code, out, err = _cli([str(tmp_path / "spec.toml"), "--dry-run", "--json"], capsys)
+    assert code == 0, err
+    plan = {q["name"]: q for q in json.loads(out)["queries"]}
+    assert plan["n"]["epsilon"] == 0.0 and plan["n"]["measurements"] == []
+    (m_c,) = plan["c"]["measurements"]
+    assert m_c["mechanism"] in ("bounded", "truncated") and m_c["target_half_width"] <= 20.0
+    code, _, err = _cli([str(tmp_path / "spec.toml"), "--noise-seed", "2"], capsys)
+    assert code == 0, err
+    doc = dpf.read_log(tmp_path / "out.parquet")
+    by_name = {e["name"]: e for e in doc["entries"]}
+    assert by_name["n"]["epsilon"] == 0.0 and by_name["n"]["size"] == "public"
+    assert by_name["c"]["mechanism"] == m_c["mechanism"]
+    assert by_name["c"]["epsilon"] == pytest.approx(m_c["epsilon"], rel=1e-12)
+    spent = sum(q["epsilon"] for q in plan.values())
+    assert doc["budget"]["epsilon_spent"] == pytest.approx(spent, rel=1e-9)
+    assert pl.read_parquet(tmp_path / "out.parquet").filter(
+        pl.col("query") == "n")["value"].to_list() == [500.0]
 
 
 def test_only_target_accuracies_spend_only_what_they_need(tmp_path, capsys):

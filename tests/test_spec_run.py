@@ -55,6 +55,7 @@ income = 0
 name = "n"
 share = 0.5
 kind = "count"
+filter = [{{ column = "age", op = ">=", value = 0 }}]  # a private size: the count spends
 
 [[query]]
 name = "m"

@@ -241,13 +241,14 @@ def test_brute_force_sensitivity_ungrouped(backend, k, view):
     w = 3.0  # bounds (-1, 2): private-size row Δ of a sum is max(w, |l|, |u|) = 3
     assert declared[("count", "count")] == k
     assert declared[("sum", "sum")] == k * w
-    assert declared[("units", "count_units")] == 1
     assert declared[("variance", "sum_sq")] == k * 1.5**2
     if view == "root":  # k rows of l against k rows of u: the k-fold bound is attained
         assert worst[("sum", "sum")] == k * w
         assert worst[("mean", "sum")] == k * w
-        assert worst[("units", "count_units")] == 0  # a replacement keeps the units
-    else:  # k rows passing the filter against none
+        # every unit is there: U is public, released exactly with no measurement
+        assert ("units", "count_units") not in declared
+    else:
+        assert declared[("units", "count_units")] == 1  # k rows passing the filter against none
         assert worst[("count", "count")] == k
         assert worst[("units", "count_units")] == 1
 
@@ -340,10 +341,13 @@ def test_units_are_counted_exactly_and_rows_after_bounding(backend):
     data.loc[0, "pid"] = None  # a row without an id belongs to no unit
     pf = protect(backend, data, 2)
     assert pf.dp.count_units(epsilon=0) == 6  # public U, exact and free
+    assert pf.dp.count_units(epsilon=1.0) == 6  # whatever ε is asked (issue 23)
     assert pf.dp.budget.epsilon_spent == 0
     exact = exact_measurements(pf, {"n": dpf.count(), "u": dpf.count_units()})
     assert exact[("n", "count")][0][0] == 12  # 6 units × min(5 (4 for p0), 2)
-    assert exact[("u", "count_units")][0][0] == 6
+    assert ("u", "count_units") not in exact  # public: no measurement
+    some = exact_measurements(pf.dp.filter(nw.col("x") > -5), {"u": dpf.count_units()})
+    assert some[("u", "count_units")][0][0] == 6  # after a filter U is private: measured
     grouped = exact_measurements(pf, {"u": dpf.count_units()}, group_by="g")
     truth = data.dropna().groupby("g").pid.nunique().reindex(KEYS["g"], fill_value=0)
     assert np.all(grouped[("u", "count_units")][0] <= truth.to_numpy())
@@ -424,7 +428,7 @@ def test_lazy_native_plans_that_drop_the_unit_column_are_refused():
     with pytest.raises(dpf.DerivationError, match="privacy-unit column"):
         lf.select(pl.col("pid").cast(pl.String).alias("who"), "x").dp.count(epsilon=1.0)
     renamed = lf.select(pl.col("pid").alias("who"), "x", "g")
-    assert renamed.dp.count_units(epsilon=1.0) >= 0
+    assert renamed.dp.count(epsilon=1.0) >= 0  # rows after bounding: a private count
     assert lf.dp.budget.epsilon_spent == pytest.approx(1.0)
 
 
@@ -469,17 +473,21 @@ def test_planner_knows_unit_counts_and_the_unit_group_share():
     from dpframe import planner
 
     pf = protect("pandas", people(n_units=40, rows=5), 3, 2)
-    table = pf.dp.accuracy({"u": dpf.count_units(), "n": dpf.count()}, epsilon=1.0)
+    assert pf.dp.accuracy({"u": dpf.count_units()}, epsilon=1.0)["half_width"].iloc[0] == 0
+    some = pf.dp.filter(nw.col("x") > -5)  # U private after a filter: noised
+    table = some.dp.accuracy({"u": dpf.count_units(), "n": dpf.count()}, epsilon=1.0)
     assert table["half_width"].notna().all()
     assert table["half_width"].iloc[1] > 2 * table["half_width"].iloc[0]  # Δ = 3 vs Δ = 1
-    grouped = pf.dp.groupby("g").accuracy({"n": dpf.count()}, epsilon=1.0)
+    grouped = pf.dp.groupby("g").accuracy({"n": dpf.count()}, epsilon=1.0,
+                                          mechanism="bounded")  # (the inverse's mechanism)
     target = float(grouped["half_width"].iloc[0])  # the released integer's: ⌊h + ½⌋
     back = planner.epsilon_for(pf, dpf.count(), target, group_by="g")
     # the inverse uses ε/(2·min(g, k)) too: the smallest ε whose grouped accuracy meets it
     assert back <= 1.0 + 1e-9
-    at = pf.dp.groupby("g").accuracy({"n": dpf.count()}, epsilon=back)["half_width"].iloc[0]
-    below = pf.dp.groupby("g").accuracy({"n": dpf.count()},
-                                        epsilon=back * 0.999)["half_width"].iloc[0]
+    at = pf.dp.groupby("g").accuracy({"n": dpf.count()}, epsilon=back,
+                                     mechanism="bounded")["half_width"].iloc[0]
+    below = pf.dp.groupby("g").accuracy({"n": dpf.count()}, epsilon=back * 0.999,
+                                        mechanism="bounded")["half_width"].iloc[0]
     assert at <= target < below
     assert pf.dp.budget.epsilon_spent == 0
 

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import reduce
 from typing import Any
 
 from dpframe.cli.spec import Condition, QuerySpec, ReleaseSpec, StatisticSpec
-from dpframe.errors import DPFrameError, SpecError
+from dpframe.errors import DPFrameError, PrivateSizeWarning, SpecError
 from dpframe.mechanisms.accuracy import ROUNDED, half_width, rounded_half_width
 
 __all__ = [
@@ -346,7 +347,9 @@ def stand_in(spec: ReleaseSpec, facts: SourceFacts, n: int) -> Any:
 
     row = pl.LazyFrame().select([pl.lit(None, dtype=t).alias(c) for c, t in facts.columns.items()])
     try:
-        pf = protect_input(spec, row, dpf.Session())
+        with warnings.catch_warnings():  # (the run's protect names private-size columns)
+            warnings.simplefilter("ignore", PrivateSizeWarning)
+            pf = protect_input(spec, row, dpf.Session())
     except DPFrameError as exc:
         named = {c: (table, c) for table in ("missing", "keys", "bounds")  # bounds win
                  for c in getattr(spec, table)}
@@ -455,6 +458,8 @@ def _plan_query(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float,
         for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True):
             out.append(_in_n(spec, q, stat, p, m, dlt_q, size) if in_n or mech is None
                        else _measurement(q, stat, p, m, mech, dlt_q, size))
+    if not any(p.plan.measurements for p in planned):  # only the public n: exact, free
+        eps_q, dlt_q = 0.0, 0.0
     return QueryPlan(q.name, q.share, eps_q, dlt_q, q.mechanism, q.group_by, q.keys,
                      describe_filter(q.filter), tuple(out), targeted=q.targeted)
 
@@ -559,6 +564,9 @@ def format_plan(plan: ReleasePlan) -> str:
                          f"{m.delta:.3g}", _num(m.sensitivity),
                          _interval(m.lower, m.upper), _num(m.scale),
                          _num(m.half_width)))
+        if not rows:  # (a count of every row: the public n, released exactly at no ε)
+            lines.append("  no measurement: the public n, released exactly at no ε")
+            continue
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
         if any(m.formula is not None for m in q.measurements):
             widths[6:] = [0, 0, 0, 0]

@@ -579,7 +579,8 @@ def _release_all(spec: ReleaseSpec, pf: Any, by_name: Mapping[str, Any], rng: An
             qp = by_name[q.name]
             stats, weights = build_queries(q)
             if q.targeted:  # each statistic gets the ε its target needs
-                weights = {m.statistic: m.epsilon for m in qp.measurements}
+                # (a count of the public n needs no ε; the release ignores its weight)
+                weights = {m.statistic: m.epsilon or 1.0 for m in qp.measurements}
             derived = pf.dp.filter(*compile_filter(q.filter)) if q.filter else pf
             kwargs = {"epsilon": qp.epsilon, "delta": qp.delta,
                       "weights": weights, "mechanism": q.mechanism, "random_state": rng}

@@ -79,19 +79,24 @@ class DPNamespace:
               mechanism: Mechanism = ..., random_state: Any = ...,
               session: Session | str | None = ..., ci: float) -> Estimate: ...
 
-    def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+    def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "auto",
               random_state: Any = None, session: Session | str | None = None,
               ci: float | None = None) -> float | Estimate:
-        """Noisy number of rows (Δ = 1, domain [0, n]).
+        """Number of rows: on a frame whose size is public (the protected frame, or a
+        derivation that keeps every row) the public n, exact and free whatever ``epsilon`` is
+        asked (logged with size "public"); otherwise noisy (Δ = 1, domain [0, n]).
 
         Parameters
         ----------
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -127,22 +132,25 @@ class DPNamespace:
                     mechanism: Mechanism = ..., random_state: Any = ...,
                     session: Session | str | None = ..., ci: float) -> Estimate: ...
 
-    def count_units(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+    def count_units(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "auto",
                     random_state: Any = None, session: Session | str | None = None,
                     ci: float | None = None) -> float | Estimate:
         """Noisy number of distinct persons (privacy units), on a frame
         protected with ``privacy_unit=``: Δ = 1 however many rows a person owns (``count`` counts
-        rows, Δ = k). On the protected frame the number of units is public: ``epsilon=0`` returns
-        it exactly, at no cost.
+        rows, Δ = k). On the protected frame the number of units is public: it is returned
+        exactly, at no cost, whatever ``epsilon`` is asked.
 
         Parameters
         ----------
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -174,7 +182,7 @@ class DPNamespace:
             session: Session | str | None = ..., ci: float) -> Estimate: ...
 
     def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
-            mechanism: str = "bounded", random_state: Any = None,
+            mechanism: str = "auto", random_state: Any = None,
             session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
         """Noisy sum of a bounded column (values clamped to its bounds).
 
@@ -185,9 +193,12 @@ class DPNamespace:
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -217,7 +228,7 @@ class DPNamespace:
              session: Session | str | None = ..., ci: float) -> Estimate: ...
 
     def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
-             mechanism: str = "bounded", random_state: Any = None,
+             mechanism: str = "auto", random_state: Any = None,
              session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
         """Noisy mean of a bounded column, inside its bounds.
 
@@ -228,9 +239,12 @@ class DPNamespace:
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -268,7 +282,7 @@ class DPNamespace:
                  session: Session | str | None = ..., ci: float) -> Estimate: ...
 
     def variance(self, column: str, *, epsilon: float, delta: float = 0.0,
-                 mechanism: str = "bounded", random_state: Any = None,
+                 mechanism: str = "auto", random_state: Any = None,
                  session: Session | str | None = None, ci: float | None = None
                  ) -> float | Estimate:
         """Noisy sample variance (ddof=1) of a bounded column.
@@ -280,9 +294,12 @@ class DPNamespace:
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -396,7 +413,7 @@ class DPNamespace:
             session: Session | str | None = ..., ci: float) -> Estimate: ...
 
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
-            mechanism: str = "bounded", random_state: Any = None,
+            mechanism: str = "auto", random_state: Any = None,
             session: Session | str | None = None, ci: float | None = None) -> float | Estimate:
         """Noisy sample standard deviation (ddof=1): √ of the noisy variance.
 
@@ -407,9 +424,12 @@ class DPNamespace:
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -431,7 +451,7 @@ class DPNamespace:
     # -- batch and analyses -----------------------------------------------------------------
     def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                 weights: Mapping[str, float] | Sequence[float] | None = None,
-                mechanism: str = "bounded", random_state: Any = None,
+                mechanism: str = "auto", random_state: Any = None,
                 session: Session | str | None = None, ci: float | None = None) -> Any:
         """Several statistics in one release (one pass over the data).
 
@@ -442,9 +462,12 @@ class DPNamespace:
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -470,7 +493,7 @@ class DPNamespace:
 
     def proportions(self, column: str, *, epsilon: float, keys: Sequence[Any] | None = None,
                     method: str = "rescale", remainder: Any = None, delta: float = 0.0,
-                    mechanism: str = "bounded", random_state: Any = None,
+                    mechanism: str = "auto", random_state: Any = None,
                     session: Session | str | None = None, ci: float | None = None) -> Any:
         """Proportions of a categorical column's public keys (Liu §4.2):
         each in [0, 1], summing to 1.
@@ -482,9 +505,12 @@ class DPNamespace:
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -519,7 +545,7 @@ class DPNamespace:
             random_state=random_state, session=session, ci=ci)
 
     def cov(self, columns: Sequence[str], *, epsilon: float, delta: float = 0.0,
-            mechanism: str = "bounded", random_state: Any = None,
+            mechanism: str = "auto", random_state: Any = None,
             session: Session | str | None = None, ci: float | None = None) -> Any:
         """Covariance matrix (ddof=1) of bounded columns, positive semi-definite
         (Liu §4.1). Needs the public size.
@@ -531,9 +557,12 @@ class DPNamespace:
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -549,7 +578,7 @@ class DPNamespace:
                             ci)
 
     def corr(self, columns: Sequence[str], *, epsilon: float, delta: float = 0.0,
-             mechanism: str = "bounded", random_state: Any = None,
+             mechanism: str = "auto", random_state: Any = None,
              session: Session | str | None = None, ci: float | None = None) -> Any:
         """Correlation matrix in [−1, 1] from the released covariance (Liu
         §4.1).
@@ -561,9 +590,12 @@ class DPNamespace:
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -590,19 +622,23 @@ class DPNamespace:
                                                 out.intervals.get(kind)))
 
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
-                 delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
+                 delta: float = 0.0, mechanism: str = "auto", random_state: Any = None,
                  session: Session | str | None = None, ci: float | None = None) -> Any:
         """count, mean, std and declared bounds of bounded columns, in one
-        release (ε split evenly over count and the 2 statistics per column).
+        release (ε split evenly over the 2 statistics per column and, where the size is
+        private, the count; the count of a public size is exact and free).
 
         Parameters
         ----------
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -632,7 +668,7 @@ class DPNamespace:
 
     def histogram(self, column: str, *, edges: Sequence[float] | None = None,
                   bins: int | Sequence[float] | None = None, epsilon: float,
-                  delta: float = 0.0, mechanism: str = "bounded", total: int | None = None,
+                  delta: float = 0.0, mechanism: str = "auto", total: int | None = None,
                   random_state: Any = None, session: Session | str | None = None,
                   ci: float | None = None) -> Any:
         """Noisy counts of a numeric column over public bins.
@@ -660,9 +696,12 @@ class DPNamespace:
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -687,7 +726,7 @@ class DPNamespace:
                             total, random_state, session, ci)
 
     def value_counts(self, column: str, *, keys: Sequence[Any] | None = None,
-                     epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+                     epsilon: float, delta: float = 0.0, mechanism: str = "auto",
                      total: int | None = None, random_state: Any = None,
                      session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy counts of a categorical column's public keys.
@@ -704,9 +743,12 @@ class DPNamespace:
         epsilon : float
             The privacy budget this release spends (> 0).
         delta : float, default 0.0
-            Its δ (only ``mechanism="bounded"`` uses one).
-        mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
-            How noise stays in the output domain: conditioned (Holohan), clamped, or not at all.
+            Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+        mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
+            How noise stays in the output domain: "auto" takes, per measurement, the one with
+            the smaller worst-case error from public facts (the log's ``mechanism`` and
+            ``mechanism_choice`` say which and why); "bounded" conditions the noise on the
+            domain (Holohan), "truncated" clamps, "laplace" does neither.
         random_state : None, int or numpy.random.Generator, default None
             None draws from the operating system's secure source; a seed is for tests and
             simulations only and is recorded in the log.
@@ -769,7 +811,7 @@ class DPNamespace:
     # -- accuracy before spending -----------------------------------------------------------
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                  weights: Mapping[str, float] | Sequence[float] | None = None,
-                 mechanism: str = "bounded", alpha: float = 0.05,
+                 mechanism: str = "auto", alpha: float = 0.05,
                  min_rows: int | None = None, session: Session | str | None = None) -> Any:
         """How accurate a release with these arguments will be, before spending anything.
 
@@ -809,7 +851,10 @@ class DPNamespace:
                     session: Session | str | None = None) -> float:
         """The smallest ε at which ``query`` will be within ``half_width`` of the truth with
         probability ``1 − alpha`` (the inverse of :meth:`accuracy`; one-measurement answers:
-        counts, public-size sums, means and variances). Reads no data, spends nothing."""
+        counts, public-size sums, means and variances). Reads no data, spends nothing.
+        The inverse is of one named mechanism (default "bounded"; "auto", the releases'
+        default, picks one per ε and has no inverse): check the release's mechanism with
+        :meth:`accuracy` at the ε found."""
         from dpframe import planner
 
         return planner.epsilon_for(self._frame, query, half_width, alpha=alpha, delta=delta,
@@ -821,7 +866,8 @@ class DPNamespace:
         """Split ``epsilon`` over queries with target half-widths ``{name: (query, target)}``
         so the worst achieved/target ratio is smallest. Returns a frame ``name, epsilon,
         half_width, target``; pass ``dict(zip(t["name"], t["epsilon"]))`` as ``weights=`` of
-        one :meth:`release`. Reads no data, spends nothing."""
+        one :meth:`release` (with the same named ``mechanism``: the split is for it). Reads no
+        data, spends nothing."""
         from dpframe import planner
 
         result = planner.split(self._frame, targets, epsilon=epsilon, alpha=alpha,
@@ -1052,7 +1098,7 @@ class DPGroupBy:
 
     def release(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                 weights: Mapping[str, float] | Sequence[float] | None = None,
-                mechanism: str = "bounded", random_state: Any = None,
+                mechanism: str = "auto", random_state: Any = None,
                 session: Session | str | None = None, ci: float | None = None) -> Any:
         """Several statistics per group in one release; see :meth:`DPNamespace.release`."""
         out = release.run(self._ns._frame, queries, epsilon=epsilon, delta=delta,
@@ -1063,7 +1109,7 @@ class DPGroupBy:
 
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                  weights: Mapping[str, float] | Sequence[float] | None = None,
-                 mechanism: str = "bounded", alpha: float = 0.05,
+                 mechanism: str = "auto", alpha: float = 0.05,
                  min_rows: int | None = None, session: Session | str | None = None) -> Any:
         """Per-group accuracy before spending; see :meth:`DPNamespace.accuracy` (``min_rows``:
         a public lower bound on every group's rows, for means). Without declared keys (keys
@@ -1085,14 +1131,14 @@ class DPGroupBy:
         return self.release({name: query}, epsilon=epsilon, delta=delta, mechanism=mechanism,
                             random_state=random_state, session=session, ci=ci)
 
-    def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+    def count(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "auto",
               random_state: Any = None, session: Session | str | None = None,
               ci: float | None = None) -> Any:
         """Noisy row count per group."""
         return self._one(q_.count(), "count", epsilon, delta, mechanism, random_state, session,
                          ci)
 
-    def count_units(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+    def count_units(self, *, epsilon: float, delta: float = 0.0, mechanism: str = "auto",
                     random_state: Any = None, session: Session | str | None = None,
                     ci: float | None = None) -> Any:
         """Noisy number of distinct persons (privacy units) per group (Δ = 1; a person counts
@@ -1103,21 +1149,21 @@ class DPGroupBy:
                          random_state, session, ci)
 
     def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
-            mechanism: str = "bounded", random_state: Any = None,
+            mechanism: str = "auto", random_state: Any = None,
             session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy sum per group."""
         return self._one(q_.sum(column), "sum", epsilon, delta, mechanism, random_state,
                          session, ci)
 
     def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
-             mechanism: str = "bounded", random_state: Any = None,
+             mechanism: str = "auto", random_state: Any = None,
              session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy mean per group."""
         return self._one(q_.mean(column), "mean", epsilon, delta, mechanism, random_state,
                          session, ci)
 
     def variance(self, column: str, *, epsilon: float, delta: float = 0.0,
-                 mechanism: str = "bounded", random_state: Any = None,
+                 mechanism: str = "auto", random_state: Any = None,
                  session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy sample variance per group."""
         return self._one(q_.variance(column), "variance", epsilon, delta, mechanism,
@@ -1126,7 +1172,7 @@ class DPGroupBy:
     var = variance
 
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
-            mechanism: str = "bounded", random_state: Any = None,
+            mechanism: str = "auto", random_state: Any = None,
             session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy sample standard deviation per group."""
         return self._one(q_.std(column), "std", epsilon, delta, mechanism, random_state,
@@ -1172,7 +1218,7 @@ class DPGroupBy:
     # -- per-group counts over a second column: histogram, value_counts ----------------------
     def histogram(self, column: str, *, edges: Sequence[float] | None = None,
                   bins: int | None = None, epsilon: float, delta: float = 0.0,
-                  mechanism: str = "bounded", random_state: Any = None,
+                  mechanism: str = "auto", random_state: Any = None,
                   session: Session | str | None = None, ci: float | None = None) -> Any:
         """Noisy counts of a numeric column over public bins, per group: one row per group and
         bin (columns: the group column(s), ``bin_lower``, ``bin_upper``, ``count``; with
@@ -1198,7 +1244,7 @@ class DPGroupBy:
         return _table(out, table)
 
     def value_counts(self, column: str, *, keys: Sequence[Any] | None = None,
-                     epsilon: float, delta: float = 0.0, mechanism: str = "bounded",
+                     epsilon: float, delta: float = 0.0, mechanism: str = "auto",
                      random_state: Any = None, session: Session | str | None = None,
                      ci: float | None = None) -> Any:
         """Noisy counts of a categorical column's keys, per group: one row per group and key
@@ -1225,7 +1271,7 @@ class DPGroupBy:
         return _table(out, results.to_frame(out))
 
     def proportions(self, column: str, *, epsilon: float, keys: Sequence[Any] | None = None,
-                    delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
+                    delta: float = 0.0, mechanism: str = "auto", random_state: Any = None,
                     session: Session | str | None = None, ci: float | None = None) -> Any:
         """Proportions of a categorical column's public keys (``keys``, else those declared at
         protect) within each group, summing to 1 per group: one row per group, a column
@@ -1236,7 +1282,7 @@ class DPGroupBy:
                          mechanism, random_state, session, ci)
 
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
-                 delta: float = 0.0, mechanism: str = "bounded", random_state: Any = None,
+                 delta: float = 0.0, mechanism: str = "auto", random_state: Any = None,
                  session: Session | str | None = None, ci: float | None = None) -> Any:
         """count, mean and std of bounded columns per group, in one release (ε split evenly
         over count and the 2 statistics per column, as :meth:`DPNamespace.describe`): one row

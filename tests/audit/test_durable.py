@@ -100,10 +100,10 @@ def test_session_path_records_every_release_and_reloads(tmp_path):
     pf = dpf.protect(df, epsilon=1.0, bounds={"x": (0, 1)}, session=dpf.Session(path=path))
     assert isinstance(pf.dp.session.ledger, DurableLedger)
     pf.dp.mean("x", epsilon=0.25, random_state=1)
-    pf.dp.count(epsilon=0.25, random_state=2)
+    pf.dp.sum("x", epsilon=0.25, random_state=2)
     info = read_ledger_file(path)
     assert info["epsilon_spent"] == Fraction(0.25) * 2
-    assert [r["entries"][0]["query"] for r in info["releases"]] == ["mean", "count"]
+    assert [r["entries"][0]["query"] for r in info["releases"]] == ["mean", "sum"]
     ledger_id = pf.dp.session.ledger.id
     assert {e["ledger_id"] for r in info["releases"] for e in r["entries"]} == {ledger_id}
     again = dpf.protect(pd.DataFrame({"x": np.linspace(0, 1, 20)}), epsilon=1.0,
@@ -112,7 +112,7 @@ def test_session_path_records_every_release_and_reloads(tmp_path):
     assert again.dp.budget.epsilon_spent == pytest.approx(0.5)
     assert again.dp.log["release_id"].nunique() == 2
     with pytest.raises(BudgetExceededError):
-        again.dp.count(epsilon=0.6)
+        again.dp.sum("x", epsilon=0.6)
 
 
 CHILD = textwrap.dedent(
@@ -237,7 +237,7 @@ FRAMES_HAMMER = textwrap.dedent(
     ok = 0
     for i in range(60):
         try:
-            pf.dp.count(epsilon=0.01, random_state=i)
+            pf.dp.sum("x", epsilon=0.01, random_state=i)
             ok += 1
         except dpf.BudgetExceededError:
             pass
