@@ -13,12 +13,14 @@ from a dict of columns or a pandas frame (modelled on narwhals' ``tests/conftest
 Which backends a test runs on:
 
 * ``@pytest.mark.backends("pandas", "duckdb")``: exactly these (a test that needs them);
-* ``@pytest.mark.skip_backends("spark", reason="...")``: the default set less these (opt-out);
-* unmarked: the default set. It is every backend when ``DPFRAME_TEST_BACKENDS=all`` is set in
-  the environment (or ``pytest --all-backends``), else the three in-memory ones ``pandas``,
-  ``polars``, ``polars-lazy``: on the two-core CI machine the full matrix costs more than the
-  10-minute budget leaves (a Spark release is about a second; see tests/README in the report
-  of issue 22), so it is opt-in.
+* ``@pytest.mark.skip_backends("spark", ...)``: the default set less these (the opt-out, for a
+  test that cannot run on some backend; say why in a comment);
+* unmarked: the default set. By default that is ``DEFAULT_BACKENDS``: pandas in its three dtype
+  families (NumPy, nullable, Arrow) and Polars eager and lazy, all in memory. With
+  ``DPFRAME_TEST_BACKENDS=all`` in the environment (or ``pytest --all-backends``) it is every
+  backend, the engines included: opt-in, because on the two-core CI machine the engines add
+  1,137 test cases (379 tests x DuckDB, Spark, Dask; a Spark release costs about a second),
+  more than the 10-minute budget leaves.
 
 ``pytest --backends=pandas,polars`` (default: all) intersects every test's set with the given
 ones; a test is parametrised over the intersection (never generated just to be skipped). Spark
@@ -51,7 +53,9 @@ IN_MEMORY = ("pandas", "polars", "polars-lazy")
 PANDAS_DTYPES = ("pandas-nullable", "pandas-pyarrow")
 ENGINES = ("duckdb", "spark", "dask")
 BACKENDS = IN_MEMORY[:1] + PANDAS_DTYPES + IN_MEMORY[1:] + ENGINES
-#: the environment variable that makes every backend the default set of an unmarked test
+#: the backends of an unmarked test: the in-memory ones (cheap: about 30 s of CI for the two
+#: pandas dtype variants); every backend with ALL_BACKENDS_ENV=all or --all-backends
+DEFAULT_BACKENDS = IN_MEMORY[:1] + PANDAS_DTYPES + IN_MEMORY[1:]
 ALL_BACKENDS_ENV = "DPFRAME_TEST_BACKENDS"
 
 
@@ -190,15 +194,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store",
         default=",".join(BACKENDS),
         help="comma-separated backends for the `constructor` fixture "
-        f"(default: all of {', '.join(BACKENDS)}; an unmarked test runs on the default set, "
-        "see --all-backends)",
+        f"(default: all of {', '.join(BACKENDS)}; an unmarked test runs on "
+        f"{', '.join(DEFAULT_BACKENDS)} unless --all-backends)",
     )
     parser.addoption(
         "--all-backends",
         action="store_true",
         default=os.environ.get(ALL_BACKENDS_ENV, "") == "all",
-        help="unmarked `constructor` tests run on every backend, not only the in-memory ones "
-        f"(also: {ALL_BACKENDS_ENV}=all)",
+        help="unmarked `constructor` tests run on every backend, the engines included, not only "
+        f"the in-memory ones (also: {ALL_BACKENDS_ENV}=all)",
     )
 
 
@@ -257,7 +261,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker is not None:
         wanted = _known(marker.args, "backends")
     else:
-        wanted = BACKENDS if metafunc.config.getoption("--all-backends") else IN_MEMORY
+        wanted = BACKENDS if metafunc.config.getoption("--all-backends") else DEFAULT_BACKENDS
         skip = metafunc.definition.get_closest_marker("skip_backends")
         if skip is not None:
             wanted = tuple(b for b in wanted if b not in _known(skip.args, "skip_backends"))

@@ -7,7 +7,7 @@ import os
 
 import pandas as pd
 import pytest
-from conftest import BACKENDS, Constructor
+from conftest import BACKENDS, DEFAULT_BACKENDS, Constructor
 from hypothesis import settings
 
 
@@ -33,3 +33,10 @@ def test_pandas_backends_build_their_dtypes(name, dtype):
     frame = Constructor(name)({"x": [1.0, float("nan")], "s": ["a", None]})
     assert isinstance(frame, pd.DataFrame) and str(frame["x"].dtype) == dtype
     assert frame["x"].isna().tolist() == frame["s"].isna().tolist() == [False, True]
+
+
+@pytest.mark.skip_backends("pandas-pyarrow", "spark")
+def test_skip_backends_opts_a_test_out_of_some_backends(constructor, request):
+    everything = request.config.getoption("--all-backends")
+    assert constructor.name in (BACKENDS if everything else DEFAULT_BACKENDS)
+    assert constructor.name not in ("pandas-pyarrow", "spark")
