@@ -1,18 +1,30 @@
-"""One backend fixture for the whole suite (issue 16 item 5).
+"""One backend fixture for the whole suite (issue 16 item 5, issue 22).
 
-``constructor`` knows every backend dpframe supports — ``"pandas"``, ``"polars"`` (eager),
-``"polars-lazy"``, and the engines ``"duckdb"``, ``"spark"`` (local mode, one session per run)
-and ``"dask"`` (local scheduler) — and builds a native frame from a dict of columns or a pandas
-frame (modelled on narwhals' ``tests/conftest.py``)::
+``constructor`` knows every backend dpframe supports — ``"pandas"`` (NumPy dtypes),
+``"pandas-nullable"`` (pandas' nullable extension dtypes: ``Int64``, ``Float64``, ``string``,
+``boolean``), ``"pandas-pyarrow"`` (Arrow-backed dtypes: ``double[pyarrow]`` ...),
+``"polars"`` (eager), ``"polars-lazy"``, and the engines ``"duckdb"``, ``"spark"`` (local mode,
+one session per pytest process) and ``"dask"`` (local scheduler) — and builds a native frame
+from a dict of columns or a pandas frame (modelled on narwhals' ``tests/conftest.py``)::
 
     def test_mean(constructor):
         pf = dpf.protect(constructor({"x": [1.0, 2.0]}), epsilon=1, bounds={"x": (0, 5)})
 
-A test runs on the three in-memory backends unless it names others with
-``@pytest.mark.backends(...)`` (the engine tests name the engines: a Spark release costs about
-a second, too much for every test). Pick backends on the command line: ``pytest
---backends=pandas,polars`` (default: all); a test is parametrised over the intersection (never
-generated just to be skipped).
+Which backends a test runs on:
+
+* ``@pytest.mark.backends("pandas", "duckdb")``: exactly these (a test that needs them);
+* ``@pytest.mark.skip_backends("spark", ...)``: the default set less these (the opt-out, for a
+  test that cannot run on some backend; say why in a comment);
+* unmarked: the default set. By default that is ``DEFAULT_BACKENDS``: pandas in its three dtype
+  families (NumPy, nullable, Arrow) and Polars eager and lazy, all in memory. With
+  ``DPFRAME_TEST_BACKENDS=all`` in the environment (or ``pytest --all-backends``) it is every
+  backend, the engines included: opt-in, because on the two-core CI machine the engines add
+  1,137 test cases (379 tests x DuckDB, Spark, Dask; a Spark release costs about a second),
+  more than the 10-minute budget leaves.
+
+``pytest --backends=pandas,polars`` (default: all) intersects every test's set with the given
+ones; a test is parametrised over the intersection (never generated just to be skipped). Spark
+cases skip with a message on a machine without Java.
 """
 
 from __future__ import annotations
@@ -37,8 +49,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dpframe"))
 #: tests: DuckDB in-process, Spark in local mode, Dask's local scheduler). Adding an engine is
 #: one name here and one branch in Constructor.__call__.
 IN_MEMORY = ("pandas", "polars", "polars-lazy")
+#: pandas frames of extension dtypes (built from the same data, converted with convert_dtypes)
+PANDAS_DTYPES = ("pandas-nullable", "pandas-pyarrow")
 ENGINES = ("duckdb", "spark", "dask")
-BACKENDS = IN_MEMORY + ENGINES
+BACKENDS = IN_MEMORY[:1] + PANDAS_DTYPES + IN_MEMORY[1:] + ENGINES
+#: the backends of an unmarked test: the in-memory ones (cheap: about 30 s of CI for the two
+#: pandas dtype variants); every backend with ALL_BACKENDS_ENV=all or --all-backends
+DEFAULT_BACKENDS = IN_MEMORY[:1] + PANDAS_DTYPES + IN_MEMORY[1:]
+ALL_BACKENDS_ENV = "DPFRAME_TEST_BACKENDS"
 
 
 class Constructor:
@@ -47,14 +65,15 @@ class Constructor:
     ``name`` is the backend's name as dpframe logs it; ``family`` the library results come
     back in (``"pandas"`` or ``"polars"``); ``lazy`` whether frames are ``LazyFrame``s.
     Missing values are kept as given: in Polars ``None`` becomes a null and ``NaN`` stays a
-    float NaN (both are missing values to dpframe); pandas holds both as NaN in float columns.
+    float NaN (both are missing values to dpframe); pandas holds both as NaN in float columns
+    (``pd.NA`` in the nullable and Arrow dtypes, which ``convert_dtypes`` makes of NaN).
     A pandas frame passed in is converted with ``nan_to_null=False``.
     """
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.family = "polars" if name.startswith("polars") else "pandas"  # results' library
-        self.lazy = name not in ("pandas", "polars")
+        self.lazy = name in ("polars-lazy", *ENGINES)
 
     def __repr__(self) -> str:
         return self.name
@@ -66,7 +85,9 @@ class Constructor:
             pdf = data.copy() if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
             return _engine_frame(self.name, pdf)
         if self.family == "pandas":
-            return data.copy() if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
+            pdf = data.copy() if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
+            return _extension_dtypes(pdf, arrow=self.name == "pandas-pyarrow") if (
+                self.name in PANDAS_DTYPES) else pdf
         import polars as pl
 
         # fresh buffers every call: Polars converts numpy data without copying, and dpframe
@@ -126,6 +147,38 @@ def _engine_frame(name: str, pdf: Any) -> Any:
         return spark_session().createDataFrame(pdf)
 
 
+def _extension_dtypes(pdf: Any, arrow: bool) -> Any:
+    """Each column in pandas' nullable dtype of the same width (``Float64``, ``Int32``,
+    ``boolean``, ``string``) or, with ``arrow``, the Arrow-backed one (``double[pyarrow]`` ...);
+    NaN becomes ``pd.NA``. Columns of other kinds (categoricals, objects that are not all
+    strings) are left as they are; datetimes stay NumPy-backed in the nullable variant."""
+    import pandas as pd
+    import pyarrow as pa
+
+    out = {}
+    for name, col in pdf.items():
+        dtype = col.dtype
+        kind = getattr(dtype, "kind", "")
+        if isinstance(dtype, pd.CategoricalDtype) or (not isinstance(dtype, np.dtype) and (
+                not pd.api.types.is_string_dtype(dtype))):
+            out[name] = col
+        elif kind in "iufb" and arrow:
+            out[name] = col.astype(pd.ArrowDtype(pa.from_numpy_dtype(dtype)))
+        elif kind in "iuf":
+            prefix = {"i": "Int", "u": "UInt", "f": "Float"}[kind]
+            out[name] = col.astype(f"{prefix}{dtype.itemsize * 8}")
+        elif kind == "b":
+            out[name] = col.astype("boolean")
+        elif kind == "M" and arrow:
+            out[name] = col.astype(pd.ArrowDtype(pa.timestamp(np.datetime_data(dtype)[0])))
+        elif pd.api.types.is_string_dtype(dtype) and all(
+                isinstance(v, str) for v in col.dropna()):
+            out[name] = col.astype(pd.ArrowDtype(pa.string()) if arrow else "string")
+        else:
+            out[name] = col
+    return pd.DataFrame(out, index=pdf.index)
+
+
 def _plain(values: Any) -> Any:
     """numpy object/str arrays as lists (Polars then infers String with nulls for None)."""
     if isinstance(values, np.ndarray) and values.dtype.kind in "OU":
@@ -141,8 +194,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store",
         default=",".join(BACKENDS),
         help="comma-separated backends for the `constructor` fixture "
-        f"(default: all of {', '.join(BACKENDS)}; tests run on the in-memory ones unless "
-        "marked with @pytest.mark.backends(...))",
+        f"(default: all of {', '.join(BACKENDS)}; an unmarked test runs on "
+        f"{', '.join(DEFAULT_BACKENDS)} unless --all-backends)",
+    )
+    parser.addoption(
+        "--all-backends",
+        action="store_true",
+        default=os.environ.get(ALL_BACKENDS_ENV, "") == "all",
+        help="unmarked `constructor` tests run on every backend, the engines included, not only "
+        f"the in-memory ones (also: {ALL_BACKENDS_ENV}=all)",
     )
 
 
@@ -157,7 +217,22 @@ def pytest_configure(config: pytest.Config) -> None:
         "backends(*names): run a `constructor` test only on these backends (intersected with "
         "--backends)",
     )
+    config.addinivalue_line(
+        "markers",
+        "skip_backends(*names, reason=...): run a `constructor` test on the default backends "
+        "less these (the opt-out from --all-backends)",
+    )
     selected_backends(config)  # a bad --backends is a usage error before collection
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``, as .ci/run runs it) the tests of one module
+    that share state across tests go to one worker, in file order: the cluster tests (their
+    module-scoped clusters; the kill tests must run last) form the group ``cluster``, which
+    starts first (the scheduler hands out the largest groups first)."""
+    for item in items:
+        if item.get_closest_marker("cluster") is not None:
+            item.add_marker(pytest.mark.xdist_group("cluster"))
 
 
 def selected_backends(config: pytest.Config) -> list[str]:
@@ -171,15 +246,25 @@ def selected_backends(config: pytest.Config) -> list[str]:
     return chosen
 
 
+def _known(names: tuple[str, ...], mark: str) -> tuple[str, ...]:
+    bad = [b for b in names if b not in BACKENDS]
+    if bad:
+        raise pytest.UsageError(f"@pytest.mark.{mark}: unknown backend(s) {bad}")
+    return names
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "constructor" not in metafunc.fixturenames:
         return
     chosen = selected_backends(metafunc.config)
     marker = metafunc.definition.get_closest_marker("backends")
-    wanted = IN_MEMORY if marker is None else marker.args
-    bad = [b for b in wanted if b not in BACKENDS]
-    if bad:
-        raise pytest.UsageError(f"@pytest.mark.backends: unknown backend(s) {bad}")
+    if marker is not None:
+        wanted = _known(marker.args, "backends")
+    else:
+        wanted = BACKENDS if metafunc.config.getoption("--all-backends") else DEFAULT_BACKENDS
+        skip = metafunc.definition.get_closest_marker("skip_backends")
+        if skip is not None:
+            wanted = tuple(b for b in wanted if b not in _known(skip.args, "skip_backends"))
     chosen = [b for b in chosen if b in wanted]
     # an empty selection yields one test skipped by pytest ("got empty parameter set"): the
     # command line excluded every backend this test runs on
