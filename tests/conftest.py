@@ -29,6 +29,7 @@ cases skip with a message on a machine without Java.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -230,9 +231,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     that share state across tests go to one worker, in file order: the cluster tests (their
     module-scoped clusters; the kill tests must run last) form the group ``cluster``, which
     starts first (the scheduler hands out the largest groups first)."""
-    for item in items:
-        if item.get_closest_marker("cluster") is not None:
-            item.add_marker(pytest.mark.xdist_group("cluster"))
+    cluster = [item for item in items if item.get_closest_marker("cluster") is not None]
+    for item in cluster:
+        item.add_marker(pytest.mark.xdist_group("cluster"))
+    if cluster and not config.option.markexpr and not _cluster_tests_wanted():
+        config.hook.pytest_deselected(items=cluster)
+        items[:] = [item for item in items if item.get_closest_marker("cluster") is None]
+
+
+@functools.lru_cache(maxsize=1)
+def _cluster_tests_wanted() -> bool:
+    """The cluster tests run in a plain ``pytest`` where Java works (Spark's standalone
+    cluster needs it) unless DPFRAME_CLUSTER_TESTS=0; ``-m cluster`` selects them anyway."""
+    import subprocess
+
+    if os.environ.get("DPFRAME_CLUSTER_TESTS", "1") == "0":
+        return False
+    try:
+        return subprocess.run(["java", "-version"], capture_output=True, timeout=60,
+                              check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def selected_backends(config: pytest.Config) -> list[str]:
