@@ -664,3 +664,15 @@ def test_bad_target_accuracy_names_its_line(case, tmp_path, capsys):
         assert f"spec.toml:{_marked_line(text)}: " in err, (case, err)
         assert needle in err, (case, err)
     assert not (tmp_path / "ledger.jsonl").exists()  # refused before protect
+
+
+def test_spec_mechanism_defaults_to_auto_and_targets_invert_bounded():
+    """Like the library, a spec without ``mechanism`` uses ``"auto"`` (δ goes to its queries,
+    which may choose bounded); a query with target accuracies is inverted for one named
+    mechanism, so under ``"auto"`` it uses ``"bounded"``."""
+    shared = parse_spec(BASE.format(fmt="parquet", columns=""))
+    assert {q.mechanism for q in shared.queries} == {"auto"}
+    text = TARGETED.format(fmt="parquet", columns="").replace('mechanism = "bounded"\n', "")
+    targeted = parse_spec(text)
+    assert {q.mechanism for q in targeted.queries if q.share is None} == {"bounded"}
+    assert {q.mechanism for q in targeted.queries if q.share is not None} == {"auto"}

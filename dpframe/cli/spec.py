@@ -50,9 +50,11 @@ ENGINES = ("polars", "duckdb", "spark", "dask")
 FORMATS = ("parquet", "csv")
 #: The statistics a spec names: the library's own (:data:`dpframe.queries.SCALAR_STATISTICS`).
 KINDS = tuple(SCALAR_STATISTICS)
-#: The library's mechanisms (:data:`dpframe.release.MECHANISMS`) but ``"auto"``: a spec's δ goes
-#: to the queries using ``"bounded"``, which it must know before the mechanisms are chosen.
-MECHANISMS = tuple(m for m in RELEASE_MECHANISMS if m != "auto")
+#: The library's mechanisms (:data:`dpframe.release.MECHANISMS`). A spec's δ goes to the queries
+#: whose mechanism can use it: ``"bounded"``, and ``"auto"`` (the default), which may choose it.
+MECHANISMS = RELEASE_MECHANISMS
+#: The mechanisms a query's share of δ goes to.
+DELTA_MECHANISMS = ("bounded", "auto")
 #: Filter operators: comparisons, membership, a closed range and missing-value tests.
 FILTER_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "between", "is null",
               "is not null")
@@ -358,11 +360,12 @@ class ReleaseSpec:
 
     def query_delta(self, q: QuerySpec) -> float:
         """The δ of one query's release: its share of the run's δ when its mechanism is
-        ``"bounded"`` (the only one that uses δ), else 0 (that part of δ is left unspent).
+        ``"bounded"`` or ``"auto"`` (which may choose bounded), else 0 (that part of δ is left
+        unspent).
         Queries with target accuracies spend no δ (their ε is found for δ = 0)."""
         if q.share is None:
             return 0.0
-        return self.run_delta * q.share if q.mechanism == "bounded" else 0.0
+        return self.run_delta * q.share if q.mechanism in DELTA_MECHANISMS else 0.0
 
 
 class _Checker:
@@ -498,19 +501,19 @@ def parse_spec(text: str, *, source: str = "spec", base: str | Path = ".") -> Re
     if run_dlt > dlt * (1 + SHARE_TOLERANCE):
         raise c.fail(("privacy", "run_delta"),
                      f"privacy.run_delta = {run_dlt:g} exceeds the total delta = {dlt:g}")
-    mech = c.choice(priv.get("mechanism", "bounded"), ("privacy", "mechanism"),
+    mech = c.choice(priv.get("mechanism", "auto"), ("privacy", "mechanism"),
                     "privacy.mechanism", MECHANISMS)
 
     bounds = _bounds(c, data["bounds"])
     keys = _keys(c, data.get("keys", {}), ("keys",))
     missing = _missing(c, data.get("missing", {}), bounds)
     queries = _queries(c, data["query"], bounds, keys, mech)
-    if run_dlt > 0 and not any(q.mechanism == "bounded" and q.share is not None
+    if run_dlt > 0 and not any(q.mechanism in DELTA_MECHANISMS and q.share is not None
                                for q in queries):
         raise c.fail(("privacy", "run_delta" if "run_delta" in priv else "delta"),
-                     "delta > 0 but no query with a share uses the 'bounded' mechanism (the "
-                     "only one that spends delta; queries with target accuracies spend none); "
-                     "set delta = 0")
+                     "delta > 0 but no query with a share uses the 'bounded' or 'auto' "
+                     "mechanism (the only ones that spend delta; queries with target "
+                     "accuracies spend none); set delta = 0")
 
     out = c.table(data["output"], ("output",), "[output]")
     c.known(out, ("output",), _OUTPUT_KEYS, "[output]")
@@ -759,6 +762,8 @@ def _queries(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]],
         mech = c.choice(t.get("mechanism", default_mech), (*path, "mechanism"),
                         f"mechanism of {name!r}", MECHANISMS)
         level = _budget_mode(c, t, path, name, share, stats)
+        if share is None and mech == "auto":  # targets invert one mechanism; auto picks per ε
+            mech = "bounded"
         out.append(QuerySpec(name, share, stats, group_by, qkeys, flt, mech, path, level))
     shared = [(i, q) for i, q in enumerate(out) if q.share is not None]
     total = math.fsum(q.share for _, q in shared if q.share is not None)

@@ -529,7 +529,7 @@ def format_plan(plan: ReleasePlan) -> str:
         f"  budget    data set total ε = {s.epsilon:g}, δ = {s.delta:g}; durable ledger "
         f"{s.ledger}",
         f"  this run  ε = {s.run_epsilon:g}, δ = {s.run_delta:g}, split by the queries' "
-        "shares (δ only to queries using the 'bounded' mechanism)",
+        "shares (δ only to queries using the 'bounded' or 'auto' mechanism)",
         f"  output    {s.output}",
         f"  accuracy  ±{100 * (1 - plan.alpha):g}% = half-width h with P(|release − true| ≤ h)"
         f" ≥ {1 - plan.alpha:g}; {plan.accuracy_method}",
