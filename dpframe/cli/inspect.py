@@ -9,13 +9,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dpframe import steward
+from dpframe.errors import DPFrameError
 from dpframe.steward import inspect_file
 
-__all__ = ["add_parser", "print_head", "run"]
+__all__ = ["add_parser", "checked", "print_head", "run"]
+
+T = TypeVar("T")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -147,10 +151,24 @@ def print_head(path: Path, *, as_json: bool = False, out: Any = None) -> int:
     return 0
 
 
+def checked(args: argparse.Namespace, verb: str, work: Callable[[bytes | str | None], T]
+            ) -> T | None:
+    """``work(key)`` (the key from ``--key`` or ``--key-file``) as a steward's command runs
+    it: a failure is one line on stderr and None, never a traceback (a file that cannot be
+    read, a dpframe error, or — said as a bug — anything else)."""
+    try:
+        key = args.key if args.key_file is None else args.key_file.read_bytes().rstrip(b"\r\n")
+        return work(key)
+    except (OSError, DPFrameError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    except Exception as exc:  # never a traceback for a steward: say what and where
+        print(f"error: {args.file} could not be {verb} ({type(exc).__name__}: {exc}); "
+              "this is a bug in dpframe, please report it", file=sys.stderr)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``inspect`` with parsed arguments; return the exit status."""
-    from dpframe.errors import DPFrameError
-
     if getattr(args, "head", False):
         try:
             return print_head(args.file, as_json=args.json)
@@ -158,17 +176,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
 
-    key: bytes | str | None = args.key
-    try:
-        if args.key_file is not None:
-            key = args.key_file.read_bytes().rstrip(b"\r\n")
-        report = inspect_file(args.file, key=key, ledger=args.ledger)
-    except (OSError, DPFrameError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # never a traceback for a steward: say what and where
-        print(f"error: {args.file} could not be inspected ({type(exc).__name__}: {exc}); "
-              "this is a bug in dpframe, please report it", file=sys.stderr)
+    report = checked(args, "inspected",
+                     lambda key: inspect_file(args.file, key=key, ledger=args.ledger))
+    if report is None:
         return 1
     if args.json:
         json.dump(report, sys.stdout, indent=2, sort_keys=True, default=str)

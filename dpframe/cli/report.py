@@ -16,10 +16,10 @@ file could not be read as a release (no page written); errors are one line on st
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
+from dpframe.cli.inspect import checked
 from dpframe.frames.show import columns_of_table, page
 from dpframe.report import views
 from dpframe.report.svg import el, esc
@@ -120,20 +120,13 @@ def build_report(path: str | Path, *, key: bytes | str | None = None,
 
 def run(args: argparse.Namespace) -> int:
     """Run ``report`` with parsed arguments; return the exit status."""
-    from dpframe.errors import DPFrameError
-
-    key: bytes | str | None = args.key
-    try:
-        if args.key_file is not None:
-            key = args.key_file.read_bytes().rstrip(b"\r\n")
+    def write(key: bytes | str | None) -> dict[str, Any]:
         html, report = build_report(args.file, key=key, ledger=args.ledger)
         args.output.write_text(html, encoding="utf-8")
-    except (OSError, DPFrameError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # never a traceback for a steward: say what and where
-        print(f"error: {args.file} could not be reported ({type(exc).__name__}: {exc}); "
-              "this is a bug in dpframe, please report it", file=sys.stderr)
+        return report
+
+    report = checked(args, "reported", write)
+    if report is None:
         return 1
     verdict = "VERIFIED" if report["verified"] else f"NOT VERIFIED ({report['error']})"
     print(f"{verdict}; report written to {args.output}")
