@@ -653,7 +653,7 @@ def _facts_of(frame: Any, backend: Backend) -> FrameFacts:
         return base
     # what releases read: the protected plan with the verified steps compiled by dpframe,
     # never the plan the user built
-    return replace(base.after(steps), data=apply_steps(base.data, steps, backend.name))
+    return replace(base.after(steps), data=apply_steps(base.data, steps, backend.rowwise))
 
 
 def resolve(frame: Any, session: Session | str | None = None) -> FrameFacts:

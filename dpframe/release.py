@@ -799,7 +799,7 @@ def evaluate_derivation(facts: FrameFacts, steps: Sequence[Any], schema: Mapping
     ledger.cancel(ledger.reserve(0.0, 0.0))  # a locked ledger (an earlier failure) refuses
     try:
         with quiet():
-            return apply_steps(facts.data, steps, backend.name, schema)
+            return apply_steps(facts.data, steps, backend.rowwise, schema)
     except BaseException:  # the safety net: nothing of the exception is kept
         pass
     entry = failure_entry(

@@ -166,7 +166,7 @@ def binned_column(constructor, values: list, edges: list[float], *, dtype: str =
     schema = backend.polars_schema(native)
     facts = _Facts({} if fill is None else {"x": fill})
     step = bin_step("x", edges, facts, schema)
-    out = apply_steps(native, [step], backend.name, schema)
+    out = apply_steps(native, [step], backend.rowwise, schema)
     return _collect(out, backend.name)
 
 

@@ -137,9 +137,8 @@ _ENGINE_ATTRIBUTES = frozenset({"name", "family"})
 
 #: Modules outside dpframe/backends/ allowed to tell engines apart, and why (keep it short).
 ENGINE_NAME_EXCEPTIONS: dict[str, str] = {
-    # the row-wise compilers are one target per engine (issue 22, next step: an adapter
-    # attribute naming its target); each target speaks its engine's own API
-    "rowwise.engines": "picks the row-wise compiler by the adapter's name",
+    # the row-wise compilers, one per engine (each adapter names its own: Backend.rowwise);
+    # each speaks its engine's own API
     "rowwise.duckdb_target": "compiles row-wise trees to DuckDB SQL (imports duckdb)",
     "rowwise.spark_target": "compiles row-wise trees to Spark SQL (imports pyspark)",
     # the spec runner builds the input frame in the engine the spec names (user input, not a

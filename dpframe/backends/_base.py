@@ -21,6 +21,7 @@ from dpframe import engine
 from dpframe.aggregates import Agg
 from dpframe.bounding import Bounding
 from dpframe.errors import UnsupportedInputError
+from dpframe.rowwise.engines import RowwiseTarget
 
 __all__ = ["Backend", "duplicate_names", "registered"]
 
@@ -59,6 +60,8 @@ class Backend:
 
     name: ClassVar[str]
     family: ClassVar[str]
+    #: the compiler of verified derivations on this engine (:mod:`dpframe.rowwise.engines`)
+    rowwise: ClassVar[RowwiseTarget]
     lazy: ClassVar[bool] = True
     readable_plans: ClassVar[bool] = False
     result_family: ClassVar[str] = ""

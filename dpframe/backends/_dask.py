@@ -15,6 +15,7 @@ from dpframe.aggregates import ADDITIVE_KINDS, Agg
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._text import invalid_pandas_column, text_dtype
 from dpframe.errors import UnsupportedInputError
+from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["DaskBackend", "is_dask_frame"]
 
@@ -30,6 +31,7 @@ class DaskBackend(Backend):
 
     name = "dask"
     family = "dask"
+    rowwise = rowwise_engines.DASK
     result_family = "pandas"
     ticks_temporal_keys = True
     detect = staticmethod(is_dask_frame)

@@ -9,6 +9,7 @@ from typing import Any
 
 from dpframe.backends._base import Backend
 from dpframe.errors import UnsupportedInputError
+from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["DuckDBBackend", "duckdb_parse", "is_duckdb_relation"]
 
@@ -24,6 +25,7 @@ class DuckDBBackend(Backend):
 
     name = "duckdb"
     family = "duckdb"
+    rowwise = rowwise_engines.DUCKDB
     result_family = "pandas"
     fixed_schema = True
     detect = staticmethod(is_duckdb_relation)

@@ -12,6 +12,7 @@ from dpframe import engine, tick_keys
 from dpframe.backends._base import Backend, duplicate_names
 from dpframe.backends._text import invalid_pandas_column
 from dpframe.bounding import Bounding, bound_pandas
+from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["PandasBackend", "is_pandas_frame"]
 
@@ -28,6 +29,7 @@ class PandasBackend(Backend):
 
     name = "pandas"
     family = "pandas"
+    rowwise = rowwise_engines.PANDAS
     lazy = False
     ticks_temporal_keys = True
     carries_handle = True

@@ -15,6 +15,7 @@ from dpframe.backends._base import Backend, registered
 from dpframe.backends._text import valid_arrow
 from dpframe.bounding import Bounding, bound_polars
 from dpframe.errors import UnsupportedInputError
+from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["PolarsBackend", "PolarsLazyBackend", "is_polars_eager", "is_polars_lazy"]
 
@@ -37,6 +38,7 @@ class _Polars(Backend):
     per-expression translation), bounding, the fork check, string validity."""
 
     family = "polars"
+    rowwise = rowwise_engines.POLARS
     bounds_units = True
     polars_expressions = True
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from dpframe.aggregates import Agg
 from dpframe.backends._base import Backend
+from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["SparkBackend", "is_spark_frame"]
 
@@ -29,6 +30,7 @@ class SparkBackend(Backend):
 
     name = "spark"
     family = "spark"
+    rowwise = rowwise_engines.SPARK
     result_family = "pandas"
     fixed_schema = True
     utc_as_fixed_zone = True

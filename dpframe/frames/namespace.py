@@ -805,7 +805,7 @@ class DPNamespace:
         backend = facts.dataset.backend
         schema = backend.polars_schema(facts.data)
         steps = [bins_.bin_step(column, edges, facts, schema)]
-        check_engine(steps, backend.name)
+        check_engine(steps, backend.rowwise)
         return self._built(facts, facts.after(steps), steps, schema)
 
     # -- accuracy before spending -----------------------------------------------------------
@@ -993,7 +993,7 @@ class DPNamespace:
                                   "expressions (import narwhals as nw) for this frame")
         schema = backend.polars_schema(facts.data)
         steps, _derived_schema = derivations.verify_expressions(schema, exprs, verb)
-        check_engine(steps, backend.name)
+        check_engine(steps, backend.rowwise)
         new = facts.after(steps)
         if bounds is not None or missing is not None:
             new = _declare(new, steps, bounds or {}, missing)
@@ -1005,7 +1005,7 @@ class DPNamespace:
         private data of this frame (eager frames are computed here, lazy ones are plans)."""
         backend = facts.dataset.backend
         if backend.lazy:
-            native = apply_steps(facts.data, steps, backend.name, schema)
+            native = apply_steps(facts.data, steps, backend.rowwise, schema)
         else:
             native = evaluate_derivation(facts, steps, schema)
         return provenance.derive(new, native)

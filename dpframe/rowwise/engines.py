@@ -26,71 +26,119 @@ from dpframe.errors import DerivationError
 from dpframe.rowwise.functions import FUNCTIONS, INTERNAL
 from dpframe.rowwise.nodes import Call, RowExpr, walk
 
-__all__ = ["apply_steps", "check_engine"]
+__all__ = ["DASK", "DUCKDB", "PANDAS", "POLARS", "SPARK", "RowwiseTarget", "apply_steps",
+           "check_engine"]
 
 
 def _trees(step: Any) -> list[RowExpr]:
     return [step.predicate] if step.predicate is not None else [e for _, e in step.columns]
 
 
-def check_engine(steps: Sequence[Any], engine: str) -> None:
-    """Refuse steps that ``engine`` (a backend name) cannot compute totally; reads no data."""
-    target = _target(engine)
-    if target is None:
-        return
-    for step in steps:
-        for tree in _trees(step):
-            for node in walk(tree):
-                if (isinstance(node, Call) and node.name not in target.SUPPORTED
-                        and node.name not in INTERNAL):
-                    api = FUNCTIONS[node.name].api
-                    raise DerivationError(
-                        f"{api} is not available in derivations on {engine} (dpframe cannot "
-                        "compute it there so that no value makes it fail); compute it after "
-                        "the release, or use a Polars or pandas frame. Nothing was read or "
-                        "spent."
-                    )
-            target.check(tree)
+class RowwiseTarget:
+    """One engine's compiler of verified steps: ``check`` refuses, before anything is read, a
+    step using a function the engine cannot compute totally; ``apply`` applies one step to a
+    native frame. Each backend adapter names its target (``Backend.rowwise``)."""
+
+    #: the engine's name in messages
+    label = "this engine"
+
+    def check(self, steps: Sequence[Any]) -> None:
+        """Every function of ``steps`` is one this engine computes totally (default: all)."""
+
+    def apply(self, native: Any, step: Any, schema: Any) -> Any:
+        raise NotImplementedError
 
 
-def _target(engine: str) -> Any:
-    if engine == "duckdb":
-        from dpframe.rowwise import duckdb_target
+class PolarsTarget(RowwiseTarget):
+    """Polars eager frames and lazy plans (:mod:`~dpframe.rowwise.polars_target`)."""
 
-        return duckdb_target
-    if engine == "spark":
-        from dpframe.rowwise import spark_target
+    label = "Polars"
 
-        return spark_target
-    return None
-
-
-def apply_steps(native: Any, steps: Sequence[Any], engine: str, schema: Any = None) -> Any:
-    """``native`` with the verified ``steps`` applied by its engine's compiler. ``schema``: the
-    Polars schema of ``native`` as verified (pandas and Dask; read from the frame if None)."""
-    for step in steps:
-        native = _apply_one(native, step, engine, schema)
-        schema = None  # changed by the step: read again from the result if needed
-    return native
-
-
-def _apply_one(native: Any, step: Any, engine: str, schema: Any) -> Any:
-    args = (step.kind, step.predicate, step.columns)
-    if engine in ("polars", "polars-lazy"):
+    def apply(self, native: Any, step: Any, schema: Any) -> Any:
         from dpframe.rowwise.polars_target import apply_step
 
-        return apply_step(native, *args)
-    if engine in ("pandas", "dask"):
+        return apply_step(native, step.kind, step.predicate, step.columns)
+
+
+class PandasTarget(RowwiseTarget):
+    """pandas: in Polars, on the columns read (:mod:`~dpframe.rowwise.pandas_eval`)."""
+
+    label = "pandas"
+
+    def apply(self, native: Any, step: Any, schema: Any) -> Any:
         from dpframe.rowwise import pandas_eval
 
-        if engine == "pandas":
-            return pandas_eval.apply_step(native, *args, schema or _polars_schema(native))
+        return pandas_eval.apply_step(native, step.kind, step.predicate, step.columns,
+                                      schema or _polars_schema(native))
+
+
+class PartitionedPandasTarget(RowwiseTarget):
+    """Dask: the pandas evaluation, partition by partition (``map_partitions``)."""
+
+    label = "Dask"
+
+    def apply(self, native: Any, step: Any, schema: Any) -> Any:
+        from dpframe.rowwise import pandas_eval
+
+        args = (step.kind, step.predicate, step.columns)
         frame_schema = schema or _polars_schema(native._meta)
         meta = pandas_eval.apply_step(native._meta, *args, frame_schema)
         return native.map_partitions(pandas_eval.apply_step, *args, frame_schema, meta=meta)
-    target = _target(engine)
-    assert target is not None, engine
-    return target.apply_step(native, *args)
+
+
+class SQLTarget(RowwiseTarget):
+    """An SQL engine's compiler module (``SUPPORTED``, ``check``, ``apply_step``):
+    :mod:`~dpframe.rowwise.duckdb_target`, :mod:`~dpframe.rowwise.spark_target`."""
+
+    def __init__(self, module: str, label: str) -> None:
+        self.module, self.label = module, label
+
+    def _compiler(self) -> Any:
+        import importlib
+
+        return importlib.import_module(f"dpframe.rowwise.{self.module}")
+
+    def check(self, steps: Sequence[Any]) -> None:
+        target = self._compiler()
+        for step in steps:
+            for tree in _trees(step):
+                for node in walk(tree):
+                    if (isinstance(node, Call) and node.name not in target.SUPPORTED
+                            and node.name not in INTERNAL):
+                        api = FUNCTIONS[node.name].api
+                        raise DerivationError(
+                            f"{api} is not available in derivations on {self.label} (dpframe "
+                            "cannot compute it there so that no value makes it fail); compute "
+                            "it after the release, or use a Polars or pandas frame. Nothing was "
+                            "read or spent."
+                        )
+                target.check(tree)
+
+    def apply(self, native: Any, step: Any, schema: Any) -> Any:
+        return self._compiler().apply_step(native, step.kind, step.predicate, step.columns)
+
+
+POLARS = PolarsTarget()
+PANDAS = PandasTarget()
+DASK = PartitionedPandasTarget()
+DUCKDB = SQLTarget("duckdb_target", "duckdb")
+SPARK = SQLTarget("spark_target", "spark")
+
+
+def check_engine(steps: Sequence[Any], target: RowwiseTarget) -> None:
+    """Refuse steps that the engine of ``target`` cannot compute totally; reads no data."""
+    target.check(steps)
+
+
+def apply_steps(native: Any, steps: Sequence[Any], target: RowwiseTarget,
+                schema: Any = None) -> Any:
+    """``native`` with the verified ``steps`` applied by its engine's compiler ``target``.
+    ``schema``: the Polars schema of ``native`` as verified (pandas and Dask; read from the
+    frame if None)."""
+    for step in steps:
+        native = target.apply(native, step, schema)
+        schema = None  # changed by the step: read again from the result if needed
+    return native
 
 
 def _polars_schema(pandas_frame: Any) -> dict[str, Any]:

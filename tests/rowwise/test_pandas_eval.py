@@ -24,7 +24,7 @@ def test_a_string_that_is_not_valid_unicode_is_refused_at_protect_and_missing_an
 
     from dpframe import derivations
     from dpframe.backends import backend_of
-    from dpframe.rowwise.engines import apply_steps
+    from dpframe.rowwise.engines import PANDAS, apply_steps
 
     frame = pd.DataFrame({"s": pd.Series(["a", "b\ud800b", None], dtype=dtype)})
     with pytest.raises(dpf.UnsupportedInputError, match="not valid Unicode"):
@@ -32,7 +32,7 @@ def test_a_string_that_is_not_valid_unicode_is_refused_at_protect_and_missing_an
     schema = backend_of(frame).polars_schema(frame)
     steps, _ = derivations.verify_expressions(
         schema, [pl.col("s").str.len_chars().alias("n")], "with_columns")
-    out = apply_steps(frame, steps, "pandas", schema)
+    out = apply_steps(frame, steps, PANDAS, schema)
     assert out["n"].tolist()[0] == 1 and pd.isna(out["n"].tolist()[1])
 
 

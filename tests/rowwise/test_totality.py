@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import dpframe as dpf
 from dpframe import derivations
+from dpframe.backends import backend_named
 from dpframe.rowwise.engines import apply_steps, check_engine
 
 I64 = (-(2**63), 2**63 - 1)
@@ -208,19 +209,24 @@ def _ignore_engine_notices() -> None:
     warnings.filterwarnings("ignore", "PySpark does not yet fully support", FutureWarning)
 
 
+def _rowwise(engine: str) -> Any:
+    """The row-wise compiler of a test engine's backend (pandas variants: pandas')."""
+    return backend_named("pandas" if engine.startswith("pandas") else engine).rowwise
+
+
 def _derive(engine: str, frame: Any, verb: str, exprs: list[Any]) -> Any | None:
     """The derivation dpframe would build, evaluated; None if verification refused it."""
     schema = {c: SCHEMA[c] for c in SCHEMA}
     try:
         steps, _ = derivations.verify_expressions(schema, exprs, verb)
-        check_engine(steps, engine.split("-")[0] if engine.startswith("pandas") else engine)
+        check_engine(steps, _rowwise(engine))
     except dpf.DerivationError:
         return None  # refused before any data is read: allowed
     name = "pandas" if engine.startswith("pandas") else engine
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning is an output that depends on the values
         _ignore_engine_notices()
-        out = apply_steps(frame, steps, name, schema)
+        out = apply_steps(frame, steps, _rowwise(name), schema)
         materialise(engine, out)
     return out
 
