@@ -156,6 +156,8 @@ def test_bad_budget_at_protect(constructor, epsilon):
 
 
 def test_empty_frame(constructor):
+    if constructor.name == "spark":
+        pytest.skip("Spark cannot infer a schema for the test constructor's empty columns")
     empty = constructor({"x": np.array([], dtype=float)})
     with pytest.raises(dpf.UnsupportedInputError, match="empty"):
         dpf.protect(empty, epsilon=1.0, bounds={"x": (0, 5)})

@@ -102,6 +102,8 @@ def test_fixed_point_keeps_sums_below_2_to_53():
         assert fp.center + fp.k_lo * fp.q >= lo and fp.center + fp.k_hi * fp.q <= hi
 
 
+@pytest.mark.skip_backends("duckdb", "spark", "dask",
+                           reason="the self-concat is written with pandas' and Polars' concat")
 def test_no_row_cap_needed_row_duplication_is_refused_before_reading(constructor):
     """The old row cap refused *after* reading when a derived frame had too many rows (a
     data-dependent refusal, issue 10 item 1). Now no verified derivation can have more rows

@@ -43,6 +43,8 @@ def _col(table, name):
 
 @pytest.mark.parametrize("key_dtype", ["string", "categorical", "enum"])
 def test_groupby_all_queries_declared_keys_only(constructor, key_dtype):
+    if key_dtype != "string" and constructor.name in ("duckdb", "spark", "dask"):
+        pytest.skip("categorical and enum key columns are built with pandas' and Polars' casts")
     frame = _keyed(constructor, key_dtype)
     s = dpf.Session()
     pf = dpf.protect(frame, epsilon=4.0, bounds={"age": (0, 100)}, session=s)

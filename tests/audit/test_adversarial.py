@@ -167,6 +167,8 @@ MATRIX = [pytest.param(bad, query, id=f"{bad.name}-{query}")
 
 @pytest.mark.parametrize(("bad", "query"), MATRIX)
 def test_adversarial_matrix(bad: Bad, query: str, constructor):
+    if constructor.name == "spark" and bad.name.startswith("empty frame"):
+        pytest.skip("Spark cannot infer a schema for the test constructor's empty columns")
     session, call, _pf = _scenario(bad, constructor, query)
     bound = session.dataset is not None
     before = (session.budget, len(session.ledger.entries)) if bound else None
