@@ -202,7 +202,7 @@ def _python_blocks(markdown: str) -> list[str]:
 
 def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every ``python`` block of the README runs as written (in a temporary directory)."""
-    readme = Path(__file__).resolve().parents[1] / "README.md"
+    readme = Path(__file__).resolve().parents[2] / "README.md"
     blocks = _python_blocks(readme.read_text(encoding="utf-8"))
     assert len(blocks) >= 2
     monkeypatch.chdir(tmp_path)

@@ -31,7 +31,7 @@ import pytest
 import dpframe as dpf
 from dpframe.durable import read_ledger_file
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 SPEC = """\

@@ -25,7 +25,7 @@ from dpframe.cli import main
 from dpframe.cli.spec import SpecError, parse_spec
 from dpframe.cli.spec_plan import compile_filter
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "release_spec.toml"
 MARK = "# <-"
 

@@ -17,7 +17,7 @@ import pytest
 
 import dpframe as dpf
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = b"steward key 42"
 
 

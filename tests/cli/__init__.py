@@ -1,0 +1,1 @@
+"""Tests of dpframe.cli (the command line), one file per module."""
