@@ -59,10 +59,6 @@ class Accuracy:
     min_group_1_alpha: float = math.nan
 
 
-def _check_alpha(alpha: Any) -> float:
-    return check_alpha(alpha)
-
-
 def accuracy(
     frame: Any,
     queries: Mapping[str, Query],
@@ -83,7 +79,7 @@ def accuracy(
     private-size mean (per group when grouped). A group-by whose keys are selected from the
     data (no keys declared, δ > 0) gets a first row ``keys`` for the selection
     (:func:`_selection_row`); the queries' rows then hold for each kept group."""
-    a = _check_alpha(alpha)
+    a = check_alpha(alpha)
     if min_rows is not None:
         min_rows = check_count("min_rows", min_rows, minimum=1)
     planned, rule = plan_release(frame, queries, epsilon=epsilon, delta=delta,
@@ -243,7 +239,7 @@ class _PublicValueError(ParameterError):
 def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: float,
             mechanism: str, group_by: GroupBy | None, keys: Sequence[Any] | None,
             session: Session | str | None) -> AccuracyTarget:
-    a = _check_alpha(alpha)
+    a = check_alpha(alpha)
     target = check_number("half_width", target)
     if isinstance(mechanism, str) and mechanism == "auto":
         raise ParameterError("name the mechanism ('bounded', 'truncated' or 'laplace') to "

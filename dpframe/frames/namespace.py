@@ -32,7 +32,7 @@ from dpframe.frames.results import Estimate
 from dpframe.integrity import attach_release_log, release_log_of
 from dpframe.provenance import Missing, Session
 from dpframe.release import Outcome, evaluate_derivation
-from dpframe.rowwise.engines import apply_steps, check_engine
+from dpframe.rowwise.engines import apply_steps
 
 __all__ = ["DPGroupBy", "DPNamespace", "dp"]
 
@@ -805,7 +805,7 @@ class DPNamespace:
         backend = facts.dataset.backend
         schema = backend.polars_schema(facts.data)
         steps = [bins_.bin_step(column, edges, facts, schema)]
-        check_engine(steps, backend.rowwise)
+        backend.rowwise.check(steps)
         return self._built(facts, facts.after(steps), steps, schema)
 
     # -- accuracy before spending -----------------------------------------------------------
@@ -993,7 +993,7 @@ class DPNamespace:
                                   "expressions (import narwhals as nw) for this frame")
         schema = backend.polars_schema(facts.data)
         steps, _derived_schema = derivations.verify_expressions(schema, exprs, verb)
-        check_engine(steps, backend.rowwise)
+        backend.rowwise.check(steps)
         new = facts.after(steps)
         if bounds is not None or missing is not None:
             new = _declare(new, steps, bounds or {}, missing)

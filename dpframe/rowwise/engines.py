@@ -13,7 +13,7 @@ DuckDB         SQL text with guards and ``TRY`` (:mod:`~dpframe.rowwise.duckdb_t
 Spark          SQL text valid with ANSI on or off (:mod:`~dpframe.rowwise.spark_target`)
 =============  ==============================================================================
 
-:func:`check_engine` refuses, before anything is read, a step using a function the frame's
+:meth:`RowwiseTarget.check` refuses, before anything is read, a step using a function the frame's
 engine cannot compute totally.
 """
 
@@ -26,8 +26,7 @@ from dpframe.errors import DerivationError
 from dpframe.rowwise.functions import FUNCTIONS, INTERNAL
 from dpframe.rowwise.nodes import Call, RowExpr, walk
 
-__all__ = ["DASK", "DUCKDB", "PANDAS", "POLARS", "SPARK", "RowwiseTarget", "apply_steps",
-           "check_engine"]
+__all__ = ["DASK", "DUCKDB", "PANDAS", "POLARS", "SPARK", "RowwiseTarget", "apply_steps"]
 
 
 def _trees(step: Any) -> list[RowExpr]:
@@ -123,11 +122,6 @@ PANDAS = PandasTarget()
 DASK = PartitionedPandasTarget()
 DUCKDB = SQLTarget("duckdb_target", "duckdb")
 SPARK = SQLTarget("spark_target", "spark")
-
-
-def check_engine(steps: Sequence[Any], target: RowwiseTarget) -> None:
-    """Refuse steps that the engine of ``target`` cannot compute totally; reads no data."""
-    target.check(steps)
 
 
 def apply_steps(native: Any, steps: Sequence[Any], target: RowwiseTarget,

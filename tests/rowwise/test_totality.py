@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import dpframe as dpf
 from dpframe import derivations
 from dpframe.backends import backend_named
-from dpframe.rowwise.engines import apply_steps, check_engine
+from dpframe.rowwise.engines import apply_steps
 
 I64 = (-(2**63), 2**63 - 1)
 I32 = (-(2**31), 2**31 - 1)
@@ -219,7 +219,7 @@ def _derive(engine: str, frame: Any, verb: str, exprs: list[Any]) -> Any | None:
     schema = {c: SCHEMA[c] for c in SCHEMA}
     try:
         steps, _ = derivations.verify_expressions(schema, exprs, verb)
-        check_engine(steps, _rowwise(engine))
+        _rowwise(engine).check(steps)
     except dpf.DerivationError:
         return None  # refused before any data is read: allowed
     name = "pandas" if engine.startswith("pandas") else engine
