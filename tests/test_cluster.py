@@ -188,6 +188,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _assert_release_complete(got: Any, want: Any, pf: Any, pdf: Any, ledger: Any) -> None:
+    """A worker killed mid-release left the release complete: the same bits as undisturbed,
+    ε = 1 spent once, one ordinary log entry, and the durable ledger agrees."""
+    assert same_bits(got, want)
+    assert pf.dp.budget.epsilon_spent == 1.0
+    entries = pf.dp.log.to_dict("records")
+    assert len(entries) == 1 and entries[0]["epsilon"] == 1.0
+    assert entries[0]["part"] != "failed"
+    reread = dpf.protect(pdf.copy(), epsilon=10.0, bounds=BOUNDS, session=dpf.Session(path=ledger))
+    assert reread.dp.budget.epsilon_spent == 1.0
+
+
 def kill_mid_release(folder: Path, before: int, kill: Callable[[int], None],
                      release: Callable[[], Any], timeout: float = 240.0) -> tuple[Any, int]:
     """Run ``release`` in a thread; when the first partition task after the first ``before``
@@ -346,13 +358,7 @@ def test_dask_worker_killed_mid_release(dask_client, tmp_path):
             release=lambda: pf.dp.mean("x", epsilon=1.0, random_state=3))
     TIMINGS["dask kill test"] = time.perf_counter() - start
     assert victim in started and not alive(victim)
-    assert same_bits(got, want)
-    assert pf.dp.budget.epsilon_spent == 1.0
-    entries = pf.dp.log.to_dict("records")
-    assert len(entries) == 1 and entries[0]["epsilon"] == 1.0
-    assert entries[0]["part"] != "failed"
-    reread = dpf.protect(pdf.copy(), epsilon=10.0, bounds=BOUNDS, session=dpf.Session(path=ledger))
-    assert reread.dp.budget.epsilon_spent == 1.0  # the durable ledger agrees
+    _assert_release_complete(got, want, pf, pdf, ledger)
     # the nanny's attempt to start a replacement worker fails in this in-process LocalCluster
     # ("cannot pickle '_asyncio.Future'", dask/distributed#3345): one worker is left, which is
     # why this test runs last of the Dask ones
@@ -580,13 +586,7 @@ def test_spark_worker_killed_mid_release(spark_cluster, tmp_path):
                                    release=lambda: pf.dp.mean("x", epsilon=1.0, random_state=3))
     TIMINGS["spark kill test"] = time.perf_counter() - start
     assert counted >= 2 and not alive(victim)
-    assert same_bits(got, want)
-    assert pf.dp.budget.epsilon_spent == 1.0
-    entries = pf.dp.log.to_dict("records")
-    assert len(entries) == 1 and entries[0]["epsilon"] == 1.0
-    assert entries[0]["part"] != "failed"
-    reread = dpf.protect(pdf.copy(), epsilon=10.0, bounds=BOUNDS, session=dpf.Session(path=ledger))
-    assert reread.dp.budget.epsilon_spent == 1.0
+    _assert_release_complete(got, want, pf, pdf, ledger)
 
 
 def test_zz_timings(capsys):

@@ -331,8 +331,14 @@ BAD = {
 
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_spec_names_its_line(case, tmp_path, capsys):
-    text, needle = BAD[case]
-    _data().write_parquet(tmp_path / "data.parquet")
+    _assert_refused_at_its_line(case, *BAD[case], 50, tmp_path, capsys)
+
+
+def _assert_refused_at_its_line(case: str, text: str, needle: str, rows: int, tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The dry run and the run both exit 2 naming the marked line of ``text`` and ``needle``,
+    before any ledger exists."""
+    _data(rows).write_parquet(tmp_path / "data.parquet")
     spec = tmp_path / "spec.toml"
     spec.write_text(text)
     for argv in ([str(spec), "--dry-run"], [str(spec)]):
@@ -654,16 +660,7 @@ BAD_TARGETS = {
 
 @pytest.mark.parametrize("case", list(BAD_TARGETS))
 def test_bad_target_accuracy_names_its_line(case, tmp_path, capsys):
-    text, needle = BAD_TARGETS[case]
-    _data(2_000).write_parquet(tmp_path / "data.parquet")
-    spec = tmp_path / "spec.toml"
-    spec.write_text(text)
-    for argv in ([str(spec), "--dry-run"], [str(spec)]):
-        code, out, err = _cli(argv, capsys)
-        assert code == 2, (case, out, err)
-        assert f"spec.toml:{_marked_line(text)}: " in err, (case, err)
-        assert needle in err, (case, err)
-    assert not (tmp_path / "ledger.jsonl").exists()  # refused before protect
+    _assert_refused_at_its_line(case, *BAD_TARGETS[case], 2_000, tmp_path, capsys)
 
 
 def test_spec_mechanism_defaults_to_auto_and_targets_invert_bounded():
