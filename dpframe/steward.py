@@ -33,7 +33,7 @@ from typing import Any
 
 from dpframe import logview
 
-__all__ = ["check_against_ledger", "inspect_file", "spending"]
+__all__ = ["check_against_ledger", "file_kind", "inspect_file", "inspect_release", "spending"]
 
 _MEASUREMENT_FIELDS = ("release_id", "name", "query", "part", "columns", "group_by", "epsilon",
                        "delta", "mechanism", "scale", "sensitivity", "domain_lower",
@@ -91,28 +91,49 @@ def inspect_file(path: str | Path, *, key: bytes | str | None = None,
                  ledger: str | Path | None = None) -> dict[str, Any]:
     """The report ``inspect`` prints, as a dict (see the module docstring). ``ledger``: a
     durable ledger file to check a release against (:func:`check_against_ledger`)."""
+    path = Path(path)
+    if file_kind(path) == "ledger":
+        return _inspect_ledger(path)
+    return inspect_release(path, key=key, ledger=ledger)[0]
+
+
+def file_kind(path: Path) -> str:
+    """``"release"`` (a Parquet file) or ``"ledger"`` (a dpframe ledger file), from the
+    file's first bytes; anything else is a :class:`~dpframe.errors.ReleaseFileError`."""
     from dpframe.durable import FORMAT, head_path
     from dpframe.errors import ReleaseFileError
 
-    path = Path(path)
     with open(path, "rb") as fh:
         start = fh.read(4096)
-    if start[:4] != b"PAR1":
-        first = start.split(b"\n", 1)[0]
-        if f'"{FORMAT}"'.encode() in first or head_path(path).exists():
-            return _inspect_ledger(path)
-        raise ReleaseFileError(
-            f"{str(path)!r} is neither a Parquet file nor a dpframe ledger file"
-            + (" (it is empty)" if not start else "")
-        )
-    report = _inspect_release(path, key)
+    if start[:4] == b"PAR1":
+        return "release"
+    first = start.split(b"\n", 1)[0]
+    if f'"{FORMAT}"'.encode() in first or head_path(path).exists():
+        return "ledger"
+    raise ReleaseFileError(
+        f"{str(path)!r} is neither a Parquet file nor a dpframe ledger file"
+        + (" (it is empty)" if not start else "")
+    )
+
+
+def inspect_release(path: str | Path, *, key: bytes | str | None = None,
+                    ledger: str | Path | None = None) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+    """A released Parquet file read once: the ``inspect`` report, the file as read
+    (:func:`dpframe.io.read_release_file`) and the log document the report describes
+    (``{}`` if the log is not valid JSON) — so a page drawn from them shows the bytes that
+    were verified."""
+    from dpframe.io import read_release_file
+
+    path = Path(path)
+    file = read_release_file(path)
+    report = _inspect_release(path, key, file)
+    document = report.pop("_document")
     if ledger is not None:
-        report["ledger_check"] = check_against_ledger(report["_document"], ledger)
+        report["ledger_check"] = check_against_ledger(document, ledger)
         if not report["ledger_check"]["matches"]:
             report["verified"] = False
             report["error"] = report["error"] or report["ledger_check"]["detail"]
-    del report["_document"]
-    return report
+    return report, file, document
 
 
 def check_against_ledger(document: dict[str, Any], ledger: str | Path) -> dict[str, Any]:
@@ -157,12 +178,11 @@ def _canon(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
-def _inspect_release(path: Path, key: bytes | str | None) -> dict[str, Any]:
+def _inspect_release(path: Path, key: bytes | str | None, file: Any) -> dict[str, Any]:
     from dpframe.errors import IntegrityError
     from dpframe.integrity import table_digest
-    from dpframe.io import find_log, pandas_metadata_of, read_release_file, verify_release
+    from dpframe.io import find_log, pandas_metadata_of, verify_release
 
-    file = read_release_file(path)
     metadata, table = file.metadata, file.table
     report: dict[str, Any] = {"file": str(path), "kind": "release", "verified": False,
                               "error": None, "values_match_log": False, "signature": None}

@@ -91,20 +91,14 @@ def build_report(path: str | Path, *, key: bytes | str | None = None,
     """The page for a released Parquet file, and the ``inspect`` report it is built from
     (``report["verified"]``). Raises :class:`~dpframe.errors.DPFrameError` (or OSError) when
     the file cannot be read as a release."""
-    from dpframe.errors import IntegrityError, ReleaseFileError
-    from dpframe.io import find_log, read_release_file
-    from dpframe.steward import inspect_file
+    from dpframe.errors import ReleaseFileError
+    from dpframe.steward import file_kind, inspect_release
 
     path = Path(path)
-    report = inspect_file(path, key=key, ledger=ledger)
-    if report["kind"] != "release":
+    if file_kind(path) == "ledger":
         raise ReleaseFileError(f"{str(path)!r} is a ledger file; `dpframe report` reads a "
                                "released Parquet file (`dpframe inspect` reads ledgers)")
-    file = read_release_file(path)
-    try:
-        document = find_log(file.metadata, str(path))
-    except IntegrityError:
-        document = {}
+    report, file, document = inspect_release(path, key=key, ledger=ledger)
     columns = columns_of_table(file.table)
     body = views.wrap(
         el("h1", None, esc(f"Release report: {path.name}")), _status(report),
