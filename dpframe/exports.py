@@ -51,7 +51,12 @@ from typing import Any
 import numpy as np
 
 from dpframe.errors import IntegrityError, ParameterError
-from dpframe.integrity import attach_release_log, check_seal, release_log_of
+from dpframe.integrity import (
+    attach_release_log,
+    check_seal,
+    is_pandas_table,
+    release_log_of,
+)
 
 __all__ = ["LONG_COLUMNS", "concat_releases", "long_columns", "release_rows", "rename_release",
            "round_release", "sort_release"]
@@ -60,10 +65,6 @@ __all__ = ["LONG_COLUMNS", "concat_releases", "long_columns", "release_rows", "r
 LONG_COLUMNS = ("query", "group_by", "group", "statistic", "value")
 #: a histogram's key column in the log; its table shows the bin edges instead
 _HISTOGRAM_KEY = "__dpframe_bin"
-
-
-def _is_pandas(frame: Any) -> bool:
-    return type(frame).__module__.split(".")[0] == "pandas"
 
 
 def _is_polars(frame: Any) -> bool:
@@ -79,7 +80,7 @@ def _release_doc(table: Any, where: str) -> dict[str, Any]:
             f"{where} is a single released number, which carries no log; release it as a "
             "table (frame.dp.release({'name': dpf.mean('x')}, epsilon=...)) to export it"
         )
-    if not (_is_pandas(table) or _is_polars(table)):
+    if not (is_pandas_table(table) or _is_polars(table)):
         raise ParameterError(
             f"{where} is a {type(table).__name__}; pass release tables (pandas or Polars "
             "DataFrames a .dp release returned)"
@@ -140,16 +141,16 @@ def _split(table: Any, doc: dict[str, Any]) -> tuple[list[tuple[str, list[Any]]]
     """The table's label columns (name, Python values) and statistic columns (name, float64
     values), in column order (a pandas index first)."""
     logged = _logged_labels(doc)
-    labels = _index_labels(table) if _is_pandas(table) else []
+    labels = _index_labels(table) if is_pandas_table(table) else []
     stats = []
     for name in table.columns:
         col = table[name]
-        floating = (col.dtype.kind == "f") if _is_pandas(table) else col.dtype.is_float()
+        floating = (col.dtype.kind == "f") if is_pandas_table(table) else col.dtype.is_float()
         if str(name) in logged or not floating:
             labels.append((str(name), col.to_list()))
         else:
             stats.append((str(name), np.asarray(
-                col.to_numpy(dtype=np.float64, na_value=np.nan) if _is_pandas(table)
+                col.to_numpy(dtype=np.float64, na_value=np.nan) if is_pandas_table(table)
                 else col.to_numpy(), dtype=np.float64)))
     return labels, stats
 
@@ -234,7 +235,7 @@ def _named(tables: Any) -> list[tuple[str | None, Any]]:
             if not isinstance(name, str) or not name:
                 raise ParameterError("name the release tables with non-empty strings")
         return list(tables.items())
-    if _is_pandas(tables) or _is_polars(tables):
+    if is_pandas_table(tables) or _is_polars(tables):
         return [(None, tables)]
     if isinstance(tables, str | bytes) or not isinstance(tables, Iterable):
         raise ParameterError(
@@ -345,7 +346,7 @@ def concat_releases(tables: Any, *, key: bytes | str | None = None) -> Any:
     steps.append({"op": "concat", "queries": queries})
     arrow = _arrow_long(parts)
     first = named[0][1]
-    if _is_pandas(first):
+    if is_pandas_table(first):
         combined = arrow.to_pandas()
     else:
         import polars as pl
@@ -398,7 +399,7 @@ def round_release(table: Any, decimals: int | Mapping[str, int], *,
 
     def apply(t: Any) -> Any:
         new = {c: np.round(t[c].to_numpy().astype(np.float64), d) for c, d in places.items()}
-        if _is_pandas(t):
+        if is_pandas_table(t):
             out = t.copy()
             for c, v in new.items():
                 out[c] = v
@@ -419,7 +420,7 @@ def rename_release(table: Any, mapping: Mapping[str, str], *,
     if not isinstance(mapping, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) and v for k, v in mapping.items()):
         raise ParameterError("rename_release takes a dict {old column name: new name}")
-    cols = _columns(table) if (_is_pandas(table) or _is_polars(table)) else []
+    cols = _columns(table) if (is_pandas_table(table) or _is_polars(table)) else []
     unknown = sorted(c for c in mapping if c not in cols)
     if unknown and cols:
         raise ParameterError(f"rename_release: no column {unknown} in {cols}")
@@ -428,7 +429,7 @@ def rename_release(table: Any, mapping: Mapping[str, str], *,
         raise ParameterError("rename_release: two columns would get the same name")
 
     def apply(t: Any) -> Any:
-        return t.rename(columns=dict(mapping)) if _is_pandas(t) else t.rename(dict(mapping))
+        return t.rename(columns=dict(mapping)) if is_pandas_table(t) else t.rename(dict(mapping))
 
     return _derive(table, {"op": "rename", "mapping": dict(mapping)}, apply, key)
 
@@ -440,7 +441,7 @@ def sort_release(table: Any, by: str | Sequence[str], *, descending: bool = Fals
     range index gets a fresh one; a labelled index moves with its rows. ``key``: sign the
     result (required when ``table`` is signed)."""
     names = [by] if isinstance(by, str) else list(by)
-    cols = _columns(table) if (_is_pandas(table) or _is_polars(table)) else []
+    cols = _columns(table) if (is_pandas_table(table) or _is_polars(table)) else []
     if not names or not all(isinstance(c, str) for c in names):
         raise ParameterError("sort_release takes a column name or a list of column names")
     unknown = sorted(c for c in names if c not in cols)

@@ -70,6 +70,7 @@ __all__ = [
     "attach_release_log",
     "attach_sealed",
     "check_seal",
+    "is_pandas_table",
     "release_log_of",
     "sealed_document",
     "sign_release",
@@ -107,7 +108,9 @@ class SealedLog(dict[str, Any]):
     __hash__ = None
 
 
-def _is_pandas(frame: Any) -> bool:
+def is_pandas_table(frame: Any) -> bool:
+    """A pandas object (a release table of the pandas family), told by its module name so
+    that nothing imports pandas to ask."""
     return type(frame).__module__.split(".")[0] == "pandas"
 
 
@@ -140,7 +143,7 @@ def _arrow_of(frame: Any) -> Any:
 
     if isinstance(frame, pa.Table):
         return frame
-    if _is_pandas(frame):
+    if is_pandas_table(frame):
         if frame.attrs:  # pyarrow would serialise attrs (a whole log) into its metadata
             frame = frame.copy(deep=False)
             frame.attrs = {}
@@ -447,7 +450,7 @@ def attach_sealed(table: Any, document: dict[str, Any]) -> None:
 
 
 def _store(table: Any, doc: dict[str, Any]) -> None:
-    if _is_pandas(table):
+    if is_pandas_table(table):
         table.attrs = {RELEASE_ATTRS_KEY: SealedLog(doc)}
         return
     _polars_logs.set(table, doc)
@@ -455,7 +458,7 @@ def _store(table: Any, doc: dict[str, Any]) -> None:
 
 def release_log_of(frame: Any) -> dict[str, Any] | None:
     """The sealed log attached to a release table, or None for any other frame."""
-    if _is_pandas(frame):
+    if is_pandas_table(frame):
         doc = frame.attrs.get(RELEASE_ATTRS_KEY)
         return doc if isinstance(doc, dict) and doc.get("kind") == RELEASE_KIND else None
     return _polars_logs.get(frame)
