@@ -25,6 +25,7 @@ more than one part in a billion (e.g. 1.0 + 1e-6 against 1.0) is refused.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import secrets
@@ -37,12 +38,11 @@ from typing import Any
 from dpframe._validation import check_delta, check_epsilon
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
 from dpframe.logentries import (
-    ENTRIES_CHAIN_START,
     KEYS_CHAIN_START,
+    EntryChain,
     EntryLog,
     KeyTable,
     LogEntry,
-    chain_entries,
     chain_keys,
     frozen_entries,
 )
@@ -54,6 +54,20 @@ __all__ = [
 #: 2: group keys by reference (``"keys"`` table, ``group_keys`` = ``"sha256:<hex>"``)
 LOG_VERSION = 2
 RELATIVE_TOLERANCE = 1e-9
+_ZERO = Fraction(0)
+
+
+@functools.lru_cache(maxsize=1024)
+def _exact(x: float) -> Fraction:
+    """The exact rational value of a double (cached: a session asks the same ε again and
+    again, and building the Fraction is most of a reservation's arithmetic)."""
+    return Fraction(x)
+
+
+@functools.lru_cache(maxsize=64)
+def _limit(total: Fraction) -> Fraction:
+    """The most a ledger of ``total`` may spend: ``total·(1 + RELATIVE_TOLERANCE)``."""
+    return total * (1 + Fraction(RELATIVE_TOLERANCE))
 
 
 
@@ -149,9 +163,9 @@ class Ledger:
         #: later reservation is refused (dpframe.safety_net)
         self.locked = False
         self.keys: dict[str, str] = {}
-        #: running chained digests of ``entries`` and ``keys`` (dpframe.logentries), so a
-        #: snapshot carries them and sealing a release costs O(1) in the history
-        self._entries_digest = ENTRIES_CHAIN_START
+        #: chained digests of ``entries`` (extended lazily, when a snapshot's digest is read)
+        #: and ``keys`` (dpframe.logentries), so sealing a release costs O(1) in the history
+        self._entries_chain = EntryChain()
         self._keys_digest = KEYS_CHAIN_START
         self.budget_doc: dict[str, float] = {}
         self.document: dict[str, Any] = {
@@ -182,8 +196,7 @@ class Ledger:
         self.budget_doc.update(self._snapshot().as_dict())
 
     def _fits(self, spent: Fraction, pending: Fraction, extra: Fraction, total: Fraction) -> bool:
-        limit = total * (1 + Fraction(RELATIVE_TOLERANCE))
-        return spent + pending + extra <= limit
+        return spent + pending + extra <= _limit(total)
 
     # -- protocol ------------------------------------------------------------------------
     def check(self, epsilon: float, delta: float = 0.0) -> None:
@@ -207,11 +220,11 @@ class Ledger:
                 "Report the bug; nothing was read or spent now."
             )
         # ε = 0: a release answered from public facts only (e.g. the public size), logged
-        eps = Fraction(_check_budget_value("epsilon", epsilon, allow_zero=True))
-        dlt = Fraction(_check_budget_value("delta", delta, allow_zero=True))
+        eps = _exact(_check_budget_value("epsilon", epsilon, allow_zero=True))
+        dlt = _exact(_check_budget_value("delta", delta, allow_zero=True))
         with self._lock:
-            pend_eps = sum((r.epsilon for r in self._pending.values()), Fraction(0))
-            pend_dlt = sum((r.delta for r in self._pending.values()), Fraction(0))
+            pend_eps = sum((r.epsilon for r in self._pending.values()), _ZERO)
+            pend_dlt = sum((r.delta for r in self._pending.values()), _ZERO)
             if not self._fits(self._eps_spent, pend_eps, eps, self._eps_total):
                 left = max(Fraction(0), self._eps_total - self._eps_spent - pend_eps)
                 raise BudgetExceededError(
@@ -270,8 +283,7 @@ class Ledger:
     def _append_log(self, entries: list[LogEntry], keys: Mapping[str, str]) -> None:
         """Append committed entries and new key lists, extending the chained digests by the
         new items only (the caller holds ``_lock``)."""
-        self.entries.extend(entries)
-        self._entries_digest = chain_entries(self._entries_digest, entries)
+        self.entries.extend(entries)  # the entries chain extends when it is read
         new = [(ref, text) for ref, text in keys.items() if ref not in self.keys]
         self.keys.update(new)
         self._keys_digest = chain_keys(self._keys_digest, new)
@@ -280,14 +292,13 @@ class Ledger:
         """Forget every entry and key list (the caller holds ``_lock``)."""
         self.entries.clear()
         self.keys.clear()
-        self._entries_digest = ENTRIES_CHAIN_START
+        self._entries_chain = EntryChain()  # older snapshots keep the chain of their list
         self._keys_digest = KEYS_CHAIN_START
 
     def _log_snapshot(self) -> tuple[EntryLog, KeyTable]:
         """Immutable copies of the entries and keys that carry their digests (the caller
         holds ``_lock``)."""
-        entries = EntryLog(self.entries)
-        entries.digest = self._entries_digest
+        entries = EntryLog.of(self.entries, self._entries_chain)
         keys = KeyTable()
         dict.update(keys, self.keys)
         keys.digest = self._keys_digest

@@ -40,6 +40,7 @@ from typing import Any, NoReturn
 __all__ = [
     "ENTRIES_CHAIN_START",
     "KEYS_CHAIN_START",
+    "EntryChain",
     "EntryLog",
     "KeyTable",
     "LogEntry",
@@ -110,11 +111,13 @@ def _frozen(value: Any) -> Any:
     ``_FrozenList``, tuples lists, as a JSON round trip would make them); raises
     :class:`_NotStringKeyError` for a dict key that is not a string."""
     if isinstance(value, dict):
+        if not all(type(k) is str for k in value):
+            raise _NotStringKeyError
         out = LogEntry()
+        dict.update(out, value)  # then freeze the few values that are containers
         for k, v in value.items():
-            if type(k) is not str:
-                raise _NotStringKeyError
-            dict.__setitem__(out, k, v if type(v) in _SCALARS else _frozen(v))
+            if type(v) not in _SCALARS:
+                dict.__setitem__(out, k, _frozen(v))
         return out
     if isinstance(value, list | tuple):
         return _FrozenList(v if type(v) in _SCALARS else _frozen(v) for v in value)
@@ -160,11 +163,60 @@ def chain_keys(digest: str, items: Iterable[tuple[Any, Any]]) -> str:
     return state.hex()
 
 
+class EntryChain:
+    """The entries chain of one append-only list of committed entries, extended lazily.
+
+    A ledger commits an entry on every release, but the chain is read only when a document is
+    sealed (a release table, an export) or verified; a scalar release (``df.dp.mean``) never
+    needs it. So the ledger keeps the latest ``(count, digest)`` known for its list here, and
+    a snapshot (:class:`EntryLog`) extends it over its own items when its digest is first
+    read, recording the extension for later snapshots. Every snapshot sharing one chain is a
+    prefix of the same list (the ledger replaces the chain when it clears its log), so any
+    recorded pair is a valid start for a longer snapshot; a pair is a tuple, replaced whole."""
+
+    __slots__ = ("latest",)
+
+    def __init__(self, count: int = 0, digest: str = ENTRIES_CHAIN_START) -> None:
+        self.latest: tuple[int, str] = (count, digest)
+
+    def digest_of(self, entries: list[Any], start: tuple[int, str]) -> str:
+        """The chain over ``entries`` (a prefix of this chain's list), from the recorded
+        pair if it lies within them, else from ``start`` (a pair that does)."""
+        count, digest = self.latest
+        if not start[0] <= count <= len(entries):
+            count, digest = start
+        digest = chain_entries(digest, entries[count:])
+        if len(entries) > self.latest[0]:
+            self.latest = (len(entries), digest)
+        return digest
+
+
 class EntryLog(_FrozenList):
     """A ledger's committed entries as of a snapshot: an immutable ``list`` that carries
-    ``digest``, the entries chain over exactly its items."""
+    ``digest``, the entries chain over exactly its items (computed on first read from the
+    ledger's :class:`EntryChain`)."""
 
-    digest: str
+    _digest: str | None = None
+    _chain: EntryChain | None = None
+    _start: tuple[int, str] = (0, ENTRIES_CHAIN_START)
+
+    @classmethod
+    def of(cls, entries: list[Any], chain: EntryChain) -> EntryLog:
+        """A snapshot of ``entries`` whose digest ``chain`` will give."""
+        out = cls(entries)
+        out._chain, out._start = chain, chain.latest
+        return out
+
+    @property
+    def digest(self) -> str:
+        if self._digest is None:
+            chain = self._chain or EntryChain()
+            self._digest = chain.digest_of(self, self._start)
+        return self._digest
+
+    @digest.setter
+    def digest(self, value: str) -> None:
+        self._digest = value
 
     def __reduce__(self) -> Any:
         return (_entry_log, (list(self), self.digest))

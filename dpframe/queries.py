@@ -62,6 +62,7 @@ variance) the correctly rounded float differs from the exact rational by at most
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from abc import ABC, abstractmethod
@@ -122,13 +123,19 @@ __all__ = [
 
 FP_SLACK = 2.0**-52  # two half-ulps of a correctly rounded quotient, relative to its bound
 
+# The exact (Fraction) helpers below are pure functions of public numbers, and planning calls
+# them with the same few bounds on every query of a frame: each is cached, which takes the
+# rational arithmetic off a repeated query's fixed cost.
 
+
+@functools.lru_cache(maxsize=4096)
 def round_up(x: Fraction | float) -> float:
     """The smallest float ≥ x (for upper ends of domains)."""
     f = float(x)
     return math.nextafter(f, math.inf) if Fraction(f) < Fraction(x) else f
 
 
+@functools.lru_cache(maxsize=4096)
 def round_down(x: Fraction | float) -> float:
     """The largest float ≤ x (for lower ends of domains)."""
     f = float(x)
@@ -305,14 +312,24 @@ class Plan:
         return tuple(dict.fromkeys(a for m in self.measurements for a in m.needs))
 
 
+@functools.lru_cache(maxsize=4096)
 def _frac(x: float) -> Fraction:
     return Fraction(x)
 
 
+@functools.lru_cache(maxsize=4096)
 def _width(bounds: tuple[float, float]) -> Fraction:
     return _frac(bounds[1]) - _frac(bounds[0])
 
 
+@functools.lru_cache(maxsize=4096)
+def _quotient_sensitivity(w: Fraction, n: int) -> float:
+    """Δ of a shifted mean ``Σ(x − l)/n`` of values in a width-``w`` range: ``w/n`` plus the
+    quotient's rounding slack ``2⁻⁵²·w``, rounded up and capped at ``w``."""
+    return _interval_sensitivity(w / n + Fraction(FP_SLACK) * w, 0.0, round_up(w))
+
+
+@functools.lru_cache(maxsize=4096)
 def _interval_sensitivity(delta: Fraction | float, lower: float, upper: float) -> float:
     """Round Δ up to a float and cap it at the domain's width (no two outputs differ more)."""
     s = round_up(delta)
@@ -464,15 +481,15 @@ class Mean(Query):
         if ctx.size_public and not ctx.grouped:
             n = ctx.n
             wf = round_up(w)
-            delta = w / n + Fraction(FP_SLACK) * w
             agg = Agg("sum", self.column, ctx.fixed_point(lo, False))
-            q = Fraction(agg.scale)
+            q_num, q_den = agg.scale.as_integer_ratio()
 
             def stat(a: Mapping[Agg, np.ndarray]) -> np.ndarray:
-                return np.array([float(Fraction(int(k)) * q / n) for k in a[agg]])
+                # k·q/n correctly rounded: Python's int / int rounds correctly (as
+                # float(Fraction) does, by the same division)
+                return np.array([int(k) * q_num / (q_den * n) for k in a[agg]])
 
-            m = Measurement("mean", stat, _interval_sensitivity(delta, 0.0, wf), 0.0, wf, 1.0,
-                            (agg,))
+            m = Measurement("mean", stat, _quotient_sensitivity(w, n), 0.0, wf, 1.0, (agg,))
 
             def shifted(v: dict[str, np.ndarray]) -> np.ndarray:
                 return np.clip(lo + v["mean"], lo, hi)

@@ -131,3 +131,25 @@ def test_key_chain_follows_the_insertion_order():
                            [("sha256:b", "[2]")])
     assert d != keys_digest(dict(reversed(list(keys.items()))))
     assert d == keys_digest(json.loads(json.dumps(keys)))
+
+
+def test_snapshot_digests_read_in_any_order_equal_the_chain_over_their_entries() -> None:
+    """The entries chain is extended when a snapshot's digest is read, not at each commit;
+    snapshots read late, early, twice or out of order all carry the chain over exactly
+    their own items, also after the ledger clears its log."""
+    from dpframe.accounting import Ledger
+    from dpframe.logentries import ENTRIES_CHAIN_START, chain_entries
+
+    ledger = Ledger(10.0)
+    snaps = []
+    for i in range(6):
+        ledger.commit(ledger.reserve(0.1), [{"query": f"q{i}", "value": i}])
+        snaps.append(ledger.snapshot_document()["entries"])
+    for j in (3, 1, 5, 0, 4, 2, 5):
+        assert snaps[j].digest == chain_entries(ENTRIES_CHAIN_START, list(snaps[j]))
+    with ledger._lock:
+        ledger._clear_log()
+    ledger.commit(ledger.reserve(0.1), [{"query": "after", "value": 0}])
+    fresh = ledger.snapshot_document()["entries"]
+    assert fresh.digest == chain_entries(ENTRIES_CHAIN_START, list(fresh))
+    assert snaps[5].digest == chain_entries(ENTRIES_CHAIN_START, list(snaps[5]))

@@ -25,6 +25,7 @@ from dpframe.mechanisms.domains import FeasibleSet, real_line, resolve_domain
 from dpframe.mechanisms.moments import bounded_moments, truncated_moments
 from dpframe.mechanisms.randomness import RandomSource, RandomState
 from dpframe.mechanisms.sampling import sample_offsets
+from dpframe.mechanisms.scalar import draw_one, project_one
 from dpframe.mechanisms.scales import bounded_scale
 from dpframe.mechanisms.snapping import (
     SnapPlan,
@@ -50,6 +51,16 @@ def _check_positive_finite(value: object, name: str, hint: str) -> float:
     if not math.isfinite(v) or v <= 0:
         raise ParameterError(f"{name} must be a finite number > 0, got {v!r}; {hint}")
     return v
+
+
+def _single_value(value: Any) -> tuple[float, tuple[int, ...]] | None:
+    """``(value, shape)`` when ``value`` is one number (a Python or numpy scalar, or an
+    array of one element), else None."""
+    if isinstance(value, (float, int, np.floating, np.integer)) and not isinstance(value, bool):
+        return float(value), ()
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "fiu":
+        return float(value.reshape(-1)[0]), value.shape
+    return None
 
 
 class _LaplaceFamily:
@@ -185,20 +196,39 @@ class _LaplaceFamily:
     def _validate_values(self, value: Any) -> np.ndarray:
         true = np.asarray(value, dtype=float)
         if np.isnan(true).any():
-            raise ParameterError("the true value is NaN; drop or impute missing data first")
+            raise self._refused("nan")
         if not np.isfinite(true).all():
-            raise ParameterError("the true value is infinite; check the data and its bounds")
+            raise self._refused("infinite")
         if not self.domain.contains(true).all():
-            raise ParameterError(
-                f"the true value lies outside the feasible set {self.domain}; the query's output"
-                " domain must contain every possible true answer (clamp the data to its bounds)"
-            )
+            raise self._refused("outside")
         if (np.abs(true) > self.magnitude).any():
-            raise ParameterError(
-                f"|true value| exceeds magnitude={self.magnitude:g}, the public bound snapping"
-                " needs on an unbounded domain; pass a larger magnitude="
-            )
+            raise self._refused("magnitude")
         return true
+
+    def _validate_one(self, value: float) -> float:
+        """:meth:`_validate_values` for one true value, without arrays."""
+        if math.isnan(value):
+            raise self._refused("nan")
+        if math.isinf(value):
+            raise self._refused("infinite")
+        if not any(lo <= value <= hi for lo, hi in self.domain.components):
+            raise self._refused("outside")
+        if abs(value) > self.magnitude:
+            raise self._refused("magnitude")
+        return value
+
+    def _refused(self, why: str) -> ParameterError:
+        """The error for a true value the mechanism cannot take (a caller's bug: a release
+        clamps its statistic into the domain first)."""
+        return ParameterError({
+            "nan": "the true value is NaN; drop or impute missing data first",
+            "infinite": "the true value is infinite; check the data and its bounds",
+            "outside": f"the true value lies outside the feasible set {self.domain}; the"
+                       " query's output domain must contain every possible true answer (clamp"
+                       " the data to its bounds)",
+            "magnitude": f"|true value| exceeds magnitude={self.magnitude:g}, the public bound"
+                         " snapping needs on an unbounded domain; pass a larger magnitude=",
+        }[why])
 
     def sample(
         self,
@@ -211,6 +241,12 @@ class _LaplaceFamily:
         ``size`` broadcasts a scalar to that many draws. ``random_state`` (int or Generator) is
         for tests and simulations; without it randomness comes from the OS CSPRNG.
         """
+        one = _single_value(value) if size is None else None
+        if one is not None:  # one draw: the array-free twin of _draw (bit-identical)
+            drawn = self._post_process_one(draw_one(
+                self._sampling_set(), self._validate_one(one[0]), self.scale, self.plan,
+                RandomSource(random_state)))
+            return drawn if one[1] == () else np.full(one[1], drawn)
         true = self._validate_values(value)
         if size is not None:
             true = np.broadcast_to(true, size)
@@ -236,6 +272,9 @@ class _LaplaceFamily:
         return self._post_process(out)
 
     def _post_process(self, out: np.ndarray) -> np.ndarray:
+        return out
+
+    def _post_process_one(self, out: float) -> float:
         return out
 
     @property
@@ -338,6 +377,9 @@ class TruncatedLaplace(_LaplaceFamily):
 
     def _post_process(self, out: np.ndarray) -> np.ndarray:
         return self.domain.project(out)
+
+    def _post_process_one(self, out: float) -> float:
+        return project_one(self.domain, out)
 
     def _off_grid_values(self) -> list[float]:
         return self.domain.finite_endpoints
