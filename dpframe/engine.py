@@ -114,8 +114,9 @@ class FrameEngine(Protocol):
         """The narwhals frame bin counts and key observations run on."""
         ...
 
-    def collect(self, result: Any) -> Any:
-        """Collect a (tiny) aggregate result the engine computed lazily."""
+    def collect(self, result: Any, source: Any = None) -> Any:
+        """Collect a (tiny) aggregate result the engine computed lazily; ``source``: the
+        native frame it was computed from, if the engine may pick how to run it by it."""
         ...
 
     def engine_sums(self, frame: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
@@ -356,11 +357,20 @@ def _expression_sums(
         result = frame.select(ns.len().alias(length),
                               *(total(e, n).alias(n) for n, e in sums.items()))
     if hasattr(result, "collect"):  # a narwhals or Polars LazyFrame
-        result = backend.collect(result)
+        result = backend.collect(result, native)
     names = [length if exprs[f"__dp_{i}"] is None else f"__dp_{i}" for i in range(len(aggs))]
     return aligned(aggs, cols, columns, tuples,
                     [result.get_column(c).to_list() for c in cols],
-                    [result.get_column(name).fill_null(0).to_numpy() for name in names])
+                    [_nulls_as_zero(result.get_column(name)) for name in names])
+
+
+def _nulls_as_zero(series: Any) -> np.ndarray:
+    """A collected sum column as numpy, a null (an SQL engine's sum of an empty group) as 0.
+    Filled only where the column holds a null: a Polars ``Series.fill_null`` runs a query of
+    its own, which costs as much as a small LazyFrame's whole aggregation."""
+    if series.null_count():
+        series = series.fill_null(0)
+    return np.asarray(series.to_numpy())
 
 
 #: Rows per block of the numpy kernel: 64 K doubles (512 KB) stay in the CPU cache.

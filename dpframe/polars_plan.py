@@ -9,7 +9,8 @@ from typing import Any
 
 from dpframe.errors import DerivationError
 
-__all__ = ["all_nodes", "plan_sources", "scan_nodes", "scanned_frames", "visitor"]
+__all__ = ["all_nodes", "in_memory_rows", "plan_sources", "scan_nodes", "scanned_frames",
+           "visitor"]
 
 
 def visitor(lazy: Any) -> Any:
@@ -61,3 +62,16 @@ def scanned_frames(lazy: Any) -> list[Any]:
     """The in-memory frames (``PyDataFrame``s) a LazyFrame's plan scans."""
     return [node.df for _nt, node in all_nodes(lazy)
             if type(node).__name__ == "DataFrameScan"]
+
+
+def in_memory_rows(lazy: Any) -> int | None:
+    """The rows of the in-memory frames ``lazy``'s plan reads, or None when it reads any other
+    source (a file, a Python or pyarrow-dataset scan)."""
+    rows = 0
+    for _nt, node in all_nodes(lazy):
+        kind = type(node).__name__
+        if kind == "DataFrameScan":
+            rows += int(node.df.height())
+        elif kind in ("Scan", "PythonScan"):
+            return None
+    return rows

@@ -360,6 +360,9 @@ class Planned:
     choices: dict[str, str]  # measurement name -> why "auto" picked its mechanism
     epsilon: float = 0.0  # what this query costs
     bounds: tuple[float, float] | None = None  # of its column, if it has one
+    #: measurements whose mechanism is pure ε-DP (auto picked truncated or plain Laplace):
+    #: charged no δ (:func:`_mark_pure`)
+    pure: frozenset[str] = frozenset()
 
 
 def _immutable(facts: FrameFacts) -> bool:
@@ -557,6 +560,28 @@ def _share_budget(out: Sequence[Planned], request: Request) -> None:
         p.share = p.share / total if p.plan.measurements else 0.0
         p.epsilon = request.epsilon * p.share
         _build_mechanisms(p, request)
+        _mark_pure(p)
+
+
+def _mark_pure(p: Planned) -> None:
+    """Note the measurements whose mechanism, built before the read, uses no δ (a
+    Laplace-family member other than bounded, which "auto" may pick): a pure ε-DP release
+    composes with δ = 0, so its share of δ is not charged. A mechanism built after earlier
+    measurements (None here) or of another family keeps its share: charged, conservatively."""
+    p.pure = frozenset(m.name for m, mech in zip(p.plan.measurements, p.mechanisms,
+                                                 strict=True)
+                       if getattr(mech, "name", None) in ("truncated", "laplace"))
+
+
+def release_delta(planned: Sequence[Planned], request: Request) -> float:
+    """The δ a release charges: the request's δ, less the shares of its pure ε-DP
+    measurements (:func:`_mark_pure`); all of it when keys are selected (the selection
+    uses it) or no measurement is pure."""
+    if request.selection is not None or not any(p.pure for p in planned):
+        return request.delta
+    used = math.fsum(_charged(p, m, request, grouped=False)[1]
+                     for p in planned for m in p.plan.measurements)
+    return min(used, request.delta)
 
 
 def _build_mechanisms(p: Planned, request: Request) -> None:
@@ -578,8 +603,8 @@ def _charged(p: Planned, m: Measurement, request: Request, *, grouped: bool
     move between two: ``group_share``, default ½; ungrouped, a plan of several disjoint cells
     gives each its ``cell_share``: :meth:`~dpframe.queries.Plan.epsilon_factor`)."""
     factor = p.plan.epsilon_factor(request.group_by is not None) if grouped else 1.0
-    return (request.epsilon * p.share * m.weight * factor,
-            request.delta * p.share * m.weight * factor)
+    delta = 0.0 if m.name in p.pure else request.delta * p.share * m.weight * factor
+    return request.epsilon * p.share * m.weight * factor, delta
 
 
 def _laplace(request: Request, m: Measurement, epsilon: float, delta: float,
@@ -699,7 +724,7 @@ def run(
     dataset.check_unchanged()
     ledger = dataset.ledger
     spends = any(p.plan.measurements for p in planned)
-    epsilon, delta = (request.epsilon, request.delta) if spends else (0.0, 0.0)
+    epsilon, delta = (request.epsilon, release_delta(planned, request)) if spends else (0.0, 0.0)
     reservation = ledger.reserve(epsilon, delta)
     # --- data is read from here on: nothing below may depend on it except through noise ---
     failure: str | None = None
@@ -721,7 +746,7 @@ def run(
     except BaseException as exc:  # the safety net (dpframe.safety_net): never the text
         failure = type(exc).__name__
     if failure is not None:
-        _charge_failure(frame, facts, request, list(queries), failure, reservation)
+        _charge_failure(frame, facts, request, list(queries), failure, reservation, delta)
     try:
         release_id = ledger.commit(reservation, selected + entries,
                                    keys=None if request.keys is None else dict(
@@ -772,13 +797,13 @@ def _warn_empty_selection(rule: Any, share: float, counted: str) -> None:
 
 
 def _charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list[str],
-                    failure: str, reservation: Any) -> None:
+                    failure: str, reservation: Any, delta: float) -> None:
     """A release failed after the read: spend its reservation, log the failure, and raise
     the one fixed error (outside the ``except`` block, so nothing chains to the original)."""
     context = _LogContext.of(frame, facts, request)
     entry = failure_entry(
         what="release", names=names, epsilon=request.epsilon,
-        delta=request.delta, engine=context.engine, random_source=context.random_source,
+        delta=delta, engine=context.engine, random_source=context.random_source,
         derivation=context.derivation,
         group_by=None if context.group_by is None else str(context.group_by),
         keys_ref=context.keys_ref,
@@ -786,7 +811,7 @@ def _charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list
     facts.dataset.ledger.commit(reservation, [entry])
     if failure in ("KeyboardInterrupt", "SystemExit"):
         raise KeyboardInterrupt if failure == "KeyboardInterrupt" else SystemExit(1)
-    raise failure_error("release", names, request.epsilon, request.delta)
+    raise failure_error("release", names, request.epsilon, delta)
 
 
 def evaluate_derivation(facts: FrameFacts, steps: Sequence[Any], schema: Mapping[str, Any]

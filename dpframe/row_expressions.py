@@ -10,6 +10,7 @@ engine-specific ones (:mod:`dpframe.backends._spark_sql`, :mod:`dpframe.backends
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,7 +76,30 @@ def row_expressions(
 ) -> dict[str, Any]:
     """One named per-row expression per aggregate (summed by the caller); None for a plain
     row count (the caller uses the engine's ``len``). ``ns``: narwhals, or Polars itself for
-    Polars frames (:func:`dpframe.engine._expression_namespace`)."""
+    Polars frames (:func:`dpframe.engine._expression_namespace`).
+
+    The expressions are a function of public facts only (the aggregates, the dtypes and fill
+    values of the columns they read) and immutable, so a repeated query reuses them: building
+    them costs more than a LazyFrame query on a thousand rows."""
+    read = sorted({c for a in aggs for c in a.columns()})
+    try:
+        return dict(_cached_expressions(
+            tuple(aggs), tuple((c, columns[c], missing.get(c, DROP)) for c in read), ns))
+    except TypeError:  # an unhashable dtype or fill value: build them afresh
+        return _row_expressions(aggs, columns, missing, ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_expressions(aggs: tuple[Agg, ...], read: tuple[tuple[str, Any, Any], ...],
+                        ns: Any) -> dict[str, Any]:
+    """:func:`_row_expressions` once per aggregates, ``(column, dtype, fill)`` of the
+    columns they read, and namespace."""
+    return _row_expressions(aggs, {c: d for c, d, _ in read}, {c: f for c, _, f in read}, ns)
+
+
+def _row_expressions(
+    aggs: Sequence[Agg], columns: Mapping[str, Any], missing: Mapping[str, Any], ns: Any
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i, agg in enumerate(aggs):
         name = f"__dp_{i}"

@@ -220,7 +220,7 @@ class Backend:
 
         return nw.from_native(frame)
 
-    def collect(self, result: Any) -> Any:
+    def collect(self, result: Any, source: Any = None) -> Any:
         """Collect a small lazy aggregate result."""
         return result.collect()
 

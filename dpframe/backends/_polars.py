@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -140,10 +142,15 @@ class PolarsBackend(_Polars):
         return frame.clone()
 
 
+#: The most rows of in-memory frames a LazyFrame query collects with Polars' in-memory engine
+#: (which materialises each per-row expression: 100,000 doubles are 0.8 MB).
+IN_MEMORY_ROWS = 100_000
+
+
 class PolarsLazyBackend(_Polars):
     """Polars ``LazyFrame``s: immutable plans whose derivations dpframe reads and verifies;
     aggregates are collected with Polars' streaming engine (a scan larger than memory is
-    aggregated batch by batch)."""
+    aggregated batch by batch), small in-memory plans with its in-memory engine."""
 
     name = "polars-lazy"
     lazy = True
@@ -156,8 +163,13 @@ class PolarsLazyBackend(_Polars):
 
         return pl, frame
 
-    def collect(self, result: Any) -> Any:
-        return result.collect(engine="streaming")
+    def collect(self, result: Any, source: Any = None) -> Any:
+        """Streaming, except for a query on a ``source`` plan that reads only in-memory
+        frames of at most :data:`IN_MEMORY_ROWS` rows (a public fact of the plan): Polars'
+        in-memory engine answers it without the streaming engine's start-up (about 75 µs of
+        a 1,000-row query; the same sums, every partial sum being exact in any order)."""
+        small = source is not None and _small_in_memory(source)
+        return result.collect(engine="in-memory" if small else "streaming")
 
     def check_readers(self, frame: Any) -> None:
         for options in _csv_scans(frame):
@@ -207,6 +219,27 @@ _POLARS_FIX = (
     "pl.scan_csv(path, schema={'age': pl.Float64, 'region': pl.String, ...}, "
     "ignore_errors=True, truncate_ragged_lines=True) (values that do not parse become missing)"
 )
+
+
+#: :func:`_small_in_memory`'s answers by plan identity (LazyFrames are not hashable); an
+#: entry leaves when its plan is collected, before its id can be reused.
+_SMALL_IN_MEMORY: dict[int, bool] = {}
+
+
+def _small_in_memory(lazy: Any) -> bool:
+    """``lazy`` reads only in-memory frames, of at most :data:`IN_MEMORY_ROWS` rows in all;
+    remembered per plan (a protected LazyFrame is immutable)."""
+    from dpframe.polars_plan import in_memory_rows
+
+    known = _SMALL_IN_MEMORY.get(id(lazy))
+    if known is not None:
+        return known
+    rows = in_memory_rows(lazy)
+    small = rows is not None and rows <= IN_MEMORY_ROWS
+    with contextlib.suppress(TypeError):  # not weakly referable: decided again next time
+        weakref.finalize(lazy, _SMALL_IN_MEMORY.pop, id(lazy), None)
+        _SMALL_IN_MEMORY[id(lazy)] = small
+    return small
 
 
 def _csv_scans(lazy: Any) -> list[dict[str, Any]]:

@@ -25,7 +25,8 @@ from typing import Any
 __all__ = ["build_parser", "main", "run_demo"]
 
 # Share of the total epsilon spent by each step of the demo; 10 % is left unspent on purpose,
-# to show the remaining budget. The final one-call release also spends half of delta.
+# to show the remaining budget. The final one-call release asks for half of delta (charged
+# only where "auto" keeps the bounded mechanism, which uses it).
 _SHARES = {
     "truncated_mean": 0.1,
     "filtered_mean": 0.1,
