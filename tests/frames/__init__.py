@@ -1,0 +1,1 @@
+"""Tests of dpframe.frames (the ``.dp`` namespaces, bins, results), one file per module."""

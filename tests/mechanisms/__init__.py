@@ -1,0 +1,1 @@
+"""Tests of dpframe.mechanisms (noise, domains, scales, quantiles, selection), one file per module."""

@@ -1,0 +1,1 @@
+"""Cross-cutting privacy tests: neighbouring data sets through every route (the boundary)."""
