@@ -1,1 +1,0 @@
-"""Tests of dpframe.backends (the engines dpframe runs on), one file per module."""

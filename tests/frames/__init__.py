@@ -1,1 +1,0 @@
-"""Tests of dpframe.frames (the ``.dp`` namespaces, bins, results), one file per module."""

@@ -1,1 +1,0 @@
-"""Tests of dpframe.mechanisms (noise, domains, scales, quantiles, selection), one file per module."""

@@ -1,1 +1,0 @@
-"""Cross-cutting privacy tests: neighbouring data sets through every route (the boundary)."""
