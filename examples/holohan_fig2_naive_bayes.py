@@ -28,7 +28,7 @@ so ``Λ`` is 0.47–1.0 times ``b`` here), and the two differ systematically, no
   below ``Λ/4``, a floor the continuous mechanism lacks; the snapped accuracy is higher (by
   0.01–0.03 at ε = 1–10).
 
-``docs/papers.md`` gives the measured numbers; ``tests/test_paper_claims.py`` checks them.
+``docs/papers.md`` gives the measured numbers; ``tests/project/test_paper_claims.py`` checks them.
 
 A released variance of exactly 0 (continuous truncation puts mass ``½ e^{-σ²/b}`` there, snapped
 truncation ``½ e^{-(σ² - Λ/2)/b}`` for ``σ² ≥ Λ/2``) makes that class's Gaussian a point mass:

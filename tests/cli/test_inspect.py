@@ -167,9 +167,9 @@ def _ledger_damage(files, tmp_path):
 
 
 def test_inspect_never_prints_a_traceback_on_malformed_files(files, tmp_path, capsys):
-    """In process over the whole matrix (tests/test_io.py builds the release files): every
-    run returns 1 or 2 and writes no traceback; 1 comes with one line on stderr."""
-    from test_io import malformed_files
+    """In process over the whole matrix (tests/helpers/release_files.py builds the release
+    files): every run returns 1 or 2 and writes no traceback; 1 comes with one line on stderr."""
+    from helpers.release_files import malformed_files
 
     from dpframe.cli import main
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "dpframe"
+PACKAGE = Path(__file__).resolve().parents[2] / "dpframe"
 
 #: Bottom first. A module belongs to the first entry naming it or a package holding it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
@@ -48,7 +48,8 @@ def _layer(module: str) -> int:
         for member in members:
             if module == member or (member and module.startswith(member + ".")):
                 return i
-    raise AssertionError(f"dpframe.{module} is in no layer of tests/test_layers.py: place it")
+    raise AssertionError(
+        f"dpframe.{module} is in no layer of tests/project/test_layers.py: place it")
 
 
 def _imports(module: str) -> Iterator[tuple[str, int]]:

@@ -32,7 +32,7 @@ from dpframe.mechanisms import (
 from dpframe.mechanisms.certificate import log_normalizer
 from dpframe.mechanisms.scales import bounded_scale, holohan_scale
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _load(name: str):

@@ -197,9 +197,9 @@ def test_inspect_reads_like_the_user_asked(released, capsys):
 
 
 def test_report_on_malformed_files_never_crashes(tmp_path, capsys):
-    """The release files of the inspect matrix (tests/test_io.py): exit 1 with one line (no
-    page) or 2 with a NOT VERIFIED page; never a traceback, never 'a bug in dpframe'."""
-    from test_io import malformed_files
+    """The release files of the inspect matrix (tests/helpers/release_files.py): exit 1 with one
+    line (no page) or 2 with a NOT VERIFIED page; never a traceback, never 'a bug in dpframe'."""
+    from helpers.release_files import malformed_files
 
     out = tmp_path / "page.html"
     (tmp_path / "releases").mkdir()

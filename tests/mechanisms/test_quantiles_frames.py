@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from helpers.neighbours import NEIGHBOURS, base_data, protect, views, with_row
 from scipy import stats
-from test_boundary import NEIGHBOURS, _views, base_data, protect, with_row
 
 import dpframe as dpf
 from dpframe import backends, engine
@@ -133,7 +133,7 @@ def test_neighbours_same_outcome_and_log_and_rank_distances_within_sensitivity(
     for row in NEIGHBOURS[pair]:
         root = protect(constructor, with_row(base_data(), **row),
                        missing={"age": missing, "income": 0.0})
-        frame = _views()[view](root)
+        frame = views()[view](root)
         frames.append(frame)
         target = frame.dp.groupby("g") if grouped else frame.dp
         table = target.release(queries, epsilon=1.0, random_state=3)

@@ -58,7 +58,7 @@ pytestmark = pytest.mark.cluster
 BOUNDS = {"x": (0.0, 100.0), "y": (-5.0, 5.0)}
 KEYS = {"g": ["a", "b", "c"]}
 IGNORED_LOG_FIELDS = {"time", "ledger_id", "release_id"}
-REPO = str(Path(__file__).resolve().parents[1])
+REPO = str(Path(__file__).resolve().parents[2])
 TIMINGS: dict[str, float] = {}
 #: Python worker processes Spark ran tasks in (checked gone after the cluster is stopped)
 SPARK_PYTHON_PIDS: set[int] = set()

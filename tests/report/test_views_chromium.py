@@ -4,8 +4,8 @@ One test and one browser run (about 2.5 s): ``dpframe report``'s page, with the 
 ``dpf.show(table)`` and an ``Estimate``'s ``_repr_html_`` added at its end, is loaded from a
 file and screenshotted; the picture's pixels are checked for the green VERIFIED banner, the
 drawn values, the interval bars and the red of a mean on a bound. (The same markup's DOM is
-checked element by element in tests/test_report.py.) Skipped when Chromium is not installed
-(CI installs it, .ci/run)."""
+checked element by element in tests/report/test_views.py.) Skipped when Chromium is not
+installed (CI installs it, .ci/run)."""
 
 from __future__ import annotations
 

@@ -301,7 +301,7 @@ def test_duplicate_column_names_are_refused_at_protect(constructor):
 
         frame = duckdb.sql("select 1.0 as x, 2.0 as y, 3.0 as y")
     elif constructor.name == "spark":
-        from tests.conftest import spark_session
+        from conftest import spark_session
 
         frame = spark_session().createDataFrame([(1.0, 2.0, 3.0)], ["x", "y", "y"])
     elif constructor.name == "dask":
