@@ -278,6 +278,10 @@ class StatisticSpec:
     path: Path_ = ()
     target: float | None = None
 
+    def describe(self) -> str:
+        """The statistic as a spec writes it, e.g. ``mean(income)``."""
+        return f"{self.kind}({self.column or ''})"
+
 
 @dataclass(frozen=True)
 class QuerySpec:

@@ -262,6 +262,34 @@ def test_dry_run_on_csv_reads_only_the_header(tmp_path, capsys):
     assert "ASSUMED" in out and "1,000" in out
 
 
+def test_formulas_in_n_are_the_librarys_plans(tmp_path, capsys):
+    """The formulas in n of a CSV dry run are read off the library's plans at sample sizes
+    (no sensitivity is restated in the spec planner): at n = 10,000 they give what the plan
+    at an assumed n = 10,000 shows, and a formula that no longer fits falls back to values."""
+    from dpframe.cli import spec_plan
+
+    (tmp_path / "data.csv").write_text("age,income,region\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(BASE.format(fmt="csv", columns=CSV_COLUMNS).replace(
+        'mean_income = { kind = "mean", column = "income", weight = 2 }',
+        'mean_income = { kind = "mean", column = "income", weight = 2 }\n'
+        'var_income = "variance(income)"\ntotal = "sum(income)"'))
+    code, out, err = _cli([str(spec), "--dry-run", "--json"], capsys)
+    assert code == 0, err
+    rows = {m["statistic"]: m for q in json.loads(out)["queries"] for m in q["measurements"]}
+    code, out, err = _cli([str(spec), "--dry-run", "--json", "--rows", "10000"], capsys)
+    assert code == 0, err
+    at = {m["statistic"]: m for q in json.loads(out)["queries"] for m in q["measurements"]}
+    assert rows["mean_income"]["formula"].startswith("Δ = 1000/n; domain [0, 1000]; scale ")
+    assert at["mean_income"]["sensitivity"] == pytest.approx(1000 / 10_000, rel=1e-9)
+    assert "domain [0, 2.5e+05·n/(n−1)]" in rows["var_income"]["formula"]
+    assert at["var_income"]["upper"] == pytest.approx(250_000 * 10_000 / 9_999, rel=1e-9)
+    assert "Δ = 1000; domain [0, 1000·n]" in rows["total"]["formula"]
+    assert at["total"]["upper"] == pytest.approx(1000 * 10_000, rel=1e-9)
+    assert spec_plan._in_n([1.0, 2.0, 5.0]) == "1 | 2 | 5"  # no form fits: the values
+    assert spec_plan._in_n([3.0 / n for n in spec_plan.SAMPLE_N]) == "3/n"
+
+
 def test_csv_run_matches_parquet_run_plan(tmp_path, capsys):
     """A well-formed CSV runs with the Polars engine (n counted by protect)."""
     _data(400).write_csv(tmp_path / "data.csv")
