@@ -33,11 +33,11 @@ import json
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import reduce
 from typing import Any
 
-from dpframe.cli.spec import Condition, QuerySpec, ReleaseSpec, StatisticSpec
+from dpframe.cli.spec import Condition, QuerySpec, ReleaseSpec, StatisticSpec, library_query
 from dpframe.errors import DPFrameError, PrivateSizeWarning, SpecError
 from dpframe.mechanisms.accuracy import half_width
 
@@ -197,6 +197,11 @@ def check_schema(spec: ReleaseSpec, facts: SourceFacts) -> None:
     for q in spec.queries:
         if q.group_by is not None:
             _need_column(spec, facts, q.group_by, (*q.path, "group_by"), "group_by column")
+        for stat in q.statistics:
+            for i, col in enumerate(stat.columns_named()):
+                where = (*stat.path, "column") if stat.column is not None else (
+                    *stat.path, "columns", i)
+                _need_column(spec, facts, col, where, "statistic column")
         for c in _condition_columns(q.filter):
             assert c.column is not None
             _need_column(spec, facts, c.column, (*c.path, "column"), "filter column")
@@ -206,7 +211,7 @@ def _where(spec: ReleaseSpec, exc: DPFrameError, named: Mapping[str, tuple[Any, 
            default: tuple[Any, ...], prefix: str) -> SpecError:
     """A library refusal as a :class:`SpecError` at the line of the one column of ``named``
     (column → spec path) its message names, else at ``default``."""
-    hits = [path for col, path in named.items() if repr(col) in str(exc)]
+    hits = list(dict.fromkeys(path for col, path in named.items() if repr(col) in str(exc)))
     return spec.error(hits[0] if len(hits) == 1 else default, f"{prefix}{exc}")
 
 
@@ -263,13 +268,11 @@ def describe_filter(conditions: tuple[Condition, ...]) -> str | None:
 
 
 def build_queries(q: QuerySpec) -> tuple[dict[str, Any], dict[str, float]]:
-    """The ``{name: dpf.count()/dpf.mean(col)/...}`` of one query (the library's own query
-    objects, :data:`dpframe.queries.SCALAR_STATISTICS`) and its weights."""
-    from dpframe.queries import SCALAR_STATISTICS
-
-    stats = {s.name: SCALAR_STATISTICS[s.kind](s.column) if s.column is not None
-             else SCALAR_STATISTICS[s.kind]() for s in q.statistics}
-    return stats, {s.name: s.weight for s in q.statistics}
+    """The ``{name: dpf.count()/dpf.mean(col)/dpf.histogram(col, bins=B)/...}`` of one query
+    (the library's own query objects, :func:`dpframe.cli.spec.library_query`) and its
+    weights."""
+    return ({s.name: library_query(s) for s in q.statistics},
+            {s.name: s.weight for s in q.statistics})
 
 
 # -- the plan --------------------------------------------------------------------------------
@@ -417,8 +420,7 @@ def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, frame:
     kind, target = stat.kind, stat.target
     if kind == "std":
         kind, target = "variance", target * target
-    query = build_queries(QuerySpec(q.name, 1.0, (StatisticSpec(
-        stat.name, kind, stat.column, 1.0),), None, None, (), q.mechanism))[0][stat.name]
+    query = library_query(replace(stat, kind=kind))
     try:
         return epsilon_for(frame, query, target, alpha=1.0 - q.level, delta=0.0,
                            mechanism=q.mechanism, **_group(q))
@@ -430,14 +432,25 @@ def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, frame:
 def _planned(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float, dlt_q: float,
              weights: Mapping[str, float]) -> list[Any]:
     """:func:`dpframe.release.plan` of the query's release (the run makes the same call's
-    release); an error names the query's line."""
+    release); a refusal names the line of the one statistic the library refuses on its own,
+    else of the one column its message names, else the query's."""
     from dpframe.release import plan
 
+    stats = build_queries(q)[0]
     try:
-        return plan(frame, build_queries(q)[0], epsilon=eps_q, delta=dlt_q,
+        return plan(frame, stats, epsilon=eps_q, delta=dlt_q,
                     weights=dict(weights), mechanism=q.mechanism, **_group(q))
     except DPFrameError as exc:
-        named = {s.column: s.path for s in q.statistics if s.column is not None}
+        refused = []
+        for s in q.statistics:  # which statistic does the library refuse alone?
+            try:
+                plan(frame, {s.name: stats[s.name]}, epsilon=eps_q or 1.0, delta=dlt_q,
+                     mechanism=q.mechanism, **_group(q))
+            except DPFrameError:
+                refused.append(s)
+        if len(refused) == 1 and len(q.statistics) > 1:
+            raise spec.error(refused[0].path, f"query {q.name!r}: {exc}") from None
+        named = {col: s.path for s in q.statistics for col in s.columns_named()}
         if q.group_by is not None:
             named[q.group_by] = (*q.path, "group_by")
         raise _where(spec, exc, named, q.path, f"query {q.name!r}: ") from None
@@ -618,13 +631,15 @@ def format_plan(plan: ReleasePlan) -> str:
         if not rows:  # (a count of every row: the public n, released exactly at no ε)
             lines.append("  no measurement: the public n, released exactly at no ε")
             continue
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-        if any(m.formula is not None for m in q.measurements):
+        # a formula (n unknown, or a domain set by earlier noisy values) spans the last four
+        # columns; they are aligned over the other rows
+        numeric = [r for r in rows if r[7:] != ("", "", "")] or [header]
+        widths = [max(len(h), *(len(r[i]) for r in (rows if i < 6 else numeric)))
+                  for i, h in enumerate(header)]
+        if all(m.formula is not None for m in q.measurements):
             widths[6:] = [0, 0, 0, 0]
             header = (*header[:6], "Δ, domain, scale, ±95% (formulas in n)", "", "", "")
-        lines.append("  " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-                     .rstrip())
-        for r in rows:
+        for r in (header, *rows):
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
                          .rstrip())
         for m in q.measurements:
@@ -638,7 +653,8 @@ def format_plan(plan: ReleasePlan) -> str:
               + ("" if total >= s.run_epsilon * (1 - 1e-9) else " (the rest stays unspent: "
                  "every query has a target accuracy)") + "; Δ and the domain "
               "are in the mechanism's coordinates (public-size sums and means are released "
-              "shifted by the lower bound); ε mech = the ε each group's mechanism gets."]
+              "shifted by the lower bound); ε mech = the ε each group's mechanism gets (ungrouped "
+              "histograms and key counts: each cell's)."]
     return "\n".join(lines)
 
 
