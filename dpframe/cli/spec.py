@@ -21,14 +21,29 @@ import math
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dpframe._validation import check_delta, check_epsilon
+from dpframe._validation import (
+    check_column,
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_names,
+)
 from dpframe.errors import DPFrameError, SpecError
+from dpframe.mechanisms.quantiles import DEFAULT_MAX_CELLS
 from dpframe.provenance import check_key_list, validate_bounds, validate_missing
-from dpframe.queries import SCALAR_STATISTICS
+from dpframe.queries import (
+    SCALAR_STATISTICS,
+    Query,
+    corr,
+    cov,
+    histogram,
+    proportions,
+    value_counts,
+)
 from dpframe.release import MECHANISMS as RELEASE_MECHANISMS
 
 __all__ = [
@@ -42,14 +57,27 @@ __all__ = [
     "ReleaseSpec",
     "SpecError",
     "StatisticSpec",
+    "library_query",
     "load_spec",
     "parse_spec",
 ]
 
 ENGINES = ("polars", "duckdb", "spark", "dask")
 FORMATS = ("parquet", "csv")
-#: The statistics a spec names: the library's own (:data:`dpframe.queries.SCALAR_STATISTICS`).
-KINDS = tuple(SCALAR_STATISTICS)
+#: The release statistics of the frame API that take parameters besides one column, and the
+#: parameters each takes, as its builder does: ``dpf.histogram(column, bins=B)``,
+#: ``dpf.value_counts(column, keys=None)``, ``dpf.proportions(column, keys=None)``,
+#: ``dpf.cov(columns)``, ``dpf.corr(columns)`` (:mod:`dpframe.queries`).
+PARAMETERS: dict[str, tuple[str, ...]] = {
+    "histogram": ("column", "bins"),
+    "value_counts": ("column", "keys"),
+    "proportions": ("column", "keys"),
+    "cov": ("columns",),
+    "corr": ("columns",),
+}
+#: The statistics a spec names: the library's own (:data:`dpframe.queries.SCALAR_STATISTICS`,
+#: each ``cls(column)``, and :data:`PARAMETERS`), built by :func:`library_query`.
+KINDS = (*SCALAR_STATISTICS, *PARAMETERS)
 #: The library's mechanisms (:data:`dpframe.release.MECHANISMS`). A spec's δ goes to the queries
 #: whose mechanism can use it: ``"bounded"``, and ``"auto"`` (the default), which may choose it.
 MECHANISMS = RELEASE_MECHANISMS
@@ -71,9 +99,11 @@ _INPUT_KEYS = ("path", "format", "engine", "columns")
 #: column's type is read as missing, in every engine.
 CSV_TYPES = ("float64", "int64", "string", "bool", "date")
 _PRIVACY_KEYS = ("unit", "epsilon", "delta", "ledger", "run_epsilon", "run_delta", "mechanism")
-_QUERY_KEYS = ("name", "share", "accuracy", "level", "kind", "column", "statistics", "group_by",
-               "keys", "filter", "mechanism")
-_STAT_KEYS = ("kind", "column", "weight", "accuracy")
+_QUERY_KEYS = ("name", "share", "accuracy", "level", "kind", "column", "columns", "bins",
+               "statistics", "group_by", "keys", "filter", "mechanism")
+_STAT_KEYS = ("kind", "column", "columns", "bins", "keys", "weight", "accuracy")
+#: the keys of a statistic other than its kind, weight and accuracy
+_PARAM_KEYS = ("column", "columns", "bins", "keys")
 #: Default probability that a released value is within its target accuracy of the truth.
 DEFAULT_LEVEL = 0.95
 _COND_KEYS = ("column", "op", "value")
@@ -267,9 +297,11 @@ class Condition:
 
 @dataclass(frozen=True)
 class StatisticSpec:
-    """One statistic of a query: ``kind`` (one of :data:`KINDS`) of ``column``,
-    with a relative ``weight`` of the query's ε, or (``target``) the half-width it must reach
-    at its query's ``level``, which sets its ε (:mod:`dpframe.cli.spec_plan`)."""
+    """One statistic of a query: ``kind`` (one of :data:`KINDS`) of ``column`` (or of
+    ``columns``: cov, corr), with ``bins`` (histogram) or public ``keys`` (value_counts,
+    proportions; None: the column's keys under ``[keys]``), with a relative ``weight`` of the
+    query's ε, or (``target``) the half-width it must reach at its query's ``level``, which
+    sets its ε (:mod:`dpframe.cli.spec_plan`)."""
 
     name: str
     kind: str
@@ -277,6 +309,42 @@ class StatisticSpec:
     weight: float
     path: Path_ = ()
     target: float | None = None
+    bins: int | None = None
+    keys: tuple[Any, ...] | None = None
+    columns: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The statistic as a spec writes it, e.g. ``mean(income)``,
+        ``histogram(age, bins=10)``, ``cov(age, income)``."""
+        if self.columns:
+            return f"{self.kind}({', '.join(self.columns)})"
+        if self.bins is not None:
+            return f"{self.kind}({self.column}, bins={self.bins})"
+        if self.keys is not None:
+            return f"{self.kind}({self.column}, {len(self.keys)} keys)"
+        return f"{self.kind}({self.column or ''})"
+
+    def columns_named(self) -> tuple[str, ...]:
+        """Every column the statistic names."""
+        return (self.column,) if self.column is not None else self.columns
+
+
+def library_query(stat: StatisticSpec) -> Query:
+    """The library's query object of a statistic, built as its builder builds it
+    (``dpf.mean(column)``, ``dpf.histogram(column, bins=...)``, ``dpf.cov(columns)``, ...;
+    the builder checks its arguments, raising :class:`~dpframe.errors.ParameterError`)."""
+    kind = stat.kind
+    if kind == "histogram":
+        assert stat.column is not None and stat.bins is not None
+        return histogram(stat.column, bins=stat.bins)
+    if kind in ("value_counts", "proportions"):
+        assert stat.column is not None
+        build = value_counts if kind == "value_counts" else proportions
+        return build(stat.column, keys=stat.keys)
+    if kind in ("cov", "corr"):
+        return (cov if kind == "cov" else corr)(list(stat.columns))
+    cls = SCALAR_STATISTICS[kind]
+    return cls(stat.column) if stat.column is not None else cls()
 
 
 @dataclass(frozen=True)
@@ -302,8 +370,8 @@ class QuerySpec:
         return self.share is None
 
     def columns_read(self) -> tuple[str, ...]:
-        """The columns whose values the statistics read."""
-        return tuple(dict.fromkeys(s.column for s in self.statistics if s.column is not None))
+        """The columns the statistics name."""
+        return tuple(dict.fromkeys(c for s in self.statistics for c in s.columns_named()))
 
 
 @dataclass(frozen=True)
@@ -607,7 +675,12 @@ def _missing(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]]
 
 
 def _statistic(c: _Checker, name: str, raw: Any, path: Path_,
-               bounds: Mapping[str, tuple[float, float]]) -> StatisticSpec:
+               bounds: Mapping[str, tuple[float, float]],
+               declared: Mapping[str, tuple[Any, ...]]) -> StatisticSpec:
+    """One statistic: ``"mean(income)"``, ``"cov(age, income)"``, or a table
+    ``{ kind = ..., column = ..., bins = ..., keys = [...], columns = [...], weight = ... }``
+    (``declared``: the ``[keys]`` table, the default keys of value_counts/proportions)."""
+    given: dict[str, Any] = {}
     if isinstance(raw, str):
         m = _SHORTHAND.match(raw)
         if m is None:
@@ -616,7 +689,11 @@ def _statistic(c: _Checker, name: str, raw: Any, path: Path_,
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise c.fail(path, f"unknown query kind {raw!r} for {name!r}{hint}; write "
                          '"count", "mean(income)", ... or { kind = "mean", column = "income" }')
-        kind, column = m.group(1), (m.group(2) or None)
+        kind, arg = m.group(1), (m.group(2) or None)
+        if arg is not None and "columns" in PARAMETERS.get(kind, ()):
+            given["columns"] = [a.strip() for a in arg.split(",")]
+        elif arg is not None:
+            given["column"] = arg
         weight = 1.0
         target: float | None = None
     else:
@@ -630,27 +707,93 @@ def _statistic(c: _Checker, name: str, raw: Any, path: Path_,
             raise c.fail((*path, "kind"), f"unknown query kind {kind_raw!r}{hint}; choose one "
                          f"of {', '.join(KINDS)}")
         kind = kind_raw
-        column = t.get("column")
-        if column is not None:
-            column = c.string(column, (*path, "column"), f"column of {name!r}")
+        given = {k: t[k] for k in _PARAM_KEYS if k in t}
         weight = c.positive(t.get("weight", 1.0), (*path, "weight"), f"weight of {name!r}")
         if "accuracy" in t:
             if "weight" in t:
                 raise c.fail((*path, "weight"), f"{name!r}: give a weight (its part of the "
                              "query's share) or an accuracy (which sets its ε), not both")
             target = c.positive(t["accuracy"], (*path, "accuracy"), f"accuracy of {name!r}")
-    col_path = path if isinstance(raw, str) else (*path, "column")
-    if not SCALAR_STATISTICS[kind].needs_column:
-        if column is not None:
-            raise c.fail(col_path, f"{name!r}: {kind} counts rows and takes no column")
-    elif column is None:
-        raise c.fail(path, f"{name!r}: {kind} needs a column, e.g. "
-                     f'{{ kind = "{kind}", column = "income" }}')
-    elif column not in bounds:
-        raise c.fail(col_path, f"{name!r}: column {column!r} has no bounds; declare public "
+    stat = _parameters(c, StatisticSpec(name, kind, None, weight, path, target), given,
+                       isinstance(raw, str), bounds, declared)
+    c.library(lambda _: library_query(stat), None, path, f"statistic {name!r}")  # the builder's
+    return stat
+
+
+#: how each statistic with parameters is written, for messages
+_EXAMPLES = {
+    "histogram": '{ kind = "histogram", column = "age", bins = 10 }',
+    "value_counts": '{ kind = "value_counts", column = "region", keys = ["a", "b"] }',
+    "proportions": '{ kind = "proportions", column = "region", keys = ["a", "b"] }',
+    "cov": '"cov(age, income)" or { kind = "cov", columns = ["age", "income"] }',
+    "corr": '"corr(age, income)" or { kind = "corr", columns = ["age", "income"] }',
+}
+
+
+def _parameters(c: _Checker, stat: StatisticSpec, given: Mapping[str, Any], shorthand: bool,
+                bounds: Mapping[str, tuple[float, float]],
+                declared: Mapping[str, tuple[Any, ...]]) -> StatisticSpec:
+    """``stat`` with the parameters its kind takes (:data:`PARAMETERS`; a column for the
+    statistics of one column), each checked by the library's check: bins by
+    :func:`dpframe._validation.check_count`, columns by ``check_names``/``check_column``,
+    keys by :func:`dpframe.provenance.check_key_list`. A column a statistic reads values of
+    needs bounds; a key column needs public keys."""
+    name, kind, path = stat.name, stat.kind, stat.path
+
+    def at(*key: str | int) -> Path_:
+        return path if shorthand else (*path, *key)
+
+    needs_column = kind in PARAMETERS or SCALAR_STATISTICS[kind].needs_column
+    allowed = PARAMETERS.get(kind, ("column",) if needs_column else ())
+    for key in given:
+        if key not in allowed:
+            if key == "column" and not allowed:
+                raise c.fail(at(key), f"{name!r}: {kind} counts rows and takes no column")
+            takes = [k for k, ps in PARAMETERS.items() if key in ps]
+            raise c.fail(at(key), f"{name!r}: {kind} takes no {key}" + (
+                f" ({key} goes with {', '.join(takes)})" if takes else "")
+                + (f"; it takes {', '.join(allowed)}" if allowed else ""))
+    for key in allowed:
+        if key not in given and key != "keys":
+            example = _EXAMPLES.get(kind, f'{{ kind = "{kind}", column = "income" }}')
+            raise c.fail(path, f"{name!r}: {kind} needs "
+                         f"{'a column' if key == 'column' else key}, e.g. {example}")
+    column = None
+    if "column" in given:
+        column = c.string(given["column"], at("column"), f"column of {name!r}")
+        if kind not in ("value_counts", "proportions"):
+            _need_bounds(c, name, column, at("column"), bounds)
+    columns: tuple[str, ...] = ()
+    if "columns" in given:
+        names = c.library(functools.partial(check_names, "columns"), given["columns"],
+                          at("columns"), f"columns of {name!r}")
+        for i, col in enumerate(names):
+            c.library(functools.partial(check_column, name="columns"), col, at("columns", i),
+                      f"columns of {name!r}")
+            _need_bounds(c, name, col, at("columns", i), bounds)
+        columns = tuple(names)
+    bins = None
+    if "bins" in given:
+        bins = c.library(functools.partial(check_count, "bins", minimum=1,
+                                           maximum=DEFAULT_MAX_CELLS),
+                         given["bins"], at("bins"), f"bins of {name!r}")
+    keys = None
+    if "keys" in given:
+        assert column is not None
+        keys = _key_list(c, given["keys"], at("keys"), column)
+    elif kind in ("value_counts", "proportions") and column not in declared:
+        raise c.fail(at("column"), f"{name!r}: {kind} of {column!r} needs public keys: "
+                     f"declare them under [keys] ({column} = [...]) or give the statistic "
+                     f"keys = [...], e.g. {_EXAMPLES[kind]}; keys are never read from the data")
+    return replace(stat, column=column, bins=bins, keys=keys, columns=columns)
+
+
+def _need_bounds(c: _Checker, name: str, column: str, path: Path_,
+                 bounds: Mapping[str, tuple[float, float]]) -> None:
+    if column not in bounds:
+        raise c.fail(path, f"{name!r}: column {column!r} has no bounds; declare public "
                      f"bounds for it under [bounds] ({column} = [lower, upper]); bounds are "
                      "never read from the data")
-    return StatisticSpec(name, kind, column, weight, path, target)
 
 
 def _condition(c: _Checker, raw: Any, path: Path_) -> Condition:
@@ -714,22 +857,21 @@ def _queries(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]],
             if share > 1:
                 raise c.fail((*path, "share"), f"share of {name!r} is {share:g}; shares are "
                              "parts of the run's epsilon and add up to 1")
-        if "statistics" in t and ("kind" in t or "column" in t):
+        if "statistics" in t and any(k in t for k in ("kind", "column", "columns", "bins")):
             raise c.fail(path, f"query {name!r}: give either kind/column (one statistic) or "
                          "[query.statistics] (several), not both")
         if "statistics" in t:
             st = c.table(t["statistics"], (*path, "statistics"), "[query.statistics]")
             if not st:
                 raise c.fail((*path, "statistics"), f"query {name!r} has no statistics")
-            stats = tuple(_statistic(c, sname, sraw, (*path, "statistics", sname), bounds)
+            stats = tuple(_statistic(c, sname, sraw, (*path, "statistics", sname), bounds, keys)
                           for sname, sraw in st.items())
         elif "kind" in t:
-            one = {"kind": t["kind"]} | ({"column": t["column"]} if "column" in t else {})
-            stats = (_statistic(c, name, one, path, bounds),)
+            one = {k: t[k] for k in ("kind", "column", "columns", "bins") if k in t}
+            stats = (_statistic(c, name, one, path, bounds, keys),)
             if "accuracy" in t:
                 target = c.positive(t["accuracy"], (*path, "accuracy"), f"accuracy of {name!r}")
-                stats = (StatisticSpec(name, stats[0].kind, stats[0].column, 1.0,
-                                       (*path, "accuracy"), target),)
+                stats = (replace(stats[0], path=(*path, "accuracy"), target=target),)
         else:
             raise c.fail(path, f'query {name!r} needs kind = "count" / "mean" / ... (with '
                          "column = ...) or a [query.statistics] table")
@@ -749,7 +891,10 @@ def _queries(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]],
                 raise c.fail((*path, "group_by"), f"a statistic is named like the group_by "
                              f"column {group_by!r}; rename it")
         elif "keys" in t:
-            raise c.fail((*path, "keys"), "keys without group_by")
+            raise c.fail((*path, "keys"), "keys without group_by (a query's keys are its "
+                         "group_by's; the keys of a value_counts or proportions statistic go "
+                         "under [keys] or in its own table, e.g. "
+                         f"{_EXAMPLES['value_counts']})")
         flt: tuple[Condition, ...] = ()
         if "filter" in t:
             raw_f = t["filter"]

@@ -10,9 +10,11 @@ a :func:`stand_in` of it (its schema, the spec's declarations and the public ``n
 so the dry run shows the scales the run will use (``tests/cli/test_spec.py`` checks this
 against the log). Nothing here reads data.
 
-When ``n`` is unknown (CSV files keep no row count in their metadata) the sensitivities,
-domains and scales that depend on ``n`` are shown as formulas in ``n`` (:func:`_formula`; the
-measurements themselves still come from the library's plan).
+When ``n`` is unknown (CSV files keep no row count in their metadata) the query is planned
+by the library at each of :data:`SAMPLE_N`, and each measurement's sensitivity, domain, scale
+and half-width — the library's mechanism's, at each size — is shown as a formula in ``n``
+that those values follow (``c``, ``c/n``, ``c·n``, ``c·n/(n−1)``; :func:`_in_n`), or as the
+values themselves: nothing about a statistic's sensitivity is restated here.
 
 **Target accuracies.** A query may give each statistic a target half-width ``h`` at a level
 ``1 − α`` instead of a share of ε. Its ε is then the smallest ε at which the statistic's
@@ -30,14 +32,14 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from functools import reduce
 from typing import Any
 
-from dpframe.cli.spec import Condition, QuerySpec, ReleaseSpec, StatisticSpec
+from dpframe.cli.spec import Condition, QuerySpec, ReleaseSpec, StatisticSpec, library_query
 from dpframe.errors import DPFrameError, PrivateSizeWarning, SpecError
-from dpframe.mechanisms.accuracy import ROUNDED, half_width, rounded_half_width
+from dpframe.mechanisms.accuracy import half_width
 
 __all__ = [
     "ACCURACY_METHOD",
@@ -106,6 +108,7 @@ class MeasurementPlan:
     target: float | None = None  # the statistic's target half-width, if it has one
     level: float | None = None  # ... at this level
     target_half_width: float | None = None  # the half-width reached at ``level``
+    call: str = ""  # the statistic as the spec names it, e.g. ``mean(income)``
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,11 @@ def check_schema(spec: ReleaseSpec, facts: SourceFacts) -> None:
     for q in spec.queries:
         if q.group_by is not None:
             _need_column(spec, facts, q.group_by, (*q.path, "group_by"), "group_by column")
+        for stat in q.statistics:
+            for i, col in enumerate(stat.columns_named()):
+                where = (*stat.path, "column") if stat.column is not None else (
+                    *stat.path, "columns", i)
+                _need_column(spec, facts, col, where, "statistic column")
         for c in _condition_columns(q.filter):
             assert c.column is not None
             _need_column(spec, facts, c.column, (*c.path, "column"), "filter column")
@@ -203,7 +211,7 @@ def _where(spec: ReleaseSpec, exc: DPFrameError, named: Mapping[str, tuple[Any, 
            default: tuple[Any, ...], prefix: str) -> SpecError:
     """A library refusal as a :class:`SpecError` at the line of the one column of ``named``
     (column → spec path) its message names, else at ``default``."""
-    hits = [path for col, path in named.items() if repr(col) in str(exc)]
+    hits = list(dict.fromkeys(path for col, path in named.items() if repr(col) in str(exc)))
     return spec.error(hits[0] if len(hits) == 1 else default, f"{prefix}{exc}")
 
 
@@ -260,13 +268,11 @@ def describe_filter(conditions: tuple[Condition, ...]) -> str | None:
 
 
 def build_queries(q: QuerySpec) -> tuple[dict[str, Any], dict[str, float]]:
-    """The ``{name: dpf.count()/dpf.mean(col)/...}`` of one query (the library's own query
-    objects, :data:`dpframe.queries.SCALAR_STATISTICS`) and its weights."""
-    from dpframe.queries import SCALAR_STATISTICS
-
-    stats = {s.name: SCALAR_STATISTICS[s.kind](s.column) if s.column is not None
-             else SCALAR_STATISTICS[s.kind]() for s in q.statistics}
-    return stats, {s.name: s.weight for s in q.statistics}
+    """The ``{name: dpf.count()/dpf.mean(col)/dpf.histogram(col, bins=B)/...}`` of one query
+    (the library's own query objects, :func:`dpframe.cli.spec.library_query`) and its
+    weights."""
+    return ({s.name: library_query(s) for s in q.statistics},
+            {s.name: s.weight for s in q.statistics})
 
 
 # -- the plan --------------------------------------------------------------------------------
@@ -284,44 +290,74 @@ def _interval(lo: float | None, hi: float | None) -> str:
     return f"{left}{_num(lo)}, {_num(hi)}{right}"
 
 
-def _formula(stat: StatisticSpec, part: str, public: bool, bounds: tuple[float, float] | None,
-             mech: str, eps: float) -> tuple[str, str, str, str]:
-    """(Δ, domain, scale, half-width) as text in n, for an unknown n."""
-    lo, hi = bounds if bounds is not None else (0.0, 0.0)
-    w = hi - lo
-    rel = "≥" if mech == "bounded" else "≈"
-    tail = math.log(1 / ALPHA)
+#: The public sizes the dry run plans at when the input's ``n`` is unknown (CSV without
+#: ``--rows``): each measurement's Δ, domain, scale and half-width are the library's at each of
+#: them (:func:`dpframe.release.plan`, :func:`dpframe.mechanisms.accuracy.half_width`), shown
+#: as a formula in n where the three follow one of :data:`_FORMS` (:func:`_in_n`), else as the
+#: three values.
+SAMPLE_N = (1_000, 10_000, 100_000)
 
-    def over_n(c: float) -> tuple[str, str, str]:
-        return f"{c:.4g}/n", f"{rel} {c / eps:.4g}/n", f"≈ {tail * c / eps:.4g}/n"
+#: The forms ``c·g(n)`` a quantity planned at :data:`SAMPLE_N` is matched against, in this
+#: order: the text of ``c`` and ``g(n)``. Public-size sensitivities are ``w/n`` plus a
+#: relative float slack of ``2⁻⁵²`` (``dpframe.queries``), far inside :data:`_FIT`.
+_FORMS: tuple[tuple[str, Callable[[int], float]], ...] = (
+    ("", lambda n: 1.0),
+    ("/n", lambda n: 1.0 / n),
+    ("·n", float),
+    ("·n/(n−1)", lambda n: n / (n - 1)),
+)
+#: relative tolerances of a match: exact (``c/n``; float slack only) and approximate
+#: (``≈ c/n``: within what four significant digits show, e.g. a truncated or bounded Laplace
+#: scale, which depends a little on its domain and so on n)
+_FIT, _NEAR = 1e-9, 1e-3
 
-    if part == "count":
-        d, dom = 1.0, "[0, n]"
-    elif stat.kind == "sum" and public:
-        d, dom = w, f"[0, {w:.4g}·n]"
-    elif stat.kind == "sum":
-        d = max(w, abs(lo), abs(hi))
-        dom = "[0, ∞)" if lo >= 0 else "(-∞, 0]" if hi <= 0 else "(-∞, ∞)"
-    elif part == "mean":
-        s, sc, hw = over_n(w)
-        return s, f"[0, {w:.4g}]", sc, hw
-    elif part == "variance":
-        s, sc, hw = over_n(w * w)
-        return s, f"[0, {w * w / 4:.4g}·n/(n−1)]", sc, hw
-    elif part == "sum":
-        d, dom = w, "(-∞, ∞)"
-    else:  # sum_sq
-        d, dom = (w / 2) ** 2, "[0, ∞)"
-    return f"{d:.4g}", dom, f"{rel} {d / eps:.4g}", f"≈ {tail * d / eps:.4g}"
+
+def _in_n(values: Sequence[float]) -> str:
+    """The library's values of one quantity at :data:`SAMPLE_N` as text in n: ``c``,
+    ``c/n``, ``c·n`` or ``c·n/(n−1)`` when all of them are ``c·g(n)`` for one ``c`` (within a
+    relative :data:`_FIT`; ``≈`` in front within :data:`_NEAR`, ``c`` then at the largest n).
+    Nothing of the formula is computed here: ``c`` is read off the library's values. If no
+    form fits, the values themselves, ``a | b | c``."""
+    if all(v == values[0] for v in values):  # (infinite ends included)
+        return _num(values[0])
+    for tol, mark in ((_FIT, ""), (_NEAR, "≈ ")):
+        for suffix, g in _FORMS:
+            cs = [v / g(n) for v, n in zip(values, SAMPLE_N, strict=True)]
+            if all(math.isfinite(c) and abs(c - cs[-1]) <= tol * abs(cs[-1]) for c in cs):
+                text = _num(cs[-1])
+                if suffix.startswith("·") and text == "1":
+                    return mark + suffix[1:]
+                return f"{mark}{text}{suffix}"
+    return " | ".join(_num(v) for v in values)
+
+
+def _domain_in_n(lowers: Sequence[float], uppers: Sequence[float]) -> str:
+    left = "(" if math.isinf(lowers[0]) else "["
+    right = ")" if math.isinf(uppers[0]) else "]"
+    return f"{left}{_in_n(lowers)}, {_in_n(uppers)}{right}"
+
+
+def _formula(ms: Sequence[Any], mechs: Sequence[Any]) -> str:
+    """Δ, domain, scale and ±95% of one measurement as the library planned it at each of
+    :data:`SAMPLE_N` (``ms``: its :class:`~dpframe.queries.Measurement` at each size,
+    ``mechs``: the mechanism built for it, None for a domain set by earlier noisy values),
+    as text in n (:func:`_in_n`)."""
+    if any(mech is None for mech in mechs):
+        return f"Δ = {_in_n([float(m.sensitivity) for m in ms])}; {_ADAPTIVE}"
+    domain = _domain_in_n([float(x.domain.lower) for x in mechs],
+                          [float(x.domain.upper) for x in mechs])
+    return (f"Δ = {_in_n([float(x.sensitivity) for x in mechs])}; domain {domain}; "
+            f"scale {_in_n([float(x.scale) for x in mechs])}; "
+            f"±95% {_in_n([float(half_width(x, ALPHA)) for x in mechs])}")
+
+
+#: a measurement whose domain the library sets from earlier noisy values of the same release
+#: (a covariance on ±√ of the two released variances): its scale is known only then
+_ADAPTIVE = ("domain ±√(product of the released variances); scale and ±95% follow from it "
+             "(set after the variances are released)")
 
 
 # -- planning through the library -------------------------------------------------------------
-#: The public row count a stand-in plans at when the input's ``n`` is unknown (CSV without
-#: ``--rows``): only what does not depend on ``n`` is read from that plan (the measurements,
-#: their weights, whether the size is public); the rest is shown as formulas in ``n``.
-PLACEHOLDER_N = 1_000
-
-
 def protect_input(spec: ReleaseSpec, frame: Any, session: Any) -> Any:
     """``dpf.protect`` with the spec's budget, bounds, keys and missing-value rules."""
     import dpframe as dpf
@@ -384,8 +420,7 @@ def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, frame:
     kind, target = stat.kind, stat.target
     if kind == "std":
         kind, target = "variance", target * target
-    query = build_queries(QuerySpec(q.name, 1.0, (StatisticSpec(
-        stat.name, kind, stat.column, 1.0),), None, None, (), q.mechanism))[0][stat.name]
+    query = library_query(replace(stat, kind=kind))
     try:
         return epsilon_for(frame, query, target, alpha=1.0 - q.level, delta=0.0,
                            mechanism=q.mechanism, **_group(q))
@@ -397,68 +432,94 @@ def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, frame:
 def _planned(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float, dlt_q: float,
              weights: Mapping[str, float]) -> list[Any]:
     """:func:`dpframe.release.plan` of the query's release (the run makes the same call's
-    release); an error names the query's line."""
+    release); a refusal names the line of the one statistic the library refuses on its own,
+    else of the one column its message names, else the query's."""
     from dpframe.release import plan
 
+    stats = build_queries(q)[0]
     try:
-        return plan(frame, build_queries(q)[0], epsilon=eps_q, delta=dlt_q,
+        return plan(frame, stats, epsilon=eps_q, delta=dlt_q,
                     weights=dict(weights), mechanism=q.mechanism, **_group(q))
     except DPFrameError as exc:
-        named = {s.column: s.path for s in q.statistics if s.column is not None}
+        refused = []
+        for s in q.statistics:  # which statistic does the library refuse alone?
+            try:
+                plan(frame, {s.name: stats[s.name]}, epsilon=eps_q or 1.0, delta=dlt_q,
+                     mechanism=q.mechanism, **_group(q))
+            except DPFrameError:
+                refused.append(s)
+        if len(refused) == 1 and len(q.statistics) > 1:
+            raise spec.error(refused[0].path, f"query {q.name!r}: {exc}") from None
+        named = {col: s.path for s in q.statistics for col in s.columns_named()}
         if q.group_by is not None:
             named[q.group_by] = (*q.path, "group_by")
         raise _where(spec, exc, named, q.path, f"query {q.name!r}: ") from None
 
 
-def _measurement(q: QuerySpec, stat: StatisticSpec, p: Any, m: Any, mech: Any, dlt_q: float,
-                 size: str) -> MeasurementPlan:
-    """One row of the plan: a measurement of ``p`` (a :class:`dpframe.release.Planned`) and
-    the mechanism the library built for it."""
+def _measurement(q: QuerySpec, stat: StatisticSpec, ps: Sequence[Any], j: int, dlt_q: float,
+                 reached: float | None) -> MeasurementPlan:
+    """One row of the plan: measurement ``j`` of the statistic as the library planned it
+    (``ps``: its :class:`dpframe.release.Planned` at the public n, or at each of
+    :data:`SAMPLE_N` when n is unknown) and the mechanism the library built for it.
+    ``reached``: the statistic's half-width at its query's level (:func:`dpframe.planner.accuracy`),
+    for a statistic with a target."""
+    p = ps[0]
+    m, mech = p.plan.measurements[j], p.mechanisms[j]
+    grouped = q.group_by is not None
     eps, dlt = p.epsilon * m.weight, dlt_q * p.share * m.weight
-    h = half_width(mech, ALPHA)
-    reached = None
-    if stat.target is not None:
-        reached = half_width(mech, 1.0 - q.level)
-        reached = math.sqrt(reached) if stat.kind == "std" else reached
-        reached = rounded_half_width(reached) if stat.kind in ROUNDED else reached
+    mech_eps = eps * p.plan.epsilon_factor(grouped) if mech is None else float(mech.epsilon)
+    size = "public n" if p.plan.public_size else "private"
+    level = q.level if stat.target is not None else None
+    if len(ps) > 1 or mech is None:  # n unknown, or a domain set by earlier noisy values
+        mechs = [x.mechanisms[j] for x in ps]
+        names = list(dict.fromkeys(str(x.name) for x in mechs if x is not None))
+        return MeasurementPlan(
+            stat.name, stat.kind, stat.column, m.name, size, eps, dlt, mech_eps,
+            " | ".join(names) or q.mechanism, None, None, None, None, None, None, None,
+            formula=_formula([x.plan.measurements[j] for x in ps], mechs), target=stat.target,
+            level=level, target_half_width=reached, call=stat.describe())
     return MeasurementPlan(
-        stat.name, stat.kind, stat.column, m.name, size, eps, dlt, float(mech.epsilon),
+        stat.name, stat.kind, stat.column, m.name, size, eps, dlt, mech_eps,
         str(mech.name), float(mech.sensitivity), float(mech.domain.lower),
         float(mech.domain.upper), float(mech.scale), float(mech.grid or 0.0),
-        float(getattr(mech, "epsilon_overhead", 0.0)), float(h),
-        target=stat.target, level=q.level if stat.target is not None else None,
-        target_half_width=reached)
+        float(getattr(mech, "epsilon_overhead", 0.0)), float(half_width(mech, ALPHA)),
+        target=stat.target, level=level, target_half_width=reached, call=stat.describe())
 
 
-def _in_n(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, p: Any, m: Any,
-          dlt_q: float, size: str) -> MeasurementPlan:
-    """A measurement planned at :data:`PLACEHOLDER_N`, its n-dependent numbers as
-    formulas in n (:func:`_formula`)."""
-    gf = (p.plan.group_share or 0.5) if q.group_by is not None else 1.0
-    eps, dlt = p.epsilon * m.weight, dlt_q * p.share * m.weight
-    bounds = spec.bounds.get(stat.column) if stat.column is not None else None
-    d, dom, sc, hw = _formula(stat, m.name, p.plan.public_size, bounds, q.mechanism, eps * gf)
-    return MeasurementPlan(stat.name, stat.kind, stat.column, m.name, size, eps, dlt, eps * gf,
-                           q.mechanism, None, None, None, None, None, None, None,
-                           formula=f"Δ = {d}; domain {dom}; scale {sc}; ±95% {hw}")
+def _reached(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float,
+             weights: Mapping[str, float]) -> dict[str, float]:
+    """The half-width of each statistic of a query with targets at the query's level, at the
+    ε's the targets set: :func:`dpframe.planner.accuracy` (a count's released integer, a std's
+    square root of its variance's)."""
+    from dpframe.planner import accuracy
+
+    stats = build_queries(q)[0]
+    try:
+        return {a.name: a.half_width for a in accuracy(
+            frame, stats, epsilon=eps_q, weights=dict(weights), mechanism=q.mechanism,
+            alpha=1.0 - q.level, **_group(q))}
+    except DPFrameError as exc:
+        raise spec.error(q.path, f"query {q.name!r}: {exc}") from None
 
 
-def _plan_query(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float,
-                weights: Mapping[str, float] | None = None, *, in_n: bool = False
-                ) -> QueryPlan:
-    """The plan of one query released with ε = ``eps_q`` (and its share of δ) from
-    ``frame`` (its filter applied here); ``weights``: the statistics' ε's for a query with
-    target accuracies (else their weights). ``in_n``: ``n`` is unknown (formulas in n)."""
+def _plan_query(spec: ReleaseSpec, q: QuerySpec, frames: Sequence[Any], eps_q: float,
+                weights: Mapping[str, float] | None = None) -> QueryPlan:
+    """The plan of one query released with ε = ``eps_q`` (and its share of δ) from each of
+    ``frames`` (its filter applied here): the protected input or its stand-in at the public
+    n, or stand-ins at each of :data:`SAMPLE_N` when n is unknown (then n-dependent numbers
+    are shown as formulas in n); ``weights``: the statistics' ε's for a query with target
+    accuracies (else their weights)."""
     dlt_q = spec.query_delta(q)
-    planned = _planned(spec, q, _derived(spec, q, frame), eps_q, dlt_q,
-                       weights_of(q) if weights is None else weights)
+    weights = weights_of(q) if weights is None else weights
+    derived = [_derived(spec, q, f) for f in frames]
+    by_size = [_planned(spec, q, d, eps_q, dlt_q, weights) for d in derived]
+    reached = _reached(spec, q, derived[0], eps_q, weights) if q.targeted else {}
     out: list[MeasurementPlan] = []
-    for stat, p in zip(q.statistics, planned, strict=True):
-        size = "public n" if p.plan.public_size else "private"
-        for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True):
-            out.append(_in_n(spec, q, stat, p, m, dlt_q, size) if in_n or mech is None
-                       else _measurement(q, stat, p, m, mech, dlt_q, size))
-    if not any(p.plan.measurements for p in planned):  # only the public n: exact, free
+    for i, stat in enumerate(q.statistics):
+        ps = [planned[i] for planned in by_size]
+        out.extend(_measurement(q, stat, ps, j, dlt_q, reached.get(stat.name))
+                   for j in range(len(ps[0].plan.measurements)))
+    if not any(p.plan.measurements for p in by_size[0]):  # only the public n: exact, free
         eps_q, dlt_q = 0.0, 0.0
     return QueryPlan(q.name, q.share, eps_q, dlt_q, q.mechanism, q.group_by, q.keys,
                      describe_filter(q.filter), tuple(out), targeted=q.targeted)
@@ -492,8 +553,9 @@ def plan_release(spec: ReleaseSpec, facts: SourceFacts, frame: Any = None) -> Re
     if facts.n is not None and facts.n == 0:
         raise spec.error(("input", "path"), "the input has no rows (n = 0 is public); there "
                          "is nothing to release")
-    if frame is None:
-        frame = stand_in(spec, facts, PLACEHOLDER_N if facts.n is None else facts.n)
+    frames = [frame] if frame is not None else [
+        stand_in(spec, facts, n) for n in (SAMPLE_N if facts.n is None else (facts.n,))]
+    frame = frames[0]
     targeted: dict[str, dict[str, float]] = {}
     for q in spec.queries:
         if not q.targeted:
@@ -506,11 +568,9 @@ def plan_release(spec: ReleaseSpec, facts: SourceFacts, frame: Any = None) -> Re
         derived = _derived(spec, q, frame)
         targeted[q.name] = {s.name: _target_epsilon(spec, q, s, derived) for s in q.statistics}
     needed = _check_targets_fit(spec, targeted)
-    in_n = facts.n is None
     queries = tuple(
-        _plan_query(spec, q, frame, math.fsum(targeted[q.name].values()), targeted[q.name])
-        if q.targeted else _plan_query(spec, q, frame, spec.query_epsilon(q, needed),
-                                       in_n=in_n)
+        _plan_query(spec, q, frames, math.fsum(targeted[q.name].values()), targeted[q.name])
+        if q.targeted else _plan_query(spec, q, frames, spec.query_epsilon(q, needed))
         for q in spec.queries)
     return ReleasePlan(spec, facts, queries, ACCURACY_METHOD, ALPHA)
 
@@ -535,8 +595,12 @@ def format_plan(plan: ReleasePlan) -> str:
         f" ≥ {1 - plan.alpha:g}; {plan.accuracy_method}",
     ]
     if f.n is None:
-        lines.append("            n is unknown, so quantities that depend on it are shown as "
-                     "formulas in n (pass --rows N to evaluate them at an assumed n)")
+        sizes = " | ".join(f"{n:,}" for n in SAMPLE_N)
+        lines += ["            n is unknown, so quantities that depend on it are shown as "
+                  "formulas in n (pass --rows N to evaluate them at an assumed n),",
+                  f"            read off the library's plans at n = {sizes}: ≈ where they "
+                  "agree to 0.1% (the value at the largest n), a | b | c where no formula "
+                  "fits"]
     for q in plan.queries:
         lines.append("")
         extra = []
@@ -554,7 +618,7 @@ def format_plan(plan: ReleasePlan) -> str:
                   "±95%")
         rows = []
         for m in q.measurements:
-            what = f"{m.statistic} = {m.kind}({m.column or ''})"
+            what = f"{m.statistic} = {m.call or m.kind}"
             if m.formula is not None:
                 rows.append((what, m.part, m.size, f"{m.epsilon:.4g}",
                              f"{m.mechanism_epsilon:.4g}", f"{m.delta:.3g}", m.formula, "", "",
@@ -567,13 +631,15 @@ def format_plan(plan: ReleasePlan) -> str:
         if not rows:  # (a count of every row: the public n, released exactly at no ε)
             lines.append("  no measurement: the public n, released exactly at no ε")
             continue
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-        if any(m.formula is not None for m in q.measurements):
+        # a formula (n unknown, or a domain set by earlier noisy values) spans the last four
+        # columns; they are aligned over the other rows
+        numeric = [r for r in rows if r[7:] != ("", "", "")] or [header]
+        widths = [max(len(h), *(len(r[i]) for r in (rows if i < 6 else numeric)))
+                  for i, h in enumerate(header)]
+        if all(m.formula is not None for m in q.measurements):
             widths[6:] = [0, 0, 0, 0]
             header = (*header[:6], "Δ, domain, scale, ±95% (formulas in n)", "", "", "")
-        lines.append("  " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-                     .rstrip())
-        for r in rows:
+        for r in (header, *rows):
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
                          .rstrip())
         for m in q.measurements:
@@ -587,7 +653,8 @@ def format_plan(plan: ReleasePlan) -> str:
               + ("" if total >= s.run_epsilon * (1 - 1e-9) else " (the rest stays unspent: "
                  "every query has a target accuracy)") + "; Δ and the domain "
               "are in the mechanism's coordinates (public-size sums and means are released "
-              "shifted by the lower bound); ε mech = the ε each group's mechanism gets."]
+              "shifted by the lower bound); ε mech = the ε each group's mechanism gets (ungrouped "
+              "histograms and key counts: each cell's)."]
     return "\n".join(lines)
 
 

@@ -262,6 +262,34 @@ def test_dry_run_on_csv_reads_only_the_header(tmp_path, capsys):
     assert "ASSUMED" in out and "1,000" in out
 
 
+def test_formulas_in_n_are_the_librarys_plans(tmp_path, capsys):
+    """The formulas in n of a CSV dry run are read off the library's plans at sample sizes
+    (no sensitivity is restated in the spec planner): at n = 10,000 they give what the plan
+    at an assumed n = 10,000 shows, and a formula that no longer fits falls back to values."""
+    from dpframe.cli import spec_plan
+
+    (tmp_path / "data.csv").write_text("age,income,region\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(BASE.format(fmt="csv", columns=CSV_COLUMNS).replace(
+        'mean_income = { kind = "mean", column = "income", weight = 2 }',
+        'mean_income = { kind = "mean", column = "income", weight = 2 }\n'
+        'var_income = "variance(income)"\ntotal = "sum(income)"'))
+    code, out, err = _cli([str(spec), "--dry-run", "--json"], capsys)
+    assert code == 0, err
+    rows = {m["statistic"]: m for q in json.loads(out)["queries"] for m in q["measurements"]}
+    code, out, err = _cli([str(spec), "--dry-run", "--json", "--rows", "10000"], capsys)
+    assert code == 0, err
+    at = {m["statistic"]: m for q in json.loads(out)["queries"] for m in q["measurements"]}
+    assert rows["mean_income"]["formula"].startswith("Δ = 1000/n; domain [0, 1000]; scale ")
+    assert at["mean_income"]["sensitivity"] == pytest.approx(1000 / 10_000, rel=1e-9)
+    assert "domain [0, 2.5e+05·n/(n−1)]" in rows["var_income"]["formula"]
+    assert at["var_income"]["upper"] == pytest.approx(250_000 * 10_000 / 9_999, rel=1e-9)
+    assert "Δ = 1000; domain [0, 1000·n]" in rows["total"]["formula"]
+    assert at["total"]["upper"] == pytest.approx(1000 * 10_000, rel=1e-9)
+    assert spec_plan._in_n([1.0, 2.0, 5.0]) == "1 | 2 | 5"  # no form fits: the values
+    assert spec_plan._in_n([3.0 / n for n in spec_plan.SAMPLE_N]) == "3/n"
+
+
 def test_csv_run_matches_parquet_run_plan(tmp_path, capsys):
     """A well-formed CSV runs with the Polars engine (n counted by protect)."""
     _data(400).write_csv(tmp_path / "data.csv")
@@ -673,3 +701,162 @@ def test_spec_mechanism_defaults_to_auto_and_targets_invert_bounded():
     targeted = parse_spec(text)
     assert {q.mechanism for q in targeted.queries if q.share is None} == {"bounded"}
     assert {q.mechanism for q in targeted.queries if q.share is not None} == {"auto"}
+
+
+# -- the frame API's statistics with parameters (issue 22) ------------------------------------
+FRAME_STATISTICS = BASE.replace('''[[query]]
+name = "m"
+share = 0.5
+[query.statistics]
+mean_age = "mean(age)"
+mean_income = {{ kind = "mean", column = "income", weight = 2 }}
+''', '''[[query]]
+name = "shape"
+share = 0.3
+[query.statistics]
+ages = {{ kind = "histogram", column = "age", bins = 4 }}
+regions = "value_counts(region)"
+shares = {{ kind = "proportions", column = "region", keys = ["b", "a"], weight = 2 }}
+c = "cov(income, age)"
+
+[[query]]
+name = "r"
+share = 0.1
+kind = "corr"
+columns = ["age", "income"]
+
+[[query]]
+name = "by_region"
+share = 0.1
+group_by = "region"
+kind = "histogram"
+column = "income"
+bins = 2
+''').replace('income = 0\n', 'income = 0\nage = 0\n')  # cov and corr need a public size
+
+
+def test_frame_statistics_dry_run_and_run_agree(tmp_path, capsys):
+    """histogram, value_counts, proportions, cov and corr in a spec: planned by release.plan
+    (the dry run shows what the run spends and builds), written as concat_releases' long
+    table of the same releases."""
+    _data(500).write_parquet(tmp_path / "data.parquet")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(FRAME_STATISTICS.format(fmt="parquet", columns=""))
+    code, out, err = _cli([str(spec), "--dry-run", "--json"], capsys)
+    assert code == 0, err
+    plan = {q["name"]: q for q in json.loads(out)["queries"]}
+    code, text, err = _cli([str(spec), "--dry-run"], capsys)
+    assert "ages = histogram(age, bins=4)" in text and "c = cov(income, age)" in text
+    code, _, err = _cli([str(spec), "--noise-seed", "5"], capsys)
+    assert code == 0, err
+    doc = dpf.read_log(tmp_path / "out.parquet")
+    logged = {(e["name"], e["part"], e["group_by"]): e for e in doc["entries"]}
+    checked = 0
+    for name, q in plan.items():
+        for m in q["measurements"]:
+            e = logged[(m["statistic"], m["part"], q["group_by"])]
+            assert e["epsilon"] == pytest.approx(m["epsilon"], rel=1e-12), name
+            if m["scale"] is not None:  # (a covariance's scale is set by the noisy variances)
+                assert e["scale"] == pytest.approx(m["scale"], rel=1e-12), name
+                assert e["mechanism"] == m["mechanism"]
+                checked += 1
+    assert checked == 5 + 2 + 1  # ages, regions, shares, 2 variances; r's 2; by_region
+    assert doc["budget"]["epsilon_spent"] == pytest.approx(sum(q["epsilon"] for q in plan.values()))
+
+    # the same releases through the frame API: the same long table, up to the noise
+    written = pl.read_parquet(tmp_path / "out.parquet")
+    pf = dpf.protect(_data(500), epsilon=10.0, bounds={"age": (0, 100), "income": (0, 1000)},
+                     keys={"region": ["a", "b"]}, missing={"income": 0.0, "age": 0.0})
+    tables = {
+        "n": pf.dp.release({"n": dpf.count()}, epsilon=0.5),
+        "shape": pf.dp.release({"ages": dpf.histogram("age", bins=4),
+                                "regions": dpf.value_counts("region"),
+                                "shares": dpf.proportions("region", keys=["b", "a"]),
+                                "c": dpf.cov(["income", "age"])}, epsilon=0.3),
+        "r": pf.dp.release({"r": dpf.corr(["age", "income"])}, epsilon=0.1),
+        "by_region": pf.dp.groupby("region", keys=["a", "b"]).release(
+            {"by_region": dpf.histogram("income", bins=2)}, epsilon=0.1),
+    }
+    long = dpf.concat_releases(tables)
+    long = long if isinstance(long, pl.DataFrame) else pl.from_pandas(long)
+    shape = ["query", "group_by", "group", "statistic"]
+    assert written.select(shape).to_dicts() == long.select(shape).to_dicts()
+    assert written.filter(pl.col("statistic").str.starts_with("ages["))["statistic"].to_list() \
+        == ["ages[0,25]", "ages[25,50]", "ages[50,75]", "ages[75,100]"]
+    shares = written.filter(pl.col("statistic").str.starts_with("shares["))["value"]
+    assert shares.sum() == pytest.approx(1.0)
+
+
+def test_frame_statistic_on_neighbouring_files(tmp_path, capsys):
+    """Neighbouring CSV inputs (one row replaced): the spec's histogram and proportions runs
+    give output of the same shape and classes, and identical logged ε's and scales."""
+    runs = []
+    for last in ("1,10.5,a", "99,990.0,b"):
+        folder = tmp_path / last.replace(",", "_")
+        folder.mkdir()
+        rows = "".join(f"{i % 100},{i * 2.5},{'ab'[i % 2]}\n" for i in range(199))
+        (folder / "data.csv").write_text(f"age,income,region\n{rows}{last}\n")
+        text = FRAME_STATISTICS.format(fmt="csv", columns=CSV_COLUMNS)
+        (folder / "spec.toml").write_text(text)
+        code, _, err = _cli([str(folder / "spec.toml"), "--noise-seed", "1"], capsys)
+        assert code == 0, err
+        table = pl.read_parquet(folder / "out.parquet")
+        entries = dpf.read_log(folder / "out.parquet")["entries"]
+        runs.append((table, [(e["name"], e["part"], e["epsilon"], e["scale"]) for e in entries]))
+    (a, log_a), (b, log_b) = runs
+    assert a.schema == b.schema and a.shape == b.shape
+    assert a.drop("value").equals(b.drop("value"))
+    assert [(n, p, e) for n, p, e, _ in log_a] == [(n, p, e) for n, p, e, _ in log_b]
+    # every scale fixed before the read is the same (a covariance's follows its noisy variances)
+    assert [s for n, p, _, s in log_a if "covariance" not in p] == [
+        s for n, p, _, s in log_b if "covariance" not in p]
+
+
+def _bad_frame(old: str, new: str) -> str:
+    base = FRAME_STATISTICS.format(fmt="parquet", columns="")
+    assert old in base, old
+    return base.replace(old, new, 1)
+
+
+_AGES = 'ages = { kind = "histogram", column = "age", bins = 4 }'
+_SHARES = 'shares = { kind = "proportions", column = "region", keys = ["b", "a"], weight = 2 }'
+BAD_FRAME = {
+    "histogram without bins": (_bad_frame(_AGES, f'ages = {{ kind = "histogram", column = '
+                                          f'"age" }}  {MARK}'), "histogram needs bins"),
+    "histogram bins not whole": (_bad_frame(_AGES, f'ages = {{ kind = "histogram", column = '
+                                            f'"age", bins = 2.5 }}  {MARK}'), "bins of 'ages'"),
+    "histogram of an unbounded column": (_bad_frame(
+        _AGES, f'ages = {{ kind = "histogram", column = "region", bins = 4 }}  {MARK}'),
+        "'region' has no bounds"),
+    "value_counts without keys": (_bad_frame('regions = "value_counts(region)"',
+                                             f'regions = "value_counts(age)"  {MARK}'),
+                                  "needs public keys"),
+    "value_counts keys of another type": (_bad_frame(
+        'regions = "value_counts(region)"',
+        f'regions = {{ kind = "value_counts", column = "region", keys = [1, 2] }}  {MARK}'),
+        "do not match column 'region'"),
+    "proportions with bins": (_bad_frame(_SHARES, f'shares = {{ kind = "proportions", column = '
+                                         f'"region", bins = 3 }}  {MARK}'),
+                              "proportions takes no bins"),
+    "proportions with repeated keys": (_bad_frame(_SHARES, f'shares = {{ kind = "proportions", '
+                                                  f'column = "region", keys = ["a", "a"] }}  '
+                                                  f'{MARK}'), "'region'"),
+    "cov of one column": (_bad_frame('c = "cov(income, age)"', f'c = "cov(income)"  {MARK}'),
+                          "at least two distinct"),
+    "cov with a column": (_bad_frame('c = "cov(income, age)"',
+                                     f'c = {{ kind = "cov", column = "age" }}  {MARK}'),
+                          "cov takes no column"),
+    "corr in a group-by": (_bad_frame('[[query]]\nname = "r"', f'[[query]]  {MARK}\nname = "r"\n'
+                                      'group_by = "region"'), "not available per group"),
+    "corr of a private size": (_bad_frame('[[query]]\nname = "r"',
+                                          f'[[query]]  {MARK}\nname = "r"\nfilter = [{{ '
+                                          'column = "age", op = ">", value = 1 }]'),
+                               "corr needs the public"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FRAME))
+def test_bad_frame_statistic_names_its_line(case, tmp_path, capsys):
+    """Each new statistic's bad parameters are refused (exit 2, at the spec line) by the dry
+    run and by the run before anything is read or spent (no ledger is created)."""
+    _assert_refused_at_its_line(case, *BAD_FRAME[case], 50, tmp_path, capsys)
