@@ -10,7 +10,7 @@ bounding — and dispatches the one aggregation pass (:func:`aggregate`) to the 
 SQL text (:mod:`._spark_sql`), Dask per partition (:mod:`._dask_partitions`). Detection never
 imports a library: a frame of library X can only exist if X is already in ``sys.modules``, so
 we look there (the approach narwhals takes). No module outside this package tells engines
-apart (``tests/test_layers.py`` checks it).
+apart (``tests/project/test_layers.py`` checks it).
 
 Adding an engine is one subclass registered in :data:`BACKENDS` plus, where narwhals does not
 already run the per-row expressions there, its :meth:`Backend.engine_sums` and a row-wise

@@ -10,7 +10,7 @@
   satisfies (3.1) *as evaluated in double precision*. ``f`` itself carries rounding error (at
   small ε the normalisers are differences of nearly equal numbers), so the result can lie below
   the exact ``b*``: by at most 8.6e-13 relative against a 60-digit solution over the grid of
-  ``tests/test_mechanism_scales.py`` (ε ≥ 0.01), which raises the exact loss by the same relative
+  ``tests/mechanisms/test_scales.py`` (ε ≥ 0.01), which raises the exact loss by the same relative
   amount of ε. When ``Δ = W``, ``b* = b0`` exactly (Cor. 4.5) and no search runs.
 * Half-line ``[l, ∞)`` (or ``(-∞, u]``): ``C_q = 1 - ½ e^{-(q-l)/b}``; the worst pair is again
   ``(l, l + Δ)`` (the ``u → ∞`` limit of Lemma 3.3), where the loss is
@@ -32,7 +32,7 @@
   at short distances, while satisfying ε-DP (certified). Croft's Lemmas 8–9 (a larger scale
   never breaks the guarantee) are about their criterion; for ours that monotonicity, which
   makes the bisection's answer the smallest, is checked numerically
-  (``tests/test_paper_claims.py``). Privacy does not depend on it: the returned ``b`` itself
+  (``tests/project/test_paper_claims.py``). Privacy does not depend on it: the returned ``b`` itself
   passes the certificate.
 * The real line: the plain Laplace scale ``Δ/ε``.
 

@@ -44,7 +44,7 @@ __all__ = ["SnapPlan", "end_cell_values", "plan_snapping", "snap_to_cells"]
 #: Error of the noise offset ``b·E`` before rounding, relative to ``min(b, L) + |offset|`` (``L``
 #: the piece length); offsets larger than the window width are clamped (the computation is
 #: monotone), so both terms are at most the window width ``W``: ``δ_t ≤ ρ_n (min(b, W) + W)``.
-#: Measured worst case against 200-bit arithmetic: 2^-51.6 (tests/test_snapping.py).
+#: Measured worst case against 200-bit arithmetic: 2^-51.6 (tests/mechanisms/test_snapping.py).
 NOISE_RTOL = 2.0**-48
 #: Error of adding anchor and offset on the grid (two fractional parts), in units of ``Λ``.
 GRID_ATOL = 2.0**-50
