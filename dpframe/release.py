@@ -29,8 +29,9 @@ import datetime as _dt
 import functools
 import itertools
 import math
+import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -694,7 +695,68 @@ def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str
     if request.selection is not None:  # keys from the data: check the selection's
         _selection_rule(facts, request)  # calibration and the queries' rest of ε now
         return facts, data, request, _plan_all(data, facts, _queries_part(request), queries)
-    return facts, data, request, _plan_all(data, facts, request, queries)
+    return facts, data, request, _plan_repeated(data, facts, request, queries)
+
+
+#: Plans already made, per frame (its :class:`FrameFacts`, by identity) and request
+#: (:func:`_plan_key`); an entry leaves with its frame's facts, before their id can be reused.
+_PLANS: dict[int, dict[Any, list[Planned]]] = {}
+_PLANS_PER_FRAME = 64
+
+
+def _plan_repeated(frame: Any, facts: FrameFacts, request: Request,
+                   queries: Mapping[str, Query]) -> list[Planned]:
+    """:func:`_plan_all`, made once per frame and request: a plan is a function of public
+    facts alone (the frame's facts, which never change, and the checked arguments), so a
+    repeated query -- a notebook asking ``df.dp.mean`` again -- reuses its plan and
+    mechanisms instead of re-deriving them (a third of a scalar query's fixed cost). Each
+    caller gets its own copies of the plans' mutable parts."""
+    key = _plan_key(facts, request, queries)
+    known = None if key is None else _PLANS.get(id(facts), {}).get(key)
+    if known is not None:
+        return [_copied(p) for p in known]
+    planned = _plan_all(frame, facts, request, queries)
+    if key is not None:
+        per_frame = _PLANS.get(id(facts))
+        if per_frame is None:
+            weakref.finalize(facts, _PLANS.pop, id(facts), None)
+            per_frame = _PLANS[id(facts)] = {}
+        if len(per_frame) < _PLANS_PER_FRAME:
+            per_frame[key] = [_copied(p) for p in planned]
+    return planned
+
+
+def _copied(p: Planned) -> Planned:
+    """``p`` with its own lists of mechanisms and choices (a draw may add to them)."""
+    return replace(p, mechanisms=list(p.mechanisms), choices=dict(p.choices))
+
+
+def _plan_key(facts: FrameFacts, request: Request, queries: Mapping[str, Query]) -> Any:
+    """Everything a plan depends on besides the frame's facts, as a hashable value with the
+    type of every value in it (``1`` and ``True`` are different keys); None where something
+    is not hashable or the frame's schema could change (then nothing is reused)."""
+    if not _immutable(facts):
+        return None
+    try:
+        key = (tuple((name, type(q), _typed(vars(q))) for name, q in queries.items()),
+               _typed((request.epsilon, request.delta, request.mechanism, request.shares,
+                       request.group_by, request.keys, request.ci, request.keys_from_data)))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _typed(value: Any) -> Any:
+    """A hashable, typed image of ``value``: containers element by element, every leaf with
+    its type; raises ``TypeError`` for anything it cannot represent faithfully."""
+    if isinstance(value, dict):
+        return ("dict", tuple((_typed(k), _typed(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, tuple(_typed(v) for v in value))
+    if isinstance(value, str | int | float | bool | type(None)):
+        return (type(value), value)
+    raise TypeError("not a plain value")
 
 
 def run(
@@ -711,11 +773,14 @@ def run(
     session: Session | str | None = None,
     ci: float | None = None,
     selection_share: float = 0.5,
+    document: bool = True,
 ) -> Outcome:
     """Answer ``queries`` on ``frame`` as one release costing ``epsilon`` (and ``delta``);
     with ``ci`` (a level such as 0.95), also a confidence interval for every answer. A
     group-by without declared keys and with ``delta > 0`` first selects its keys from the
-    data with ``selection_share`` of ε and all of δ (:func:`_select_keys`)."""
+    data with ``selection_share`` of ε and all of δ (:func:`_select_keys`). ``document``:
+    include the ledger's log document as of this release (a table carries it; a single
+    number does not, and copying the log costs O(entries))."""
     facts, frame, request, planned = _prepare(
         frame, queries, session=session, epsilon=epsilon, delta=delta, weights=weights,
         mechanism=mechanism, random_state=random_state, group_by=group_by, keys=keys, ci=ci,
@@ -733,15 +798,7 @@ def run(
         with quiet():  # an engine's warning (a reader's, a numeric one) depends on values
             if request.selection is not None:
                 request, planned, selected = _select_keys(frame, facts, request, queries)
-            aggs = backend_of(frame).aggregate(
-                frame, [a for p in planned for a in p.plan.aggregates],
-                missing={c: facts.missing.get(c, DROP) for p in planned
-                         for c in p.query.columns_read()},
-                group_by=request.group_by, keys=request.keys,
-                columns=engine.frame_columns(frame, immutable=_immutable(facts)),
-                bounding=None if facts.unit is None else Bounding(facts.unit,
-                                                                  release_seed(request.rng)),
-            )
+            aggs = _aggregate(frame, facts, request, planned)
         values, intervals, entries = _measure(frame, facts, request, planned, aggs)
     except BaseException as exc:  # the safety net (dpframe.safety_net): never the text
         failure = type(exc).__name__
@@ -755,8 +812,22 @@ def run(
         ledger.cancel(reservation)  # no-op once committed
         raise
     key_dtypes = _released_selection(request, facts)  # warns if no key was kept
-    return Outcome(values, request.keys, request.group_by, entries, ledger.snapshot_document(),
-                   release_id, backend_of(frame), intervals, request.ci, key_dtypes)
+    return Outcome(values, request.keys, request.group_by, entries,
+                   ledger.snapshot_document() if document else {}, release_id,
+                   backend_of(frame), intervals, request.ci, key_dtypes)
+
+
+def _aggregate(frame: Any, facts: FrameFacts, request: Request, planned: list[Planned]
+               ) -> Mapping[Any, np.ndarray]:
+    """Every exact aggregate the planned queries need, in one pass of the frame's engine (the
+    read: the caller runs it under the safety net)."""
+    return backend_of(frame).aggregate(
+        frame, [a for p in planned for a in p.plan.aggregates],
+        missing={c: facts.missing.get(c, DROP) for p in planned for c in p.query.columns_read()},
+        group_by=request.group_by, keys=request.keys,
+        columns=engine.frame_columns(frame, immutable=_immutable(facts)),
+        bounding=None if facts.unit is None else Bounding(facts.unit, release_seed(request.rng)),
+    )
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ class DPNamespace:
                 ) -> float | Estimate:
         out = release.run(self._frame, {name: query}, epsilon=epsilon, delta=delta,
                           mechanism=mechanism, random_state=random_state, session=session,
-                          ci=ci)
+                          ci=ci, document=False)
         value = float(out.values[name][0])
         if ci is None:
             return value
