@@ -308,3 +308,30 @@ def test_spec_dry_run_delta_is_what_the_run_charges(tmp_path: Path) -> None:
     assert charged == 0.0 == sum(e["delta"] for e in doc["entries"])
     assert measurement["delta"] == charged
     assert query["delta"] == charged
+
+
+# -- 4. the engine choice reads only public facts ----------------------------------------------
+def test_the_engine_choice_does_not_read_a_private_row_count(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With a privacy unit the number of rows is private (dpframe.units: "a unit's row count
+    is what it hides"); only U and k are public. Two neighbouring data sets -- one person with
+    one row, or with two -- must be aggregated the same way, but ``_small_in_memory`` counts
+    the rows of the in-memory frames, so one neighbour gets the in-memory engine and the other
+    the streaming one (the results agree; the timing and memory profile do not). Fails on
+    767f3f7; a fix: decide from the public bound k·U (``UnitBound.row_cap``) on unit frames."""
+    monkeypatch.setattr(_polars, "IN_MEMORY_ROWS", 40)
+    decide = _polars._small_in_memory
+    answers: list[bool] = []
+    monkeypatch.setattr(_polars, "_small_in_memory",
+                        lambda lazy: answers.append(decide(lazy)) or answers[-1])
+    chosen = []
+    for extra in (0, 1):  # person 0 owns 1 row, or 2 rows (k = 3)
+        ids = list(range(40)) + [0] * extra
+        frame = pl.DataFrame({"u": ids, "x": [float(i % 7) for i in ids]}).lazy()
+        answers.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p = dpf.protect(frame, epsilon=10.0, bounds={"x": (0, 7)}, privacy_unit="u",
+                            max_rows_per_unit=3, max_groups_per_unit=1)
+            p.dp.mean("x", epsilon=1.0, random_state=0)
+        chosen.append(list(answers))
+    assert chosen[0] and chosen[0] == chosen[1]
