@@ -264,8 +264,10 @@ def aggregate(
                                      "in-memory frame and no products of columns")
         if data is None:
             data = backend.engine_sums(native, aggs, columns, missing, group_by, keys)
-        if data is None:
-            data = _expression_sums(native, backend, aggs, columns, missing, group_by, keys)
+        if data is None:  # the engine may pick how to run it by the frame's plan, but not
+            # by a plan of bounded contributions (with a privacy unit, its row count is private)
+            data = _expression_sums(native, backend, aggs, columns, missing, group_by, keys,
+                                    source=native if bounding is None else None)
         for agg in binned:
             data[agg] = _bin_counts(native, backend, agg, columns, missing, group_by, keys,
                                     method)
@@ -328,8 +330,10 @@ def _expression_sums(
     missing: Mapping[str, Any],
     group_by: str | tuple[str, ...] | None,
     keys: Sequence[Any] | None,
+    source: Any = None,
 ) -> dict[Agg, np.ndarray]:
-    """The generic path: the per-row expressions and sums, collected. Polars frames build
+    """The generic path: the per-row expressions and sums, collected (``source``: the frame
+    whose public plan the engine may choose how to collect by, or None). Polars frames build
     them with Polars' own expressions, which have the very API the narwhals expressions mirror
     (``col``, ``when``, ``lit``, ``is_null``, ``clip``, ``cast``, ``len``), so one builder
     serves both and a query skips narwhals' per-expression translation; every other engine
@@ -357,7 +361,7 @@ def _expression_sums(
         result = frame.select(ns.len().alias(length),
                               *(total(e, n).alias(n) for n, e in sums.items()))
     if hasattr(result, "collect"):  # a narwhals or Polars LazyFrame
-        result = backend.collect(result, native)
+        result = backend.collect(result, source)
     names = [length if exprs[f"__dp_{i}"] is None else f"__dp_{i}" for i in range(len(aggs))]
     return aligned(aggs, cols, columns, tuples,
                     [result.get_column(c).to_list() for c in cols],

@@ -113,7 +113,7 @@ class MeasurementPlan:
 
 @dataclass(frozen=True)
 class QueryPlan:
-    """One query: one release of ε, δ over its statistics."""
+    """One query: one release of ε, δ over its statistics (``delta``: what it charges)."""
 
     name: str
     share: float | None  # None: the ε comes from target accuracies
@@ -125,6 +125,10 @@ class QueryPlan:
     filter: str | None
     measurements: tuple[MeasurementPlan, ...]
     targeted: bool = False  # ε set by target accuracies (else by the share)
+    #: the δ the release asks for (passed to the library, where "auto" reads it); ``delta``
+    #: is what it charges: this less the shares of the measurements given a pure ε-DP
+    #: mechanism (:func:`dpframe.release.release_delta`)
+    requested_delta: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -466,7 +470,8 @@ def _measurement(q: QuerySpec, stat: StatisticSpec, ps: Sequence[Any], j: int, d
     p = ps[0]
     m, mech = p.plan.measurements[j], p.mechanisms[j]
     grouped = q.group_by is not None
-    eps, dlt = p.epsilon * m.weight, dlt_q * p.share * m.weight
+    pure = all(m.name in x.pure for x in ps)  # charged no δ (at every sample n)
+    eps, dlt = p.epsilon * m.weight, 0.0 if pure else dlt_q * p.share * m.weight
     mech_eps = eps * p.plan.epsilon_factor(grouped) if mech is None else float(mech.epsilon)
     size = "public n" if p.plan.public_size else "private"
     level = q.level if stat.target is not None else None
@@ -521,8 +526,11 @@ def _plan_query(spec: ReleaseSpec, q: QuerySpec, frames: Sequence[Any], eps_q: f
                    for j in range(len(ps[0].plan.measurements)))
     if not any(p.plan.measurements for p in by_size[0]):  # only the public n: exact, free
         eps_q, dlt_q = 0.0, 0.0
-    return QueryPlan(q.name, q.share, eps_q, dlt_q, q.mechanism, q.group_by, q.keys,
-                     describe_filter(q.filter), tuple(out), targeted=q.targeted)
+    pure = any(p.pure for planned in by_size for p in planned)
+    charged = min(dlt_q, math.fsum(m.delta for m in out)) if pure else dlt_q
+    return QueryPlan(q.name, q.share, eps_q, charged, q.mechanism, q.group_by, q.keys,
+                     describe_filter(q.filter), tuple(out), targeted=q.targeted,
+                     requested_delta=dlt_q)
 
 
 def _check_targets_fit(spec: ReleaseSpec, targeted: Mapping[str, Mapping[str, float]]

@@ -582,7 +582,7 @@ def _release_all(spec: ReleaseSpec, pf: Any, by_name: Mapping[str, Any], rng: An
                 # (a count of the public n needs no ε; the release ignores its weight)
                 weights = {m.statistic: m.epsilon or 1.0 for m in qp.measurements}
             derived = pf.dp.filter(*compile_filter(q.filter)) if q.filter else pf
-            kwargs = {"epsilon": qp.epsilon, "delta": qp.delta,
+            kwargs = {"epsilon": qp.epsilon, "delta": qp.requested_delta,
                       "weights": weights, "mechanism": q.mechanism, "random_state": rng}
             if q.group_by is not None:
                 table = derived.dp.groupby(q.group_by, keys=list(q.keys or ())).release(
