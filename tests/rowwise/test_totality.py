@@ -294,6 +294,19 @@ _RELEASES = {"in-memory": 25, "duckdb": 15, "dask": 5, "spark": 3}
 def test_releases_over_verified_derivations_never_fail(engine):
     """The whole path — derivation, aggregation, noise, log — on the extreme values: a release
     is answered (never an exception, never a failed-release entry) whatever the expression."""
+    _releases_never_fail(engine)
+
+
+def test_lazy_releases_collected_by_the_streaming_engine_never_fail(monkeypatch):
+    """A small in-memory LazyFrame is collected by Polars' in-memory engine, a scan or a large
+    plan by the streaming one: the same extreme values through the streaming engine."""
+    from dpframe.backends import _polars
+
+    monkeypatch.setattr(_polars, "IN_MEMORY_ROWS", -1)
+    _releases_never_fail("polars-lazy")
+
+
+def _releases_never_fail(engine):
     budget = _RELEASES.get(engine, _RELEASES["in-memory"])
     if engine == "spark":
         from conftest import spark_session
