@@ -120,6 +120,13 @@ def sample_offsets(
     """
     if centre.size and domain.components == _REAL_LINE:
         return _real_line_offsets(domain, centre, b, source)
+    return _piece_offsets(domain, centre, b, source)
+
+
+def _piece_offsets(domain: FeasibleSet, centre: np.ndarray, b: float, source: RandomSource
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sample_offsets` on any feasible set: the pieces of every row, one chosen per
+    row, then the truncated exponential on it."""
     anchors, lengths, log_mass = _pieces(domain, centre, b)
     col = draw_pieces(log_mass, source)
     rows = np.arange(centre.size)
