@@ -555,7 +555,7 @@ def _per_group(weights: np.ndarray | None, size: int, group: np.ndarray | None,
                n_groups: int) -> np.ndarray:
     if group is None:
         return np.array([float(size) if weights is None else float(weights.sum())])
-    return np.bincount(group, weights=weights, minlength=n_groups).astype(np.float64)
+    return np.bincount(group, weights=weights, minlength=n_groups).astype(np.float64, copy=False)
 
 
 class _FloatBlocks:
