@@ -40,11 +40,8 @@ class _Words(RandomSource):
         return out
 
 
-def test_uniform_is_the_word_truncated_to_53_bits() -> None:
-    rng = np.random.default_rng(0)
-    lead = np.concatenate([np.array(_EDGES, dtype=np.uint64),
-                           rng.integers(0, 2**64, 3000, dtype=np.uint64, endpoint=False),
-                           rng.integers(2**52, 2**60, 1000, dtype=np.uint64)])
+def _check_truncation(lead: np.ndarray) -> None:
+    rng = np.random.default_rng(lead.size)
     source = _Words(np.concatenate([lead, rng.integers(1, 2**64, 100, dtype=np.uint64)]))
     u, log_u = source.uniform(lead.size)
     fast = lead >= np.uint64(2**52)
@@ -53,8 +50,19 @@ def test_uniform_is_the_word_truncated_to_53_bits() -> None:
         assert x * 2**64 == (w >> drop) << drop  # exact: both sides are doubles
     assert np.array_equal(log_u[fast], np.log(u[fast]))
     short = int((~fast).sum())
-    assert source.used == lead.size + short + 1  # one fresh word each, one more after 0
+    assert source.used == lead.size + short + int((lead == 0).any())  # fresh mantissas, 0
     assert np.all((u > 0) & (u < 1))
+
+
+def test_uniform_is_the_word_truncated_to_53_bits() -> None:
+    rng = np.random.default_rng(0)
+    lead = np.concatenate([np.array(_EDGES, dtype=np.uint64),
+                           rng.integers(0, 2**64, 3000, dtype=np.uint64, endpoint=False),
+                           rng.integers(2**52, 2**60, 1000, dtype=np.uint64)])
+    _check_truncation(lead)  # many words (the signed-conversion route)
+    for start in range(0, 400, 40):  # few words (numpy's own conversion)
+        _check_truncation(lead[start : start + 40])
+    _check_truncation(np.array([2**64 - 1], dtype=np.uint64))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2026])

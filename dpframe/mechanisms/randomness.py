@@ -29,6 +29,8 @@ RandomState = Union[int, np.random.Generator, None]  # noqa: UP007 - runtime ali
 _LN2 = float(np.log(2.0))
 _MAX_WORDS = 32  # 32 * 64 = 2048 bits of leading zeros at most
 _TWO_52 = np.uint64(1 << 52)
+_BELOW_2_64 = float(2**64 - 2**11)  # the largest double below 2^64
+_FEW_WORDS = 64  # up to this many words, numpy's (slow) uint64 conversion costs less
 
 
 def _bit_length32(x: np.ndarray) -> np.ndarray:
@@ -100,16 +102,22 @@ class RandomSource:
         doubles, converted from signed integers, and the sum rounds once); where that rounded
         up (``f - hi > lo``, a difference Sterbenz's lemma makes exact), the next double below
         (the bit pattern minus one, ``f`` being positive) is the truncation. A word that
-        rounds up to 2^64 thus truncates to 2^64 - 2^11. The other words take the general
+        rounds up to 2^64 thus truncates to 2^64 - 2^11. (For a few words, numpy's own
+        conversion rounds them, 2^64 capped to the double below it, which gives the same
+        values with fewer calls.) The other words take the general
         path (:meth:`_uniform_general`), which draws the mantissa from a fresh word; both
         paths give bit-identical values and consume the same words."""
         lead = self.words(n)
-        # (numpy converts signed integers to doubles much faster than unsigned ones)
-        hi = (lead >> np.uint64(11)).view(np.int64).astype(np.float64)  # exact: < 2^53
-        hi *= 2048.0
-        lo = (lead & np.uint64(0x7FF)).view(np.int64).astype(np.float64)  # exact
-        f = hi + lo
-        over = np.subtract(f, hi, out=hi) > lo
+        if n <= _FEW_WORDS:  # fewer numpy calls: the same rounding by numpy's own conversion
+            f = lead.astype(np.float64)
+            np.minimum(f, _BELOW_2_64, out=f)  # (2^64 itself does not convert back)
+            over = f.astype(np.uint64) > lead
+        else:  # numpy converts signed integers to doubles much faster than unsigned ones
+            hi = (lead >> np.uint64(11)).view(np.int64).astype(np.float64)  # exact: < 2^53
+            hi *= 2048.0
+            lo = (lead & np.uint64(0x7FF)).view(np.int64).astype(np.float64)  # exact
+            f = hi + lo
+            over = np.subtract(f, hi, out=hi) > lo
         bits = f.view(np.int64)
         bits -= over.view(np.int8)  # the next double below where the sum rounded up
         u = np.multiply(f, 2.0**-64, out=f)

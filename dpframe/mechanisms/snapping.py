@@ -152,7 +152,8 @@ def snap_to_cells(
     if np.ndim(anchor) == 0 and np.ndim(offset) == 0:  # one value: the same steps on 1 row
         return snap_to_cells(np.reshape(anchor, 1), np.reshape(offset, 1), grid, comp_lo,
                              comp_hi, window)[0]
-    anchor, offset = np.broadcast_arrays(anchor, offset)
+    if np.shape(anchor) != np.shape(offset):
+        anchor, offset = np.broadcast_arrays(anchor, offset)
     a = np.divide(anchor, grid)  # (the steps below reuse their arrays: no temporaries)
     o = np.divide(offset, grid)
     np.clip(o, -(2.0**60), 2.0**60, out=o)
