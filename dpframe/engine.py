@@ -273,8 +273,9 @@ def aggregate(
                                     method)
     for agg in keyed:
         data[agg] = _value_key_counts(native, backend, agg, group_by, keys, method, columns)
-    for agg, values in data.items():
-        if not np.all(np.mod(values, 1.0) == 0.0):  # pragma: no cover - engine invariant
+    for agg, values in data.items():  # finite integers (np.trunc: cheaper than np.mod)
+        integral = np.isfinite(values).all() and (np.trunc(values) == values).all()
+        if not integral:  # pragma: no cover - engine invariant
             raise RuntimeError(f"internal error: aggregate {agg} is not an integer; please report")
     return data
 
@@ -451,7 +452,9 @@ def _key_counts(codes: np.ndarray, n_groups: int) -> np.ndarray:
     counts = np.zeros(n_groups, dtype=np.float64)
     for start in range(0, codes.size, 1 << 20):
         block = codes[start : start + (1 << 20)]
-        counts += np.bincount(block[block >= 0], minlength=n_groups)
+        if block.size and block.min() < 0:  # (the minimum: no mask when every key is declared)
+            block = block[block >= 0]
+        counts += np.bincount(block, minlength=n_groups)
     return counts
 
 
@@ -482,8 +485,8 @@ def _column_kernel(
         group = None
         if codes is not None:  # keep the rows of declared keys only
             group = codes[start : start + step]
-            keep = group >= 0
-            if not keep.all():
+            if group.size and group.min() < 0:
+                keep = group >= 0
                 block, group = block[keep], group[keep]
                 if missing is not None and missing is not _UNCHECKED:
                     missing = missing[keep]
@@ -566,7 +569,7 @@ def _per_group(weights: np.ndarray | None, size: int, group: np.ndarray | None,
                n_groups: int) -> np.ndarray:
     if group is None:
         return np.array([float(size) if weights is None else float(weights.sum())])
-    return np.bincount(group, weights=weights, minlength=n_groups).astype(np.float64)
+    return np.bincount(group, weights=weights, minlength=n_groups).astype(np.float64, copy=False)
 
 
 class _FloatBlocks:
@@ -727,6 +730,9 @@ def pandas_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarray 
             # value to Python objects here, which fails on some values (a date past year
             # 9999): matched inside the engine instead, decided from the dtype alone
             return None
+        lookup = _int_lookup(keys, key_col.dtype)
+        if lookup is not None:
+            return _lookup_codes(key_col.to_numpy(), lookup)
         return np.asarray(declared.get_indexer(key_col), dtype=np.int64)
     except (TypeError, ValueError, IndexError):  # pragma: no cover - unusual key columns
         return None
@@ -742,11 +748,36 @@ def polars_codes(key_col: Any, keys: Sequence[Any]) -> np.ndarray | None:
     dtype = key_col.dtype  # (decided from the dtype and the keys alone, never the values)
     if (dtype.is_integer() and dtype in _polars_numpy_numbers() and not key_col.null_count()
             and key_kinds(keys) == {int}):
+        values = key_col.to_numpy()
+        lookup = _int_lookup(keys, values.dtype)
+        if lookup is not None:
+            return _lookup_codes(values, lookup)
         declared = keys.pandas_index if isinstance(keys, Keys) else pd.Index(list(keys))
-        return np.asarray(declared.get_indexer(key_col.to_numpy()), dtype=np.int64)
+        return np.asarray(declared.get_indexer(values), dtype=np.int64)
     if dtype == _polars_string() and key_kinds(keys) == {str}:
         return _arrow_codes(key_col.to_arrow(), keys)
     return None
+
+
+def _int_lookup(keys: Sequence[Any], dtype: np.dtype) -> tuple[int, np.ndarray] | None:
+    """The keys' lookup table (:attr:`Keys.int_lookup`) when the column's numpy dtype holds
+    every value exactly as an int64 (signed integers, unsigned up to 32 bits); else None."""
+    if not isinstance(keys, Keys) or not (
+            dtype.kind == "i" or (dtype.kind == "u" and dtype.itemsize <= 4)):
+        return None
+    return keys.int_lookup
+
+
+def _lookup_codes(values: np.ndarray, lookup: tuple[int, np.ndarray]) -> np.ndarray:
+    """Each value's key position by table lookup (``lookup = (low, table)``,
+    :attr:`Keys.int_lookup`): the value's offset from the lowest key as an unsigned 64-bit
+    integer (a value below it wraps around to above the range), capped at the table's last
+    cell (-1), read from the table in place. The same codes as the hash lookup."""
+    low, table = lookup
+    offset = values.astype(np.int64, copy=False).view(np.uint64) - np.uint64(low % (1 << 64))
+    np.minimum(offset, np.uint64(table.size - 1), out=offset)
+    codes = offset.view(np.int64)  # (every offset is now < 2^63)
+    return np.take(table, codes, out=codes, mode="clip")
 
 
 @functools.cache

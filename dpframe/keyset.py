@@ -65,11 +65,36 @@ class Keys(tuple[Any, ...]):
         return list(self)
 
     @functools.cached_property
+    def int_lookup(self) -> tuple[int, np.ndarray] | None:
+        """For distinct ``int`` keys within int64 whose range ``[low, high]`` is at most
+        :data:`LOOKUP_SPAN_PER_KEY` times their number (plus 2^16): ``(low, table)``, where
+        ``table[k - low]`` is the position of key ``k``, -1 at the integers in the range that
+        are not keys, and one more -1 at the end (where every value outside the range is
+        looked up). A row's key position is then one subtraction and one array read, faster
+        than a hash lookup. None for other keys."""
+        if not self or self.kinds != {int}:
+            return None
+        index = self.pandas_index
+        if index.dtype != np.int64 or not index.is_unique:
+            return None
+        values = index.to_numpy()
+        low, high = int(values.min()), int(values.max())
+        if high - low >= LOOKUP_SPAN_PER_KEY * len(values) + (1 << 16):
+            return None
+        table = np.full(high - low + 2, -1, dtype=np.int64)
+        table[values - low] = np.arange(len(values))
+        return low, table
+
+    @functools.cached_property
     def matched_dtypes(self) -> set[tuple[str, str]]:
         """``(column, dtype)`` pairs these keys were checked against (the check is a pass
         over every key; its outcome depends only on the keys and the dtype)."""
         return set()
 
+
+#: The widest key range, per key, that :attr:`Keys.int_lookup` builds a table for (8 bytes per
+#: integer of the range: 100,000 keys spread over 400,000 integers cost a 3.2 MB table).
+LOOKUP_SPAN_PER_KEY = 4
 
 _CHECKED = object()  # private: a Keys built by checked_keys carries it
 

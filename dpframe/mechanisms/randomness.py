@@ -30,6 +30,7 @@ _LN2 = float(np.log(2.0))
 _MAX_WORDS = 32  # 32 * 64 = 2048 bits of leading zeros at most
 _TWO_52 = np.uint64(1 << 52)
 _BELOW_2_64 = float(2**64 - 2**11)  # the largest double below 2^64
+_FEW_WORDS = 64  # up to this many words, numpy's (slow) uint64 conversion costs less
 
 
 def _bit_length32(x: np.ndarray) -> np.ndarray:
@@ -96,15 +97,29 @@ class RandomSource:
         Fast path (a word of at least 2^52, probability 1 - 2^-12): the first one bit is
         among the top 12, so the word holds the 52 bits after it, and ``U`` -- the real
         ``(word + V)/2^64`` rounded down to a double -- is the word truncated to 53
-        significant bits, times 2^-64. Converting the word to a double rounds to nearest;
-        where that rounded up, the next double below is the truncation. The other words
-        take the general path (:meth:`_uniform_general`), which draws the mantissa from a
-        fresh word; both paths give bit-identical values and consume the same words."""
+        significant bits, times 2^-64. The word is rounded to the nearest double as
+        ``hi + lo`` (``hi`` its top 53 bits times 2^11, ``lo`` its low 11 bits: both exact
+        doubles, converted from signed integers, and the sum rounds once); where that rounded
+        up (``f - hi > lo``, a difference Sterbenz's lemma makes exact), the next double below
+        (the bit pattern minus one, ``f`` being positive) is the truncation. A word that
+        rounds up to 2^64 thus truncates to 2^64 - 2^11. (For a few words, numpy's own
+        conversion rounds them, 2^64 capped to the double below it, which gives the same
+        values with fewer calls.) The other words take the general
+        path (:meth:`_uniform_general`), which draws the mantissa from a fresh word; both
+        paths give bit-identical values and consume the same words."""
         lead = self.words(n)
-        f = lead.astype(np.float64)
-        np.minimum(f, _BELOW_2_64, out=f)  # words that round to 2^64 truncate to 2^64 - 2^11
-        over = f.astype(np.uint64) > lead
-        f[over] = np.nextafter(f[over], 0.0)
+        if n <= _FEW_WORDS:  # fewer numpy calls: the same rounding by numpy's own conversion
+            f = lead.astype(np.float64)
+            np.minimum(f, _BELOW_2_64, out=f)  # (2^64 itself does not convert back)
+            over = f.astype(np.uint64) > lead
+        else:  # numpy converts signed integers to doubles much faster than unsigned ones
+            hi = (lead >> np.uint64(11)).view(np.int64).astype(np.float64)  # exact: < 2^53
+            hi *= 2048.0
+            lo = (lead & np.uint64(0x7FF)).view(np.int64).astype(np.float64)  # exact
+            f = hi + lo
+            over = np.subtract(f, hi, out=hi) > lo
+        bits = f.view(np.int64)
+        bits -= over.view(np.int8)  # the next double below where the sum rounded up
         u = np.multiply(f, 2.0**-64, out=f)
         short = lead < _TWO_52
         if not short.any():

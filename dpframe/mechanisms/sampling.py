@@ -76,10 +76,17 @@ def _decide(u: np.ndarray, log_take: np.ndarray, log_rest: np.ndarray, log_total
     """Take (True) with probability ``r = e^{log_take − log_total}``: ``u < r`` when r ≤ ½,
     else ``not u < 1 − r`` with ``1 − r = e^{log_rest − log_total}`` computed directly, so
     each decision is exact up to relative error ρ however close r is to 0 or 1."""
+    take, skip = _ratios(log_take, log_rest, log_total)
+    return np.where(take <= 0.5, u < take, ~(u < skip))
+
+
+def _ratios(log_take: np.ndarray, log_rest: np.ndarray, log_total: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """``(r, 1 − r)`` of :func:`_decide`, each from its own suffix sum."""
     with np.errstate(invalid="ignore"):
         take = np.exp(log_take - log_total)  # r
         skip = np.exp(log_rest - log_total)  # 1 - r
-    return np.where(take <= 0.5, u < take, ~(u < skip))
+    return take, skip
 
 
 def truncated_exponential(scaled_len: np.ndarray, w: np.ndarray, log_w: np.ndarray) -> np.ndarray:
@@ -111,6 +118,15 @@ def sample_offsets(
     Returns ``(anchor, offset, component_index)``; ``anchor`` is an exact double (``q`` or an
     endpoint), so the caller can add the two on a grid without floating-point error.
     """
+    if centre.size and domain.components == _REAL_LINE:
+        return _real_line_offsets(domain, centre, b, source)
+    return _piece_offsets(domain, centre, b, source)
+
+
+def _piece_offsets(domain: FeasibleSet, centre: np.ndarray, b: float, source: RandomSource
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sample_offsets` on any feasible set: the pieces of every row, one chosen per
+    row, then the truncated exponential on it."""
     anchors, lengths, log_mass = _pieces(domain, centre, b)
     col = draw_pieces(log_mass, source)
     rows = np.arange(centre.size)
@@ -121,3 +137,26 @@ def sample_offsets(
     w, log_w = source.uniform(centre.size)
     e = truncated_exponential(scaled_len, w, log_w)
     return anchor, direction * (b * e), col % n_comp
+
+
+_REAL_LINE = ((-np.inf, np.inf),)
+
+
+def _real_line_offsets(domain: FeasibleSet, centre: np.ndarray, b: float, source: RandomSource
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sample_offsets` on the real line (the plain and clamped mechanisms), the same
+    computation without its per-row arrays: the two pieces are the half-lines below and above
+    ``q``, anchored at ``q``, of infinite length, so their log-masses are the same for every
+    row. The choice compares the same uniforms with the same constants ``r`` and ``1 − r``
+    (computed by the same functions on one row), and the truncated exponential
+    ``−logaddexp(ln W, −∞ + log1p(−W))`` is ``−ln W`` bit for bit (``logaddexp(x, −∞) = x +
+    log1p(0)``; the clip to ``[0, ∞]`` leaves it). Consumes the same words in the same
+    order, so a seeded source gives bit-identical draws."""
+    _, _, log_mass = _pieces(domain, centre[:1], b)
+    lm = log_mass[:, [0, 1]]
+    take, skip = _ratios(lm[:, 0], lm[:, 1], np.logaddexp(lm[:, 0], lm[:, 1]))
+    u = source.uniform_values(centre.size)
+    below = u < take[0] if take[0] <= 0.5 else ~(u < skip[0])  # column 0: the lower half-line
+    offset = np.multiply(source.uniform(centre.size)[1], -b)  # b·E with E = −ln W
+    np.negative(offset, out=offset, where=below)
+    return centre.copy(), offset, np.zeros(centre.size, dtype=np.intp)

@@ -149,19 +149,31 @@ def snap_to_cells(
     into integer and fractional parts (Λ is a power of two), the integers add exactly in int64,
     and only the two fractions (in [0, 1)) are added in floating point.
     """
-    a = anchor / grid
-    o = np.clip(offset / grid, -(2.0**60), 2.0**60)
+    if np.ndim(anchor) == 0 and np.ndim(offset) == 0:  # one value: the same steps on 1 row
+        return snap_to_cells(np.reshape(anchor, 1), np.reshape(offset, 1), grid, comp_lo,
+                             comp_hi, window)[0]
+    if np.shape(anchor) != np.shape(offset):
+        anchor, offset = np.broadcast_arrays(anchor, offset)
+    a = np.divide(anchor, grid)  # (the steps below reuse their arrays: no temporaries)
+    o = np.divide(offset, grid)
+    np.clip(o, -(2.0**60), 2.0**60, out=o)
     ka, ko = np.floor(a), np.floor(o)
-    frac = (a - ka) + (o - ko)
-    j = ka.astype(np.int64) + ko.astype(np.int64) + np.floor(frac + 0.5).astype(np.int64)
+    frac = np.add(np.subtract(a, ka, out=a), np.subtract(o, ko, out=o), out=a)  # (in a's place)
+    frac += 0.5
+    j = ka.astype(np.int64)
+    j += ko.astype(np.int64)
+    j += np.floor(frac, out=frac).astype(np.int64)
     w_lo, w_hi = window
-    j = np.clip(j, math.floor(w_lo / grid), math.ceil(w_hi / grid))
-    out = np.clip(j.astype(np.float64) * grid, w_lo, w_hi)
+    np.clip(j, math.floor(w_lo / grid), math.ceil(w_hi / grid), out=j)
+    out = np.multiply(j, grid, dtype=np.float64)
+    np.clip(out, w_lo, w_hi, out=out)
+    if not (np.isfinite(comp_lo).any() or np.isfinite(comp_hi).any()):
+        return out  # no finite end: no end cells (the sampling set is the real line)
     # merge the cells closer than Λ to a finite end into one end cell, released as its midpoint
     lo_edge, lo_rep, hi_edge, hi_rep = end_cells(comp_lo, comp_hi, grid)
     out = np.where(j < lo_edge, lo_rep, out)
     out = np.where(j > hi_edge, hi_rep, out)
-    return np.clip(out, w_lo, w_hi)
+    return np.clip(out, w_lo, w_hi, out=out)
 
 
 def end_cells(
