@@ -100,6 +100,7 @@ class LogEntry(_Shared, dict[str, Any]):
 
 
 _SCALARS = (str, int, float, bool, type(None))
+_STR = {str}
 
 
 class _NotStringKeyError(Exception):
@@ -111,7 +112,7 @@ def _frozen(value: Any) -> Any:
     ``_FrozenList``, tuples lists, as a JSON round trip would make them); raises
     :class:`_NotStringKeyError` for a dict key that is not a string."""
     if isinstance(value, dict):
-        if not all(type(k) is str for k in value):
+        if not set(map(type, value)) <= _STR:
             raise _NotStringKeyError
         out = LogEntry()
         dict.update(out, value)  # then freeze the few values that are containers

@@ -93,7 +93,14 @@ class AddedNoise(MeasurementKind):
 
     def draw(self, m: Measurement, mechanism: Any, exact: np.ndarray,
              noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory, rng: Any) -> Drawn:
-        exact = np.clip(exact, mechanism.domain.lower, mechanism.domain.upper)
+        lower, upper = mechanism.domain.lower, mechanism.domain.upper
+        if exact.size == 1:  # one value (a scalar query): the same clamps, without arrays
+            value = min(max(float(exact.reshape(-1)[0]), lower), upper)
+            if m.magnitude is not None:
+                value = min(max(value, -m.magnitude), m.magnitude)
+            out = mechanism.sample(value, random_state=rng)
+            return Drawn(np.full(exact.shape if exact.ndim else (1,), out), mechanism)
+        exact = np.clip(exact, lower, upper)
         if m.magnitude is not None:
             exact = np.clip(exact, -m.magnitude, m.magnitude)
         out = mechanism.sample(exact, random_state=rng)

@@ -747,9 +747,14 @@ def _plan_key(facts: FrameFacts, request: Request, queries: Mapping[str, Query])
     return key
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _typed(value: Any) -> Any:
     """A hashable, typed image of ``value``: containers element by element, every leaf with
     its type; raises ``TypeError`` for anything it cannot represent faithfully."""
+    if type(value) in _PLAIN:
+        return (type(value), value)
     if isinstance(value, dict):
         return ("dict", tuple((_typed(k), _typed(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
