@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from dpframe import engine, tick_keys
 from dpframe.backends._base import Backend, duplicate_names
+from dpframe.backends._private import private, private_column
 from dpframe.backends._text import invalid_pandas_column
 from dpframe.bounding import Bounding, bound_pandas
 from dpframe.rowwise import engines as rowwise_engines
@@ -22,32 +22,6 @@ def is_pandas_frame(obj: Any) -> bool:
     """True for a ``pandas.DataFrame`` (without importing pandas)."""
     pd = sys.modules.get("pandas")
     return pd is not None and isinstance(obj, pd.DataFrame)
-
-
-#: Per private frame (dpframe's snapshot of a protected frame or result of a derivation, by
-#: identity): its columns' dtypes and numpy views, read once. Only frames dpframe made and
-#: never writes are registered (:func:`_private`); an entry leaves with its frame, before
-#: its id can be reused. A pandas column lookup costs more than a 1,000-row sum.
-_PRIVATE: dict[int, dict[tuple[str, str], Any]] = {}
-
-
-def _private(frame: Any) -> Any:
-    """Register ``frame`` (dpframe's own, never written) for :func:`_private_column`."""
-    _PRIVATE[id(frame)] = {}
-    weakref.finalize(frame, _PRIVATE.pop, id(frame), None)
-    return frame
-
-
-def _private_column(frame: Any, column: str, what: str, read: Any) -> Any:
-    """``read()`` -- a column's dtype or view -- remembered for a registered private frame,
-    computed afresh for any other."""
-    known = _PRIVATE.get(id(frame))
-    if known is None:
-        return read()
-    key = (column, what)
-    if key not in known:
-        known[key] = read()
-    return known[key]
 
 
 class PandasBackend(Backend):
@@ -73,7 +47,7 @@ class PandasBackend(Backend):
         return dict(frame.dtypes.items())
 
     def column_dtype(self, frame: Any, column: str) -> Any:
-        return _private_column(frame, column, "dtype", lambda: frame[column].dtype)
+        return private_column(frame, column, "dtype", lambda: frame[column].dtype)
 
     def polars_schema(self, frame: Any) -> dict[str, Any]:
         from dpframe.rowwise.pandas_eval import polars_schema
@@ -83,12 +57,12 @@ class PandasBackend(Backend):
     def snapshot(self, frame: Any) -> Any:
         """A deep copy: a frame's numpy blocks can be views of arrays the user still holds
         and writes."""
-        return _private(frame.copy(deep=True))
+        return private(frame.copy(deep=True))
 
     def private_result(self, frame: Any) -> Any:
         """A copy — shallow under copy-on-write (pandas 3: writing through the user's frame
         copies the block first, and its numpy views are read-only), deep before."""
-        return _private(frame.copy(deep=not _pandas_copy_on_write()))
+        return private(frame.copy(deep=not _pandas_copy_on_write()))
 
     def can_hold_missing(self, dtype: Any) -> bool:
         return not (isinstance(dtype, np.dtype) and dtype.kind in "iub")
@@ -99,7 +73,7 @@ class PandasBackend(Backend):
         return frame.copy(deep=False)
 
     def numpy_column(self, frame: Any, column: str) -> Any:
-        return _private_column(frame, column, "view", lambda: engine.pandas_view(frame, column))
+        return private_column(frame, column, "view", lambda: engine.pandas_view(frame, column))
 
     def key_codes(self, frame: Any, column: str, keys: Sequence[Any]) -> np.ndarray | None:
         return engine.pandas_codes(frame, column, keys)

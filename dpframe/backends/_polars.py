@@ -14,6 +14,7 @@ import numpy as np
 
 from dpframe import engine
 from dpframe.backends._base import Backend, registered
+from dpframe.backends._private import private, private_column
 from dpframe.backends._text import valid_arrow
 from dpframe.bounding import Bounding, bound_polars
 from dpframe.errors import UnsupportedInputError
@@ -99,7 +100,7 @@ class PolarsBackend(_Polars):
         )
 
     def numpy_column(self, frame: Any, column: str) -> Any:
-        return engine.polars_view(frame, column)
+        return private_column(frame, column, "view", lambda: engine.polars_view(frame, column))
 
     def key_codes(self, frame: Any, column: str, keys: Sequence[Any]) -> np.ndarray | None:
         return engine.polars_codes(frame.get_column(column), keys)
@@ -126,7 +127,7 @@ class PolarsBackend(_Polars):
         return dict(frame.schema.items())
 
     def column_dtype(self, frame: Any, column: str) -> Any:
-        return frame.get_column(column).dtype
+        return private_column(frame, column, "dtype", lambda: frame.get_column(column).dtype)
 
     def polars_schema(self, frame: Any) -> dict[str, Any]:
         return self.schema(frame)
@@ -134,12 +135,12 @@ class PolarsBackend(_Polars):
     def snapshot(self, frame: Any) -> Any:
         """Its number columns copied (Polars takes numpy arrays without copying them, and
         the user can write those arrays), the rest shared (Arrow memory is immutable)."""
-        return _own_numbers(frame)
+        return private(_own_numbers(frame))
 
     def private_result(self, frame: Any) -> Any:
         """Another handle only: its buffers are dpframe's and Polars never writes a buffer
         in place."""
-        return frame.clone()
+        return private(frame.clone())
 
 
 #: The most rows of in-memory frames a LazyFrame query collects with Polars' in-memory engine
