@@ -15,12 +15,16 @@ Which backends a test runs on:
 * ``@pytest.mark.backends("pandas", "duckdb")``: exactly these (a test that needs them);
 * ``@pytest.mark.skip_backends("spark", ...)``: the default set less these (the opt-out, for a
   test that cannot run on some backend; say why in a comment);
+* ``@pytest.mark.default_backends("pandas", ...)``: without ``--all-backends``, only these
+  (a costly suite that keeps one engine out of CI's default run; say why);
 * unmarked: the default set. By default that is ``DEFAULT_BACKENDS``: pandas in its three dtype
-  families (NumPy, nullable, Arrow) and Polars eager and lazy, all in memory. With
-  ``DPFRAME_TEST_BACKENDS=all`` in the environment (or ``pytest --all-backends``) it is every
-  backend, the engines included: opt-in, because on the two-core CI machine the engines add
-  1,137 test cases (379 tests x DuckDB, Spark, Dask; a Spark release costs about a second),
-  more than the 10-minute budget leaves.
+  families (NumPy, nullable, Arrow), Polars eager and lazy, and DuckDB (in-process: its 376
+  cases add about 45 s of CPU, 25 s of a two-core CI run). With ``DPFRAME_TEST_BACKENDS=all``
+  in the environment (or ``pytest --all-backends``) it is every backend, Spark and Dask
+  included: opt-in, because on the two-core CI machine they add 1,150 more cases (a Spark
+  release costs about a second: 464 s; Dask's scheduler about 150 s), more than the 10-minute
+  budget leaves. Their engine-specific code paths have tests of their own that always run
+  (``tests/backends/``, ``tests/rowwise/test_spark_target.py``, the cluster tests).
 
 ``pytest --backends=pandas,polars`` (default: all) intersects every test's set with the given
 ones; a test is parametrised over the intersection (never generated just to be skipped). Spark
@@ -54,9 +58,10 @@ IN_MEMORY = ("pandas", "polars", "polars-lazy")
 PANDAS_DTYPES = ("pandas-nullable", "pandas-pyarrow")
 ENGINES = ("duckdb", "spark", "dask")
 BACKENDS = IN_MEMORY[:1] + PANDAS_DTYPES + IN_MEMORY[1:] + ENGINES
-#: the backends of an unmarked test: the in-memory ones (cheap: about 30 s of CI for the two
-#: pandas dtype variants); every backend with ALL_BACKENDS_ENV=all or --all-backends
-DEFAULT_BACKENDS = IN_MEMORY[:1] + PANDAS_DTYPES + IN_MEMORY[1:]
+#: the backends of an unmarked test: the in-memory ones (about 30 s of CI for the two pandas
+#: dtype variants) and DuckDB (in-process, about 25 s); every backend with
+#: ALL_BACKENDS_ENV=all or --all-backends
+DEFAULT_BACKENDS = IN_MEMORY[:1] + PANDAS_DTYPES + IN_MEMORY[1:] + ("duckdb",)
 ALL_BACKENDS_ENV = "DPFRAME_TEST_BACKENDS"
 
 
@@ -202,8 +207,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--all-backends",
         action="store_true",
         default=os.environ.get(ALL_BACKENDS_ENV, "") == "all",
-        help="unmarked `constructor` tests run on every backend, the engines included, not only "
-        f"the in-memory ones (also: {ALL_BACKENDS_ENV}=all)",
+        help="unmarked `constructor` tests run on every backend, Spark and Dask included, not "
+        f"only the default ones (also: {ALL_BACKENDS_ENV}=all)",
     )
 
 
@@ -222,6 +227,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "skip_backends(*names, reason=...): run a `constructor` test on the default backends "
         "less these (the opt-out from --all-backends)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "default_backends(*names, reason=...): without --all-backends, run a `constructor` "
+        "test on these backends only",
     )
     selected_backends(config)  # a bad --backends is a usage error before collection
 
@@ -281,6 +291,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         wanted = _known(marker.args, "backends")
     else:
         wanted = BACKENDS if metafunc.config.getoption("--all-backends") else DEFAULT_BACKENDS
+        default = metafunc.definition.get_closest_marker("default_backends")
+        if default is not None and not metafunc.config.getoption("--all-backends"):
+            wanted = _known(default.args, "default_backends")
         skip = metafunc.definition.get_closest_marker("skip_backends")
         if skip is not None:
             wanted = tuple(b for b in wanted if b not in _known(skip.args, "skip_backends"))

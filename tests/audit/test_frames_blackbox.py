@@ -19,7 +19,10 @@ from dpframe import release as release_module
 from dpframe.audit import audit
 
 #: statistical: every audit draws N = 50,000 releases per neighbour (still run by CI)
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow,
+              # CI time: DuckDB adds 35 s (e2e) / 14 s (black box) here; --all-backends runs it
+              pytest.mark.default_backends("pandas", "pandas-nullable", "pandas-pyarrow",
+                                           "polars", "polars-lazy")]
 
 EPS = 2.0
 N = 50_000
