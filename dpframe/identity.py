@@ -46,3 +46,9 @@ class IdentityMap(Generic[V]):
         if found is not None and found[0]() is obj:
             return found[1]
         return None
+
+    def values(self) -> list[V]:
+        """The values attached to objects still alive."""
+        with self._lock:
+            items = list(self._items.values())
+        return [value for ref, value in items if ref() is not None]

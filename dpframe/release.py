@@ -29,7 +29,6 @@ import datetime as _dt
 import functools
 import itertools
 import math
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -47,6 +46,7 @@ from dpframe.errors import (
     SelectionWarning,
     warn_user,
 )
+from dpframe.identity import IdentityMap
 from dpframe.key_observation import observed_keys
 from dpframe.keyset import Keys, checked_keys, key_kinds, keys_reference
 from dpframe.log_schema import LogRecord
@@ -699,8 +699,8 @@ def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str
 
 
 #: Plans already made, per frame (its :class:`FrameFacts`, by identity) and request
-#: (:func:`_plan_key`); an entry leaves with its frame's facts, before their id can be reused.
-_PLANS: dict[int, dict[Any, list[Planned]]] = {}
+#: (:func:`_plan_key`); an entry leaves with its frame's facts.
+_PLANS: IdentityMap[dict[Any, list[Planned]]] = IdentityMap()
 _PLANS_PER_FRAME = 64
 
 
@@ -712,17 +712,18 @@ def _plan_repeated(frame: Any, facts: FrameFacts, request: Request,
     mechanisms instead of re-deriving them (a third of a scalar query's fixed cost). Each
     caller gets its own copies of the plans' mutable parts."""
     key = _plan_key(facts, request, queries)
-    known = None if key is None else _PLANS.get(id(facts), {}).get(key)
+    if key is None:
+        return _plan_all(frame, facts, request, queries)
+    per_frame = _PLANS.get(facts)
+    if per_frame is None:
+        per_frame = {}
+        _PLANS.set(facts, per_frame)
+    known = per_frame.get(key)
     if known is not None:
         return [_copied(p) for p in known]
     planned = _plan_all(frame, facts, request, queries)
-    if key is not None:
-        per_frame = _PLANS.get(id(facts))
-        if per_frame is None:
-            weakref.finalize(facts, _PLANS.pop, id(facts), None)
-            per_frame = _PLANS[id(facts)] = {}
-        if len(per_frame) < _PLANS_PER_FRAME:
-            per_frame[key] = [_copied(p) for p in planned]
+    if len(per_frame) < _PLANS_PER_FRAME:
+        per_frame[key] = [_copied(p) for p in planned]
     return planned
 
 
@@ -747,20 +748,15 @@ def _plan_key(facts: FrameFacts, request: Request, queries: Mapping[str, Query])
     return key
 
 
-_PLAIN = frozenset({str, int, float, bool, type(None)})
-
-
 def _typed(value: Any) -> Any:
     """A hashable, typed image of ``value``: containers element by element, every leaf with
     its type; raises ``TypeError`` for anything it cannot represent faithfully."""
-    if type(value) in _PLAIN:
+    if isinstance(value, str | int | float | bool | type(None)):
         return (type(value), value)
     if isinstance(value, dict):
         return ("dict", tuple((_typed(k), _typed(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
         return (type(value).__name__, tuple(_typed(v) for v in value))
-    if isinstance(value, str | int | float | bool | type(None)):
-        return (type(value), value)
     raise TypeError("not a plain value")
 
 

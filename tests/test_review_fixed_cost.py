@@ -30,6 +30,7 @@ import dpframe as dpf
 from dpframe import accounting, backends, queries
 from dpframe.aggregates import Agg, FixedPoint
 from dpframe.backends import _polars
+from dpframe.identity import IdentityMap
 from dpframe.logentries import ENTRIES_CHAIN_START, chain_entries
 from dpframe.mechanisms import BoundedLaplace, Laplace, TruncatedLaplace
 from dpframe.mechanisms.domains import FeasibleSet, half_line, interval, union
@@ -158,14 +159,13 @@ def test_row_expressions_cached_by_fill_value_sum_the_same() -> None:
 # -- 4. Polars in-memory vs streaming ----------------------------------------------------------
 @contextlib.contextmanager
 def _engine(in_memory: bool):  # type: ignore[no-untyped-def]
-    old = _polars.IN_MEMORY_ROWS
+    old, old_choices = _polars.IN_MEMORY_ROWS, _polars._SMALL_IN_MEMORY
     _polars.IN_MEMORY_ROWS = 10**12 if in_memory else -1
-    _polars._SMALL_IN_MEMORY.clear()
+    _polars._SMALL_IN_MEMORY = IdentityMap()  # no choice remembered from before
     try:
         yield
     finally:
-        _polars.IN_MEMORY_ROWS = old
-        _polars._SMALL_IN_MEMORY.clear()
+        _polars.IN_MEMORY_ROWS, _polars._SMALL_IN_MEMORY = old, old_choices
 
 
 def _awkward() -> pl.DataFrame:

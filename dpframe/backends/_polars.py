@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ from dpframe.backends._private import private, private_column
 from dpframe.backends._text import valid_arrow
 from dpframe.bounding import Bounding, bound_polars
 from dpframe.errors import UnsupportedInputError
+from dpframe.identity import IdentityMap
 from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["PolarsBackend", "PolarsLazyBackend", "is_polars_eager", "is_polars_lazy"]
@@ -222,9 +222,8 @@ _POLARS_FIX = (
 )
 
 
-#: :func:`_small_in_memory`'s answers by plan identity (LazyFrames are not hashable); an
-#: entry leaves when its plan is collected, before its id can be reused.
-_SMALL_IN_MEMORY: dict[int, bool] = {}
+#: :func:`_small_in_memory`'s answers by plan identity (LazyFrames are not hashable).
+_SMALL_IN_MEMORY: IdentityMap[bool] = IdentityMap()
 
 
 def _small_in_memory(lazy: Any) -> bool:
@@ -232,14 +231,13 @@ def _small_in_memory(lazy: Any) -> bool:
     remembered per plan (a protected LazyFrame is immutable)."""
     from dpframe.polars_plan import in_memory_rows
 
-    known = _SMALL_IN_MEMORY.get(id(lazy))
+    known = _SMALL_IN_MEMORY.get(lazy)
     if known is not None:
         return known
     rows = in_memory_rows(lazy)
     small = rows is not None and rows <= IN_MEMORY_ROWS
     with contextlib.suppress(TypeError):  # not weakly referable: decided again next time
-        weakref.finalize(lazy, _SMALL_IN_MEMORY.pop, id(lazy), None)
-        _SMALL_IN_MEMORY[id(lazy)] = small
+        _SMALL_IN_MEMORY.set(lazy, small)
     return small
 
 
