@@ -575,14 +575,21 @@ def _mark_pure(p: Planned) -> None:
 
 
 def release_delta(planned: Sequence[Planned], request: Request) -> float:
-    """The δ a release charges: the request's δ, less the shares of its pure ε-DP
-    measurements (:func:`_mark_pure`); all of it when keys are selected (the selection
-    uses it) or no measurement is pure."""
-    if request.selection is not None or not any(p.pure for p in planned):
+    """The δ a release charges: :func:`charged_delta`, or all of the request's δ when keys
+    are selected (the selection uses it)."""
+    if request.selection is not None:
         return request.delta
-    used = math.fsum(_charged(p, m, request, grouped=False)[1]
-                     for p in planned for m in p.plan.measurements)
-    return min(used, request.delta)
+    return charged_delta(planned, request.delta)
+
+
+def charged_delta(planned: Sequence[Planned], delta: float) -> float:
+    """The δ a release of ``planned`` asking for ``delta`` charges: ``delta`` less the shares
+    of its pure ε-DP measurements (:func:`_mark_pure`); all of it when none is pure."""
+    if not any(p.pure for p in planned):
+        return delta
+    used = math.fsum(delta * p.share * m.weight for p in planned for m in p.plan.measurements
+                     if m.name not in p.pure)
+    return min(used, delta)
 
 
 def _build_mechanisms(p: Planned, request: Request) -> None:

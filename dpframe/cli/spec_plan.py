@@ -514,6 +514,8 @@ def _plan_query(spec: ReleaseSpec, q: QuerySpec, frames: Sequence[Any], eps_q: f
     n, or stand-ins at each of :data:`SAMPLE_N` when n is unknown (then n-dependent numbers
     are shown as formulas in n); ``weights``: the statistics' ε's for a query with target
     accuracies (else their weights)."""
+    from dpframe.release import charged_delta
+
     dlt_q = spec.query_delta(q)
     weights = weights_of(q) if weights is None else weights
     derived = [_derived(spec, q, f) for f in frames]
@@ -526,8 +528,7 @@ def _plan_query(spec: ReleaseSpec, q: QuerySpec, frames: Sequence[Any], eps_q: f
                    for j in range(len(ps[0].plan.measurements)))
     if not any(p.plan.measurements for p in by_size[0]):  # only the public n: exact, free
         eps_q, dlt_q = 0.0, 0.0
-    pure = any(p.pure for planned in by_size for p in planned)
-    charged = min(dlt_q, math.fsum(m.delta for m in out)) if pure else dlt_q
+    charged = max(charged_delta(planned, dlt_q) for planned in by_size)  # (at every sample n)
     return QueryPlan(q.name, q.share, eps_q, charged, q.mechanism, q.group_by, q.keys,
                      describe_filter(q.filter), tuple(out), targeted=q.targeted,
                      requested_delta=dlt_q)
