@@ -7,7 +7,12 @@ refused.
 
 Each case runs a fresh interpreter (``subprocess``, hard timeout) that runs Polars, then forks;
 the child arms ``signal.alarm`` and reports what the call did: ``ok``, an error class, or
-``hang`` (killed by the alarm)."""
+``hang`` (killed by the alarm).
+
+``rename_release``, ``concat_releases`` and ``write_parquet`` on a Polars table still hang
+here: their fork check belongs in ``exports.py`` and ``io.py`` (another change owns them); the
+test is a strict xfail naming the two lines (checked to pass with them), so it fails as soon as
+they land and the mark must go."""
 
 from __future__ import annotations
 
@@ -98,3 +103,36 @@ def test_a_process_exec_d_by_a_polars_process_is_not_refused(tmp_path):
                          timeout=120, cwd=ROOT, env=ENV)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "True"
+
+
+EXPORTS = {
+    "rename_release": "lambda dpf: dpf.rename_release(table, {'mean': 'm'})",
+    "concat_releases": "lambda dpf: dpf.concat_releases([table])",
+    "write_parquet": "lambda dpf: dpf.write_parquet(table, path + '.out')",
+}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "needs the fork check at the entry points, in files this change may not edit "
+    "(exports.py: `if _is_polars(table): check_polars_usable()` first in _release_doc; io.py: "
+    "`if type(frame).__module__.split('.')[0] == 'polars': check_polars_usable()` first in "
+    "write_parquet); remove this mark with them"))
+def test_release_table_exports_of_polars_tables_in_a_fork_child_are_refused(tmp_path):
+    """rename_release, concat_releases and write_parquet on a Polars group-by table (several
+    rows: its digest runs on Polars' pool) in a fork child; run side by side to bound the
+    time a hang costs."""
+    procs = {}
+    for name, call in EXPORTS.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        script = PARENT.format(import_dpframe="import dpframe", setup=GROUP_TABLE, alarm=ALARM,
+                               call=call)
+        procs[name] = subprocess.Popen([sys.executable, "-c", script, str(folder / "x.parquet")],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True, cwd=ROOT, env=ENV)
+    got = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=ALARM + 60)
+        assert proc.returncode == 0, err[-2000:]
+        got[name] = out.strip().splitlines()[-1]
+    assert got == dict.fromkeys(EXPORTS, "UnsupportedProcessError")
