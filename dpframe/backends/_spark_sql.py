@@ -192,21 +192,26 @@ def spark_sums(
 
 
 def job_group() -> tuple[Callable[[], None], Callable[[], None]] | None:
-    """Hooks that make a pass cancellable (:func:`dpframe.release.engine_pass`): ``enter``,
-    run in the thread that submits the pass's jobs, puts them in a job group of their own
-    (``setJobGroup``, with ``interruptOnCancel``: PySpark pins each Python thread to a JVM
-    thread, whose local properties hold the group); ``cancel``, run by the thread that gave up
-    waiting, cancels every job of that group (``cancelJobGroup``), so the abandoned pass stops
-    and its result never arrives. None without a classic ``SparkContext`` (Spark Connect):
-    the pass still times out, but is not cancelled."""
+    """Hooks that make a pass cancellable (:func:`dpframe.release.engine_pass`). ``enter``,
+    run in the thread that submits the pass's jobs, copies the calling thread's local
+    properties into it (as ``pyspark.InheritableThread`` does) and puts its jobs in a job group
+    of their own (``setJobGroup`` with ``interruptOnCancel``: PySpark pins each Python thread
+    to a JVM thread, whose local properties hold the group). ``cancel``, run by the thread
+    that gave up waiting, cancels every job of that group (``cancelJobGroup``), so the
+    abandoned pass stops and its result never arrives. None without a classic
+    ``SparkContext`` (Spark Connect): the pass still times out, but is not cancelled."""
     from pyspark import SparkContext
 
     context = SparkContext._active_spark_context
     if context is None:
         return None
     group = f"dpframe-release-{uuid.uuid4().hex}"
+    # the caller's local properties (scheduler pool, its own description...), as
+    # pyspark.InheritableThread copies them: a new thread does not inherit them
+    properties = context._jsc.sc().getLocalProperties().clone()
 
     def enter() -> None:
+        context._jsc.sc().setLocalProperties(properties)
         context.setJobGroup(group, "a dpframe release pass", interruptOnCancel=True)
 
     def cancel() -> None:
