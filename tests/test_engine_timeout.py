@@ -61,7 +61,7 @@ def test_a_slow_aggregation_times_out_spends_once_and_discards_the_late_result(
         gate_after_count = {"n": 0}
 
         def recount_then_stall(*args: Any, **kwargs: Any) -> Any:
-            gate["sleep"] = 3.0  # ... the aggregation does not
+            gate["sleep"] = 4.0  # ... the aggregation does not
             gate_after_count["n"] += 1
             return real(*args, **kwargs)
 
@@ -71,7 +71,7 @@ def test_a_slow_aggregation_times_out_spends_once_and_discards_the_late_result(
         with pytest.raises(EngineTimeoutError, match="DPFRAME_ENGINE_TIMEOUT") as info:
             pf.dp.mean("x", epsilon=1.0, random_state=3)
         took = time.monotonic() - start
-    assert gate_after_count["n"] == 1 and took < 3.0, took
+    assert gate_after_count["n"] == 1 and took < 3.5, took
     assert info.value.__context__ is None and isinstance(info.value, TimeoutError)
     assert "epsilon=1" in str(info.value) and "is spent" in str(info.value)
     assert pf.dp.budget.epsilon_spent == 2.0
