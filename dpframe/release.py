@@ -21,6 +21,9 @@ the engine never refuses a value (missing values follow the declared policy, inf
 clamped), no row count is checked, and the shapes of the results are fixed by the declared
 keys. Should anything still fail in steps 6–7, the safety net (:mod:`dpframe.safety_net`)
 spends the reservation, logs the failure and raises one fixed error with no data in it.
+On Dask and Spark, whose workers can all die while the engine waits for them for ever, the
+engine's passes (the re-count in step 4, step 6's key selection and aggregation) run under
+the engine timeout (:func:`engine_pass`, ``DPFRAME_ENGINE_TIMEOUT``).
 """
 
 from __future__ import annotations
