@@ -142,3 +142,16 @@ def warn_user(warning: Warning) -> None:
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         level, frame = level + 1, frame.f_back  # type: ignore[assignment]
     warnings.warn(warning, stacklevel=level)
+
+
+class EngineTimeoutError(DPFrameError, TimeoutError):
+    """A Dask or Spark pass of a release did not finish within the engine timeout (the
+    environment variable ``DPFRAME_ENGINE_TIMEOUT``, in seconds; default 600): typically every
+    worker of the cluster died, and the engine would wait for ever. Raised by the main thread,
+    which stopped waiting (the engine's job is cancelled where the engine can, and its late
+    result discarded). Before the reservation (the re-count of a source's rows) nothing is
+    spent; once the release's aggregation was submitted the reserved ε and δ are spent and the
+    log records a timed-out release (docs/engines.md, "When the cluster dies")."""
+
+
+__all__ += ["EngineTimeoutError"]

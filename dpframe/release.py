@@ -21,15 +21,22 @@ the engine never refuses a value (missing values follow the declared policy, inf
 clamped), no row count is checked, and the shapes of the results are fixed by the declared
 keys. Should anything still fail in steps 6–7, the safety net (:mod:`dpframe.safety_net`)
 spends the reservation, logs the failure and raises one fixed error with no data in it.
+On Dask and Spark, whose workers can all die while the engine waits for them for ever, the
+engine's passes (the re-count in step 4, step 6's key selection and aggregation) run under
+the engine timeout (:func:`engine_pass`, ``DPFRAME_ENGINE_TIMEOUT``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as _dt
 import functools
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,6 +48,7 @@ from dpframe.backends import Backend, backend_of
 from dpframe.bounding import Bounding, release_seed
 from dpframe.errors import (
     BoundsError,
+    EngineTimeoutError,
     ParameterError,
     PrivateSizeError,
     SelectionWarning,
@@ -57,8 +65,8 @@ from dpframe.queries import Measurement, Plan, PlanContext, Query
 from dpframe.rowwise.engines import apply_steps
 from dpframe.safety_net import failure_entry, failure_error, quiet
 
-__all__ = ["MECHANISMS", "Outcome", "Planned", "Request", "check_request", "evaluate_derivation",
-           "plan", "run"]
+__all__ = ["ENGINE_TIMEOUT", "MECHANISMS", "Outcome", "Planned", "Request", "check_request",
+           "engine_pass", "engine_timeout", "evaluate_derivation", "plan", "run"]
 
 MECHANISMS = ("bounded", "truncated", "laplace", "auto")
 
@@ -794,7 +802,9 @@ def run(
         mechanism=mechanism, random_state=random_state, group_by=group_by, keys=keys, ci=ci,
         selection_share=selection_share)
     dataset = facts.dataset
-    dataset.check_unchanged()
+    cluster = _cluster_hooks(frame)  # Dask, Spark: each engine pass under the engine timeout
+    timeout = engine_timeout() if cluster is not None else None
+    engine_pass(cluster, timeout, dataset.check_unchanged, spent=None)
     ledger = dataset.ledger
     spends = any(p.plan.measurements for p in planned)
     epsilon, delta = (request.epsilon, release_delta(planned, request)) if spends else (0.0, 0.0)
@@ -802,16 +812,18 @@ def run(
     # --- data is read from here on: nothing below may depend on it except through noise ---
     failure: str | None = None
     try:
-        selected: list[dict[str, Any]] = []
         with quiet():  # an engine's warning (a reader's, a numeric one) depends on values
-            if request.selection is not None:
-                request, planned, selected = _select_keys(frame, facts, request, queries)
-            aggs = _aggregate(frame, facts, request, planned)
+            request, planned, selected, aggs = engine_pass(
+                cluster, timeout, functools.partial(_read, frame, facts, request, planned,
+                                                    queries), spent=(epsilon, delta))
         values, intervals, entries = _measure(frame, facts, request, planned, aggs)
+    except EngineTimeoutError:  # a function of elapsed time (which the caller sees anyway)
+        failure = "timeout"
     except BaseException as exc:  # the safety net (dpframe.safety_net): never the text
         failure = type(exc).__name__
     if failure is not None:
-        _charge_failure(frame, facts, request, list(queries), failure, reservation, delta)
+        _charge_failure(frame, facts, request, list(queries), failure, reservation, delta,
+                        timeout)
     try:
         release_id = ledger.commit(reservation, selected + entries,
                                    keys=None if request.keys is None else dict(
@@ -823,6 +835,17 @@ def run(
     return Outcome(values, request.keys, request.group_by, entries,
                    ledger.snapshot_document() if document else {}, release_id,
                    backend_of(frame), intervals, request.ci, key_dtypes)
+
+
+def _read(frame: Any, facts: FrameFacts, request: Request, planned: list[Planned],
+          queries: Mapping[str, Query]
+          ) -> tuple[Request, list[Planned], list[dict[str, Any]], Mapping[Any, np.ndarray]]:
+    """Every engine pass of a release after the reservation: the key selection, if any, then
+    the aggregation (one :func:`engine_pass`: returned whole, or not at all)."""
+    selected: list[dict[str, Any]] = []
+    if request.selection is not None:
+        request, planned, selected = _select_keys(frame, facts, request, queries)
+    return request, planned, selected, _aggregate(frame, facts, request, planned)
 
 
 def _aggregate(frame: Any, facts: FrameFacts, request: Request, planned: list[Planned]
@@ -875,10 +898,102 @@ def _warn_empty_selection(rule: Any, share: float, counted: str) -> None:
         f"spending"))
 
 
+#: The environment variable that sets the engine timeout, in seconds.
+ENGINE_TIMEOUT = "DPFRAME_ENGINE_TIMEOUT"
+_DEFAULT_TIMEOUT = 600.0
+_TIMEOUT_FIX = (f"Check the cluster's workers; for jobs that need more time set the "
+                f"environment variable {ENGINE_TIMEOUT} to a number of seconds (default "
+                f"{_DEFAULT_TIMEOUT:g}; docs/engines.md, 'When the cluster dies')")
+
+
+def engine_timeout() -> float:
+    """The engine timeout in seconds: ``DPFRAME_ENGINE_TIMEOUT`` (a positive number), read at
+    each release, else 600 (docs/engines.md, "When the cluster dies": ten minutes is far
+    beyond a healthy release's pass on the clusters tested, and a false alarm spends ε)."""
+    text = os.environ.get(ENGINE_TIMEOUT, "").strip()
+    if not text:
+        return _DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ParameterError(
+            f"the environment variable {ENGINE_TIMEOUT} must be a positive number of seconds "
+            f"(default {_DEFAULT_TIMEOUT:g}), got {text!r}. Nothing was read or spent.")
+    return value
+
+
+def _cluster_hooks(frame: Any) -> tuple[Callable[[], None] | None,
+                                       Callable[[], None] | None] | None:
+    """The ``(enter, cancel)`` hooks of :func:`engine_pass` for an engine that may run on a
+    cluster whose workers can all die (Dask, Spark); None for in-process engines, whose
+    passes run directly (no thread, no timeout)."""
+    family = backend_of(frame).family
+    if family == "spark":
+        from dpframe.backends._spark_sql import job_group
+
+        return job_group() or (None, None)
+    return (None, None) if family == "dask" else None
+
+
+def _timeout_text(timeout: float | None, engine_name: str) -> str:
+    return (f"the {engine_name} engine did not finish this release's pass within "
+            f"{timeout:g} s ({ENGINE_TIMEOUT})")
+
+
+def engine_pass(hooks: tuple[Callable[[], None] | None, Callable[[], None] | None] | None,
+                timeout: float | None, work: Callable[[], Any], *,
+                spent: tuple[float, float] | None) -> Any:
+    """``work()``, for a cluster engine (``hooks`` not None) in a thread of its own that the
+    caller waits for at most ``timeout`` seconds. ``enter`` runs first in that thread (Spark:
+    the pass's job group); on expiry ``cancel`` runs (Spark: cancel that group), the thread is
+    abandoned (a daemon; whatever it computes later is dropped, never read) and
+    :class:`EngineTimeoutError` is raised. ``spent``: None before the reservation (the error
+    then says nothing was spent); after it, :func:`run` charges the reservation."""
+    if hooks is None or timeout is None:
+        return work()
+    enter, cancel = hooks
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            if enter is not None:
+                enter()
+            box["value"] = work()
+        except BaseException as exc:  # handed to the waiting thread (or dropped if late)
+            box["error"] = exc
+
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(target,),
+                              name="dpframe-engine-pass", daemon=True)
+    thread.start()
+    try:
+        thread.join(timeout)
+    finally:
+        if thread.is_alive() and cancel is not None:  # expired or interrupted (Ctrl-C)
+            with contextlib.suppress(Exception):
+                cancel()
+    if thread.is_alive():
+        if spent is not None:
+            raise EngineTimeoutError("timeout")  # run() charges, logs and re-raises
+        raise EngineTimeoutError(
+            f"the engine did not finish the check of this frame's source (a re-count of its "
+            f"rows) within {timeout:g} s ({ENGINE_TIMEOUT}): every worker may have died. "
+            f"Nothing was spent. {_TIMEOUT_FIX}")
+    if "error" in box:
+        raise box.pop("error")
+    return box["value"]
+
+
 def _charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list[str],
-                    failure: str, reservation: Any, delta: float) -> None:
+                    failure: str, reservation: Any, delta: float,
+                    timeout: float | None = None) -> None:
     """A release failed after the read: spend its reservation, log the failure, and raise
-    the one fixed error (outside the ``except`` block, so nothing chains to the original)."""
+    the one fixed error (outside the ``except`` block, so nothing chains to the original).
+    ``failure == "timeout"``: the engine timeout expired (:func:`engine_pass`); the entry says
+    so and does not lock the ledger (a timeout is a function of the elapsed time, which the
+    caller sees anyway: docs/audit.md leaves timing out of scope), the error names the
+    setting."""
     context = _LogContext.of(frame, facts, request)
     entry = failure_entry(
         what="release", names=names, epsilon=request.epsilon,
@@ -887,7 +1002,20 @@ def _charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list
         group_by=None if context.group_by is None else str(context.group_by),
         keys_ref=context.keys_ref,
         unit_fields=units.describe(facts.unit, context.group_by is not None))
+    if failure == "timeout":
+        entry = {**entry, "query": "timed-out release",
+                 "mechanism": "none (timed out: nothing was released)",
+                 "formulation": _timeout_text(timeout, context.engine) + (
+                     "; the aggregation had been submitted, so the reserved budget is spent; "
+                     "its late result, if any, was discarded")}
     facts.dataset.ledger.commit(reservation, [entry])
+    if failure == "timeout":
+        raise EngineTimeoutError(
+            f"{_timeout_text(timeout, context.engine)}: every worker may have died, or the "
+            f"job needs longer. The aggregation had been submitted, so this release's reserved "
+            f"budget (epsilon={request.epsilon:.6g}, delta={delta:.3g}) is spent and the log "
+            f"records a timed-out release; its late result, if any, is discarded. "
+            f"{_TIMEOUT_FIX}")
     if failure in ("KeyboardInterrupt", "SystemExit"):
         raise KeyboardInterrupt if failure == "KeyboardInterrupt" else SystemExit(1)
     raise failure_error("release", names, request.epsilon, delta)

@@ -29,7 +29,8 @@ integer lies in ``[a, b]`` iff it is one of ``a, a+1, …, b``) — which measur
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import narwhals.stable.v2 as nw
@@ -38,7 +39,7 @@ import numpy as np
 from dpframe.aggregates import ADDITIVE_KINDS, DROP, Agg, FixedPoint
 from dpframe.row_expressions import ROUNDER, aligned, is_float
 
-__all__ = ["spark_sums", "sql_aggregates"]
+__all__ = ["job_group", "spark_sums", "sql_aggregates"]
 
 #: At most this many ``BETWEEN`` ranges replace an ``IN`` list of integer keys.
 MAX_RANGES = 16
@@ -188,3 +189,32 @@ def spark_sums(
         aggs, cols, columns, tuples,
         [[row[i] for row in rows] for i in range(width)],
         [[row[width + i] for row in rows] for i in range(len(aggs))])
+
+
+def job_group() -> tuple[Callable[[], None], Callable[[], None]] | None:
+    """Hooks that make a pass cancellable (:func:`dpframe.release.engine_pass`). ``enter``,
+    run in the thread that submits the pass's jobs, copies the calling thread's local
+    properties into it (as ``pyspark.InheritableThread`` does) and puts its jobs in a job group
+    of their own (``setJobGroup`` with ``interruptOnCancel``: PySpark pins each Python thread
+    to a JVM thread, whose local properties hold the group). ``cancel``, run by the thread
+    that gave up waiting, cancels every job of that group (``cancelJobGroup``), so the
+    abandoned pass stops and its result never arrives. None without a classic
+    ``SparkContext`` (Spark Connect): the pass still times out, but is not cancelled."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return None
+    group = f"dpframe-release-{uuid.uuid4().hex}"
+    # the caller's local properties (scheduler pool, its own description...), as
+    # pyspark.InheritableThread copies them: a new thread does not inherit them
+    properties = context._jsc.sc().getLocalProperties().clone()
+
+    def enter() -> None:
+        context._jsc.sc().setLocalProperties(properties)
+        context.setJobGroup(group, "a dpframe release pass", interruptOnCancel=True)
+
+    def cancel() -> None:
+        context.cancelJobGroup(group)
+
+    return enter, cancel

@@ -25,6 +25,11 @@ two-core machine. Skipped with a message when ``distributed`` or Java is missing
    gets ``KilledWorker``), the safety net spends the reservation, writes one "failed release"
    entry and locks the ledger. Either way: never a spent budget without an entry, never a
    partial log.
+   **Every worker killed** (Dask: all worker processes, their nannies told not to restart
+   them; Spark: the last worker's process group) during the aggregation: the engine would wait
+   for ever; the release raises ``EngineTimeoutError`` within the test's small
+   ``DPFRAME_ENGINE_TIMEOUT``, spends the reservation once, logs one "timed-out release"
+   (durable ledger too) and does not lock the ledger; Spark's job group is cancelled.
 4. **Clean shutdown**: the fixtures' finalizers stop the session/client and every process they
    started, then check that none of those pids (or process groups) is still alive.
 """
@@ -408,6 +413,71 @@ def test_dask_release_that_loses_its_worker_for_good_spends_and_logs_the_failure
     assert reread.dp.budget.epsilon_spent == 1.0 and reread.dp.session.ledger.locked
 
 
+def _assert_timed_out_and_charged_once(info: Any, took: float, timeout: float, pf: Any,
+                                       pdf: Any, ledger: Path) -> None:
+    """Every worker killed during the aggregation: the release raised EngineTimeoutError
+    (naming the setting) within the timeout, spent its ε = 1 once, logged one timed-out
+    release (in memory and in the durable ledger file), and did not lock the ledger."""
+    from dpframe.errors import EngineTimeoutError
+
+    assert isinstance(info.value, EngineTimeoutError), repr(info.value)
+    assert "DPFRAME_ENGINE_TIMEOUT" in str(info.value) and info.value.__context__ is None
+    assert took < timeout + 5.0, took
+    assert pf.dp.budget.epsilon_spent == 1.0
+    entries = pf.dp.log.to_dict("records")
+    assert [(e["query"], e["epsilon"]) for e in entries] == [("timed-out release", 1.0)]
+    assert not pf.dp.session.ledger.locked
+    reread = dpf.protect(pdf.copy(), epsilon=10.0, bounds=BOUNDS, session=dpf.Session(path=ledger))
+    assert reread.dp.budget.epsilon_spent == 1.0 and not reread.dp.session.ledger.locked
+    assert [e["query"] for e in reread.dp.log.to_dict("records")] == ["timed-out release"]
+
+
+def test_dask_release_that_loses_every_worker_times_out_and_charges_once(tmp_path, monkeypatch):
+    """Every worker process killed (SIGKILL) while the aggregation runs, and none restarted
+    (the nannies are told not to, as when the machines are gone): the scheduler would
+    wait for a worker for ever. The release raises EngineTimeoutError within the (here 5 s)
+    DPFRAME_ENGINE_TIMEOUT, charged once and logged (docs/engines.md, "When the cluster
+    dies")."""
+    import dask
+    import dask.dataframe as dd
+
+    tag = remote()["tag"]
+    pdf = data()
+    folder = tmp_path / "tags"
+    folder.mkdir()
+    ledger = tmp_path / "ledger.jsonl"
+    timeout = 5.0
+    start = time.perf_counter()
+    with dask_local_cluster() as (client, processes, _), dask.config.set(scheduler=client.get):
+        pf = dpf.protect(
+            dd.from_pandas(pdf, npartitions=4).map_partitions(tag(str(folder), 0.5),
+                                                              meta=pdf.iloc[:0]),
+            epsilon=10.0, bounds=BOUNDS, keys=KEYS, missing={"x": 50.0},
+            session=dpf.Session(path=ledger))
+        before = len(pids_in(folder)) + tasks_before_aggregation(
+            lambda f: dd.from_pandas(pdf, npartitions=4).map_partitions(tag(f, 0.0),
+                                                                        meta=pdf.iloc[:0]),
+            tmp_path, partitions=4)
+        workers = processes()
+        for nanny in client.cluster.workers.values():
+            nanny.close_gracefully()  # (distributed: "we shouldn't try to restart workers")
+        killed: dict[str, float] = {}
+
+        def kill_all(_: int) -> None:
+            for pid in workers:
+                os.kill(pid, signal.SIGKILL)
+            killed["at"] = time.monotonic()
+
+        monkeypatch.setenv("DPFRAME_ENGINE_TIMEOUT", str(timeout))
+        with pytest.raises(dpf.DPFrameError) as info:
+            kill_mid_release(folder, before=before, kill=kill_all, timeout=60.0,
+                             release=lambda: pf.dp.mean("x", epsilon=1.0, random_state=3))
+        took = time.monotonic() - killed["at"]
+        assert not any(alive(p) for p in workers)
+    TIMINGS["dask all-workers-lost test"] = time.perf_counter() - start
+    _assert_timed_out_and_charged_once(info, took, timeout, pf, pdf, ledger)
+
+
 # -- Spark: a standalone master and two workers, each its own JVM ----------------------------
 
 def spark_home() -> str:
@@ -587,6 +657,51 @@ def test_spark_worker_killed_mid_release(spark_cluster, tmp_path):
     TIMINGS["spark kill test"] = time.perf_counter() - start
     assert counted >= 2 and not alive(victim)
     _assert_release_complete(got, want, pf, pdf, ledger)
+
+
+def test_spark_release_that_loses_every_worker_times_out_and_charges_once(spark_cluster,
+                                                                          tmp_path,
+                                                                          monkeypatch):
+    """Runs after the single-kill test, which left one worker: that one is killed too (its
+    Worker and executor JVMs' process group, and the task's Python workers) while the
+    aggregation runs. Spark would wait for an executor for ever; the release raises
+    EngineTimeoutError within the (here 10 s) DPFRAME_ENGINE_TIMEOUT, cancels its job group,
+    and is charged once and logged. The cluster has no worker afterwards (the fixture stops
+    the master)."""
+    spark = spark_cluster["spark"]
+    tag = remote()["tag"]
+    pdf = data()
+    schema = spark.createDataFrame(pdf).schema
+    folder = tmp_path / "tags"
+    folder.mkdir()
+    ledger = tmp_path / "ledger.jsonl"
+    timeout = 10.0
+    slow = tag(str(folder), 0.5)
+    start = time.perf_counter()
+    source = spark.createDataFrame(pdf).repartition(4).mapInPandas(
+        lambda parts: (slow(p) for p in parts), schema=schema)
+    pf = dpf.protect(source, epsilon=10.0, bounds=BOUNDS, keys=KEYS, missing={"x": 50.0},
+                     session=dpf.Session(path=ledger))
+    counted = len(pids_in(folder))
+    left = [w.pid for w in spark_cluster["workers"] if group_alive(w.pid)]
+    assert len(left) == 1, left  # (the single-kill test took the other one)
+    killed: dict[str, float] = {}
+
+    def kill_all(pid: int) -> None:
+        SPARK_PYTHON_PIDS.update(ancestors(pid)[:2])
+        os.killpg(left[0], signal.SIGKILL)
+        os.killpg(os.getpgid(pid), signal.SIGKILL)  # the daemon and its Python workers
+        killed["at"] = time.monotonic()
+
+    monkeypatch.setenv("DPFRAME_ENGINE_TIMEOUT", str(timeout))
+    with pytest.raises(dpf.DPFrameError) as info:
+        kill_mid_release(folder, before=2 * counted, kill=kill_all, timeout=90.0,
+                         release=lambda: pf.dp.mean("x", epsilon=1.0, random_state=3))
+    took = time.monotonic() - killed["at"]
+    TIMINGS["spark all-workers-lost test"] = time.perf_counter() - start
+    assert not group_alive(left[0])
+    _assert_timed_out_and_charged_once(info, took, timeout, pf, pdf, ledger)
+    assert spark.sparkContext.statusTracker().getActiveJobsIds() == []  # cancelled
 
 
 def test_zz_timings(capsys):
