@@ -327,38 +327,63 @@ def hand_out_pandas(frame: Any) -> Any:
 _OWN_BATCH_BYTES = 32 << 20
 
 
+def _own_polars_arrow(series: Any) -> Any:
+    """``series`` copied through Arrow (:func:`own_arrow` of its zero-copy export, imported
+    back by Polars without a copy), or None when its dtype does not come back the same (an
+    ``Enum``, 128-bit integers, ``Object``)."""
+    import polars as pl
+    import pyarrow as pa
+    from polars import CompatLevel
+
+    try:
+        chunks = [c.to_arrow(compat_level=CompatLevel.newest()) for c in series.get_chunks()]
+        if not chunks:
+            return None
+        owned = pl.from_arrow(own_arrow(pa.chunked_array(chunks, type=chunks[0].type)),
+                              rechunk=False)
+    except Exception:  # (a type pyarrow or Polars cannot carry across: copied through IPC)
+        return None
+    if not isinstance(owned, pl.Series) or owned.dtype != series.dtype:
+        return None
+    return owned.alias(series.name)
+
+
 def own_polars(frame: Any) -> Any:
     """dpframe's byte copy of a Polars DataFrame: every buffer of every column (values,
     validity, offsets, string views' data, list and struct children, categorical codes,
-    Decimal and 128-bit integers) written to Arrow IPC and read back by Polars into memory it
-    allocates (Polars hands out its own memory read-only: ``to_numpy`` views and ``to_arrow``
-    buffers cannot write it). Columns go a few at a time (at most about
-    :data:`_OWN_BATCH_BYTES` of IPC at once), so the copy needs little memory beyond its
-    own size. ``Object`` columns (Python objects, which IPC cannot hold) get copies of their
-    mutable cells (:func:`own_cells`)."""
+    Decimal and 128-bit integers). A column Polars exports to Arrow is copied by
+    :func:`own_arrow` (one read-only buffer) and imported back without a copy; any other
+    (``Enum``, 128-bit integers) is written to Arrow IPC and read back by Polars into memory
+    it allocates, a few columns at a time (at most about :data:`_OWN_BATCH_BYTES` of IPC at
+    once). Polars hands out its memory read-only (``to_numpy`` views, ``to_arrow`` buffers).
+    ``Object`` columns (Python objects, which neither can hold) get copies of their mutable
+    cells (:func:`own_cells`)."""
     import polars as pl
 
     columns: list[Any] = []
-    batch: list[Any] = []
+    batch: list[tuple[int, Any]] = []
     size = 0
 
     def flush() -> None:
         nonlocal batch, size
         if batch:
             sink = io.BytesIO()
-            pl.DataFrame(batch).write_ipc(sink, compression="uncompressed")
+            pl.DataFrame([s for _, s in batch]).write_ipc(sink, compression="uncompressed")
             sink.seek(0)
-            columns.extend(pl.read_ipc(sink).iter_columns())
+            for (index, _), owned in zip(batch, pl.read_ipc(sink).iter_columns(), strict=True):
+                columns[index] = owned
             batch, size = [], 0
 
     for series in frame.iter_columns():
         if series.dtype == pl.Object:
-            flush()
             columns.append(pl.Series(series.name, own_cells(series.to_list()), dtype=pl.Object))
             continue
-        batch.append(series)
-        size += series.estimated_size()
-        if size >= _OWN_BATCH_BYTES:
-            flush()
+        owned = _own_polars_arrow(series)
+        columns.append(owned)
+        if owned is None:
+            batch.append((len(columns) - 1, series))
+            size += series.estimated_size()
+            if size >= _OWN_BATCH_BYTES:
+                flush()
     flush()
     return pl.DataFrame(columns) if columns else frame.clear()
