@@ -234,16 +234,20 @@ def own_arrow(chunked: Any) -> Any:
 
     Written once in Arrow's IPC stream format (which copies what a slice shows, whatever the
     type) into a buffer of the stream's exact size, then read back without copying."""
+    import numpy as np
     import pyarrow as pa
 
     table = pa.Table.from_arrays([chunked], names=["c"])
     sizer = pa.MockOutputStream()
     with pa.ipc.new_stream(sizer, table.schema) as writer:
         writer.write_table(table)
-    target = pa.allocate_buffer(sizer.size())
-    with pa.ipc.new_stream(pa.FixedSizeBufferWriter(target), table.schema) as writer:
+    # (numpy's allocation, returned to the system when the data set goes, where pyarrow's
+    # default pool, mimalloc, kept about 90 MB of dropped snapshots resident for reuse)
+    target = np.empty(sizer.size(), dtype=np.uint8)
+    with pa.ipc.new_stream(pa.FixedSizeBufferWriter(pa.py_buffer(target)),
+                           table.schema) as writer:
         writer.write_table(table)
-    frozen = pa.foreign_buffer(target.address, target.size, base=target)
+    frozen = pa.foreign_buffer(target.ctypes.data, target.nbytes, base=target)
     owned = pa.ipc.open_stream(frozen).read_all().column(0)
     if owned.num_chunks == 0:  # (an empty column: pandas wants one chunk)
         owned = pa.chunked_array([pa.array([], type=chunked.type)], type=chunked.type)
