@@ -69,7 +69,8 @@ def _frame(kind: str, rows: int) -> tuple[Any, float]:
     elif kind == "pandas-arrow":
         frame = pa.table({"x": x, "i": i, "s": words}).to_pandas(types_mapper=pd.ArrowDtype)
     else:
-        frame = pl.DataFrame({"x": x, "i": i}).with_columns(s=pl.from_arrow(words))
+        strings: Any = pl.from_arrow(words)
+        frame = pl.DataFrame({"x": x, "i": i}).with_columns(s=strings)
     logical = _buffer_mb(frame)
     if kind == "polars-lazy":
         frame = frame.lazy()

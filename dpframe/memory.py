@@ -296,9 +296,10 @@ def own_pandas(frame: Any) -> Any:
     """dpframe's byte copy of a pandas frame: numpy blocks and extension arrays (nullable,
     datetime, categorical codes) deep-copied, Arrow-backed columns copied buffer by buffer
     (:func:`own_arrow`; pandas' deep copy keeps the same Arrow array), object columns with
-    every mutable cell deep-copied (:func:`own_cells`); every numpy array frozen
-    (:func:`freeze_pandas`)."""
+    every mutable cell deep-copied (:func:`own_cells`), categoricals with their categories
+    copied too; every numpy array frozen (:func:`freeze_pandas`)."""
     import numpy as np
+    import pandas as pd
 
     out = frame.copy(deep=True)
     for i, (_name, series) in enumerate(out.items()):
@@ -307,7 +308,30 @@ def own_pandas(frame: Any) -> Any:
             out.isetitem(i, _with_arrow(array, own_arrow(array._pa_array)))
         elif series.dtype == np.dtype(object):
             out.isetitem(i, own_cells(series.to_numpy(copy=False)))
+        elif isinstance(series.dtype, pd.CategoricalDtype):
+            out.isetitem(i, _own_categorical(array))
     return freeze_pandas(out)
+
+
+def _own_categorical(array: Any) -> Any:
+    """A categorical over its (deep-copied) codes and a copy of its categories: a deep copy
+    keeps the categories ``Index``, whose buffers (Arrow-backed under pandas 3's ``str``,
+    writable through ``np.frombuffer``; numpy through ``.array``) the user's frame shares."""
+    import numpy as np
+    import pandas as pd
+
+    categories = array.dtype.categories
+    values = categories.array
+    if _pandas_arrow(values):
+        values = _with_arrow(values, own_arrow(values._pa_array))
+    elif values.dtype == np.dtype(object):
+        values = own_cells(categories.to_numpy())
+    else:
+        values = categories.to_numpy(copy=True)
+        values.flags.writeable = False
+    owned = pd.Index(values, name=categories.name, copy=False)
+    dtype = pd.CategoricalDtype(owned, ordered=array.dtype.ordered)
+    return pd.Categorical.from_codes(array.codes, dtype=dtype, validate=False)
 
 
 def hand_out_pandas(frame: Any) -> Any:

@@ -129,17 +129,22 @@ def _pandas_nullable(src: dict[str, Any]) -> pd.DataFrame:
     }, copy=False)
 
 
+def _polars_strings(src: dict[str, Any]) -> Any:
+    """A Polars String column over the numpy buffers (Polars converts it to views)."""
+    return pl.from_arrow(_arrow_arrays(src)["s"].slice(0, N))
+
+
 def _polars_numpy(src: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame({"x": src["x"][:N], "i": src["i"][:N], "b": src["b"][:N],
                          "t": src["t"][:N]}).with_columns(
-        s=pl.from_arrow(_arrow_arrays(src)["s"].slice(0, N)))
+        s=_polars_strings(src))
 
 
 def _polars_pandas(src: dict[str, Any]) -> pl.DataFrame:
     frame = pd.DataFrame({"x": src["x"][:N], "i": src["i"][:N], "b": src["b"][:N],
                           "t": src["t"][:N]}, copy=False)
     return pl.from_pandas(frame).with_columns(
-        s=pl.from_arrow(_arrow_arrays(src)["s"].slice(0, N)))
+        s=_polars_strings(src))
 
 
 ROUTES: dict[str, Callable[[dict[str, Any]], Any]] = {
@@ -212,6 +217,8 @@ def _releases(pf: Any, derived: Any) -> dict[str, Any]:
         "filter_time": pf.dp.filter(nw.col("t") < CUTOFF).dp.sum("x", **eps),
         "filter_string": pf.dp.filter(nw.col("s") == "a").dp.sum("i", **eps),
     }
+    if "c" in nw.from_native(pf).collect_schema():  # a categorical / dictionary column
+        out["value_counts_categorical"] = dp.value_counts("c", keys=KEYS, **eps)
     return {name: _canonical(value) for name, value in out.items()}
 
 
@@ -294,6 +301,12 @@ def _write_through(frame: Any) -> None:
         series = frame[name]
         array = series.array
         chunked = getattr(array, "_pa_array", None)
+        if isinstance(series.dtype, pd.CategoricalDtype):  # (its categories, shared by copies)
+            categories = series.dtype.categories.array
+            if getattr(categories, "_pa_array", None) is not None:
+                _scribble_arrow(categories._pa_array)
+            else:
+                _scribble_numpy(categories)
         if chunked is not None:
             _scribble_arrow(chunked)
         elif series.dtype != object:
