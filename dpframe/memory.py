@@ -31,7 +31,8 @@ from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["MemoryRegistry", "anchored_series", "arrow_chunks", "buffer_ranges", "freeze_pandas",
-           "own_arrow", "own_cells", "own_pandas", "own_polars"]
+           "hand_out_pandas", "own_arrow", "own_arrow_columns", "own_cells", "own_pandas",
+           "own_polars"]
 
 Range = tuple[int, int]  # [start, end) addresses
 
@@ -227,7 +228,12 @@ def own_cells(values: Any) -> Any:
 
 
 def own_arrow(chunked: Any) -> Any:
-    """A byte copy of a pyarrow ``ChunkedArray`` (every buffer of every chunk and child:
+    """A byte copy of a pyarrow ``ChunkedArray``: :func:`own_arrow_columns` of one column."""
+    return own_arrow_columns([chunked])[0]
+
+
+def own_arrow_columns(columns: list[Any]) -> list[Any]:
+    """A byte copy of pyarrow chunked arrays (every buffer of every chunk and child:
     validity, offsets, values, dictionaries, views' data; a slice keeps only its rows), in one
     buffer dpframe allocated and hands out read-only (``pa.foreign_buffer``: no ``pa.Buffer``
     reachable from the copy is mutable, so ``np.frombuffer`` of it cannot write).
@@ -237,7 +243,7 @@ def own_arrow(chunked: Any) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    table = pa.Table.from_arrays([chunked], names=["c"])
+    table = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(len(columns))])
     sizer = pa.MockOutputStream()
     with pa.ipc.new_stream(sizer, table.schema) as writer:
         writer.write_table(table)
@@ -248,10 +254,13 @@ def own_arrow(chunked: Any) -> Any:
                            table.schema) as writer:
         writer.write_table(table)
     frozen = pa.foreign_buffer(target.ctypes.data, target.nbytes, base=target)
-    owned = pa.ipc.open_stream(frozen).read_all().column(0)
-    if owned.num_chunks == 0:  # (an empty column: pandas wants one chunk)
-        owned = pa.chunked_array([pa.array([], type=chunked.type)], type=chunked.type)
-    return owned
+    owned = pa.ipc.open_stream(frozen).read_all()
+    out = []
+    for column, source in zip(owned.columns, columns, strict=True):
+        if column.num_chunks == 0:  # (an empty column: pandas wants one chunk)
+            column = pa.chunked_array([pa.array([], type=source.type)], type=source.type)
+        out.append(column)
+    return out
 
 
 def freeze_pandas(frame: Any) -> Any:
@@ -355,32 +364,43 @@ def hand_out_pandas(frame: Any) -> Any:
 _OWN_BATCH_BYTES = 32 << 20
 
 
-def _own_polars_arrow(series: Any) -> Any:
-    """``series`` copied through Arrow (:func:`own_arrow` of its zero-copy export, imported
-    back by Polars without a copy), or None when its dtype does not come back the same (an
-    ``Enum``, 128-bit integers, ``Object``)."""
+def _arrow_export(series: Any) -> Any:
+    """``series``' chunks exported to Arrow without a copy, or None for a dtype that does not
+    come back from Arrow the same (``Enum``, 128-bit integers, ``Object``)."""
     import polars as pl
     import pyarrow as pa
     from polars import CompatLevel
 
+    dtype = series.dtype
+    if dtype in (pl.Int128, pl.UInt128, pl.Object) or isinstance(dtype, pl.Enum):
+        return None
     try:
         chunks = [c.to_arrow(compat_level=CompatLevel.newest()) for c in series.get_chunks()]
-        if not chunks:
-            return None
-        owned = pl.from_arrow(own_arrow(pa.chunked_array(chunks, type=chunks[0].type)),
-                              rechunk=False)
-    except Exception:  # (a type pyarrow or Polars cannot carry across: copied through IPC)
+        return pa.chunked_array(chunks, type=chunks[0].type) if chunks else None
+    except Exception:  # (a type pyarrow cannot carry: copied through Polars' IPC)
         return None
-    if not isinstance(owned, pl.Series) or owned.dtype != series.dtype:
+
+
+def _arrow_import(series: Any, owned: Any) -> Any:
+    """``owned`` (dpframe's copy of ``series``' Arrow export) as a Polars Series without a
+    copy, or None if Polars would not give back ``series``' dtype."""
+    import polars as pl
+
+    try:
+        back = pl.from_arrow(owned, rechunk=False)
+    except Exception:  # pragma: no cover - a Polars version that cannot import its export
         return None
-    return owned.alias(series.name)
+    if not isinstance(back, pl.Series) or back.dtype != series.dtype:
+        return None
+    return back.alias(series.name)
 
 
 def own_polars(frame: Any) -> Any:
     """dpframe's byte copy of a Polars DataFrame: every buffer of every column (values,
     validity, offsets, string views' data, list and struct children, categorical codes,
-    Decimal and 128-bit integers). A column Polars exports to Arrow is copied by
-    :func:`own_arrow` (one read-only buffer) and imported back without a copy; any other
+    Decimal and 128-bit integers). The columns Polars exports to Arrow are copied together
+    by :func:`own_arrow_columns` (one read-only buffer) and imported back without a copy;
+    any other
     (``Enum``, 128-bit integers) is written to Arrow IPC and read back by Polars into memory
     it allocates, a few columns at a time (at most about :data:`_OWN_BATCH_BYTES` of IPC at
     once). Polars hands out its memory read-only (``to_numpy`` views, ``to_arrow`` buffers).
@@ -388,7 +408,15 @@ def own_polars(frame: Any) -> Any:
     cells (:func:`own_cells`)."""
     import polars as pl
 
-    columns: list[Any] = []
+    series_list = list(frame.iter_columns())
+    columns: list[Any] = [None] * len(series_list)
+    exported = {i: _arrow_export(series) for i, series in enumerate(series_list)}
+    through_arrow = [i for i, chunked in exported.items() if chunked is not None]
+    if through_arrow:  # (one buffer for all of them)
+        copies = own_arrow_columns([exported[i] for i in through_arrow])
+        for i, owned in zip(through_arrow, copies, strict=True):
+            columns[i] = _arrow_import(series_list[i], owned)
+    del exported
     batch: list[tuple[int, Any]] = []
     size = 0
 
@@ -402,16 +430,15 @@ def own_polars(frame: Any) -> Any:
                 columns[index] = owned
             batch, size = [], 0
 
-    for series in frame.iter_columns():
-        if series.dtype == pl.Object:
-            columns.append(pl.Series(series.name, own_cells(series.to_list()), dtype=pl.Object))
+    for index, series in enumerate(series_list):
+        if columns[index] is not None:
             continue
-        owned = _own_polars_arrow(series)
-        columns.append(owned)
-        if owned is None:
-            batch.append((len(columns) - 1, series))
-            size += series.estimated_size()
-            if size >= _OWN_BATCH_BYTES:
-                flush()
+        if series.dtype == pl.Object:
+            columns[index] = pl.Series(series.name, own_cells(series.to_list()), dtype=pl.Object)
+            continue
+        batch.append((index, series))
+        size += series.estimated_size()
+        if size >= _OWN_BATCH_BYTES:
+            flush()
     flush()
     return pl.DataFrame(columns) if columns else frame.clear()
