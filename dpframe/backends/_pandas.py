@@ -66,17 +66,20 @@ class PandasBackend(Backend):
         return private(own_pandas(frame))
 
     def private_result(self, frame: Any) -> Any:
-        """A copy -- shallow under copy-on-write (pandas 3: writing through the user's frame
-        copies the block first), deep before -- of ``frame`` once made safe to hand out
+        """A copy of ``frame`` (the derived frame handed to the user) -- shallow under
+        copy-on-write (pandas 3: writing through the user's frame copies the block first),
+        dpframe's byte copy before -- and ``frame`` made safe to hand out
         (:func:`dpframe.memory.hand_out_pandas`: its numpy arrays read-only, since
         ``frame[c].array`` writes a shared block in place; Arrow columns pyarrow computed,
         whose buffers ``np.frombuffer`` could write, and the mutable cells of object columns
-        replaced by dpframe's copies)."""
-        from dpframe.memory import hand_out_pandas, own_pandas
+        replaced in the user's frame by copies, so none of them is what releases read)."""
+        from dpframe.memory import freeze_pandas, hand_out_pandas, own_pandas
 
         if not _pandas_copy_on_write():  # (the user's frame stays writable: pandas writes
             return private(own_pandas(frame))  # it in place)
-        return private(hand_out_pandas(frame).copy(deep=False))
+        kept = frame.copy(deep=False)  # (before the user's frame gets its own cells)
+        hand_out_pandas(frame)
+        return private(freeze_pandas(kept))
 
     def can_hold_missing(self, dtype: Any) -> bool:
         return not (isinstance(dtype, np.dtype) and dtype.kind in "iub")

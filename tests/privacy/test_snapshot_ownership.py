@@ -140,6 +140,11 @@ def _polars_numpy(src: dict[str, Any]) -> pl.DataFrame:
         s=_polars_strings(src))
 
 
+def _polars_from_numpy(src: dict[str, Any]) -> pl.DataFrame:
+    return pl.concat([pl.from_numpy(src[c][:N], schema=[c]) for c in ("x", "i", "b", "t")],
+                     how="horizontal").with_columns(s=_polars_strings(src))
+
+
 def _polars_pandas(src: dict[str, Any]) -> pl.DataFrame:
     frame = pd.DataFrame({"x": src["x"][:N], "i": src["i"][:N], "b": src["b"][:N],
                           "t": src["t"][:N]}, copy=False)
@@ -154,6 +159,7 @@ ROUTES: dict[str, Callable[[dict[str, Any]], Any]] = {
     "pandas-arrow-sliced": lambda src: _arrow_table(src, True).to_pandas(
         types_mapper=pd.ArrowDtype),
     "polars-numpy": _polars_numpy,
+    "polars-from_numpy": _polars_from_numpy,
     "polars-arrow": lambda src: pl.from_arrow(_arrow_table(src, False)),
     "polars-arrow-sliced": lambda src: pl.from_arrow(_arrow_table(src, True)),
     "polars-pandas": _polars_pandas,
@@ -425,6 +431,10 @@ def test_pandas_snapshot_is_read_only_and_its_cells_are_copies() -> None:
     with pytest.raises(ValueError):
         derived["x"].array[0] = 1.0  # (it would write what the snapshot holds)
     assert derived["o"].iloc[0] is not data["o"].iloc[0]
+    kept = provenance.resolve(derived).data  # what releases of the derived frame read
+    assert kept["o"].iloc[0] is not derived["o"].iloc[0]
+    with pytest.raises(ValueError):
+        kept["x"].array[0] = 1.0
 
 
 # -- LazyFrames -----------------------------------------------------------------------------
