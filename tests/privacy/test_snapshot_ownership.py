@@ -462,6 +462,31 @@ def test_a_lazy_plan_over_memory_is_collected_once_and_files_stay_lazy(tmp_path:
     assert isinstance(native.dp.count(epsilon=0.5, random_state=1), float)
 
 
+@pytest.mark.parametrize("build", [
+    lambda arr: pl.DataFrame({"x": arr}).lazy(),
+    lambda arr: pl.from_arrow(pa.table({"x": pa.array(arr)})).lazy(),
+    lambda arr: pl.from_pandas(pd.DataFrame({"x": arr}, copy=False)).lazy(),
+], ids=["numpy", "arrow", "pandas"])
+def test_the_issues_attack_on_a_streamed_lazyframe(build: Callable[[Any], Any]) -> None:
+    """The issue's reproduction: a mean after ``arr[:] = arr[t]`` gave person t's value. Above
+    IN_MEMORY_ROWS rows, so the release runs on Polars' streaming engine."""
+    from dpframe.backends._polars import IN_MEMORY_ROWS
+
+    rows = IN_MEMORY_ROWS + 1
+
+    def protected() -> tuple[Any, Any]:
+        arr = np.random.default_rng(1).uniform(0.0, 100.0, rows)
+        return arr, dpf.protect(build(arr), epsilon=1.0, bounds={"x": (0.0, 100.0)},
+                                missing={"x": 0.0})
+
+    arr, pf = protected()
+    arr[:] = arr[K]
+    _twin_arr, twin = protected()
+    got = pf.dp.mean("x", epsilon=0.1, random_state=3)
+    assert got == twin.dp.mean("x", epsilon=0.1, random_state=3)
+    assert abs(got - arr[K]) > 1.0
+
+
 def test_a_lazy_plan_failing_at_protect_names_no_value() -> None:
     lazy = pl.LazyFrame({"x": ["1.5", "oops"]}).select(pl.col("x").cast(pl.Float64))
     with pytest.raises(dpf.UnsupportedInputError) as caught:
