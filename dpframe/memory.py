@@ -10,16 +10,29 @@ second budget on them (a range that *overlaps* one of them, not only the same st
 :func:`anchored_series` is the other direction: a Polars value whose memory keeps a Python
 object alive, so that the object lives exactly as long as any Polars plan or frame holding
 that value (Polars' own objects cannot be weakly referenced from Python).
+
+:func:`own_pandas`, :func:`own_polars` and :func:`own_arrow` make the snapshot a release reads
+(DESIGN §2 rule 1, *what protect captured is what every release reads*): a byte copy of every
+buffer of every column, in memory dpframe allocated and nobody else can write. A dtype is no
+guarantee: Polars and pyarrow wrap numpy arrays without copying them (``pl.from_numpy``,
+``pa.array(np_arr)``), pandas' deep copy keeps the same Arrow array, and an Arrow buffer that
+pyarrow allocated is writable through ``np.frombuffer``.
 """
 
 from __future__ import annotations
 
+import copy
+import datetime
+import decimal
+import io
 import threading
 import weakref
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MemoryRegistry", "anchored_series", "arrow_chunks", "buffer_ranges"]
+__all__ = ["MemoryRegistry", "anchored_series", "arrow_chunks", "buffer_ranges", "freeze_pandas",
+           "hand_out_pandas", "own_arrow", "own_arrow_columns", "own_cells", "own_pandas",
+           "own_polars"]
 
 Range = tuple[int, int]  # [start, end) addresses
 
@@ -186,3 +199,246 @@ class MemoryRegistry:
                 self._items = [item for item in self._items
                                if (item[0], item[1], item[2][0]) not in stale]
         return found
+
+
+# -- dpframe's own copies ----------------------------------------------------------------------
+#: Python types whose values cannot change: a cell of one of these exact types is kept as is by
+#: :func:`own_cells` (``copy.deepcopy`` would return the same object anyway); any other cell is
+#: deep-copied. Only the speed depends on a cell's type, never what a release reads.
+_IMMUTABLE_CELLS = frozenset({str, int, float, bool, complex, bytes, type(None), decimal.Decimal,
+                              datetime.datetime, datetime.date, datetime.time,
+                              datetime.timedelta})
+
+#: the array attributes of pandas extension arrays that hold numpy memory (masked arrays:
+#: values and mask; datetimes, periods, categoricals, numpy-backed arrays: ``_ndarray``)
+_EA_NDARRAYS = ("_ndarray", "_data", "_mask", "_left", "_right", "_sparse_values")
+
+
+def own_cells(values: Any) -> Any:
+    """A new object ndarray of ``values``' cells in which every cell that could be written
+    (a list, a dict, a bytearray, a numpy array, any object not of an immutable built-in type)
+    is a deep copy: writing the user's cell afterwards changes nothing dpframe holds."""
+    import numpy as np
+
+    cells = [v if type(v) in _IMMUTABLE_CELLS else copy.deepcopy(v) for v in values]
+    out = np.empty(len(cells), dtype=object)
+    for i, v in enumerate(cells):  # (a slice assignment would unpack list cells)
+        out[i] = v
+    return out
+
+
+def own_arrow(chunked: Any) -> Any:
+    """A byte copy of a pyarrow ``ChunkedArray``: :func:`own_arrow_columns` of one column."""
+    return own_arrow_columns([chunked])[0]
+
+
+def own_arrow_columns(columns: list[Any]) -> list[Any]:
+    """A byte copy of pyarrow chunked arrays (every buffer of every chunk and child:
+    validity, offsets, values, dictionaries, views' data; a slice keeps only its rows), in one
+    buffer dpframe allocated and hands out read-only (``pa.foreign_buffer``: no ``pa.Buffer``
+    reachable from the copy is mutable, so ``np.frombuffer`` of it cannot write).
+
+    Written once in Arrow's IPC stream format (which copies what a slice shows, whatever the
+    type) into a buffer of the stream's exact size, then read back without copying."""
+    import numpy as np
+    import pyarrow as pa
+
+    table = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(len(columns))])
+    sizer = pa.MockOutputStream()
+    with pa.ipc.new_stream(sizer, table.schema) as writer:
+        writer.write_table(table)
+    # (numpy's allocation, returned to the system when the data set goes, where pyarrow's
+    # default pool, mimalloc, kept about 90 MB of dropped snapshots resident for reuse)
+    target = np.empty(sizer.size(), dtype=np.uint8)
+    with pa.ipc.new_stream(pa.FixedSizeBufferWriter(pa.py_buffer(target)),
+                           table.schema) as writer:
+        writer.write_table(table)
+    frozen = pa.foreign_buffer(target.ctypes.data, target.nbytes, base=target)
+    owned = pa.ipc.open_stream(frozen).read_all()
+    out = []
+    for column, source in zip(owned.columns, columns, strict=True):
+        if column.num_chunks == 0:  # (an empty column: pandas wants one chunk)
+            column = pa.chunked_array([pa.array([], type=source.type)], type=source.type)
+        out.append(column)
+    return out
+
+
+def freeze_pandas(frame: Any) -> Any:
+    """Make every numpy array under ``frame``'s columns read-only (in place) and return it.
+
+    Under pandas' copy-on-write, ``frame.values`` and ``to_numpy()`` are read-only views, but
+    ``frame[c].array`` still writes the shared block in place: once frozen, no view of these
+    arrays can be written (numpy refuses to make a view of a read-only array writable), while
+    pandas' own operations copy before writing (copy-on-write)."""
+    import numpy as np
+
+    for block in frame._mgr.blocks:
+        values = block.values
+        arrays = [values] if isinstance(values, np.ndarray) else [
+            getattr(values, name, None) for name in _EA_NDARRAYS]
+        for array in arrays:
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
+    return frame
+
+
+def _pandas_arrow(array: Any) -> bool:
+    """A pandas array backed by pyarrow (``pd.ArrowDtype``, ``string[pyarrow]``, pandas 3's
+    ``str``)."""
+    return getattr(array, "_pa_array", None) is not None
+
+
+def _with_arrow(array: Any, chunked: Any) -> Any:
+    """A copy of the Arrow-backed pandas ``array`` (same class and dtype) over ``chunked``."""
+    out = copy.copy(array)
+    out._pa_array = chunked
+    return out
+
+
+def _mutable_arrow(chunked: Any) -> bool:
+    """Whether any buffer of ``chunked`` is writable (e.g. through ``np.frombuffer``)."""
+    return any(b is not None and b.is_mutable for chunk in chunked.chunks
+               for b in chunk.buffers())
+
+
+def own_pandas(frame: Any) -> Any:
+    """dpframe's byte copy of a pandas frame: numpy blocks and extension arrays (nullable,
+    datetime, categorical codes) deep-copied, Arrow-backed columns copied buffer by buffer
+    (:func:`own_arrow`; pandas' deep copy keeps the same Arrow array), object columns with
+    every mutable cell deep-copied (:func:`own_cells`), categoricals with their categories
+    copied too; every numpy array frozen (:func:`freeze_pandas`)."""
+    import numpy as np
+    import pandas as pd
+
+    out = frame.copy(deep=True)
+    for i, (_name, series) in enumerate(out.items()):
+        array = series.array
+        if _pandas_arrow(array):
+            out.isetitem(i, _with_arrow(array, own_arrow(array._pa_array)))
+        elif series.dtype == np.dtype(object):
+            out.isetitem(i, own_cells(series.to_numpy(copy=False)))
+        elif isinstance(series.dtype, pd.CategoricalDtype):
+            out.isetitem(i, _own_categorical(array))
+    return freeze_pandas(out)
+
+
+def _own_categorical(array: Any) -> Any:
+    """A categorical over its (deep-copied) codes and a copy of its categories: a deep copy
+    keeps the categories ``Index``, whose buffers (Arrow-backed under pandas 3's ``str``,
+    writable through ``np.frombuffer``; numpy through ``.array``) the user's frame shares."""
+    import numpy as np
+    import pandas as pd
+
+    categories = array.dtype.categories
+    values = categories.array
+    if _pandas_arrow(values):
+        values = _with_arrow(values, own_arrow(values._pa_array))
+    elif values.dtype == np.dtype(object):
+        values = own_cells(categories.to_numpy())
+    else:
+        values = categories.to_numpy(copy=True)
+        values.flags.writeable = False
+    owned = pd.Index(values, name=categories.name, copy=False)
+    dtype = pd.CategoricalDtype(owned, ordered=array.dtype.ordered)
+    return pd.Categorical.from_codes(array.codes, dtype=dtype, validate=False)
+
+
+def hand_out_pandas(frame: Any) -> Any:
+    """Prepare ``frame``, a pandas frame dpframe computed from a snapshot and is about to hand
+    out (a verified derivation), so that nothing reachable from it writes memory a release
+    reads: Arrow columns with a writable buffer (computed by pyarrow) replaced by read-only
+    copies, object columns by copies of their mutable cells (the snapshot's cells stay
+    dpframe's), numpy arrays frozen. In place; returns ``frame``."""
+    import numpy as np
+
+    for i, (_name, series) in enumerate(frame.items()):
+        array = series.array
+        if _pandas_arrow(array) and _mutable_arrow(array._pa_array):
+            frame.isetitem(i, _with_arrow(array, own_arrow(array._pa_array)))
+        elif series.dtype == np.dtype(object):
+            frame.isetitem(i, own_cells(series.to_numpy(copy=False)))
+    return freeze_pandas(frame)
+
+
+#: the most bytes :func:`own_polars` copies in one IPC round trip (its transient memory)
+_OWN_BATCH_BYTES = 32 << 20
+
+
+def _arrow_export(series: Any) -> Any:
+    """``series``' chunks exported to Arrow without a copy, or None for a dtype that does not
+    come back from Arrow the same (``Enum``, 128-bit integers, ``Object``)."""
+    import polars as pl
+    import pyarrow as pa
+    from polars import CompatLevel
+
+    dtype = series.dtype
+    if dtype in (pl.Int128, pl.UInt128, pl.Object) or isinstance(dtype, pl.Enum):
+        return None
+    try:
+        chunks = [c.to_arrow(compat_level=CompatLevel.newest()) for c in series.get_chunks()]
+        return pa.chunked_array(chunks, type=chunks[0].type) if chunks else None
+    except Exception:  # (a type pyarrow cannot carry: copied through Polars' IPC)
+        return None
+
+
+def _arrow_import(series: Any, owned: Any) -> Any:
+    """``owned`` (dpframe's copy of ``series``' Arrow export) as a Polars Series without a
+    copy, or None if Polars would not give back ``series``' dtype."""
+    import polars as pl
+
+    try:
+        back = pl.from_arrow(owned, rechunk=False)
+    except Exception:  # pragma: no cover - a Polars version that cannot import its export
+        return None
+    if not isinstance(back, pl.Series) or back.dtype != series.dtype:
+        return None
+    return back.alias(series.name)
+
+
+def own_polars(frame: Any) -> Any:
+    """dpframe's byte copy of a Polars DataFrame: every buffer of every column (values,
+    validity, offsets, string views' data, list and struct children, categorical codes,
+    Decimal and 128-bit integers). The columns Polars exports to Arrow are copied together
+    by :func:`own_arrow_columns` (one read-only buffer) and imported back without a copy;
+    any other
+    (``Enum``, 128-bit integers) is written to Arrow IPC and read back by Polars into memory
+    it allocates, a few columns at a time (at most about :data:`_OWN_BATCH_BYTES` of IPC at
+    once). Polars hands out its memory read-only (``to_numpy`` views, ``to_arrow`` buffers).
+    ``Object`` columns (Python objects, which neither can hold) get copies of their mutable
+    cells (:func:`own_cells`)."""
+    import polars as pl
+
+    series_list = list(frame.iter_columns())
+    columns: list[Any] = [None] * len(series_list)
+    exported = {i: _arrow_export(series) for i, series in enumerate(series_list)}
+    through_arrow = [i for i, chunked in exported.items() if chunked is not None]
+    if through_arrow:  # (one buffer for all of them)
+        copies = own_arrow_columns([exported[i] for i in through_arrow])
+        for i, owned in zip(through_arrow, copies, strict=True):
+            columns[i] = _arrow_import(series_list[i], owned)
+    del exported
+    batch: list[tuple[int, Any]] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal batch, size
+        if batch:
+            sink = io.BytesIO()
+            pl.DataFrame([s for _, s in batch]).write_ipc(sink, compression="uncompressed")
+            sink.seek(0)
+            for (index, _), owned in zip(batch, pl.read_ipc(sink).iter_columns(), strict=True):
+                columns[index] = owned
+            batch, size = [], 0
+
+    for index, series in enumerate(series_list):
+        if columns[index] is not None:
+            continue
+        if series.dtype == pl.Object:
+            columns[index] = pl.Series(series.name, own_cells(series.to_list()), dtype=pl.Object)
+            continue
+        batch.append((index, series))
+        size += series.estimated_size()
+        if size >= _OWN_BATCH_BYTES:
+            flush()
+    flush()
+    return pl.DataFrame(columns) if columns else frame.clear()

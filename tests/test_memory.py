@@ -96,6 +96,31 @@ def test_a_dropped_protected_eager_frame_frees_its_data(make: Callable[[Any], An
     assert _collected(ref)
 
 
+@pytest.mark.parametrize("make", [
+    lambda a: pl.DataFrame({"x": a}).lazy(),
+    lambda a: pl.DataFrame({"x": a}),
+    lambda a: __import__("pandas").DataFrame({"x": a}, copy=False),
+], ids=["polars-lazy", "polars", "pandas"])
+def test_dpframes_copy_is_its_own_and_leaves_with_the_protected_frame(
+        make: Callable[[Any], Any]):
+    """The snapshot releases read is a byte copy (issue 30): none of its memory is the user's
+    array, and it is freed, with its records, when the protected frame is dropped."""
+    gc.collect()
+    ranges = len(provenance._memory)
+    arr = np.random.default_rng(6).random(1000)
+    start = arr.__array_interface__["data"][0]
+    pf = dpf.protect(make(arr), epsilon=10.0, bounds=BOUNDS)
+    data = provenance.resolve(pf).data
+    family_lazy = isinstance(data, pl.LazyFrame)
+    family = "pandas" if not isinstance(data, pl.DataFrame | pl.LazyFrame) else "polars"
+    owned = buffer_ranges(data, family, family_lazy)
+    assert owned and not any(a < start + arr.nbytes and start < b for a, b in owned)
+    copy = weakref.ref(data)
+    del data, pf
+    assert _collected(copy)
+    assert len(provenance._memory) == ranges
+
+
 def test_derived_lazyframes_leave_no_record_behind():
     lf, _arr = _protected_lazy()
     gc.collect()

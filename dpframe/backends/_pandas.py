@@ -55,14 +55,31 @@ class PandasBackend(Backend):
         return polars_schema(frame)
 
     def snapshot(self, frame: Any) -> Any:
-        """A deep copy: a frame's numpy blocks can be views of arrays the user still holds
-        and writes."""
-        return private(frame.copy(deep=True))
+        """dpframe's byte copy (:func:`dpframe.memory.own_pandas`): a frame's numpy blocks can
+        be views of arrays the user still holds and writes, its Arrow-backed columns arrays
+        over numpy buffers (pandas' deep copy keeps the same Arrow array), its object columns
+        lists or arrays the user can change in place. Every numpy array of the copy is
+        read-only, its Arrow buffers too: no view taken from it (or from a frame derived from
+        it) can write it."""
+        from dpframe.memory import own_pandas
+
+        return private(own_pandas(frame))
 
     def private_result(self, frame: Any) -> Any:
-        """A copy — shallow under copy-on-write (pandas 3: writing through the user's frame
-        copies the block first, and its numpy views are read-only), deep before."""
-        return private(frame.copy(deep=not _pandas_copy_on_write()))
+        """A copy of ``frame`` (the derived frame handed to the user) -- shallow under
+        copy-on-write (pandas 3: writing through the user's frame copies the block first),
+        dpframe's byte copy before -- and ``frame`` made safe to hand out
+        (:func:`dpframe.memory.hand_out_pandas`: its numpy arrays read-only, since
+        ``frame[c].array`` writes a shared block in place; Arrow columns pyarrow computed,
+        whose buffers ``np.frombuffer`` could write, and the mutable cells of object columns
+        replaced in the user's frame by copies, so none of them is what releases read)."""
+        from dpframe.memory import freeze_pandas, hand_out_pandas, own_pandas
+
+        if not _pandas_copy_on_write():  # (the user's frame stays writable: pandas writes
+            return private(own_pandas(frame))  # it in place)
+        kept = frame.copy(deep=False)  # (before the user's frame gets its own cells)
+        hand_out_pandas(frame)
+        return private(freeze_pandas(kept))
 
     def can_hold_missing(self, dtype: Any) -> bool:
         return not (isinstance(dtype, np.dtype) and dtype.kind in "iub")

@@ -133,13 +133,20 @@ class PolarsBackend(_Polars):
         return self.schema(frame)
 
     def snapshot(self, frame: Any) -> Any:
-        """Its number columns copied (Polars takes numpy arrays without copying them, and
-        the user can write those arrays), the rest shared (Arrow memory is immutable)."""
-        return private(_own_numbers(frame))
+        """dpframe's byte copy of every column (:func:`dpframe.memory.own_polars`): Polars
+        takes numpy arrays and Arrow arrays without copying them (``pl.from_numpy``,
+        ``pl.from_arrow``, ``pl.from_pandas``), whatever the dtype (Decimal, strings, lists,
+        structs as much as numbers), and the user can still write those arrays. The copy is
+        in memory Polars allocated, which it hands out read-only."""
+        from dpframe.memory import own_polars
+
+        return private(own_polars(frame))
 
     def private_result(self, frame: Any) -> Any:
-        """Another handle only: its buffers are dpframe's and Polars never writes a buffer
-        in place."""
+        """Another handle only: a verified derivation is computed from the snapshot, so its
+        buffers are the snapshot's or new ones Polars allocated, and Polars never writes a
+        buffer in place nor lets the user write one (its ``to_numpy`` views and ``to_arrow``
+        buffers are read-only)."""
         return private(frame.clone())
 
 
@@ -163,6 +170,31 @@ class PolarsLazyBackend(_Polars):
         import polars as pl
 
         return pl, frame
+
+    def snapshot(self, frame: Any) -> Any:
+        """A plan that reads any in-memory frame (``df.lazy()``, ``pl.from_numpy(...).lazy()``,
+        ``pl.from_arrow(...).lazy()``, ``pl.from_pandas(...).lazy()``, also joined with a file
+        scan) shares that frame's buffers, which the user can write (numpy, Arrow over numpy):
+        it is collected once, here, into dpframe's byte copy (:func:`dpframe.memory.own_polars`)
+        and releases read that copy's ``.lazy()`` plan. A plan over files only is the snapshot
+        itself (releases re-read the files, bound at protect)."""
+        from dpframe.memory import own_polars
+        from dpframe.polars_plan import scanned_frames
+
+        if not scanned_frames(frame):
+            return frame
+        try:
+            collected = frame.collect()
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+                raise  # KeyboardInterrupt, SystemExit: the user's, not the engine's
+            raise UnsupportedInputError(
+                "the polars engine failed while protect read the LazyFrame (to copy the "
+                "in-memory frames it reads); nothing was protected or spent. The engine's own "
+                "message is not shown: run lazy_frame.collect() before protecting it to see "
+                "what fails"
+            ) from None
+        return own_polars(collected).lazy()
 
     def collect(self, result: Any, source: Any = None) -> Any:
         """Streaming, except for a query on a ``source`` plan that reads only in-memory
@@ -254,29 +286,3 @@ def _csv_scans(lazy: Any) -> list[dict[str, Any]]:
             except (TypeError, ValueError, IndexError):  # an unknown layout: refuse as inferred
                 found.append({})
     return found
-
-
-def _own_numbers(frame: Any) -> Any:
-    """A Polars frame whose number, boolean and date columns are in memory of its own (their
-    Arrow buffers copied byte for byte), other columns shared."""
-    import polars as pl
-    import pyarrow as pa
-
-    columns = []
-    for series in frame.iter_columns():
-        dtype = series.dtype
-        if dtype in (pl.Int128, pl.UInt128):  # (numpy holds no 128-bit integers)
-            columns.append(series)
-        elif (dtype.is_numeric() and not isinstance(dtype, pl.Decimal)) \
-                or dtype.is_temporal() or dtype == pl.Boolean:
-            arrow = series.rechunk().to_arrow()
-            buffers = [None if b is None else pa.py_buffer(b.to_pybytes())
-                       for b in arrow.buffers()]
-            copy = pa.Array.from_buffers(arrow.type, len(arrow), buffers, arrow.null_count,
-                                         arrow.offset)
-            columns.append(pl.Series(series.name, copy, dtype=dtype))
-        else:
-            columns.append(series)
-    return pl.DataFrame(columns)
-
-
