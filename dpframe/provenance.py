@@ -27,7 +27,6 @@ How a frame is recognised (no data is read, no lengths or values are compared):
 from __future__ import annotations
 
 import contextvars
-import glob as _glob
 import math
 import os
 import threading
@@ -58,7 +57,13 @@ from dpframe.keyset import Keys, checked_keys
 from dpframe.memory import MemoryRegistry, anchored_series, buffer_ranges
 from dpframe.polars_plan import plan_sources
 from dpframe.rowwise.engines import apply_steps
-from dpframe.sources import check_readers, check_strings, parse_in_full
+from dpframe.sources import (
+    check_readers,
+    check_strings,
+    expand_paths,
+    file_digest,
+    parse_in_full,
+)
 
 __all__ = [
     "Dataset",
@@ -200,24 +205,34 @@ def validate_missing(
 # -- data sets, facts, sessions -------------------------------------------------------------
 @dataclass(eq=False)
 class SourceBinding:
-    """The identity of the files a lazy source reads (path → size, mtime, device, inode),
-    recorded at protect time and checked before every release. ``recount``: the source is
-    not made of files dpframe can identify, so its row count is re-read instead. ``lister``:
-    for engines that fix their file list in the plan (Spark), asks the engine for the list it
-    will read now (None: it no longer can), compared with the recorded one; ``patterns``
-    (globs expanded) are used otherwise.
+    """The files a lazy source reads, bound by their content: path → (size, mtime, device,
+    inode) and path → SHA-256 of every byte (:func:`dpframe.sources.file_digest`), recorded
+    at protect time and checked before every release. ``recount``: the source is not made of
+    files dpframe can identify, so its row count is re-read instead. ``lister``: for engines
+    that fix their file list in the plan (Spark), asks the engine for the list it will read
+    now (None: it no longer can), compared with the recorded one; ``patterns`` (globs and
+    folders expanded) are used otherwise.
 
-    Why metadata suffices (``docs/engines.md``, "Is the source still the protected one?"):
-    if the engine reads exactly the listed files and no file changed its size, modification
-    time, device or inode, the bytes read — hence the ``n`` rows — are those counted at
-    protect time. The check reads no row and runs before any budget is reserved; a refusal
-    depends only on file-system metadata, which the data's owner controls and sees anyway.
+    What is checked, and when (``docs/engines.md``, "Is the source still the protected
+    one?"): before every release, the list of files, each file's metadata, and the digest of
+    each file's whole content, re-read from disk. Metadata alone is not enough: a same-size
+    rewrite with its modification time put back (``os.utime``) keeps it. If the engine reads
+    exactly the listed files and each still has the digest taken at protect, the bytes read
+    — hence the ``n`` rows — are those counted at protect. The check reads file bytes, never
+    parses a row, and runs before any budget is reserved; a refusal depends only on the
+    files, which the data's steward controls and sees anyway. A rewrite *during* a running
+    release (after this check) is the curator's to prevent.
     """
 
     files: dict[str, tuple[int, int, int, int]]
     patterns: tuple[str, ...]
     recount: bool
     lister: Callable[[], tuple[str, ...] | None] | None = field(default=None, repr=False)
+    digests: dict[str, bytes | None] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.digests:
+            self.digests = _digests(self.files)
 
     @classmethod
     def of(cls, lazy: Any) -> SourceBinding:
@@ -245,10 +260,22 @@ class SourceBinding:
         return cls(_stat_all(patterns), patterns, recount=True)
 
     def changed(self) -> bool:
+        """Whether the files differ from those bound at protect: another list, other
+        metadata, or other content (every file's digest is recomputed: a cost of about
+        0.7 ms per MB, measured in ``docs/engines.md``)."""
         if self.lister is None:
-            return _stat_all(self.patterns) != self.files
-        listed = self.lister()
-        return listed is None or _stat_paths(listed) != self.files
+            now = _stat_all(self.patterns)
+        else:
+            listed = self.lister()
+            if listed is None:
+                return True
+            now = _stat_paths(listed)
+        return now != self.files or _digests(now) != self.digests
+
+
+def _digests(files: Mapping[str, tuple[int, int, int, int]]) -> dict[str, bytes | None]:
+    """Path → digest of its content (None for a file that cannot be read)."""
+    return {path: file_digest(path) if st[0] >= 0 else None for path, st in files.items()}
 
 
 def _is_local(path: str) -> bool:
@@ -256,12 +283,9 @@ def _is_local(path: str) -> bool:
 
 
 def _stat_all(patterns: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
-    """Path → (size, mtime, device, inode) of every file the patterns name (globs expanded)."""
-    paths: list[str] = []
-    for pattern in patterns:
-        paths += sorted(_glob.glob(pattern, recursive=True)) if _glob.has_magic(pattern) \
-            else [pattern]
-    return _stat_paths(paths)
+    """Path → (size, mtime, device, inode) of every file the patterns name (globs and
+    folders expanded: :func:`dpframe.sources.expand_paths`)."""
+    return _stat_paths(expand_paths(patterns))
 
 
 def _stat_paths(paths: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
@@ -291,18 +315,20 @@ class Dataset:
     root_strong: Any = field(default=None, repr=False)  # dpframe's own root, for re-counting
 
     def check_unchanged(self) -> None:
-        """Refuse (before anything is read or spent) if a lazy root's files were replaced,
-        added, removed or grown since ``protect`` — file-system metadata, or for sources
-        dpframe cannot bind by identity a re-count of rows. In-memory data needs no check:
-        releases read dpframe's private snapshot, never the object the user holds, so an
-        in-place edit of that object cannot reach a release and is not looked at."""
+        """Refuse (before anything is spent) if a lazy root's files were replaced, added,
+        removed or rewritten since ``protect`` — their list, metadata and content digest
+        (:class:`SourceBinding`), and for sources dpframe cannot bind a re-count of rows.
+        In-memory data needs no check: releases read dpframe's private snapshot, never the
+        object the user holds, so an in-place edit of that object cannot reach a release and
+        is not looked at."""
         if self.source is None:
             return
         if self.source.changed():
             raise SourceChangedError(
                 "the files behind this protected frame changed after dpf.protect() (added, "
-                "removed, grown or replaced); its public size no longer holds. Queries on it "
-                "are refused. Nothing was read or spent."
+                "removed, replaced, or their content rewritten); the rows it counted are no "
+                "longer what a release would read. Queries on it are refused. Nothing was "
+                "spent."
             )
         if self.source.recount and self.backend.count_rows(self.root_strong,
                                                             fresh=True) != self.n:
@@ -900,7 +926,14 @@ def protect(
     original: Any = frame
     protected: Any = backend.user_frame(original)
     data = backend.snapshot(protected)  # what every release reads from now on
+    source = _bind_source(data, backend)  # (before the read: the bytes it is about to count)
     n = _first_read(data, backend)
+    if source is not None and source.changed():
+        raise SourceChangedError(
+            "the files behind this frame changed while dpf.protect() read them (added, "
+            "removed, or their content rewritten); protect them when no one writes them. "
+            "Nothing was protected or spent."
+        )
     if n == 0:
         raise UnsupportedInputError(
             "the frame is empty: there is nothing to protect; protect the full data set"
@@ -927,16 +960,23 @@ def protect(
     sess._bind(dataset)
     protected = _register(protected, facts, data=data)
     dataset.root_ref = weakref.ref(protected)
-    if backend.readable_plans:
-        dataset.source = SourceBinding.of(data)
-    elif backend.lazy:  # a plan dpframe cannot read: bind the files the engine reads
-        dataset.source = SourceBinding.of_engine(data, backend)
+    dataset.source = source
     if dataset.source is not None and dataset.source.recount:
         dataset.root_strong = data  # (only to re-count a source not bound by file identity)
     _remember_original(frame, dataset, data)
     if unit is None:  # (with a privacy unit the row count is private anyway)
         _notice_private_sizes(schema, backend, clean_bounds, missing)
     return protected  # the same type as ``frame``
+
+
+def _bind_source(data: Any, backend: Backend) -> SourceBinding | None:
+    """The files a lazy frame reads, bound by content (:class:`SourceBinding`); None for
+    in-memory frames (releases read dpframe's snapshot)."""
+    if backend.readable_plans:
+        return SourceBinding.of(data)
+    if backend.lazy:  # a plan dpframe cannot read: bind the files the engine reads
+        return SourceBinding.of_engine(data, backend)
+    return None
 
 
 def _notice_private_sizes(schema: Mapping[str, Any], backend: Backend,
