@@ -740,6 +740,23 @@ _originals: IdentityMap[bool] = IdentityMap()
 _files: set[tuple[int, int]] = set()
 
 
+#: names in the structure of protected engine frames that identify what they read (DuckDB's
+#: registered objects and generated relation aliases: ``Backend.lineage``); a frame whose
+#: structure names one of them derives from a protected frame
+_lineages: set[str] = set()
+
+
+def _lineage(frame: Any, backend: Backend) -> set[str]:
+    lineage = getattr(backend, "lineage", None)
+    return set(lineage(frame)) if lineage is not None else set()
+
+
+def _engine_paths(frame: Any, backend: Backend) -> list[str]:
+    """The files an engine frame reads, as far as the engine names them without reading."""
+    listed = backend.bound_files(frame)
+    return list(listed) if listed is not None else backend.source_paths(frame)
+
+
 #: the memory of protected frames (the objects passed to protect, and dpframe's snapshots)
 _memory = MemoryRegistry()
 
@@ -748,8 +765,10 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
     """Refuse to open a second budget on data that already has one in this process: a frame
     that is protected or derived from a protected one, the very object protected before (a
     re-run notebook cell), a Polars frame or plan over the buffers of a protected frame
-    (``clone()``, ``lazy()``, ``select(pl.all())``), or a lazy source over files a protected
-    frame already reads."""
+    (``clone()``, ``lazy()``, ``select(pl.all())``), a lazy source (any engine) over files a
+    protected frame already reads, or an engine frame whose structure names what a protected
+    one reads (a DuckDB ``rel.project(...)``, ``filter``, ``order`` of a protected relation,
+    or SQL over it: :meth:`DuckDBBackend.lineage`). Structure only: no value is compared."""
     if backend.carries_handle:
         # a live handle, or its notice after a pickle / Parquet round trip (a public fact)
         handle = frame.attrs.get(ATTRS_KEY)
@@ -763,10 +782,15 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
         live = True
     if not live:
         live = _memory.overlaps(buffer_ranges(frame, backend.family, backend.lazy))
-    if not live and backend.readable_plans:
-        paths, _other = plan_sources(frame)
+    if not live and backend.lazy:
+        paths = plan_sources(frame)[0] if backend.readable_plans else _engine_paths(
+            frame, backend)
         with _registry_lock:
             live = any(st[2:] in _files for st in _stat_all(paths).values() if st[0] >= 0)
+    if not live:
+        names = _lineage(frame, backend)
+        with _registry_lock:
+            live = not names.isdisjoint(_lineages)
     if live:
         raise LedgerError(
             "this data already carries a privacy budget in this process (the frame is "
@@ -788,6 +812,9 @@ def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:
             for st in dataset.source.files.values():
                 if st[0] >= 0:
                     _files.add((st[2], st[3]))  # the file itself, whatever its name
+        _lineages.update(_lineage(frame, dataset.backend))
+        if data is not frame:
+            _lineages.update(_lineage(data, dataset.backend))
     family, lazy = dataset.backend.family, dataset.backend.lazy
     # the memory of the object protected (what copies of it share) while it lives, and of
     # dpframe's snapshot while that lives
