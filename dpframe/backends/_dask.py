@@ -278,7 +278,26 @@ def owned_pandas(obj: Any) -> Any:
                 out.isetitem(i, pd.Series(owned_arrow(array), index=out.index, copy=False))
     if hasattr(out.index, "array") and hasattr(out.index.array, "_pa_array"):
         out.index = pd.Index(owned_arrow(out.index.array), name=out.index.name, copy=False)
+    _freeze(out)
     return out
+
+
+def _freeze(obj: Any) -> None:
+    """Make the numpy buffers of dpframe's pandas copy read-only: a partition handed to the
+    user (``handout.partitions[0].compute()``) is a copy-on-write view of it, and writing
+    through ``part["x"].array[0] = ...`` bypasses copy-on-write; now it raises instead.
+    (Arrow buffers are read-only already.)"""
+    for block in getattr(getattr(obj, "_mgr", None), "blocks", ()):
+        values = block.values
+        for name in ("", "_ndarray", "_data", "_mask", "_codes"):
+            array = getattr(values, name, None) if name else values
+            if isinstance(array, np.ndarray):
+                base = array
+                while isinstance(base.base, np.ndarray):
+                    base = base.base
+                for each in (array, base):
+                    if each.flags.writeable:
+                        each.flags.writeable = False
 
 
 def owned_arrow(array: Any) -> Any:
