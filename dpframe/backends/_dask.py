@@ -163,6 +163,38 @@ def owned_snapshot(frame: Any) -> Any:
     return snapshot
 
 
+def leaf_frames(frame: Any) -> list[Any]:
+    """The pandas objects the ``from_pandas`` leaves of a Dask collection read (what its
+    memory is, for the registry of protected memory); nothing is computed."""
+    from dask.dataframe.dask_expr.io.io import FromPandas
+
+    return [expr.operand("frame")._data for expr in _expressions(frame.expr)
+            if isinstance(expr, FromPandas)]
+
+
+def forget_expressions(frame: Any) -> None:
+    """Take every expression of ``frame`` out of Dask's table of live expressions (Dask
+    returns a live expression of the same name instead of building a new one, and names hash
+    the values: a frame built later over other memory holding equal values would read this
+    frame's memory). Frames already built keep what they hold."""
+    for expr in _expressions(frame.expr):
+        table = getattr(type(expr), "_instances", None)
+        if table is not None and table.get(expr._name) is expr:
+            del table[expr._name]
+
+
+def _expressions(root: Any) -> list[Any]:
+    found: dict[str, Any] = {}
+    stack = [root]
+    while stack and len(found) < 100_000:
+        expr = stack.pop()
+        if expr._name in found:
+            continue
+        found[expr._name] = expr
+        stack.extend(expr.dependencies())
+    return list(found.values())
+
+
 class _UnknownLeafError(Exception):
     """A leaf :func:`_rebuilt` cannot copy."""
 
