@@ -1,7 +1,7 @@
 """Provenance: which protected data set a frame's rows come from, and what is public about it.
 
 * :class:`Dataset` — one protected data set: its ledger, its public size ``n`` (read once by
-  :func:`protect`), declared group keys, and for lazy sources the identity of the files read.
+  :func:`protect`), declared group keys, and for lazy sources the files read, bound by content.
 * :class:`FrameFacts` — the public facts of one *verified* frame: its data set, whether its size
   is the public ``n``, and each column's declared bounds and missing-value policy.
 * :func:`protect` — attach a budget to a frame. Refuses a frame that already carries a live

@@ -11,7 +11,8 @@ fails then depends on one row: a leak. So a protected CSV source must
 * **parse in full at protect**: :func:`parse_in_full` reads every value of every column once,
   when the data is protected (before any budget exists). A file that does not parse as
   declared is refused there, without the reader's message. Afterwards the files are bound by
-  their identity (:class:`dpframe.provenance.SourceBinding`), so every release parses the same
+  their content (:class:`dpframe.provenance.SourceBinding`: the SHA-256 of every byte, taken by
+  :func:`file_digest` and re-checked before each release), so every release parses the same
   bytes the check parsed and cannot fail.
 
 Other files are parsed in full at protect too (Polars and DuckDB scans of Parquet, IPC or JSON):

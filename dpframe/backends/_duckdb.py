@@ -34,7 +34,7 @@ class DuckDBBackend(Backend):
         return sys.modules["duckdb"].DuckDBPyRelation, None
 
     def snapshot(self, frame: Any) -> Any:
-        """The relation itself when it reads files only (bound by their identity, checked
+        """The relation itself when it reads files only (bound by their content, checked
         before each release), else its rows copied into Arrow and queried on a connection of
         dpframe's own (a relation over a table or a pandas frame reads their current
         contents)."""
@@ -182,7 +182,7 @@ def _duckdb_paths(sql: str) -> list[str]:
     return paths
 
 
-#: DuckDB table functions that read files (whose identity dpframe binds at protect).
+#: DuckDB table functions that read files (whose content dpframe binds at protect).
 _DUCKDB_FILE_READERS = frozenset({
     "read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "csv_scan", "read_json",
     "read_json_auto", "read_ndjson", "read_ndjson_auto"})
