@@ -327,8 +327,8 @@ class Dataset:
             raise SourceChangedError(
                 "the files behind this protected frame changed after dpf.protect() (added, "
                 "removed, replaced, or their content rewritten); the rows it counted are no "
-                "longer what a release would read. Queries on it are refused. Nothing was "
-                "spent."
+                "longer what a release would read. Queries on it are refused. Nothing was read "
+                "or spent."
             )
         if self.source.recount and self.backend.count_rows(self.root_strong,
                                                             fresh=True) != self.n:
