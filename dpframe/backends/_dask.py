@@ -296,22 +296,51 @@ def _register_token() -> None:
 def owned_pandas(obj: Any) -> Any:
     """A deep copy of a pandas DataFrame or Series that shares no buffer with ``obj``: numpy
     and masked columns by pandas' deep copy, Arrow-backed columns (``ArrowDtype``, Arrow
-    strings; their index too) by a byte copy of the Arrow data (:func:`owned_arrow`)."""
+    strings; their index too) by a byte copy of the Arrow data (:func:`owned_arrow`), object
+    columns holding mutable cells (lists, dicts, bytearrays...) cell by cell."""
     import pandas as pd
 
     out = obj.copy(deep=True)
     if isinstance(out, pd.Series):
         if hasattr(out.array, "_pa_array"):
             out = pd.Series(owned_arrow(out.array), index=out.index, name=out.name, copy=False)
+        elif out.dtype == object and _mutable_cells(out):
+            out = pd.Series(_copied_cells(out), index=out.index, name=out.name, dtype=object)
     else:
         for i in range(out.shape[1]):
-            array = out.iloc[:, i].array
-            if hasattr(array, "_pa_array"):
-                out.isetitem(i, pd.Series(owned_arrow(array), index=out.index, copy=False))
+            column = out.iloc[:, i]
+            if hasattr(column.array, "_pa_array"):
+                out.isetitem(i, pd.Series(owned_arrow(column.array), index=out.index,
+                                          copy=False))
+            elif column.dtype == object and _mutable_cells(column):
+                out.isetitem(i, pd.Series(_copied_cells(column), index=out.index,
+                                          dtype=object))
     if hasattr(out.index, "array") and hasattr(out.index.array, "_pa_array"):
         out.index = pd.Index(owned_arrow(out.index.array), name=out.index.name, copy=False)
     _freeze(out)
     return out
+
+
+#: cell types of an object column that nobody can change in place
+_IMMUTABLE_CELLS = (str, bytes, int, float, complex, bool, type(None), np.generic)
+
+
+def _mutable_cells(column: Any) -> bool:
+    """Whether an object column holds a cell that can be changed in place (a list, a dict, a
+    bytearray, an array...): a deep copy of the column copies only the references."""
+    import datetime
+    import decimal
+
+    immutable = (*_IMMUTABLE_CELLS, decimal.Decimal, datetime.date, datetime.time,
+                 datetime.timedelta)
+    return not all(isinstance(cell, immutable) for cell in column.to_numpy())
+
+
+def _copied_cells(column: Any) -> list[Any]:
+    """Every cell of an object column deep-copied (lists, dicts, bytearrays, arrays...)."""
+    import copy
+
+    return [copy.deepcopy(cell) for cell in column.to_numpy()]
 
 
 def _freeze(obj: Any) -> None:
