@@ -782,8 +782,8 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
         live = True
     if not live:
         live = _memory.overlaps(buffer_ranges(frame, backend.family, backend.lazy))
-    if not live and backend.family == "dask":  # (the pandas objects its leaves read)
-        live = _memory.overlaps(r for part in _dask_leaves(frame)
+    if not live:  # (an engine plan over in-memory pandas objects: Dask's from_pandas)
+        live = _memory.overlaps(r for part in _memory_leaves(frame, backend)
                                 for r in _pandas_ranges_of(part))
     if not live and backend.lazy:
         paths = plan_sources(frame)[0] if backend.readable_plans else _engine_paths(
@@ -824,12 +824,11 @@ def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:
     _memory.add(buffer_ranges(frame, family, lazy), frame, family, lazy)
     if data is not frame:
         _memory.add(buffer_ranges(data, family, lazy), data, family, lazy)
-    if family == "dask":
-        from dpframe.backends._dask import forget_expressions
-
-        for part in _dask_leaves(frame):
-            _memory.add(_pandas_ranges_of(part), part, "pandas")
-        forget_expressions(frame)  # (a frame built later over equal values gets its own)
+    for part in _memory_leaves(frame, dataset.backend):
+        _memory.add(_pandas_ranges_of(part), part, "pandas")
+    protected = getattr(dataset.backend, "protected", None)
+    if protected is not None:  # (Dask: a frame built later over equal values gets its own)
+        protected(frame)
 
 
 def _pandas_ranges_of(obj: Any) -> list[tuple[int, int]]:
@@ -837,10 +836,10 @@ def _pandas_ranges_of(obj: Any) -> list[tuple[int, int]]:
     return buffer_ranges(obj.to_frame() if obj.ndim == 1 else obj, "pandas")
 
 
-def _dask_leaves(frame: Any) -> list[Any]:
-    from dpframe.backends._dask import leaf_frames
-
-    return leaf_frames(frame)
+def _memory_leaves(frame: Any, backend: Backend) -> list[Any]:
+    """The pandas objects an engine plan reads from memory (``Backend.memory_leaves``)."""
+    leaves = getattr(backend, "memory_leaves", None)
+    return list(leaves(frame)) if leaves is not None else []
 
 
 # -- protect --------------------------------------------------------------------------------

@@ -113,6 +113,15 @@ class DaskBackend(Backend):
         expr = getattr(frame, "expr", None)
         return _dask_paths(expr) + _csv_paths(expr)
 
+    def memory_leaves(self, frame: Any) -> list[Any]:
+        """The pandas objects the frame's ``from_pandas`` leaves read (:func:`leaf_frames`)."""
+        return leaf_frames(frame)
+
+    def protected(self, frame: Any) -> None:
+        """After ``frame`` is protected: its expressions leave Dask's table of live
+        expressions (:func:`forget_expressions`)."""
+        forget_expressions(frame)
+
     def bound_files(self, frame: Any) -> tuple[str, ...] | None:
         """No file, for a snapshot that reads dpframe's copies only (nothing to re-count)."""
         return () if _OWNED.get(frame) else None
