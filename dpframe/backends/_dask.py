@@ -148,9 +148,10 @@ def owned_snapshot(frame: Any) -> Any:
     names hash the values) differs from that of any other frame, whatever its values: two
     data sets never resolve to one graph. An expression with any other leaf (a graph from a
     Dask array or from delayed objects, a generator, a reader dpframe does not know) is
-    computed once, here, with the synchronous scheduler, and each partition copied the same
-    way. The operations above the leaves (``map_partitions``, ...) stay lazy and run in
-    every release, on the scheduler the user set up."""
+    computed once, here, on the user's scheduler (its partitions come back to this process),
+    and each partition copied the same way. The operations above the leaves
+    (``map_partitions``, ...) stay lazy and run in every release, on the scheduler the user
+    set up."""
     import uuid
 
     from dask.dataframe.dask_expr._collection import new_collection
@@ -267,12 +268,12 @@ def _reads_files(expr: Any) -> bool:
 
 
 def _materialized(frame: Any, token: str) -> Any:
-    """Every partition of ``frame`` computed here (synchronously) and copied; a collection
+    """Every partition of ``frame`` computed (on the user's scheduler) and copied; a collection
     whose partitions are those copies, under keys of this snapshot alone."""
     import dask
     import dask.dataframe as dd
 
-    parts = dask.compute(*frame.to_delayed(), scheduler="sync")
+    parts = dask.compute(*frame.to_delayed())
     owned = [dask.delayed(_shallow, name=f"{token}-{i}", pure=False)(owned_pandas(part))
              for i, part in enumerate(parts)]
     del parts
