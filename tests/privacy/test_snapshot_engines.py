@@ -258,6 +258,24 @@ def test_native_derivations_of_a_protected_duckdb_relation_are_refused():
     _protect(con.from_df(pd.DataFrame({"x": x.copy(), "g": g})))
 
 
+def test_native_derivations_of_protected_file_relations_and_dask_frames_are_refused(tmp_path):
+    """The same rule where the link is a generated alias of a file relation, the files read,
+    or the pandas objects a Dask frame's leaves read."""
+    duckdb = pytest.importorskip("duckdb")
+    dd = pytest.importorskip("dask.dataframe")
+    x, g = _values()
+    path = tmp_path / "people.parquet"
+    pd.DataFrame({"x": x, "g": g}).to_parquet(path)
+    relation = duckdb.read_parquet(str(path))
+    _protect(relation)
+    frame = dd.from_pandas(pd.DataFrame({"x": x.copy(), "g": g}), npartitions=2)
+    _protect(frame)
+    for derived in (relation.project("x, g"), relation.filter("x > 1"),
+                    frame[frame.x > 1.0], frame.assign(y=frame.x + 1.0)):
+        with pytest.raises(dpf.LedgerError):
+            _protect(derived)
+
+
 def test_spark_from_pandas_reads_the_rows_protect_captured():
     from conftest import spark_session
 
