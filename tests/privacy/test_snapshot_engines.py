@@ -48,13 +48,20 @@ def _bits(value: Any) -> Any:
     return value
 
 
-def releases(p: Any) -> str:
+def releases(p: Any, full: bool = True) -> str:
     """Seeded releases of every statistic family, a derivation, a declared-key group-by and a
-    key selection, as exact bits."""
+    key selection, as exact bits (``full=False``: a mean, a derivation and a group-by, for
+    Spark, where each release costs about a second)."""
     import narwhals as nw
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if not full:
+            return json.dumps(_bits([
+                p.dp.mean("x", epsilon=0.5, random_state=3),
+                p.dp.filter(nw.col("x") > 30.0).dp.mean("x", epsilon=0.5, random_state=7),
+                p.dp.groupby("g", keys=KEYS).mean("x", epsilon=0.5, random_state=8),
+            ]), sort_keys=True)
         out = [
             p.dp.count(epsilon=0.5, random_state=1),
             p.dp.sum("x", epsilon=0.5, random_state=2),
@@ -290,5 +297,5 @@ def test_spark_from_pandas_reads_the_rows_protect_captured():
     source = x.copy()
     p = _protect(make(source))
     _overwrite(source)
-    got = releases(p)
-    assert got == releases(_protect(make(x.copy())))  # an unwritten twin
+    got = releases(p, full=False)
+    assert got == releases(_protect(make(x.copy())), full=False)  # an unwritten twin
