@@ -53,7 +53,10 @@ class DuckDBBackend(Backend):
         native derivation (``project``, ``filter``, ``order``, ``aggregate``, a query naming
         the relation) keeps the names of the relation it derives from; tables, views and
         hand-written aliases are named by the user and are not lineage."""
-        names = set(_LINEAGE.findall(frame.sql_query()))
+        try:
+            names = set(_LINEAGE.findall(frame.sql_query()))
+        except Exception:  # (a relation without SQL text: no lineage to read)
+            return set()
         if _GENERATED_ALIAS.fullmatch(str(frame.alias)):
             names.add(str(frame.alias))
         return names
