@@ -1,7 +1,7 @@
 """Provenance: which protected data set a frame's rows come from, and what is public about it.
 
 * :class:`Dataset` — one protected data set: its ledger, its public size ``n`` (read once by
-  :func:`protect`), declared group keys, and for lazy sources the identity of the files read.
+  :func:`protect`), declared group keys, and for lazy sources the files read, bound by content.
 * :class:`FrameFacts` — the public facts of one *verified* frame: its data set, whether its size
   is the public ``n``, and each column's declared bounds and missing-value policy.
 * :func:`protect` — attach a budget to a frame. Refuses a frame that already carries a live
@@ -27,7 +27,6 @@ How a frame is recognised (no data is read, no lengths or values are compared):
 from __future__ import annotations
 
 import contextvars
-import glob as _glob
 import math
 import os
 import threading
@@ -58,7 +57,13 @@ from dpframe.keyset import Keys, checked_keys
 from dpframe.memory import MemoryRegistry, anchored_series, buffer_ranges
 from dpframe.polars_plan import plan_sources
 from dpframe.rowwise.engines import apply_steps
-from dpframe.sources import check_readers, check_strings, parse_in_full
+from dpframe.sources import (
+    check_readers,
+    check_strings,
+    expand_paths,
+    file_digest,
+    parse_in_full,
+)
 
 __all__ = [
     "Dataset",
@@ -200,24 +205,34 @@ def validate_missing(
 # -- data sets, facts, sessions -------------------------------------------------------------
 @dataclass(eq=False)
 class SourceBinding:
-    """The identity of the files a lazy source reads (path → size, mtime, device, inode),
-    recorded at protect time and checked before every release. ``recount``: the source is
-    not made of files dpframe can identify, so its row count is re-read instead. ``lister``:
-    for engines that fix their file list in the plan (Spark), asks the engine for the list it
-    will read now (None: it no longer can), compared with the recorded one; ``patterns``
-    (globs expanded) are used otherwise.
+    """The files a lazy source reads, bound by their content: path → (size, mtime, device,
+    inode) and path → SHA-256 of every byte (:func:`dpframe.sources.file_digest`), recorded
+    at protect time and checked before every release. ``recount``: the source is not made of
+    files dpframe can identify, so its row count is re-read instead. ``lister``: for engines
+    that fix their file list in the plan (Spark), asks the engine for the list it will read
+    now (None: it no longer can), compared with the recorded one; ``patterns`` (globs and
+    folders expanded) are used otherwise.
 
-    Why metadata suffices (``docs/engines.md``, "Is the source still the protected one?"):
-    if the engine reads exactly the listed files and no file changed its size, modification
-    time, device or inode, the bytes read — hence the ``n`` rows — are those counted at
-    protect time. The check reads no row and runs before any budget is reserved; a refusal
-    depends only on file-system metadata, which the data's owner controls and sees anyway.
+    What is checked, and when (``docs/engines.md``, "Is the source still the protected
+    one?"): before every release, the list of files, each file's metadata, and the digest of
+    each file's whole content, re-read from disk. Metadata alone is not enough: a same-size
+    rewrite with its modification time put back (``os.utime``) keeps it. If the engine reads
+    exactly the listed files and each still has the digest taken at protect, the bytes read
+    — hence the ``n`` rows — are those counted at protect. The check reads file bytes, never
+    parses a row, and runs before any budget is reserved; a refusal depends only on the
+    files, which the data's steward controls and sees anyway. A rewrite *during* a running
+    release (after this check) is the curator's to prevent.
     """
 
     files: dict[str, tuple[int, int, int, int]]
     patterns: tuple[str, ...]
     recount: bool
     lister: Callable[[], tuple[str, ...] | None] | None = field(default=None, repr=False)
+    digests: dict[str, bytes | None] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.digests:
+            self.digests = _digests(self.files)
 
     @classmethod
     def of(cls, lazy: Any) -> SourceBinding:
@@ -245,10 +260,22 @@ class SourceBinding:
         return cls(_stat_all(patterns), patterns, recount=True)
 
     def changed(self) -> bool:
+        """Whether the files differ from those bound at protect: another list, other
+        metadata, or other content (every file's digest is recomputed: a cost of about
+        0.7 ms per MB, measured in ``docs/engines.md``)."""
         if self.lister is None:
-            return _stat_all(self.patterns) != self.files
-        listed = self.lister()
-        return listed is None or _stat_paths(listed) != self.files
+            now = _stat_all(self.patterns)
+        else:
+            listed = self.lister()
+            if listed is None:
+                return True
+            now = _stat_paths(listed)
+        return now != self.files or _digests(now) != self.digests
+
+
+def _digests(files: Mapping[str, tuple[int, int, int, int]]) -> dict[str, bytes | None]:
+    """Path → digest of its content (None for a file that cannot be read)."""
+    return {path: file_digest(path) if st[0] >= 0 else None for path, st in files.items()}
 
 
 def _is_local(path: str) -> bool:
@@ -256,12 +283,9 @@ def _is_local(path: str) -> bool:
 
 
 def _stat_all(patterns: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
-    """Path → (size, mtime, device, inode) of every file the patterns name (globs expanded)."""
-    paths: list[str] = []
-    for pattern in patterns:
-        paths += sorted(_glob.glob(pattern, recursive=True)) if _glob.has_magic(pattern) \
-            else [pattern]
-    return _stat_paths(paths)
+    """Path → (size, mtime, device, inode) of every file the patterns name (globs and
+    folders expanded: :func:`dpframe.sources.expand_paths`)."""
+    return _stat_paths(expand_paths(patterns))
 
 
 def _stat_paths(paths: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
@@ -291,18 +315,20 @@ class Dataset:
     root_strong: Any = field(default=None, repr=False)  # dpframe's own root, for re-counting
 
     def check_unchanged(self) -> None:
-        """Refuse (before anything is read or spent) if a lazy root's files were replaced,
-        added, removed or grown since ``protect`` — file-system metadata, or for sources
-        dpframe cannot bind by identity a re-count of rows. In-memory data needs no check:
-        releases read dpframe's private snapshot, never the object the user holds, so an
-        in-place edit of that object cannot reach a release and is not looked at."""
+        """Refuse (before anything is spent) if a lazy root's files were replaced, added,
+        removed or rewritten since ``protect`` — their list, metadata and content digest
+        (:class:`SourceBinding`), and for sources dpframe cannot bind a re-count of rows.
+        In-memory data needs no check: releases read dpframe's private snapshot, never the
+        object the user holds, so an in-place edit of that object cannot reach a release and
+        is not looked at."""
         if self.source is None:
             return
         if self.source.changed():
             raise SourceChangedError(
                 "the files behind this protected frame changed after dpf.protect() (added, "
-                "removed, grown or replaced); its public size no longer holds. Queries on it "
-                "are refused. Nothing was read or spent."
+                "removed, replaced, or their content rewritten); the rows it counted are no "
+                "longer what a release would read. Queries on it are refused. Nothing was read "
+                "or spent."
             )
         if self.source.recount and self.backend.count_rows(self.root_strong,
                                                             fresh=True) != self.n:
@@ -714,6 +740,23 @@ _originals: IdentityMap[bool] = IdentityMap()
 _files: set[tuple[int, int]] = set()
 
 
+#: names in the structure of protected engine frames that identify what they read (DuckDB's
+#: registered objects and generated relation aliases: ``Backend.lineage``); a frame whose
+#: structure names one of them derives from a protected frame
+_lineages: set[str] = set()
+
+
+def _lineage(frame: Any, backend: Backend) -> set[str]:
+    lineage = getattr(backend, "lineage", None)
+    return set(lineage(frame)) if lineage is not None else set()
+
+
+def _engine_paths(frame: Any, backend: Backend) -> list[str]:
+    """The files an engine frame reads, as far as the engine names them without reading."""
+    listed = backend.bound_files(frame)
+    return list(listed) if listed is not None else backend.source_paths(frame)
+
+
 #: the memory of protected frames (the objects passed to protect, and dpframe's snapshots)
 _memory = MemoryRegistry()
 
@@ -722,8 +765,10 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
     """Refuse to open a second budget on data that already has one in this process: a frame
     that is protected or derived from a protected one, the very object protected before (a
     re-run notebook cell), a Polars frame or plan over the buffers of a protected frame
-    (``clone()``, ``lazy()``, ``select(pl.all())``), or a lazy source over files a protected
-    frame already reads."""
+    (``clone()``, ``lazy()``, ``select(pl.all())``), a lazy source (any engine) over files a
+    protected frame already reads, or an engine frame whose structure names what a protected
+    one reads (a DuckDB ``rel.project(...)``, ``filter``, ``order`` of a protected relation,
+    or SQL over it: :meth:`DuckDBBackend.lineage`). Structure only: no value is compared."""
     if backend.carries_handle:
         # a live handle, or its notice after a pickle / Parquet round trip (a public fact)
         handle = frame.attrs.get(ATTRS_KEY)
@@ -737,10 +782,18 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
         live = True
     if not live:
         live = _memory.overlaps(buffer_ranges(frame, backend.family, backend.lazy))
-    if not live and backend.readable_plans:
-        paths, _other = plan_sources(frame)
+    if not live:  # (an engine plan over in-memory pandas objects: Dask's from_pandas)
+        live = _memory.overlaps(r for part in _memory_leaves(frame, backend)
+                                for r in _pandas_ranges_of(part))
+    if not live and backend.lazy:
+        paths = plan_sources(frame)[0] if backend.readable_plans else _engine_paths(
+            frame, backend)
         with _registry_lock:
             live = any(st[2:] in _files for st in _stat_all(paths).values() if st[0] >= 0)
+    if not live:
+        names = _lineage(frame, backend)
+        with _registry_lock:
+            live = not names.isdisjoint(_lineages)
     if live:
         raise LedgerError(
             "this data already carries a privacy budget in this process (the frame is "
@@ -762,12 +815,31 @@ def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:
             for st in dataset.source.files.values():
                 if st[0] >= 0:
                     _files.add((st[2], st[3]))  # the file itself, whatever its name
+        _lineages.update(_lineage(frame, dataset.backend))
+        if data is not frame:
+            _lineages.update(_lineage(data, dataset.backend))
     family, lazy = dataset.backend.family, dataset.backend.lazy
     # the memory of the object protected (what copies of it share) while it lives, and of
     # dpframe's snapshot while that lives
     _memory.add(buffer_ranges(frame, family, lazy), frame, family, lazy)
     if data is not frame:
         _memory.add(buffer_ranges(data, family, lazy), data, family, lazy)
+    for part in _memory_leaves(frame, dataset.backend):
+        _memory.add(_pandas_ranges_of(part), part, "pandas")
+    protected = getattr(dataset.backend, "protected", None)
+    if protected is not None:  # (Dask: a frame built later over equal values gets its own)
+        protected(frame)
+
+
+def _pandas_ranges_of(obj: Any) -> list[tuple[int, int]]:
+    """The buffer ranges of a pandas DataFrame or Series."""
+    return buffer_ranges(obj.to_frame() if obj.ndim == 1 else obj, "pandas")
+
+
+def _memory_leaves(frame: Any, backend: Backend) -> list[Any]:
+    """The pandas objects an engine plan reads from memory (``Backend.memory_leaves``)."""
+    leaves = getattr(backend, "memory_leaves", None)
+    return list(leaves(frame)) if leaves is not None else []
 
 
 # -- protect --------------------------------------------------------------------------------
@@ -900,7 +972,14 @@ def protect(
     original: Any = frame
     protected: Any = backend.user_frame(original)
     data = backend.snapshot(protected)  # what every release reads from now on
+    source = _bind_source(data, backend)  # (before the read: the bytes it is about to count)
     n = _first_read(data, backend)
+    if source is not None and source.changed():
+        raise SourceChangedError(
+            "the files behind this frame changed while dpf.protect() read them (added, "
+            "removed, or their content rewritten); protect them when no one writes them. "
+            "Nothing was protected or spent."
+        )
     if n == 0:
         raise UnsupportedInputError(
             "the frame is empty: there is nothing to protect; protect the full data set"
@@ -927,16 +1006,23 @@ def protect(
     sess._bind(dataset)
     protected = _register(protected, facts, data=data)
     dataset.root_ref = weakref.ref(protected)
-    if backend.readable_plans:
-        dataset.source = SourceBinding.of(data)
-    elif backend.lazy:  # a plan dpframe cannot read: bind the files the engine reads
-        dataset.source = SourceBinding.of_engine(data, backend)
+    dataset.source = source
     if dataset.source is not None and dataset.source.recount:
         dataset.root_strong = data  # (only to re-count a source not bound by file identity)
     _remember_original(frame, dataset, data)
     if unit is None:  # (with a privacy unit the row count is private anyway)
         _notice_private_sizes(schema, backend, clean_bounds, missing)
     return protected  # the same type as ``frame``
+
+
+def _bind_source(data: Any, backend: Backend) -> SourceBinding | None:
+    """The files a lazy frame reads, bound by content (:class:`SourceBinding`); None for
+    in-memory frames (releases read dpframe's snapshot)."""
+    if backend.readable_plans:
+        return SourceBinding.of(data)
+    if backend.lazy:  # a plan dpframe cannot read: bind the files the engine reads
+        return SourceBinding.of_engine(data, backend)
+    return None
 
 
 def _notice_private_sizes(schema: Mapping[str, Any], backend: Backend,

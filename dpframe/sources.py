@@ -11,7 +11,8 @@ fails then depends on one row: a leak. So a protected CSV source must
 * **parse in full at protect**: :func:`parse_in_full` reads every value of every column once,
   when the data is protected (before any budget exists). A file that does not parse as
   declared is refused there, without the reader's message. Afterwards the files are bound by
-  their identity (:class:`dpframe.provenance.SourceBinding`), so every release parses the same
+  their content (:class:`dpframe.provenance.SourceBinding`: the SHA-256 of every byte, taken by
+  :func:`file_digest` and re-checked before each release), so every release parses the same
   bytes the check parsed and cannot fail.
 
 Other files are parsed in full at protect too (Polars and DuckDB scans of Parquet, IPC or JSON):
@@ -27,12 +28,59 @@ public size would not be the number of rows the statistics see.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dpframe.backends import Backend
 from dpframe.errors import UnsupportedInputError
 
-__all__ = ["check_readers", "check_strings", "parse_in_full"]
+__all__ = ["check_readers", "check_strings", "expand_paths", "file_digest", "parse_in_full"]
+
+#: The digest binding a protected file's content (``hashlib``; SHA-256 runs in hardware on
+#: CPUs with SHA extensions: about 1.4 GB/s on one core of the test machine, against 0.8 GB/s
+#: for BLAKE2b).
+DIGEST = "sha256"
+_CHUNK = 1 << 20
+
+
+def file_digest(path: str) -> bytes | None:
+    """The :data:`DIGEST` of every byte of the file at ``path`` (read in 1 MiB chunks; the
+    hash releases the GIL), or None when it cannot be read. Reads file bytes only, never
+    parses them: whether it is None depends on the file system, not on the values."""
+    import hashlib
+
+    try:
+        with open(path, "rb", buffering=0) as f:
+            digest = hashlib.new(DIGEST)
+            view = memoryview(bytearray(_CHUNK))
+            while True:
+                read = f.readinto(view)
+                if not read:
+                    break
+                digest.update(view[:read])
+            return digest.digest()
+    except OSError:
+        return None
+
+
+def expand_paths(patterns: Sequence[str]) -> list[str]:
+    """The files named by ``patterns``: a glob expanded (sorted), a folder replaced by every
+    file under it (sorted, recursively: what a Parquet or Hive-partitioned folder reader can
+    read), any other path as given."""
+    import glob
+    import os
+
+    paths: list[str] = []
+    for pattern in patterns:
+        named = sorted(glob.glob(pattern, recursive=True)) if glob.has_magic(pattern) \
+            else [pattern]
+        for path in named:
+            if os.path.isdir(path):
+                paths += sorted(os.path.join(root, name)
+                                for root, _dirs, names in os.walk(path) for name in names)
+            else:
+                paths.append(path)
+    return paths
 
 
 def check_readers(frame: Any, backend: Backend) -> None:

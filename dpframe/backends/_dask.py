@@ -15,6 +15,7 @@ from dpframe.aggregates import ADDITIVE_KINDS, Agg
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._text import invalid_pandas_column, text_dtype
 from dpframe.errors import UnsupportedInputError
+from dpframe.identity import IdentityMap
 from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["DaskBackend", "is_dask_frame"]
@@ -95,23 +96,331 @@ class DaskBackend(Backend):
         return polars_schema(frame._meta)
 
     def snapshot(self, frame: Any) -> Any:
-        """A new collection over the same graph: assigning a column to the user's object
-        rebinds only that object."""
-        return frame.copy()
+        """A collection of dpframe's own whose in-memory data is dpframe's (see
+        :func:`owned_snapshot`): the graph above the data stays lazy, file readers stay
+        file readers (bound by content, :class:`dpframe.provenance.SourceBinding`), and the
+        expression is this snapshot's alone."""
+        return owned_snapshot(frame)
 
     def handout(self, frame: Any) -> Any:
-        """A separate collection: the user's assignments never reach dpframe's."""
+        """A separate collection over the same graph: the user's assignments never reach
+        dpframe's, and the data it reads is dpframe's copy."""
         return frame.copy()
 
     def source_paths(self, frame: Any) -> list[str]:
-        """The expression's ``path`` operands (read_parquet, read_csv, ...)."""
-        return _dask_paths(getattr(frame, "expr", None))
+        """The expression's ``path`` operands (read_parquet, ...) and the local files its CSV
+        readers' blocks open."""
+        expr = getattr(frame, "expr", None)
+        return _dask_paths(expr) + _csv_paths(expr)
+
+    def memory_leaves(self, frame: Any) -> list[Any]:
+        """The pandas objects the frame's ``from_pandas`` leaves read (:func:`leaf_frames`)."""
+        return leaf_frames(frame)
+
+    def protected(self, frame: Any) -> None:
+        """After ``frame`` is protected: its expressions leave Dask's table of live
+        expressions (:func:`forget_expressions`)."""
+        forget_expressions(frame)
+
+    def bound_files(self, frame: Any) -> tuple[str, ...] | None:
+        """No file, for a snapshot that reads dpframe's copies only (nothing to re-count)."""
+        return () if _OWNED.get(frame) else None
 
 
 _DASK_FIX = (
     "dd.read_csv(path, dtype={'age': 'float64', 'region': 'string', ...}) naming every "
     "column, or dtype=str and casts in a derivation (a cast that fails gives a missing value)"
 )
+
+
+#: snapshots whose every leaf is dpframe's own in-memory data (no file, nothing to re-count)
+_OWNED: IdentityMap[bool] = IdentityMap()
+
+
+def owned_snapshot(frame: Any) -> Any:
+    """``frame`` rebuilt over data only dpframe holds, with an expression of its own.
+
+    Every leaf of the expression is replaced: ``from_pandas`` (and ``from_dict``) data by a
+    deep copy of the pandas object (Arrow-backed columns copied byte for byte too: pandas'
+    deep copy keeps the same Arrow arrays), ``from_array`` data by a copy of the array; file
+    readers (``read_parquet``, ``read_csv``) are kept. The copies carry a token drawn afresh
+    for this snapshot, so the expression's name (Dask deduplicates expressions by name, and
+    names hash the values) differs from that of any other frame, whatever its values: two
+    data sets never resolve to one graph. An expression with any other leaf (a graph from a
+    Dask array or from delayed objects, a generator, a reader dpframe does not know) is
+    computed once, here, on the user's scheduler (its partitions come back to this process),
+    and each partition copied the same way. The operations above the leaves
+    (``map_partitions``, ...) stay lazy and run in every release, on the scheduler the user
+    set up."""
+    import uuid
+
+    from dask.dataframe.dask_expr._collection import new_collection
+
+    _register_token()
+    token = f"dpframe-snapshot-{uuid.uuid4().hex}"
+    leaves = {"files": 0, "owned": 0}
+    try:
+        expr = _rebuilt(frame.expr, token, {}, leaves)
+    except _UnknownLeafError:
+        snapshot = _materialized(frame, token)
+        _OWNED.set(snapshot, True)
+        return snapshot
+    if not leaves["owned"]:
+        return frame.copy()  # files only: read lazily, bound by their content
+    snapshot = new_collection(expr)
+    if not leaves["files"]:
+        _OWNED.set(snapshot, True)
+    return snapshot
+
+
+def leaf_frames(frame: Any) -> list[Any]:
+    """The pandas objects the ``from_pandas`` leaves of a Dask collection read (what its
+    memory is, for the registry of protected memory); nothing is computed."""
+    from dask.dataframe.dask_expr.io.io import FromPandas
+
+    return [expr.operand("frame")._data for expr in _expressions(frame.expr)
+            if isinstance(expr, FromPandas)]
+
+
+def forget_expressions(frame: Any) -> None:
+    """Take every expression of ``frame`` out of Dask's table of live expressions (Dask
+    returns a live expression of the same name instead of building a new one, and names hash
+    the values: a frame built later over other memory holding equal values would read this
+    frame's memory). Frames already built keep what they hold."""
+    for expr in _expressions(frame.expr):
+        table = getattr(type(expr), "_instances", None)
+        if table is not None and table.get(expr._name) is expr:
+            del table[expr._name]
+
+
+def _expressions(root: Any) -> list[Any]:
+    found: dict[str, Any] = {}
+    stack = [root]
+    while stack and len(found) < 100_000:
+        expr = stack.pop()
+        if expr._name in found:
+            continue
+        found[expr._name] = expr
+        stack.extend(expr.dependencies())
+    return list(found.values())
+
+
+class _UnknownLeafError(Exception):
+    """A leaf :func:`_rebuilt` cannot copy."""
+
+
+def _rebuilt(expr: Any, token: str, memo: dict[str, Any], leaves: dict[str, int]) -> Any:
+    """``expr`` with every in-memory leaf replaced by an owned, uniquely named copy."""
+    if expr._name in memo:
+        return memo[expr._name]
+    deps = expr.dependencies()
+    if not deps:
+        out = _owned_leaf(expr, token, leaves)
+    else:
+        operands = [_rebuilt_operand(op, token, memo, leaves) for op in expr.operands]
+        same = all(a is b for a, b in zip(operands, expr.operands, strict=True))
+        out = expr if same else type(expr)(*operands)
+    memo[expr._name] = out
+    return out
+
+
+def _rebuilt_operand(op: Any, token: str, memo: dict[str, Any], leaves: dict[str, int]
+                     ) -> Any:
+    from dask._expr import Expr
+
+    if isinstance(op, Expr):
+        return _rebuilt(op, token, memo, leaves)
+    if isinstance(op, list | tuple) and op and all(isinstance(o, Expr) for o in op):
+        return type(op)(_rebuilt(o, token, memo, leaves) for o in op)
+    return op
+
+
+def _owned_leaf(expr: Any, token: str, leaves: dict[str, int]) -> Any:
+    from dask.dataframe.dask_expr._util import _BackendData
+    from dask.dataframe.dask_expr.io.io import FromArray, FromPandas
+
+    if _reads_files(expr):
+        leaves["files"] += 1
+        return expr
+    if isinstance(expr, FromPandas):
+        data = _BackendData(owned_pandas(expr.operand("frame")._data))
+        data.__dict__["_token"] = f"{token}-{leaves['owned']}"  # (what names hash)
+        leaves["owned"] += 1
+        return expr.substitute_parameters({"frame": data})
+    if isinstance(expr, FromArray) and isinstance(expr.operand("frame"), np.ndarray):
+        array = np.array(expr.operand("frame"), copy=True, order="K").view(_OwnedArray)
+        array.dpframe_token = f"{token}-{leaves['owned']}"
+        leaves["owned"] += 1
+        return expr.substitute_parameters({"frame": array})
+    raise _UnknownLeafError
+
+
+def _reads_files(expr: Any) -> bool:
+    """A leaf that reads files: Dask's Parquet readers, or a CSV reader."""
+    if "path" in getattr(expr, "_parameters", ()) and type(expr).__module__.endswith(
+            "io.parquet"):
+        return True
+    if "func" in getattr(expr, "_parameters", ()):
+        keywords = getattr(expr.operand("func"), "keywords", None) or {}
+        reader = keywords.get("reader")
+        return getattr(reader, "__name__", "") in ("read_csv", "read_table", "read_fwf")
+    return False
+
+
+def _materialized(frame: Any, token: str) -> Any:
+    """Every partition of ``frame`` computed (on the user's scheduler) and copied; a collection
+    whose partitions are those copies, under keys of this snapshot alone."""
+    import dask
+    import dask.dataframe as dd
+
+    parts = dask.compute(*frame.to_delayed())
+    owned = [dask.delayed(_shallow, name=f"{token}-{i}", pure=False)(owned_pandas(part))
+             for i, part in enumerate(parts)]
+    del parts
+    return dd.from_delayed(owned, meta=frame._meta, divisions=frame.divisions,
+                           verify_meta=False)
+
+
+def _shallow(part: Any) -> Any:
+    """A new pandas object over dpframe's partition (what a task hands on: an assignment to
+    it cannot reach the partition)."""
+    return part.copy(deep=False)
+
+
+class _OwnedArray(np.ndarray):
+    """dpframe's copy of a ``from_array`` source: tokenized by its snapshot's token, never by
+    its values (see :func:`owned_snapshot`)."""
+
+    dpframe_token: str = ""
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.dpframe_token = getattr(obj, "dpframe_token", "")
+
+
+def _register_token() -> None:
+    from dask.tokenize import normalize_token
+
+    normalize_token.register(_OwnedArray)(lambda a: ("dpframe-owned", a.dpframe_token))
+
+
+def owned_pandas(obj: Any) -> Any:
+    """A deep copy of a pandas DataFrame or Series that shares no buffer with ``obj``: numpy
+    and masked columns by pandas' deep copy, Arrow-backed columns (``ArrowDtype``, Arrow
+    strings; their index too) by a byte copy of the Arrow data (:func:`owned_arrow`), object
+    columns holding mutable cells (lists, dicts, bytearrays...) cell by cell."""
+    import pandas as pd
+
+    out = obj.copy(deep=True)
+    if isinstance(out, pd.Series):
+        if hasattr(out.array, "_pa_array"):
+            out = pd.Series(owned_arrow(out.array), index=out.index, name=out.name, copy=False)
+        elif out.dtype == object and _mutable_cells(out):
+            out = pd.Series(_copied_cells(out), index=out.index, name=out.name, dtype=object)
+    else:
+        for i in range(out.shape[1]):
+            column = out.iloc[:, i]
+            if hasattr(column.array, "_pa_array"):
+                out.isetitem(i, pd.Series(owned_arrow(column.array), index=out.index,
+                                          copy=False))
+            elif column.dtype == object and _mutable_cells(column):
+                out.isetitem(i, pd.Series(_copied_cells(column), index=out.index,
+                                          dtype=object))
+    if hasattr(out.index, "array") and hasattr(out.index.array, "_pa_array"):
+        out.index = pd.Index(owned_arrow(out.index.array), name=out.index.name, copy=False)
+    _freeze(out)
+    return out
+
+
+#: cell types of an object column that nobody can change in place
+_IMMUTABLE_CELLS = (str, bytes, int, float, complex, bool, type(None), np.generic)
+
+
+def _mutable_cells(column: Any) -> bool:
+    """Whether an object column holds a cell that can be changed in place (a list, a dict, a
+    bytearray, an array...): a deep copy of the column copies only the references."""
+    import datetime
+    import decimal
+
+    immutable = (*_IMMUTABLE_CELLS, decimal.Decimal, datetime.date, datetime.time,
+                 datetime.timedelta)
+    return not all(isinstance(cell, immutable) for cell in column.to_numpy())
+
+
+def _copied_cells(column: Any) -> list[Any]:
+    """Every cell of an object column deep-copied (lists, dicts, bytearrays, arrays...)."""
+    import copy
+
+    return [copy.deepcopy(cell) for cell in column.to_numpy()]
+
+
+def _freeze(obj: Any) -> None:
+    """Make the numpy buffers of dpframe's pandas copy read-only: a partition handed to the
+    user (``handout.partitions[0].compute()``) is a copy-on-write view of it, and writing
+    through ``part["x"].array[0] = ...`` bypasses copy-on-write; now it raises instead.
+    (Arrow buffers are read-only already.)"""
+    for block in getattr(getattr(obj, "_mgr", None), "blocks", ()):
+        values = block.values
+        for name in ("", "_ndarray", "_data", "_mask", "_codes"):
+            array = getattr(values, name, None) if name else values
+            if isinstance(array, np.ndarray):
+                base = array
+                while isinstance(base.base, np.ndarray):
+                    base = base.base
+                for each in (array, base):
+                    if each.flags.writeable:
+                        each.flags.writeable = False
+
+
+def owned_arrow(array: Any) -> Any:
+    """A pandas Arrow-backed array over a byte copy of its Arrow data (an IPC stream written
+    and read back: every buffer, dictionary and child copied, slices included), held in a
+    read-only buffer."""
+    import pyarrow as pa
+
+    chunked = array._pa_array
+    table = pa.table({"c": chunked})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    frozen = pa.py_buffer(memoryview(sink.getvalue()).toreadonly())
+    copy = pa.ipc.open_stream(frozen).read_all().column(0)
+    try:
+        return type(array)(copy, dtype=array.dtype)
+    except TypeError:  # (ArrowExtensionArray takes the data only)
+        return type(array)(copy)
+
+
+def _csv_paths(expr: Any) -> list[str]:
+    """The local files the blocks of a Dask ``read_csv`` open (fsspec ``OpenFile`` operands
+    of its tasks); a file on another file system is named by its URL."""
+    found: list[str] = []
+    stack = [expr]
+    seen = 0
+    while stack and seen < 10_000:
+        node = stack.pop()
+        seen += 1
+        if node is None:
+            continue
+        if "iterables" in getattr(node, "_parameters", ()) and _reads_files(node):
+            for block in _flatten(node.operand("iterables")):
+                for arg in getattr(block, "args", ()):
+                    path = getattr(arg, "path", None)
+                    fs = getattr(arg, "fs", None)
+                    if isinstance(path, str) and fs is not None:
+                        protocol = fs.protocol if isinstance(fs.protocol, str) else \
+                            fs.protocol[0]
+                        local = protocol in ("file", "local")
+                        name = path if local else f"{protocol}://{path}"
+                        if name not in found:
+                            found.append(name)
+        stack.extend(node.dependencies())
+    return found
+
+
+def _flatten(value: Any, depth: int = 0) -> list[Any]:
+    if isinstance(value, list | tuple) and depth < 3:
+        return [x for v in value for x in _flatten(v, depth + 1)]
+    return [value]
 
 
 def _csv_reads(frame: Any) -> list[tuple[list[str], Any]]:

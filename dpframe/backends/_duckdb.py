@@ -34,7 +34,7 @@ class DuckDBBackend(Backend):
         return sys.modules["duckdb"].DuckDBPyRelation, None
 
     def snapshot(self, frame: Any) -> Any:
-        """The relation itself when it reads files only (bound by their identity, checked
+        """The relation itself when it reads files only (bound by their content, checked
         before each release), else its rows copied into Arrow and queried on a connection of
         dpframe's own (a relation over a table or a pandas frame reads their current
         contents)."""
@@ -44,6 +44,22 @@ class DuckDBBackend(Backend):
 
         copy = getattr(frame, "to_arrow_table", None) or frame.fetch_arrow_table
         return duckdb.connect().from_arrow(copy())
+
+    def lineage(self, frame: Any) -> set[str]:
+        """The names in the relation's SQL that identify what it reads, from its structure
+        (never its data): DuckDB's registered Python objects (``__duckdb_source_..._<k>``:
+        a pandas frame, Arrow table or relation it scans) and generated relation aliases
+        (``unnamed_relation_<16 hex>``, ``df_<16 hex>``, ...), including its own. A
+        native derivation (``project``, ``filter``, ``order``, ``aggregate``, a query naming
+        the relation) keeps the names of the relation it derives from; tables, views and
+        hand-written aliases are named by the user and are not lineage."""
+        try:
+            names = set(_LINEAGE.findall(frame.sql_query()))
+        except Exception:  # (a relation without SQL text: no lineage to read)
+            return set()
+        if _GENERATED_ALIAS.fullmatch(str(frame.alias)):
+            names.add(str(frame.alias))
+        return names
 
     def source_paths(self, frame: Any) -> list[str]:
         """The paths in the file-scanning calls of the relation's SQL."""
@@ -152,6 +168,10 @@ def _named_arguments(function: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+#: a registered Python object, or an alias DuckDB generated, as quoted in a relation's SQL
+_LINEAGE = re.compile(r'"(__duckdb_source_[0-9A-Za-z]+_[0-9]+|[A-Za-z_]+_[0-9a-f]{16})"')
+_GENERATED_ALIAS = re.compile(r"[A-Za-z_]+_[0-9a-f]{16}")
+
 _DUCKDB_SCANS = re.compile(
     r"\b(?:read_parquet|parquet_scan|read_csv(?:_auto)?|csv_scan|read_json(?:_auto)?)\s*\(\s*"
     r"(\[[^\]]*\]|'(?:[^']|'')*')", re.IGNORECASE)
@@ -165,7 +185,7 @@ def _duckdb_paths(sql: str) -> list[str]:
     return paths
 
 
-#: DuckDB table functions that read files (whose identity dpframe binds at protect).
+#: DuckDB table functions that read files (whose content dpframe binds at protect).
 _DUCKDB_FILE_READERS = frozenset({
     "read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "csv_scan", "read_json",
     "read_json_auto", "read_ndjson", "read_ndjson_auto"})
