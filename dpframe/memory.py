@@ -302,14 +302,19 @@ def _mutable_arrow(chunked: Any) -> bool:
 
 
 def own_pandas(frame: Any) -> Any:
-    """dpframe's byte copy of a pandas frame: numpy blocks and extension arrays (nullable,
-    datetime, categorical codes) deep-copied, Arrow-backed columns copied buffer by buffer
-    (:func:`own_arrow`; pandas' deep copy keeps the same Arrow array), object columns with
-    every mutable cell deep-copied (:func:`own_cells`), categoricals with their categories
-    copied too; every numpy array frozen (:func:`freeze_pandas`)."""
+    """dpframe's byte copy of a pandas DataFrame or Series: numpy blocks and extension arrays
+    (nullable, datetime, categorical codes) deep-copied, Arrow-backed columns and an
+    Arrow-backed index copied buffer by buffer (:func:`own_arrow`; pandas' deep copy keeps the
+    same Arrow array), object columns with every mutable cell deep-copied (:func:`own_cells`),
+    categoricals with their categories copied too; every numpy array frozen
+    (:func:`freeze_pandas`). Serves every engine that holds pandas objects (pandas itself, the
+    ``from_pandas`` leaves of a Dask snapshot)."""
     import numpy as np
     import pandas as pd
 
+    if isinstance(frame, pd.Series):
+        owned = own_pandas(frame.to_frame(name=0))
+        return owned.iloc[:, 0].rename(frame.name)
     out = frame.copy(deep=True)
     for i, (_name, series) in enumerate(out.items()):
         array = series.array
@@ -319,6 +324,10 @@ def own_pandas(frame: Any) -> Any:
             out.isetitem(i, own_cells(series.to_numpy(copy=False)))
         elif isinstance(series.dtype, pd.CategoricalDtype):
             out.isetitem(i, _own_categorical(array))
+    index = out.index.array
+    if _pandas_arrow(index):
+        out.index = pd.Index(_with_arrow(index, own_arrow(index._pa_array)),
+                             name=out.index.name, copy=False)
     return freeze_pandas(out)
 
 

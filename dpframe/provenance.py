@@ -747,8 +747,7 @@ _lineages: set[str] = set()
 
 
 def _lineage(frame: Any, backend: Backend) -> set[str]:
-    lineage = getattr(backend, "lineage", None)
-    return set(lineage(frame)) if lineage is not None else set()
+    return set(backend.lineage(frame))
 
 
 def _engine_paths(frame: Any, backend: Backend) -> list[str]:
@@ -826,9 +825,8 @@ def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:
         _memory.add(buffer_ranges(data, family, lazy), data, family, lazy)
     for part in _memory_leaves(frame, dataset.backend):
         _memory.add(_pandas_ranges_of(part), part, "pandas")
-    protected = getattr(dataset.backend, "protected", None)
-    if protected is not None:  # (Dask: a frame built later over equal values gets its own)
-        protected(frame)
+    dataset.backend.protected(frame)  # (Dask: a frame built later over equal values gets its
+    # own expression)
 
 
 def _pandas_ranges_of(obj: Any) -> list[tuple[int, int]]:
@@ -838,8 +836,7 @@ def _pandas_ranges_of(obj: Any) -> list[tuple[int, int]]:
 
 def _memory_leaves(frame: Any, backend: Backend) -> list[Any]:
     """The pandas objects an engine plan reads from memory (``Backend.memory_leaves``)."""
-    leaves = getattr(backend, "memory_leaves", None)
-    return list(leaves(frame)) if leaves is not None else []
+    return list(backend.memory_leaves(frame))
 
 
 # -- protect --------------------------------------------------------------------------------

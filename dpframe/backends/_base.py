@@ -147,6 +147,21 @@ class Backend:
         re-read before each release instead)."""
         return None
 
+    def memory_leaves(self, frame: Any) -> list[Any]:
+        """The pandas objects an engine plan reads from memory (Dask's ``from_pandas``
+        leaves), for the registry of protected memory; nothing is computed. Default: none."""
+        return []
+
+    def lineage(self, frame: Any) -> set[str]:
+        """Names in the frame's structure that identify what it reads (DuckDB's registered
+        objects and generated relation aliases), never its data: a frame naming one that a
+        protected frame names derives from it. Default: none."""
+        return set()
+
+    def protected(self, frame: Any) -> None:
+        """Called once ``frame`` is protected (Dask: its expressions leave Dask's table of live
+        expressions, so equal values built later get expressions of their own)."""
+
     def can_hold_missing(self, dtype: Any) -> bool:
         """Whether a column of this dtype can hold a missing value (null or NaN): a schema
         fact (every Arrow-backed column can)."""

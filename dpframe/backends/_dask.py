@@ -16,6 +16,7 @@ from dpframe.backends._base import Backend, registered
 from dpframe.backends._text import invalid_pandas_column, text_dtype
 from dpframe.errors import UnsupportedInputError
 from dpframe.identity import IdentityMap
+from dpframe.memory import own_pandas
 from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["DaskBackend", "is_dask_frame"]
@@ -243,7 +244,7 @@ def _owned_leaf(expr: Any, token: str, leaves: dict[str, int]) -> Any:
         leaves["files"] += 1
         return expr
     if isinstance(expr, FromPandas):
-        data = _BackendData(owned_pandas(expr.operand("frame")._data))
+        data = _BackendData(own_pandas(expr.operand("frame")._data))
         data.__dict__["_token"] = f"{token}-{leaves['owned']}"  # (what names hash)
         leaves["owned"] += 1
         return expr.substitute_parameters({"frame": data})
@@ -274,7 +275,7 @@ def _materialized(frame: Any, token: str) -> Any:
     import dask.dataframe as dd
 
     parts = dask.compute(*frame.to_delayed())
-    owned = [dask.delayed(_shallow, name=f"{token}-{i}", pure=False)(owned_pandas(part))
+    owned = [dask.delayed(_shallow, name=f"{token}-{i}", pure=False)(own_pandas(part))
              for i, part in enumerate(parts)]
     del parts
     return dd.from_delayed(owned, meta=frame._meta, divisions=frame.divisions,
@@ -301,93 +302,6 @@ def _register_token() -> None:
     from dask.tokenize import normalize_token
 
     normalize_token.register(_OwnedArray)(lambda a: ("dpframe-owned", a.dpframe_token))
-
-
-def owned_pandas(obj: Any) -> Any:
-    """A deep copy of a pandas DataFrame or Series that shares no buffer with ``obj``: numpy
-    and masked columns by pandas' deep copy, Arrow-backed columns (``ArrowDtype``, Arrow
-    strings; their index too) by a byte copy of the Arrow data (:func:`owned_arrow`), object
-    columns holding mutable cells (lists, dicts, bytearrays...) cell by cell."""
-    import pandas as pd
-
-    out = obj.copy(deep=True)
-    if isinstance(out, pd.Series):
-        if hasattr(out.array, "_pa_array"):
-            out = pd.Series(owned_arrow(out.array), index=out.index, name=out.name, copy=False)
-        elif out.dtype == object and _mutable_cells(out):
-            out = pd.Series(_copied_cells(out), index=out.index, name=out.name, dtype=object)
-    else:
-        for i in range(out.shape[1]):
-            column = out.iloc[:, i]
-            if hasattr(column.array, "_pa_array"):
-                out.isetitem(i, pd.Series(owned_arrow(column.array), index=out.index,
-                                          copy=False))
-            elif column.dtype == object and _mutable_cells(column):
-                out.isetitem(i, pd.Series(_copied_cells(column), index=out.index,
-                                          dtype=object))
-    if hasattr(out.index, "array") and hasattr(out.index.array, "_pa_array"):
-        out.index = pd.Index(owned_arrow(out.index.array), name=out.index.name, copy=False)
-    _freeze(out)
-    return out
-
-
-#: cell types of an object column that nobody can change in place
-_IMMUTABLE_CELLS = (str, bytes, int, float, complex, bool, type(None), np.generic)
-
-
-def _mutable_cells(column: Any) -> bool:
-    """Whether an object column holds a cell that can be changed in place (a list, a dict, a
-    bytearray, an array...): a deep copy of the column copies only the references."""
-    import datetime
-    import decimal
-
-    immutable = (*_IMMUTABLE_CELLS, decimal.Decimal, datetime.date, datetime.time,
-                 datetime.timedelta)
-    return not all(isinstance(cell, immutable) for cell in column.to_numpy())
-
-
-def _copied_cells(column: Any) -> list[Any]:
-    """Every cell of an object column deep-copied (lists, dicts, bytearrays, arrays...)."""
-    import copy
-
-    return [copy.deepcopy(cell) for cell in column.to_numpy()]
-
-
-def _freeze(obj: Any) -> None:
-    """Make the numpy buffers of dpframe's pandas copy read-only: a partition handed to the
-    user (``handout.partitions[0].compute()``) is a copy-on-write view of it, and writing
-    through ``part["x"].array[0] = ...`` bypasses copy-on-write; now it raises instead.
-    (Arrow buffers are read-only already.)"""
-    for block in getattr(getattr(obj, "_mgr", None), "blocks", ()):
-        values = block.values
-        for name in ("", "_ndarray", "_data", "_mask", "_codes"):
-            array = getattr(values, name, None) if name else values
-            if isinstance(array, np.ndarray):
-                base = array
-                while isinstance(base.base, np.ndarray):
-                    base = base.base
-                for each in (array, base):
-                    if each.flags.writeable:
-                        each.flags.writeable = False
-
-
-def owned_arrow(array: Any) -> Any:
-    """A pandas Arrow-backed array over a byte copy of its Arrow data (an IPC stream written
-    and read back: every buffer, dictionary and child copied, slices included), held in a
-    read-only buffer."""
-    import pyarrow as pa
-
-    chunked = array._pa_array
-    table = pa.table({"c": chunked})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    frozen = pa.py_buffer(memoryview(sink.getvalue()).toreadonly())
-    copy = pa.ipc.open_stream(frozen).read_all().column(0)
-    try:
-        return type(array)(copy, dtype=array.dtype)
-    except TypeError:  # (ArrowExtensionArray takes the data only)
-        return type(array)(copy)
 
 
 def _csv_paths(expr: Any) -> list[str]:
