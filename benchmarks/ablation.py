@@ -2,11 +2,12 @@
 
 cProfile cannot see inside Polars (all of it is one ``PyLazyFrame.collect`` call) and only
 sees pandas op by op, so this module rebuilds the per-row pipeline of
-``dpframe.engine.aggregate`` (missing values filled with the declared public value,
+``dpframe.engine._aggregation.aggregate`` (missing values filled with the declared public value,
 fixed-point quantisation with clamping, rounding, sums) natively, one stage at a time, and
 times each cumulative stage; then the aggregates the public-size mean's plan asks for
-(``dpframe.queries.Mean(...).plan(...)``) through ``dpframe.engine.aggregate`` with each
-``method=`` (``"numpy"`` where it applies, ``"narwhals"``), and the full ``frame.dp.mean`` call.
+(``dpframe.query.statistics.Mean(...).plan(...)``) through ``dpframe.engine._aggregation.aggregate``
+with each ``method=`` (``"numpy"`` where it applies, ``"narwhals"``), and the full ``frame.dp.mean``
+call.
 Differences between consecutive lines are the cost of a stage.
 
 With a key count (``KEYS``) it does the same for the group-by mean: native floor, a suggested
@@ -44,7 +45,7 @@ def _fill(lo: float) -> dict[str, float]:
 
 def _mean_aggregates(lo: float, hi: float, rows: int) -> list[Any]:
     """The exact aggregates the public-size mean's plan asks the engine for."""
-    from dpframe.queries import Mean, PlanContext
+    from dpframe.query.statistics import Mean, PlanContext
 
     ctx = PlanContext(True, rows, (lo, hi), count_cap=float(rows), column=MEAN_COLUMN,
                       all_bounds={MEAN_COLUMN: (lo, hi)})
@@ -137,12 +138,12 @@ def groupby_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any, keys:
                      missing=_fill(lo))
     grouped = pf.dp.groupby(by, keys=declared)
     # a group-by mean is planned with the private (per-group) formulation: count + centred sum
-    from dpframe.engine import Agg, FixedPoint
+    from dpframe.engine._aggregation import Agg, FixedPoint
 
     gfp = FixedPoint.choose(lo, hi, 0.5 * (lo + hi), rows, False)
     aggs = [Agg("rows"), Agg("sum", MEAN_COLUMN, gfp)]
     out += [
-        ("dpframe.engine.aggregate (group_by)",
+        ("dpframe.engine._aggregation.aggregate (group_by)",
          lambda: dp_backends.aggregate(frame, aggs, missing=_fill(lo), group_by=by,
                                      keys=declared)),
         ("frame.dp.groupby(...).mean", lambda: grouped.mean(MEAN_COLUMN, epsilon=QUERY_EPSILON)),
@@ -164,11 +165,11 @@ def dpframe_stages(engine: str, frame: Any, lo: float, hi: float, fp: Any,
     except dpf.ParameterError:
         pass
     else:
-        out.append(("dpframe.engine.aggregate(method='numpy')",
+        out.append(("dpframe.engine._aggregation.aggregate(method='numpy')",
                     lambda: dp_backends.aggregate(frame, aggs, missing=_fill(lo),
                                                 method="numpy")))
     out += [
-        ("dpframe.engine.aggregate(method='narwhals')",
+        ("dpframe.engine._aggregation.aggregate(method='narwhals')",
          lambda: dp_backends.aggregate(frame, aggs, missing=_fill(lo), method="narwhals")),
         ("frame.dp.mean (plan + aggregate + mechanism + ledger)",
          lambda: pf.dp.mean(MEAN_COLUMN, epsilon=QUERY_EPSILON)),

@@ -86,7 +86,7 @@ def _run(kind: str, frames: int, megabytes: float, filters: int) -> dict[str, An
     gc.collect()
     end = _rss_mb()
     trimmed = _trimmed_rss_mb()
-    from dpframe import provenance
+    from dpframe.provenance import _protect as provenance
 
     records = (len(provenance._markers) + len(provenance._memory)
                + len(provenance._frames._items) + len(provenance._originals._items))

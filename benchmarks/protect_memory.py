@@ -82,7 +82,7 @@ def _buffer_mb(data: Any) -> float:
     import numpy as np
     import polars as pl
 
-    from dpframe.memory import buffer_ranges
+    from dpframe._util.memory import buffer_ranges
 
     if isinstance(data, pl.LazyFrame):
         ranges = set(buffer_ranges(data, "polars", lazy=True))
@@ -112,7 +112,7 @@ def _run(kind: str, rows: int) -> dict[str, Any]:
     import polars as pl
 
     import dpframe as dpf
-    from dpframe import provenance
+    from dpframe.provenance import _protect as provenance
 
     warnings.simplefilter("ignore")
     bounds = {"x": (0.0, 100.0), "i": (0.0, 1000.0)}

@@ -496,7 +496,8 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
 def _ablation_section(ablations: list[dict[str, Any]]) -> list[str]:
     out = ["", "## Where the time goes inside the engine (stage ablation)", "",
            "cProfile sees a Polars query as one `collect` call, so `benchmarks/ablation.py` "
-           "rebuilds the per-row pipeline of `dpframe/engine.py::aggregate` natively, one "
+           "rebuilds the per-row pipeline of `dpframe/engine/_aggregation.py::aggregate` "
+           "natively, one "
            "cumulative stage at a time (median of 7 runs each, one process per engine), then "
            "times `engine.aggregate` itself and the whole `frame.dp.mean`. The difference "
            "between consecutive lines is the cost of a stage; the `suggested` lines are "

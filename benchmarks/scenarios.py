@@ -116,7 +116,7 @@ def _query_builders() -> Any:
     dpf = _dpframe()
     if all(hasattr(dpf, n) for n in ("count", "mean", "variance", "sum", "std")):
         return dpf
-    import dpframe.queries as queries
+    import dpframe.query.statistics as queries
 
     return queries
 

@@ -6,7 +6,15 @@ __version__ = "0.1.0"
 
 from dpframe import errors as errors
 from dpframe import frames as _frames  # noqa: F401 - registers the .dp namespaces
-from dpframe.accounting import Budget
+from dpframe.accounting._parquet import read_log, read_release, write_parquet
+from dpframe.accounting._release_tables import (
+    concat_releases,
+    rename_release,
+    round_release,
+    sort_release,
+)
+from dpframe.accounting.ledger import Budget
+from dpframe.accounting.seals import sign_release
 from dpframe.errors import (
     BoundsError,
     BudgetExceededError,
@@ -26,14 +34,12 @@ from dpframe.errors import (
     UnsupportedInputError,
     UnsupportedProcessError,
 )
-from dpframe.exports import concat_releases, rename_release, round_release, sort_release
 from dpframe.frames.namespace import dp
 from dpframe.frames.results import Estimate, QuantileEstimate
 from dpframe.frames.show import show
-from dpframe.integrity import sign_release
-from dpframe.io import read_log, read_release, write_parquet
-from dpframe.provenance import Session, protect
-from dpframe.queries import (
+from dpframe.provenance._protect import Session, protect
+from dpframe.provenance._units import count_units
+from dpframe.query.statistics import (
     corr,
     count,
     cov,
@@ -47,7 +53,6 @@ from dpframe.queries import (
     value_counts,
     variance,
 )
-from dpframe.units import count_units
 
 __all__ = [
     "BoundsError",

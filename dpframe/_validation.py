@@ -162,7 +162,7 @@ def check_seed(name: str, value: Any) -> int:
 def check_head(value: Any) -> tuple[int, str]:
     """A ledger head digest as ``dpframe inspect LEDGER --head`` prints it,
     ``"<seq>:<hex>"`` (the release number and the first 32, or all 64, hex digits of that
-    release line's chained hash, :mod:`dpframe.durable`); returns ``(seq, hex)``."""
+    release line's chained hash, :mod:`dpframe.accounting.durable`); returns ``(seq, hex)``."""
     import re
 
     m = re.fullmatch(r"([0-9]{1,18}):([0-9a-f]{32}|[0-9a-f]{64})", value.strip().lower()) \

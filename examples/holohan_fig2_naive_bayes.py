@@ -48,8 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpframe.analyses import variance_sensitivity
 from dpframe.mechanisms import BoundedLaplace, Laplace, TruncatedLaplace
+from dpframe.mechanisms.matrices import variance_sensitivity
 
 #: Declared feature bounds (cm), rounded outward from the iris documentation's ranges.
 BOUNDS = np.array([[4.0, 8.0], [2.0, 4.5], [1.0, 7.0], [0.0, 2.5]])

@@ -3,7 +3,7 @@
 Settings of the paper: ``(S11, S22, r) ∈ {(1, 2, 0), (1, 2, −0.4), (1, 2, 0.7)}``, data bounds
 ``[−3, 3]`` and ``[−4.5, 4.5]``, total ε = 1 split equally over the three released elements
 (ε/3 each), ``n`` from 50 to 800, 500 independent sanitisations of the *fixed* original matrix
-per setting. Elements are released as in :func:`dpframe.analyses.release_covariance` (Liu
+per setting. Elements are released as in :func:`dpframe.mechanisms.matrices.release_covariance` (Liu
 Table 1): variances on ``[0, n w²/(4(n−1))]`` with ``Δ = w²/n``, then the covariance on
 ``[−√(S*11 S*22), √(S*11 S*22)]`` with ``Δ = w1 w2/n``; ``r* = S*12/√(S*11 S*22)``.
 
@@ -28,12 +28,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpframe.analyses import (
+from dpframe.mechanisms import BoundedLaplace, TruncatedLaplace, interval
+from dpframe.mechanisms.matrices import (
     covariance_sensitivity,
     variance_domain_upper,
     variance_sensitivity,
 )
-from dpframe.mechanisms import BoundedLaplace, TruncatedLaplace, interval
 from dpframe.mechanisms.moments import bounded_moments
 
 SETTINGS = ((1.0, 2.0, 0.0), (1.0, 2.0, -0.4), (1.0, 2.0, 0.7))

@@ -1,16 +1,18 @@
 """Liu (2019), §4.2 and Figs. 2 and 4: sanitised proportions p = (0.1, 0.2, 0.3, 0.4).
 
 For each ``n`` (50 … 500), 500 data sets are drawn from ``multinomial(n, p)``; their sample
-proportions are released with :func:`dpframe.analyses.release_proportions` through the bounded
-and the truncated mechanism on ``[0, 1]``, made to sum to 1 by re-scaling or all-but-one (the
+proportions are released with :func:`dpframe.mechanisms.matrices.release_proportions` through the
+bounded and the truncated mechanism on ``[0, 1]``, made to sum to 1 by re-scaling or all-but-one
+(the
 all-but-one remainder is ``p1 = 0.1``, as in Liu). Reported against the *true* ``p``: bias,
 RMSE, and the coverage of the 95% Wald interval ``p̂* ± 1.96 √(p̂*(1 − p̂*)/n)`` (which, as in
 Liu, ignores the sanitisation noise), next to the same numbers for the original ``p̂``.
 
 Budget. Liu perturbs each proportion with ``Lap(1/(nε))`` (sensitivity ``1/n``, the add/remove
 convention). Under dpframe's replacement neighbours each proportion gets ``ε/2`` at sensitivity
-``1/n`` (module doc of :mod:`dpframe.analyses`), i.e. ``Lap(2/(nε))``. To compare like with like
-the script by default (``--accounting liu``) spends dpframe ``ε = 2 ε_Liu`` so the per-cell
+``1/n`` (module doc of :mod:`dpframe.mechanisms.matrices`), i.e. ``Lap(2/(nε))``. To compare like
+with like the script by default (``--accounting liu``) spends dpframe ``ε = 2 ε_Liu`` so the
+per-cell
 Laplace scale equals Liu's; ``--accounting dpframe`` spends ``ε = ε_Liu`` (twice the noise).
 dpframe's bounded mechanism additionally uses Holohan's ``b* > λ``.
 
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpframe.analyses import release_proportions
+from dpframe.mechanisms.matrices import release_proportions
 
 P = np.array([0.1, 0.2, 0.3, 0.4])
 EPSILONS = (0.1, 0.5, 1.0)  # Liu's ε

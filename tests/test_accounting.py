@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.accounting import RELATIVE_TOLERANCE, Ledger
+from dpframe.accounting.ledger import RELATIVE_TOLERANCE, Ledger
 
 
 def test_decimal_shares_fit_the_budget_exactly():
@@ -138,7 +138,7 @@ def test_session_with_durable_path_reloads_spent_budget(tmp_path):
 
 
 def test_nested_with_blocks_of_one_session():
-    from dpframe.provenance import current_session
+    from dpframe.provenance._protect import current_session
 
     s = dpf.Session()
     with s:

@@ -1,5 +1,5 @@
-"""Tests of dpframe.analyses (the papers' formulas: proportions, covariance/correlation, PSD
-projection) and of the same analyses through ``.dp`` (describe, proportions, cov/corr)."""
+"""Tests of dpframe.mechanisms.matrices (the papers' formulas: proportions, covariance/correlation,
+PSD projection) and of the same analyses through ``.dp`` (describe, proportions, cov/corr)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from dpframe.analyses import (
+from dpframe.errors import ParameterError
+from dpframe.mechanisms.matrices import (
     correlation_from_covariance,
     covariance_sensitivity,
     nearest_psd,
@@ -20,7 +21,6 @@ from dpframe.analyses import (
     variance_domain_upper,
     variance_sensitivity,
 )
-from dpframe.errors import ParameterError
 
 MECHS = ("bounded", "truncated")
 
@@ -275,7 +275,7 @@ def test_exact_covariance_matches_pandas_on_clamped_data():
     """The exact (pre-noise) covariance the pipeline computes — queries.Covariance's
     statistics over the engine's fixed-point sums — equals pandas' on the clamped data."""
     from dpframe import backends
-    from dpframe.queries import Covariance, PlanContext
+    from dpframe.query.statistics import Covariance, PlanContext
 
     df = _frame()
     bounds = {"a": (0, 1), "b": (0, 2), "c": (0, 1)}

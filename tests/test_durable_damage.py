@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpframe.durable import DurableLedger, head_path, read_ledger_file
+from dpframe.accounting.durable import DurableLedger, head_path, read_ledger_file
 from dpframe.errors import LedgerError
 
 N = 8  # acknowledged releases of ε = 0.1 each: 0.8 spent
@@ -169,7 +169,7 @@ def d_head_both_slots_damaged(p, t):
 
 def d_head_older_copy(p, t):
     # the head as it was after release 5 (both slots rewound)
-    from dpframe.durable import _head_slot
+    from dpframe.accounting.durable import _head_slot
 
     lid = json.loads(_lines(p)[0])["ledger_id"]
     h5 = json.loads(_lines(p)[5])["hash"]
@@ -239,7 +239,7 @@ def test_unterminated_tail_beyond_the_head_is_cut(ledger):
 def test_one_complete_line_beyond_the_head_is_kept(ledger, tmp_path):
     """A crash between the ledger fsync and the head write: the release is kept (charged,
     perhaps never returned) and the head rolled forward."""
-    from dpframe.durable import _head_slot
+    from dpframe.accounting.durable import _head_slot
 
     lines = _lines(ledger)
     lid = json.loads(lines[0])["ledger_id"]

@@ -1,5 +1,5 @@
-"""Head digests of a durable ledger (:func:`dpframe.durable.ledger_head`): ``dpframe inspect
-LEDGER --head`` prints one; ``dpf.Session(path, expect_head=...)`` refuses a ledger whose
+"""Head digests of a durable ledger (:func:`dpframe.accounting.durable.ledger_head`): ``dpframe
+inspect LEDGER --head`` prints one; ``dpf.Session(path, expect_head=...)`` refuses a ledger whose
 history does not contain it.
 
 Rolling both ledger files back to an older copy, deleting both, or cloning them and spending on
@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.durable import DurableLedger, head_digest, ledger_head, read_ledger_file
+from dpframe.accounting.durable import DurableLedger, head_digest, ledger_head, read_ledger_file
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAD = re.compile(r"[0-9]+:[0-9a-f]{32}")

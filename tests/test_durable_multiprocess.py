@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe.durable import DurableLedger, read_ledger_file
+from dpframe.accounting.durable import DurableLedger, read_ledger_file
 from dpframe.errors import BudgetExceededError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,7 +151,7 @@ def test_fork_children_releasing_from_a_protected_frame(tmp_path):
 ID_CHILD = textwrap.dedent(
     """
     import sys
-    from dpframe.durable import DurableLedger
+    from dpframe.accounting.durable import DurableLedger
     led = DurableLedger(sys.argv[1])
     ids = [led.commit(led.reserve(0.001), [{"n": i}]) for i in range(5)]
     print(led.id, *ids)

@@ -11,8 +11,9 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import backends, engine
-from dpframe.engine import Agg, FixedPoint
+from dpframe import backends
+from dpframe.engine import _aggregation as engine
+from dpframe.engine._aggregation import Agg, FixedPoint
 
 
 def _aggs(fp: FixedPoint, squares: bool, column: str = "x") -> list[Agg]:
@@ -418,7 +419,7 @@ def test_a_float16_nan_is_a_missing_value(build):
     """Every float width treats NaN as missing: one NaN row moves the exact sum by at most the
     logged sensitivity (it used to turn the whole Polars sum into NaN, shown as 0), and the
     quantile answers on both neighbours."""
-    from dpframe.release import exact_measurements
+    from dpframe.release._pipeline import exact_measurements
 
     sums = []
     for last in (5.0, float("nan")):

@@ -9,8 +9,9 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import backends, engine
-from dpframe.queries import Mean, PlanContext, Sum, Variance
+from dpframe import backends
+from dpframe.engine import _aggregation as engine
+from dpframe.query.statistics import Mean, PlanContext, Sum, Variance
 
 LO, HI = 1e12, 1e12 + 1
 N = 10_000

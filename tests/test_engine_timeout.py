@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe import release
 from dpframe.errors import EngineTimeoutError
+from dpframe.release import _pipeline as release
 
 dd = pytest.importorskip("dask.dataframe")
 dask = pytest.importorskip("dask")

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpframe as dpf
-from dpframe.cli.spec_run import OUTPUT_COLUMNS, _long_rows
-from dpframe.exports import LONG_COLUMNS, release_rows
-from dpframe.integrity import release_log_of
+from dpframe.accounting._release_tables import LONG_COLUMNS, release_rows
+from dpframe.accounting.seals import release_log_of
+from dpframe.spec._run import OUTPUT_COLUMNS, _long_rows
 
 KEY = b"steward-key"
 

@@ -1,4 +1,4 @@
-"""dpframe.forking: a process forked from one that ran Polars gets a clear
+"""dpframe._util.forking: a process forked from one that ran Polars gets a clear
 ``UnsupportedProcessError`` (before anything is read or spent) instead of hanging in Polars'
 missing thread pool; pandas work in such a child, and children of a parent that only imported
 Polars, are unaffected; ``spawn`` children work. Real processes, each joined with a timeout."""
@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.durable import read_ledger_file
+from dpframe.accounting.durable import read_ledger_file
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 90
@@ -107,7 +107,7 @@ CHILD_OF_AN_IMPORT = textwrap.dedent(
     import multiprocessing as mp
     import narwhals as nw, pandas as pd, polars as pl
     import dpframe as dpf
-    from dpframe import forking
+    from dpframe._util import forking as forking
 
     def child(queue):
         pf = dpf.protect(pl.DataFrame({"x": [0.2, 0.7]}).lazy(), epsilon=1.0,

@@ -1,7 +1,7 @@
 """Every Polars path in a forked child of a process that ran Polars gives the clear fork error
 (:class:`dpframe.UnsupportedProcessError`) instead of hanging (issue 30, item 6), including
 when dpframe is imported for the first time *in the child* (the parent, which ran Polars, had
-not imported dpframe, so no fork hook told the child: :func:`dpframe.forking._inherited_pool`
+not imported dpframe, so no fork hook told the child: :func:`dpframe._util.forking._inherited_pool`
 reads the parent from ``/proc``). A spawned (exec'd) child of a process running Polars is not
 refused.
 

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpframe as dpf
-from dpframe.integrity import attach_release_log, release_log_of, table_digest
+from dpframe.accounting.seals import attach_release_log, release_log_of, table_digest
 
 KEY = b"steward-secret-key"
 
@@ -250,7 +250,7 @@ def test_polars_concat(tmp_path):
 
 
 def test_durable_release_names_the_ledger_chain(tmp_path):
-    from dpframe.durable import read_ledger_file
+    from dpframe.accounting.durable import read_ledger_file
 
     path = tmp_path / "ledger.jsonl"
     pf = dpf.protect(pd.DataFrame(_data()), epsilon=1.0, bounds={"x": (0, 10)},
@@ -321,7 +321,7 @@ def test_columnar_digest_distinguishes_nulls_signed_zero_and_nan():
 
 
 def test_releases_sealed_with_the_v1_scheme_still_verify(pandas_release, tmp_path):
-    from dpframe import integrity
+    from dpframe.accounting import seals as integrity
 
     _, overall, _ = pandas_release
     doc = dict(release_log_of(overall))

@@ -1,5 +1,5 @@
-"""Release files (dpframe.io): every part of the file a reader shows is covered by the seal or
-checked against the sealed log (the pandas metadata and its attrs copy, schema and field
+"""Release files (dpframe.accounting._parquet): every part of the file a reader shows is covered by
+the seal or checked against the sealed log (the pandas metadata and its attrs copy, schema and field
 metadata, column labels, index); honest round trips through pandas, pyarrow, Polars and DuckDB
 verify or say that the log is gone; malformed files raise DPFrameError subclasses only."""
 
@@ -19,8 +19,8 @@ import pytest
 from helpers.release_files import good_file, malformed_files, sample_data
 
 import dpframe as dpf
-from dpframe import integrity
-from dpframe.integrity import release_log_of, sealed_document, table_digest
+from dpframe.accounting import seals as integrity
+from dpframe.accounting.seals import release_log_of, sealed_document, table_digest
 
 KEY = b"steward key"
 
@@ -134,7 +134,7 @@ def test_every_metadata_edit_readers_see_is_refused(releases, tmp_path, name, wr
     for key in (None, KEY):
         with pytest.raises(dpf.IntegrityError):
             dpf.read_log(bad, key=key)
-    from dpframe.steward import inspect_file
+    from dpframe.accounting.steward import inspect_file
 
     report = inspect_file(bad, key=KEY)
     assert not report["verified"] and report["error"]
@@ -259,7 +259,7 @@ def test_sign_release_refuses_a_missing_key(releases):
 
 # -- the chained digests: a seal covers the log by reference ---------------------------------
 def _recomputed(doc):
-    from dpframe.logentries import (
+    from dpframe.accounting._log_entries import (
         ENTRIES_CHAIN_START,
         KEYS_CHAIN_START,
         chain_entries,
@@ -283,7 +283,7 @@ def test_snapshot_digests_equal_the_recomputed_chains(tmp_path):
     assert len(doc["keys"]) == 2
     assert (doc["entries"].digest, doc["keys"].digest) == _recomputed(doc)
     # another process's view (the file re-read from the start) has the same digests
-    from dpframe.durable import DurableLedger
+    from dpframe.accounting.durable import DurableLedger
 
     other = DurableLedger(path)
     again = other.snapshot_document()

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpframe as dpf
-from dpframe.accounting import LOG_VERSION
+from dpframe.accounting.ledger import LOG_VERSION
 
 
 def _release(frame, session=None):

@@ -1,4 +1,4 @@
-"""Key selection after the read is total (dpframe/key_observation.py; docs/privacy.md,
+"""Key selection after the read is total (dpframe/release/_key_observation.py; docs/privacy.md,
 section K): every observed key is counted inside the engine, and only keys a Python value
 stands for exactly are handed to Python — a key out of Python's range, finer than a
 microsecond, or not Unicode is in no group. Neighbouring data sets that differ in one such
@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.key_observation import observed_keys
+from dpframe.release._key_observation import observed_keys
 
 COMMON = 300  # rows per common key: selected with certainty at the ε used here
 

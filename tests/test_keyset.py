@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import release
-from dpframe.keyset import Keys, keys_reference
+from dpframe.query._keys import Keys, keys_reference
+from dpframe.release import _pipeline as release
 
 
 def test_keys_is_the_tuple_of_its_keys():

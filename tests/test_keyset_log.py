@@ -12,8 +12,8 @@ import pandas as pd
 import polars as pl
 
 import dpframe as dpf
-from dpframe.durable import read_ledger_file
-from dpframe.release import keys_reference
+from dpframe.accounting.durable import read_ledger_file
+from dpframe.release._pipeline import keys_reference
 
 KEYS = [f"k{i}" for i in range(50)]
 
@@ -65,7 +65,7 @@ def test_durable_ledger_writes_each_key_list_once(tmp_path):
     assert len(info["releases"]) == 3 and len(with_keys) == 1
     assert list(with_keys[0]["keys"].values()) == [json.dumps(KEYS)]
     # a second session re-reads the table from the file; the release file carries it too
-    from dpframe.durable import DurableLedger
+    from dpframe.accounting.durable import DurableLedger
 
     doc = DurableLedger(path).snapshot_document()
     assert doc["keys"] == pf.dp.session.ledger.snapshot_document()["keys"]

@@ -1,5 +1,5 @@
-"""The typed log entry (dpframe/log_schema.py): the columns of the log frame, the JSON of each
-entry and the reader of a stored entry all derive from ``LogRecord``, and agree."""
+"""The typed log entry (dpframe/accounting/_log_schema.py): the columns of the log frame, the JSON
+of each entry and the reader of a stored entry all derive from ``LogRecord``, and agree."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.log_schema import FLOAT_COLUMNS, INT_COLUMNS, LOG_COLUMNS, LogRecord
+from dpframe.accounting._log_schema import FLOAT_COLUMNS, INT_COLUMNS, LOG_COLUMNS, LogRecord
 
 
 def _entries() -> list[dict[str, object]]:
@@ -29,8 +29,8 @@ def _entries() -> list[dict[str, object]]:
     units.dp.groupby("g", keys=["a", "b"]).sum("x", epsilon=0.5, random_state=1)
     entries = [dict(e) for e in pf.dp.session.ledger.snapshot_document()["entries"]]
     entries += [dict(e) for e in units.dp.session.ledger.snapshot_document()["entries"]]
-    from dpframe.safety_net import failure_entry
-    from dpframe.units import describe
+    from dpframe.provenance._units import describe
+    from dpframe.release._safety_net import failure_entry
 
     entries.append(failure_entry(what="release", names=["m"], epsilon=0.1, delta=0.0,
                                  engine="pandas", random_source="secure",

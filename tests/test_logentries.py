@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
-from dpframe.logentries import LogEntry, canonical_json, detached, frozen_entries
+from dpframe.accounting._log_entries import LogEntry, canonical_json, detached, frozen_entries
 
 
 def _plain(doc):
@@ -106,7 +106,7 @@ _entries = st.lists(st.dictionaries(st.text(max_size=6), _json_values, max_size=
 def test_entry_chain_extends_and_survives_a_json_round_trip(first, second):
     """Extending the chain commit by commit equals chaining all entries at once, and a log
     read back from JSON (a file) gives the same chain as the ledger's frozen entries."""
-    from dpframe.logentries import ENTRIES_CHAIN_START, chain_entries
+    from dpframe.accounting._log_entries import ENTRIES_CHAIN_START, chain_entries
 
     frozen = frozen_entries(first + second)
     step = chain_entries(chain_entries(ENTRIES_CHAIN_START, frozen[:len(first)]),
@@ -123,7 +123,7 @@ def test_entry_chain_extends_and_survives_a_json_round_trip(first, second):
 
 
 def test_key_chain_follows_the_insertion_order():
-    from dpframe.logentries import KEYS_CHAIN_START, chain_keys, keys_digest
+    from dpframe.accounting._log_entries import KEYS_CHAIN_START, chain_keys, keys_digest
 
     keys = {"sha256:a": "[1]", "sha256:b": "[2]"}
     d = keys_digest(keys)
@@ -137,8 +137,8 @@ def test_snapshot_digests_read_in_any_order_equal_the_chain_over_their_entries()
     """The entries chain is extended when a snapshot's digest is read, not at each commit;
     snapshots read late, early, twice or out of order all carry the chain over exactly
     their own items, also after the ledger clears its log."""
-    from dpframe.accounting import Ledger
-    from dpframe.logentries import ENTRIES_CHAIN_START, chain_entries
+    from dpframe.accounting._log_entries import ENTRIES_CHAIN_START, chain_entries
+    from dpframe.accounting.ledger import Ledger
 
     ledger = Ledger(10.0)
     snaps = []

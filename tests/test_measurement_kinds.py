@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpframe.measurement_kinds import ADAPTIVE_DOMAIN, ADDED_NOISE, SELECTION, Drawn
-from dpframe.queries import Measurement
+from dpframe.query._measurement_kinds import ADAPTIVE_DOMAIN, ADDED_NOISE, SELECTION, Drawn
+from dpframe.query.statistics import Measurement
 
 
 def _m(**kw: object) -> Measurement:

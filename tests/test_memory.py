@@ -1,4 +1,4 @@
-"""dpframe.memory and the identity registries (issue 24 item 4): dpframe holds no strong
+"""dpframe._util.memory and the identity registries (issue 24 item 4): dpframe holds no strong
 reference to user data, so memory comes back when the user drops every frame, and yet data
 whose memory is still held by anything derived from a protected frame is recognised as such
 (re-protect refused, same ledger) — never mistaken for new data, and freed memory reused by new
@@ -22,8 +22,8 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import provenance
-from dpframe.memory import MemoryRegistry, anchored_series, buffer_ranges
+from dpframe._util.memory import MemoryRegistry, anchored_series, buffer_ranges
+from dpframe.provenance import _protect as provenance
 
 BOUNDS = {"x": (0.0, 1.0)}
 

@@ -1,4 +1,4 @@
-"""File roots are bound by their content (``dpframe.provenance.SourceBinding``): a file
+"""File roots are bound by their content (``dpframe.provenance._protect.SourceBinding``): a file
 rewritten in place with the same size, with its modification time put back with ``os.utime``,
 keeps every metadata field the binding used to compare (size, mtime, device, inode) — it is
 refused before anything is spent, for Parquet and CSV roots of every engine."""
@@ -107,7 +107,7 @@ def test_the_binding_rereads_the_content_before_each_release(tmp_path, monkeypat
     every bound file, before each release (never skipped because the metadata is unchanged)."""
     import polars as pl
 
-    from dpframe import provenance
+    from dpframe.provenance import _protect as provenance
 
     path = tmp_path / "people.parquet"
     _write(path, _values())

@@ -1,11 +1,14 @@
-"""Brute-force checks of every declared sensitivity and output domain (:mod:`dpframe.queries`).
+"""Brute-force checks of every declared sensitivity and output domain
+(:mod:`dpframe.query.statistics`).
 
 For small n, enumerate data sets on a grid of values in [l, u] (endpoints included, since the
 extremes of these statistics sit there), every neighbour, and the pre-noise statistic each
-measurement computes — through the code that runs: the query's :class:`~dpframe.queries.Plan`
-built from a :class:`~dpframe.queries.PlanContext`, its exact aggregates computed by
-:func:`dpframe.engine.aggregate` on a small pandas frame, and each
-:class:`~dpframe.queries.Measurement`'s ``statistic``. The worst neighbouring pair must stay
+measurement computes — through the code that runs: the query's
+:class:`~dpframe.query.statistics.Plan` built from a :class:`~dpframe.query.statistics.PlanContext`,
+its exact aggregates computed by
+:func:`dpframe.engine._aggregation.aggregate` on a small pandas frame, and each
+:class:`~dpframe.query.statistics.Measurement`'s ``statistic``. The worst neighbouring pair must
+stay
 within the declared sensitivity, and for the public-size queries it must *reach* the analytic
 value (so the declared Δ is tight, not just safe). Neighbours:
 
@@ -30,7 +33,16 @@ from hypothesis import strategies as st
 
 import dpframe as dpf
 from dpframe import backends
-from dpframe.queries import Count, Covariance, Mean, PlanContext, Proportions, Std, Sum, Variance
+from dpframe.query.statistics import (
+    Count,
+    Covariance,
+    Mean,
+    PlanContext,
+    Proportions,
+    Std,
+    Sum,
+    Variance,
+)
 
 BOUNDS = [(0.0, 1.0), (-1.5, 2.25), (2.0, 5.0), (-3.0, -1.0)]
 GRID = 5  # values per axis

@@ -1,4 +1,5 @@
-"""δ is charged only to measurements whose mechanism uses it (dpframe.release.release_delta).
+"""δ is charged only to measurements whose mechanism uses it
+(dpframe.release._pipeline.release_delta).
 
 Under ``mechanism="auto"`` a measurement may get the truncated or plain Laplace mechanism,
 which are pure ε-DP: composed with δ = 0, its share of the request's δ is not spent. What a

@@ -1,4 +1,4 @@
-"""A key selection that keeps no key (dpframe.release, dpframe.frames.results).
+"""A key selection that keeps no key (dpframe.release._pipeline, dpframe.frames.results).
 
 The released table then has no rows but keeps its declared columns, each key column of the
 dtype a kept key would give it, on every backend; a ``dpf.SelectionWarning`` names the public

@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe import engine, release
-from dpframe.key_observation import observed_keys
+from dpframe.engine import _aggregation as engine
+from dpframe.release import _pipeline as release
+from dpframe.release._key_observation import observed_keys
 
 
 def _cities(n: int = 3000, rare: str = "hamlet") -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""A repeated release reuses its plan (dpframe.release._plan_repeated) only where every
+"""A repeated release reuses its plan (dpframe.release._pipeline._plan_repeated) only where every
 argument the plan depends on is the same, with the same types."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
-from dpframe import release
-from dpframe.provenance import resolve
+from dpframe.provenance._protect import resolve
+from dpframe.release import _pipeline as release
 
 
 def _protected(kind: str = "pandas") -> object:

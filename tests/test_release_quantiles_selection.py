@@ -22,8 +22,9 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import engine, release
+from dpframe.engine import _aggregation as engine
 from dpframe.errors import BudgetExceededError, ParameterError
+from dpframe.release import _pipeline as release
 
 
 class _ReadSpy:

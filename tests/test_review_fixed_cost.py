@@ -27,14 +27,16 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import accounting, backends, queries
-from dpframe.aggregates import Agg, FixedPoint
+from dpframe import backends
+from dpframe._util.identity import IdentityMap
+from dpframe.accounting import ledger as accounting
+from dpframe.accounting._log_entries import ENTRIES_CHAIN_START, chain_entries
 from dpframe.backends import _polars
-from dpframe.identity import IdentityMap
-from dpframe.logentries import ENTRIES_CHAIN_START, chain_entries
 from dpframe.mechanisms import BoundedLaplace, Laplace, TruncatedLaplace
 from dpframe.mechanisms.domains import FeasibleSet, half_line, interval, union
 from dpframe.mechanisms.randomness import RandomSource
+from dpframe.query import statistics as queries
+from dpframe.query._aggregates import Agg, FixedPoint
 
 CLASSES = (BoundedLaplace, TruncatedLaplace, Laplace)
 
@@ -273,8 +275,8 @@ path = "out.parquet"
 
 
 def _cli(argv: list[str]) -> str:
-    from dpframe import provenance
     from dpframe.cli import main
+    from dpframe.provenance import _protect as provenance
 
     saved = set(provenance._files)
     provenance._files.clear()
@@ -290,7 +292,7 @@ def _cli(argv: list[str]) -> str:
 
 def test_spec_dry_run_delta_is_what_the_run_charges(tmp_path: Path) -> None:
     """A large ε makes "auto" pick the truncated mechanism (pure ε-DP): the run charges no δ
-    (dpframe.release.release_delta). The dry run must announce what the run charges; on
+    (dpframe.release._pipeline.release_delta). The dry run must announce what the run charges; on
     767f3f7 it says δ = 1e-6 for the query and its measurement (spec_plan._measurement and
     _plan_query use spec.query_delta, ignoring Planned.pure) and the run prints δ = 1e-06
     while the ledger spends 0."""
@@ -312,8 +314,8 @@ def test_spec_dry_run_delta_is_what_the_run_charges(tmp_path: Path) -> None:
 
 # -- 4. the engine choice reads only public facts ----------------------------------------------
 def test_the_engine_choice_does_not_read_a_private_row_count(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """With a privacy unit the number of rows is private (dpframe.units: "a unit's row count
-    is what it hides"); only U and k are public. Two neighbouring data sets -- one person with
+    """With a privacy unit the number of rows is private (dpframe.provenance._units: "a unit's row
+    count is what it hides"); only U and k are public. Two neighbouring data sets -- one person with
     one row, or with two -- must be aggregated the same way, but ``_small_in_memory`` counts
     the rows of the in-memory frames, so one neighbour got the in-memory engine and the other
     the streaming one (the results agree; the timing and memory profile do not). Fixed: a plan

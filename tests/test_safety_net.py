@@ -1,4 +1,5 @@
-"""The safety net (dpframe/safety_net.py): a failure after the read spends, logs, says nothing.
+"""The safety net (dpframe/release/_safety_net.py): a failure after the read spends, logs, says
+nothing.
 
 Totality makes these paths unreachable by design, so the tests inject a failure where data
 has just been read — inside the one aggregation pass of a release, and inside the evaluation
@@ -13,7 +14,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import engine
+from dpframe.engine import _aggregation as engine
 from dpframe.rowwise import engines as rowwise_engines
 
 SECRET = "age=73421"
@@ -60,7 +61,7 @@ def test_an_eager_derivation_that_fails_logs_and_hides_the_message(monkeypatch):
     def boom(*args, **kwargs):
         raise ValueError(f"invalid literal for int() with base 10: {SECRET!r}")
 
-    monkeypatch.setattr("dpframe.release.apply_steps", boom)
+    monkeypatch.setattr("dpframe.release._pipeline.apply_steps", boom)
     with pytest.raises(dpf.ReleaseFailedError) as info:
         pf.dp.filter(nw.col("age") > 40)
     assert SECRET not in str(info.value) and info.value.__context__ is None
@@ -98,9 +99,9 @@ def test_failures_before_the_read_still_spend_nothing():
 
 
 def test_the_failed_entry_has_every_log_column():
-    from dpframe.log_schema import LOG_COLUMNS
-    from dpframe.safety_net import failure_entry
-    from dpframe.units import describe
+    from dpframe.accounting._log_schema import LOG_COLUMNS
+    from dpframe.provenance._units import describe
+    from dpframe.release._safety_net import failure_entry
 
     entry = failure_entry(what="release", names=["m"], epsilon=0.1,
                           delta=0.0, engine="pandas", random_source="secure",
@@ -125,7 +126,7 @@ def test_a_failure_locks_the_data_set_so_it_cannot_be_a_repeated_oracle(monkeypa
         raise ValueError(SECRET)
 
     with monkeypatch.context() as patched:
-        patched.setattr("dpframe.release.apply_steps", boom)
+        patched.setattr("dpframe.release._pipeline.apply_steps", boom)
         with pytest.raises(dpf.ReleaseFailedError):
             pf.dp.filter(nw.col("age") > 40)
     for attempt in (lambda: pf.dp.mean("age", epsilon=0.1),

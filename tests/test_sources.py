@@ -1,5 +1,5 @@
-"""CSV sources (dpframe/sources.py): declared types, parsed in full at protect, never an error
-in a release.
+"""CSV sources (dpframe/provenance/_sources.py): declared types, parsed in full at protect, never an
+error in a release.
 
 A CSV reader that infers types from the first rows fails on a later value inside a release,
 quoting it: whether the release fails then depends on one row. Neighbouring files that differ
@@ -100,7 +100,7 @@ def test_the_public_size_of_a_csv_is_the_rows_its_parse_gives(tmp_path):
     good = tmp_path / "good.csv"
     good.write_bytes(("x,s\n" + rows + "7,a\r\n").encode())
     lf = dpf.protect(pl.scan_csv(good, **kw), epsilon=1.0, bounds={"x": (0.0, 200.0)})
-    from dpframe.release import exact_measurements
+    from dpframe.release._pipeline import exact_measurements
 
     every = lf.dp.filter(pl.col("x").is_null() | pl.col("x").is_not_null())  # counted rows
     seen = exact_measurements(every, {"c": dpf.count()})[("c", "count")][0].tolist()

@@ -1,6 +1,6 @@
 """Declared temporal keys on pandas and Dask frames are matched as integer ticks
-(dpframe/tick_keys.py): pandas would otherwise convert the column to the keys' resolution (or
-to Python objects) and fail on a value that does not fit — after the read. A key's tick is
+(dpframe/engine/_tick_keys.py): pandas would otherwise convert the column to the keys' resolution
+(or to Python objects) and fail on a value that does not fit — after the read. A key's tick is
 public arithmetic, checked here against pandas' own conversion; neighbouring frames that differ
 in one extreme value give the same outcome and counts within the sensitivity.
 """
@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
-from dpframe.release import exact_measurements
-from dpframe.tick_keys import key_tick
+from dpframe.engine._tick_keys import key_tick
+from dpframe.release._pipeline import exact_measurements
 
 UNITS = ["s", "ms", "us", "ns"]
 

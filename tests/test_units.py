@@ -1,8 +1,9 @@
 """Several rows per person (issue 12): ``dpf.protect(..., privacy_unit=, max_rows_per_unit=k,
 max_groups_per_unit=g)``.
 
-* the bounding rule (:mod:`dpframe.bounding`) on pandas and Polars: at most k rows and g groups
-  per unit, rows without an id left out, the choice independent of the values and *unit-local*
+* the bounding rule (:mod:`dpframe.engine._bounding`) on pandas and Polars: at most k rows and g
+  groups per unit, rows without an id left out, the choice independent of the values and
+  *unit-local*
   for every seed (replacing one unit's rows never changes another unit's kept rows) — the
   property the proofs in ``docs/privacy.md`` §U rest on;
 * sensitivities by brute force on small data where units own several rows: every data set
@@ -33,8 +34,8 @@ from hypothesis import strategies as st
 
 import dpframe as dpf
 from dpframe.backends import backend_of
-from dpframe.bounding import Bounding, UnitBound
-from dpframe.release import exact_measurements
+from dpframe.engine._bounding import Bounding, UnitBound
+from dpframe.release._pipeline import exact_measurements
 
 BOUNDS = {"x": (-1.0, 2.0)}
 KEYS = {"g": ["a", "b", "c"]}
@@ -470,7 +471,7 @@ def test_seeded_releases_are_reproducible_and_secure_ones_vary():
 
 
 def test_planner_knows_unit_counts_and_the_unit_group_share():
-    from dpframe import planner
+    from dpframe.release import _accuracy_planner as planner
 
     pf = protect("pandas", people(n_units=40, rows=5), 3, 2)
     assert pf.dp.accuracy({"u": dpf.count_units()}, epsilon=1.0)["half_width"].iloc[0] == 0

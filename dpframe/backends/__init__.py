@@ -6,8 +6,8 @@ in its own module (:mod:`._pandas`, :mod:`._polars`, :mod:`._duckdb`, :mod:`._sp
 schema, dtypes, the private snapshot releases read, the handle given to the user, the files a
 frame reads, file-reader checks, result tables, the handle of the ledger, privacy-unit
 bounding — and dispatches the one aggregation pass (:func:`aggregate`) to the engine's path:
-:mod:`dpframe.engine`'s numpy kernel and expressions, asking the adapter what differs, Spark
-SQL text (:mod:`._spark_sql`), Dask per partition (:mod:`._dask_partitions`). Detection never
+:mod:`dpframe.engine._aggregation`'s numpy kernel and expressions, asking the adapter what differs,
+Spark SQL text (:mod:`._spark_sql`), Dask per partition (:mod:`._dask_partitions`). Detection never
 imports a library: a frame of library X can only exist if X is already in ``sys.modules``, so
 we look there (the approach narwhals takes). No module outside this package tells engines
 apart (``tests/project/test_layers.py`` checks it).
@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.aggregates import Agg
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._dask import DaskBackend, is_dask_frame
 from dpframe.backends._duckdb import DuckDBBackend, duckdb_parse, is_duckdb_relation
@@ -36,8 +35,9 @@ from dpframe.backends._polars import (
     is_polars_lazy,
 )
 from dpframe.backends._spark import SparkBackend, is_spark_frame
-from dpframe.bounding import Bounding
+from dpframe.engine._bounding import Bounding
 from dpframe.errors import UnsupportedInputError
+from dpframe.query._aggregates import Agg
 
 __all__ = [
     "BACKENDS",
@@ -93,7 +93,8 @@ def aggregate(native: Any, aggs: Sequence[Agg], *, missing: Mapping[str, Any],
               method: str = "auto", bounding: Bounding | None = None,
               columns: Mapping[str, Any] | None = None) -> dict[Agg, np.ndarray]:
     """Every aggregate of ``aggs``, exactly, in one pass over ``native``, by its engine's
-    adapter (:meth:`Backend.aggregate`; the arguments of :func:`dpframe.engine.aggregate`)."""
+    adapter (:meth:`Backend.aggregate`; the arguments of
+    :func:`dpframe.engine._aggregation.aggregate`)."""
     return backend_of(native).aggregate(native, aggs, missing=missing, group_by=group_by,
                                         keys=keys, method=method, bounding=bounding,
                                         columns=columns)

@@ -3,9 +3,10 @@
 A :class:`Backend` answers the questions that differ between dataframe libraries (detection,
 row count, schema, dtypes, the private snapshot a release reads, the handle given to the user,
 the files a frame reads, file-reader checks, result tables) and runs the one aggregation pass
-of a release (:meth:`Backend.aggregate`: :func:`dpframe.engine.aggregate`, which asks the
-adapter — the :class:`dpframe.engine.FrameEngine` protocol — everything engine-specific, and
-the engine-specific paths: Spark SQL, Dask per partition, the numpy kernel of the in-memory
+of a release (:meth:`Backend.aggregate`: :func:`dpframe.engine._aggregation.aggregate`, which asks
+the adapter — the :class:`dpframe.engine._aggregation.FrameEngine` protocol — everything
+engine-specific, and the engine-specific paths: Spark SQL, Dask per partition, the numpy kernel of
+the in-memory
 engines). Each engine is one subclass in its own module of this package; the defaults here
 are the narwhals answers that hold for the lazy engines.
 """
@@ -17,10 +18,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpframe import engine
-from dpframe.aggregates import Agg
-from dpframe.bounding import Bounding
+from dpframe.engine import _aggregation as engine
+from dpframe.engine._bounding import Bounding
 from dpframe.errors import UnsupportedInputError
+from dpframe.query._aggregates import Agg
 from dpframe.rowwise.engines import RowwiseTarget
 
 __all__ = ["Backend", "duplicate_names", "registered"]
@@ -193,14 +194,15 @@ class Backend:
             "frame.dp.with_columns(...) (import narwhals as nw). Nothing was read or spent."
         )
 
-    # -- the aggregation pass (dpframe.engine asks these; see FrameEngine) ---------------------
+    # -- the aggregation pass (dpframe.engine._aggregation asks these; see FrameEngine)
+    # ---------------------
     def aggregate(self, frame: Any, aggs: Sequence[Agg], *, missing: Mapping[str, Any],
                   group_by: str | tuple[str, ...] | None = None,
                   keys: Sequence[Any] | None = None, method: str = "auto",
                   bounding: Bounding | None = None,
                   columns: Mapping[str, Any] | None = None) -> dict[Agg, np.ndarray]:
         """Every aggregate of ``aggs``, exactly, in one pass over ``frame`` (a frame of this
-        engine): :func:`dpframe.engine.aggregate` with this adapter."""
+        engine): :func:`dpframe.engine._aggregation.aggregate` with this adapter."""
         return engine.aggregate(frame, aggs, backend=self, missing=missing, group_by=group_by,
                                 keys=keys, method=method, bounding=bounding, columns=columns)
 
@@ -243,7 +245,7 @@ class Backend:
                             group_by: str | tuple[str, ...] | None = None,
                             keys: Sequence[Any] | None = None) -> tuple[Any, Backend]:
         """``frame`` with at most ``k`` rows (and ``g`` groups) per privacy unit, and its
-        adapter (:mod:`dpframe.bounding`); only engines with ``bounds_units``."""
+        adapter (:mod:`dpframe.engine._bounding`); only engines with ``bounds_units``."""
         raise AssertionError("privacy units are refused at protect time on this engine")
 
     def count_units(self, frame: Any, column: str) -> int:
@@ -260,7 +262,8 @@ class Backend:
         """The Arrow type of a date/datetime column (engines with ``ticks_temporal_keys``)."""
         raise NotImplementedError
 
-    # -- file sources, checked at protect (dpframe.sources) ------------------------------------
+    # -- file sources, checked at protect (dpframe.provenance._sources)
+    # ------------------------------------
     def check_readers(self, frame: Any) -> None:
         """Refuse (reading no data) a CSV reader whose column types would be inferred from the
         data, or a reader option that makes the rows read differ from the rows counted."""
@@ -275,12 +278,13 @@ class Backend:
 
     def parse_rows(self, frame: Any) -> int:
         """Read every value of every column once and return the number of rows (a file
-        source, at protect: see :func:`dpframe.sources.parse_in_full`)."""
+        source, at protect: see :func:`dpframe.provenance._sources.parse_in_full`)."""
         raise NotImplementedError
 
     def invalid_text(self, frame: Any) -> bool:
         """The frame holds a string that is not valid Unicode (see
-        :func:`dpframe.sources.check_strings`). Default: the engine replaces such bytes."""
+        :func:`dpframe.provenance._sources.check_strings`). Default: the engine replaces such
+        bytes."""
         return False
 
     def table(self, data: Mapping[str, Sequence[Any]], index: Sequence[Any] | None = None) -> Any:

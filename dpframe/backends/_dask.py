@@ -10,13 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from dpframe import engine, tick_keys
-from dpframe.aggregates import ADDITIVE_KINDS, Agg
+from dpframe._util.identity import IdentityMap
+from dpframe._util.memory import own_pandas
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._text import invalid_pandas_column, text_dtype
+from dpframe.engine import _aggregation as engine
+from dpframe.engine import _tick_keys as tick_keys
 from dpframe.errors import UnsupportedInputError
-from dpframe.identity import IdentityMap
-from dpframe.memory import own_pandas
+from dpframe.query._aggregates import ADDITIVE_KINDS, Agg
 from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["DaskBackend", "is_dask_frame"]
@@ -99,7 +100,7 @@ class DaskBackend(Backend):
     def snapshot(self, frame: Any) -> Any:
         """A collection of dpframe's own whose in-memory data is dpframe's (see
         :func:`owned_snapshot`): the graph above the data stays lazy, file readers stay
-        file readers (bound by content, :class:`dpframe.provenance.SourceBinding`), and the
+        file readers (bound by content, :class:`dpframe.provenance._protect.SourceBinding`), and the
         expression is this snapshot's alone."""
         return owned_snapshot(frame)
 

@@ -1,13 +1,13 @@
-"""Dask: the exact aggregates of :mod:`dpframe.engine`, partition by partition.
+"""Dask: the exact aggregates of :mod:`dpframe.engine._aggregation`, partition by partition.
 
 A Dask DataFrame is a sequence of pandas partitions. Each partition is aggregated by
-:func:`dpframe.engine.aggregate` itself with the pandas adapter (passed in as
+:func:`dpframe.engine._aggregation.aggregate` itself with the pandas adapter (passed in as
 ``partition_sums`` by :meth:`dpframe.backends._dask.DaskBackend.engine_sums`) — the
 cache-blocked numpy kernel where the columns are plain numpy arrays (the usual case for
 numbers read from Parquet), else the narwhals path inside pandas — and the per-partition
 results, integers held exactly in doubles, are added in Python. Every partial sum, in any
 order, is an integer below 2⁵³ (``|Σk| ≤ n·max|k| < 2⁵³`` for any subset of the ``n`` rows;
-:class:`dpframe.aggregates.FixedPoint`), so the totals are exact and equal the in-memory
+:class:`dpframe.query._aggregates.FixedPoint`), so the totals are exact and equal the in-memory
 result bit for bit (tested).
 
 Only the needed columns are read (the projection reaches the Parquet reader), partitions run
@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.aggregates import Agg
+from dpframe.query._aggregates import Agg
 
-#: The in-memory aggregation each partition runs (:func:`dpframe.engine.aggregate`, pandas).
+#: The in-memory aggregation each partition runs (:func:`dpframe.engine._aggregation.aggregate`,
+# pandas).
 PartitionSums = Callable[..., dict[Agg, np.ndarray]]
 
 __all__ = ["dask_sums"]

@@ -8,11 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from dpframe import engine, tick_keys
 from dpframe.backends._base import Backend, duplicate_names
 from dpframe.backends._private import private, private_column
 from dpframe.backends._text import invalid_pandas_column
-from dpframe.bounding import Bounding, bound_pandas
+from dpframe.engine import _aggregation as engine
+from dpframe.engine import _tick_keys as tick_keys
+from dpframe.engine._bounding import Bounding, bound_pandas
 from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["PandasBackend", "is_pandas_frame"]
@@ -55,13 +56,13 @@ class PandasBackend(Backend):
         return polars_schema(frame)
 
     def snapshot(self, frame: Any) -> Any:
-        """dpframe's byte copy (:func:`dpframe.memory.own_pandas`): a frame's numpy blocks can
+        """dpframe's byte copy (:func:`dpframe._util.memory.own_pandas`): a frame's numpy blocks can
         be views of arrays the user still holds and writes, its Arrow-backed columns arrays
         over numpy buffers (pandas' deep copy keeps the same Arrow array), its object columns
         lists or arrays the user can change in place. Every numpy array of the copy is
         read-only, its Arrow buffers too: no view taken from it (or from a frame derived from
         it) can write it."""
-        from dpframe.memory import own_pandas
+        from dpframe._util.memory import own_pandas
 
         return private(own_pandas(frame))
 
@@ -69,11 +70,11 @@ class PandasBackend(Backend):
         """A copy of ``frame`` (the derived frame handed to the user) -- shallow under
         copy-on-write (pandas 3: writing through the user's frame copies the block first),
         dpframe's byte copy before -- and ``frame`` made safe to hand out
-        (:func:`dpframe.memory.hand_out_pandas`: its numpy arrays read-only, since
+        (:func:`dpframe._util.memory.hand_out_pandas`: its numpy arrays read-only, since
         ``frame[c].array`` writes a shared block in place; Arrow columns pyarrow computed,
         whose buffers ``np.frombuffer`` could write, and the mutable cells of object columns
         replaced in the user's frame by copies, so none of them is what releases read)."""
-        from dpframe.memory import freeze_pandas, hand_out_pandas, own_pandas
+        from dpframe._util.memory import freeze_pandas, hand_out_pandas, own_pandas
 
         if not _pandas_copy_on_write():  # (the user's frame stays writable: pandas writes
             return private(own_pandas(frame))  # it in place)

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from dpframe import engine
+from dpframe._util.identity import IdentityMap
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._private import private, private_column
 from dpframe.backends._text import valid_arrow
-from dpframe.bounding import Bounding, bound_polars
+from dpframe.engine import _aggregation as engine
+from dpframe.engine._bounding import Bounding, bound_polars
 from dpframe.errors import UnsupportedInputError
-from dpframe.identity import IdentityMap
 from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["PolarsBackend", "PolarsLazyBackend", "is_polars_eager", "is_polars_lazy"]
@@ -46,7 +46,7 @@ class _Polars(Backend):
     polars_expressions = True
 
     def check_usable(self) -> None:
-        from dpframe.forking import check_polars_usable
+        from dpframe._util.forking import check_polars_usable
 
         check_polars_usable()  # (a fork child of a process that ran Polars would hang)
 
@@ -107,7 +107,7 @@ class PolarsBackend(_Polars):
 
     def leaves_group_by(self, n_keys: int, n_rows: int) -> bool:
         """Few keys for many rows: Polars' parallel group-by is faster than the kernel
-        (:data:`dpframe.engine.POLARS_ROWS_PER_KEY`)."""
+        (:data:`dpframe.engine._aggregation.POLARS_ROWS_PER_KEY`)."""
         return n_keys * engine.POLARS_ROWS_PER_KEY < n_rows
 
     def expressions(self, frame: Any) -> tuple[Any, Any]:
@@ -133,12 +133,12 @@ class PolarsBackend(_Polars):
         return self.schema(frame)
 
     def snapshot(self, frame: Any) -> Any:
-        """dpframe's byte copy of every column (:func:`dpframe.memory.own_polars`): Polars
+        """dpframe's byte copy of every column (:func:`dpframe._util.memory.own_polars`): Polars
         takes numpy arrays and Arrow arrays without copying them (``pl.from_numpy``,
         ``pl.from_arrow``, ``pl.from_pandas``), whatever the dtype (Decimal, strings, lists,
         structs as much as numbers), and the user can still write those arrays. The copy is
         in memory Polars allocated, which it hands out read-only."""
-        from dpframe.memory import own_polars
+        from dpframe._util.memory import own_polars
 
         return private(own_polars(frame))
 
@@ -175,11 +175,12 @@ class PolarsLazyBackend(_Polars):
         """A plan that reads any in-memory frame (``df.lazy()``, ``pl.from_numpy(...).lazy()``,
         ``pl.from_arrow(...).lazy()``, ``pl.from_pandas(...).lazy()``, also joined with a file
         scan) shares that frame's buffers, which the user can write (numpy, Arrow over numpy):
-        it is collected once, here, into dpframe's byte copy (:func:`dpframe.memory.own_polars`)
-        and releases read that copy's ``.lazy()`` plan. A plan over files only is the snapshot
+        it is collected once, here, into dpframe's byte copy
+        (:func:`dpframe._util.memory.own_polars`) and releases read that copy's ``.lazy()`` plan. A
+        plan over files only is the snapshot
         itself (releases re-read the files, bound at protect)."""
-        from dpframe.memory import own_polars
-        from dpframe.polars_plan import scanned_frames
+        from dpframe._util.memory import own_polars
+        from dpframe._util.polars_plan import scanned_frames
 
         if not scanned_frames(frame):
             return frame
@@ -218,7 +219,7 @@ class PolarsLazyBackend(_Polars):
 
     def reads_other_files(self, frame: Any) -> bool:
         """A scan of files of another format than CSV."""
-        from dpframe.polars_plan import scan_nodes
+        from dpframe._util.polars_plan import scan_nodes
 
         return any(node.scan_type and str(node.scan_type[0]) != "csv"
                    for node in scan_nodes(frame))
@@ -261,7 +262,7 @@ _SMALL_IN_MEMORY: IdentityMap[bool] = IdentityMap()
 def _small_in_memory(lazy: Any) -> bool:
     """``lazy`` reads only in-memory frames, of at most :data:`IN_MEMORY_ROWS` rows in all;
     remembered per plan (a protected LazyFrame is immutable)."""
-    from dpframe.polars_plan import in_memory_rows
+    from dpframe._util.polars_plan import in_memory_rows
 
     known = _SMALL_IN_MEMORY.get(lazy)
     if known is not None:
@@ -275,7 +276,7 @@ def _small_in_memory(lazy: Any) -> bool:
 
 def _csv_scans(lazy: Any) -> list[dict[str, Any]]:
     """The options of every CSV scan in a LazyFrame's plan (from Polars' plan visitor)."""
-    from dpframe.polars_plan import scan_nodes
+    from dpframe._util.polars_plan import scan_nodes
 
     found = []
     for node in scan_nodes(lazy):

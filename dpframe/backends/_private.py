@@ -6,8 +6,8 @@ Such an object is never written, so what a release looks up in it -- a column's 
 numpy view -- is the same every time. Looking a column up costs more than summing 1,000 rows
 (pandas resolves the name through its index; Polars checks chunks and nulls), so each is
 read once per frame and column. Only frames registered here are remembered (by identity,
-:class:`dpframe.identity.IdentityMap`: an entry leaves with its frame); any other frame is read
-afresh.
+:class:`dpframe._util.identity.IdentityMap`: an entry leaves with its frame); any other frame is
+read afresh.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dpframe.identity import IdentityMap
+from dpframe._util.identity import IdentityMap
 
 __all__ = ["private", "private_column"]
 

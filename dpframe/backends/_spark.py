@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.aggregates import Agg
 from dpframe.backends._base import Backend
+from dpframe.query._aggregates import Agg
 from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["SparkBackend", "is_spark_frame"]

@@ -1,7 +1,8 @@
-"""Spark: the exact aggregates of :mod:`dpframe.engine` written as Spark SQL text.
+"""Spark: the exact aggregates of :mod:`dpframe.engine._aggregation` written as Spark SQL text.
 
-The arithmetic is the narwhals path's (:func:`dpframe.row_expressions.row_expressions`), term for
-term: ``x`` as a double, the missing-value rule, ``(x − c)·(1/q)``, ``greatest(least(·, k_hi),
+The arithmetic is the narwhals path's (:func:`dpframe.engine._row_expressions.row_expressions`),
+term for term: ``x`` as a double, the missing-value rule, ``(x − c)·(1/q)``, ``greatest(least(·,
+k_hi),
 k_lo)``, the ``(· + 1.5·2⁵²) − 1.5·2⁵²`` rounding to the nearest integer (ties to even) and
 double sums of integer-valued doubles below 2⁵³ (exact in any order; ``docs/engines.md``).
 Only the way the plan is *built* differs. PySpark builds every ``Column`` operation with a
@@ -36,8 +37,8 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import numpy as np
 
-from dpframe.aggregates import ADDITIVE_KINDS, DROP, Agg, FixedPoint
-from dpframe.row_expressions import ROUNDER, aligned, is_float
+from dpframe.engine._row_expressions import ROUNDER, aligned, is_float
+from dpframe.query._aggregates import ADDITIVE_KINDS, DROP, Agg, FixedPoint
 
 __all__ = ["job_group", "spark_sums", "sql_aggregates"]
 
@@ -192,8 +193,8 @@ def spark_sums(
 
 
 def job_group() -> tuple[Callable[[], None], Callable[[], None]] | None:
-    """Hooks that make a pass cancellable (:func:`dpframe.release.engine_pass`). ``enter``,
-    run in the thread that submits the pass's jobs, copies the calling thread's local
+    """Hooks that make a pass cancellable (:func:`dpframe.release._pipeline.engine_pass`).
+    ``enter``, run in the thread that submits the pass's jobs, copies the calling thread's local
     properties into it (as ``pyspark.InheritableThread`` does) and puts its jobs in a job group
     of their own (``setJobGroup`` with ``interruptOnCancel``: PySpark pins each Python thread
     to a JVM thread, whose local properties hold the group). ``cancel``, run by the thread

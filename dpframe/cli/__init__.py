@@ -2,9 +2,9 @@
 
 * ``demo`` — a release on generated data (:mod:`dpframe.cli.main`);
 * ``release spec.toml`` — a data steward's release job from a spec file
-  (:mod:`dpframe.cli.spec`, :mod:`dpframe.cli.spec_plan`, :mod:`dpframe.cli.spec_run`);
+  (:mod:`dpframe.spec._parse`, :mod:`dpframe.spec._plan`, :mod:`dpframe.spec._run`);
 * ``inspect FILE`` — verify a release file or a ledger and summarise its spending
-  (:mod:`dpframe.cli.inspect`, over the checks of :mod:`dpframe.steward`);
+  (:mod:`dpframe.cli.inspect`, over the checks of :mod:`dpframe.accounting.steward`);
 * ``report release.parquet -o report.html`` — the same as a self-contained page
   (:mod:`dpframe.cli.report`).
 """

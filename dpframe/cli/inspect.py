@@ -1,5 +1,5 @@
 """``dpframe inspect FILE``: verify a released Parquet file or a durable ledger and print what
-it spent (the checks are :mod:`dpframe.steward`'s; this module parses the arguments and
+it spent (the checks are :mod:`dpframe.accounting.steward`'s; this module parses the arguments and
 prints). Exit status: 0 verified, 2 verification failed, 1 the file could not be read as
 either kind; errors are one line on stderr, never a traceback.
 """
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dpframe import steward
+from dpframe.accounting import steward as steward
+from dpframe.accounting.steward import inspect_file
 from dpframe.errors import DPFrameError
-from dpframe.steward import inspect_file
 
 __all__ = ["add_parser", "checked", "print_head", "run"]
 
@@ -127,9 +127,9 @@ def _print(report: dict[str, Any], out: Any) -> None:
 
 def print_head(path: Path, *, as_json: bool = False, out: Any = None) -> int:
     """``inspect LEDGER --head``: print the ledger's head digest
-    (:func:`dpframe.durable.ledger_head`) and return the exit status: 0 verified, 2 the ledger
-    does not verify, 1 not a ledger file."""
-    from dpframe.durable import ledger_head
+    (:func:`dpframe.accounting.durable.ledger_head`) and return the exit status: 0 verified, 2 the
+    ledger does not verify, 1 not a ledger file."""
+    from dpframe.accounting.durable import ledger_head
     from dpframe.errors import LedgerError
 
     out = sys.stdout if out is None else out

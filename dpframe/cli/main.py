@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="protect a pandas DataFrame, or a Polars LazyFrame inside a dpf.Session "
         "(default: %(default)s)",
     )
-    from dpframe.cli.spec_run import add_release_parser
+    from dpframe.spec._run import add_release_parser
 
     add_release_parser(sub)
     from dpframe.cli.inspect import add_parser as _add_inspect
@@ -450,7 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     if args.command == "release":
-        from dpframe.cli.spec_run import release_command
+        from dpframe.spec._run import release_command
 
         return release_command(args)
     if args.command == "inspect":

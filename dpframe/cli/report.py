@@ -91,8 +91,8 @@ def build_report(path: str | Path, *, key: bytes | str | None = None,
     """The page for a released Parquet file, and the ``inspect`` report it is built from
     (``report["verified"]``). Raises :class:`~dpframe.errors.DPFrameError` (or OSError) when
     the file cannot be read as a release."""
+    from dpframe.accounting.steward import file_kind, inspect_release
     from dpframe.errors import ReleaseFileError
-    from dpframe.steward import file_kind, inspect_release
 
     path = Path(path)
     if file_kind(path) == "ledger":

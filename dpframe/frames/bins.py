@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from dpframe import derivations, provenance
 from dpframe._validation import check_number
 from dpframe.errors import ParameterError
+from dpframe.provenance import _derivations as derivations
+from dpframe.provenance import _protect as provenance
 from dpframe.rowwise.functions import SEARCH_EDGES
 from dpframe.rowwise.nodes import Call, When, walk
 

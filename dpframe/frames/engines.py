@@ -11,7 +11,7 @@ from typing import Any
 from dpframe.backends import Backend
 from dpframe.frames.namespace import DPNamespace
 from dpframe.frames.registration import register
-from dpframe.provenance import on_protect
+from dpframe.provenance._protect import on_protect
 
 __all__ = ["EngineDP", "ensure_namespace"]
 

@@ -1,6 +1,6 @@
 """The ``.dp`` namespace shared by pandas and Polars: queries, verified derivations, budget and
-log. A thin layer: every release goes through :func:`dpframe.release.run`, every derivation
-through :mod:`dpframe.derivations` and :mod:`dpframe.provenance`.
+log. A thin layer: every release goes through :func:`dpframe.release._pipeline.run`, every
+derivation through :mod:`dpframe.provenance._derivations` and :mod:`dpframe.provenance._protect`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from dpframe import derivations, provenance, release
-from dpframe import queries as q_
 from dpframe._validation import (
     check_column,
     check_count,
@@ -23,15 +21,19 @@ from dpframe._validation import (
     check_pure_delta,
     check_quantile_mechanism,
 )
-from dpframe.accounting import Budget
+from dpframe.accounting.ledger import Budget
+from dpframe.accounting.seals import attach_release_log, release_log_of
 from dpframe.backends import backend_of
 from dpframe.errors import DerivationError, ParameterError, PrivateSizeError
 from dpframe.frames import bins as bins_
 from dpframe.frames import results
 from dpframe.frames.results import Estimate
-from dpframe.integrity import attach_release_log, release_log_of
-from dpframe.provenance import Missing, Session
-from dpframe.release import Outcome, evaluate_derivation
+from dpframe.provenance import _derivations as derivations
+from dpframe.provenance import _protect as provenance
+from dpframe.provenance._protect import Missing, Session
+from dpframe.query import statistics as q_
+from dpframe.release import _pipeline as release
+from dpframe.release._pipeline import Outcome, evaluate_derivation
 from dpframe.rowwise.engines import apply_steps
 
 __all__ = ["DPGroupBy", "DPNamespace", "dp"]
@@ -166,7 +168,7 @@ class DPNamespace:
         -------
         float
         """
-        from dpframe.units import count_units
+        from dpframe.provenance._units import count_units
 
         return self._scalar(count_units(), "count_units", epsilon, delta, mechanism,
                             random_state, session, ci)
@@ -839,7 +841,7 @@ class DPNamespace:
         >>> bool(plan["half_width"].iloc[0] < 5) and pf.dp.budget.epsilon_spent == 0
         True
         """
-        from dpframe import planner
+        from dpframe.release import _accuracy_planner as planner
 
         rows = planner.accuracy(self._frame, queries, epsilon=epsilon, delta=delta,
                                 weights=weights, mechanism=mechanism, alpha=alpha,
@@ -855,7 +857,7 @@ class DPNamespace:
         The inverse is of one named mechanism (default "bounded"; "auto", the releases'
         default, picks one per ε and has no inverse): check the release's mechanism with
         :meth:`accuracy` at the ε found."""
-        from dpframe import planner
+        from dpframe.release import _accuracy_planner as planner
 
         return planner.epsilon_for(self._frame, query, half_width, alpha=alpha, delta=delta,
                                    mechanism=mechanism, session=session)
@@ -868,7 +870,7 @@ class DPNamespace:
         half_width, target``; pass ``dict(zip(t["name"], t["epsilon"]))`` as ``weights=`` of
         one :meth:`release` (with the same named ``mechanism``: the split is for it). Reads no
         data, spends nothing."""
-        from dpframe import planner
+        from dpframe.release import _accuracy_planner as planner
 
         result = planner.split(self._frame, targets, epsilon=epsilon, alpha=alpha,
                                mechanism=mechanism, session=session)
@@ -1057,7 +1059,7 @@ class DPNamespace:
 
     def write_parquet(self, path: str | os.PathLike[str]) -> None:
         """Write a release table to Parquet with its log in the key-value metadata."""
-        from dpframe import io
+        from dpframe.accounting import _parquet as io
 
         doc = release_log_of(self._frame)
         if doc is None:
@@ -1089,7 +1091,7 @@ class DPGroupBy:
         self._selection_share = selection_share
 
     def _declared(self) -> Sequence[Any] | None:
-        """The ``keys=`` of one column as a checked :class:`~dpframe.keyset.Keys`, made at
+        """The ``keys=`` of one column as a checked :class:`~dpframe.query._keys.Keys`, made at
         the first release and reused by the next ones (so 100,000 keys are checked, hashed
         for the log and indexed once, not per release)."""
         if self._keys is not None and isinstance(self._column, str):
@@ -1117,7 +1119,7 @@ class DPGroupBy:
         has three more columns: ``threshold`` (a group is kept iff its noisy count exceeds
         it), ``min_group_half`` and ``min_group_1_alpha`` (the smallest group kept with
         probability ½ and ``1 − alpha``); the queries' rows hold for each kept group."""
-        from dpframe import planner
+        from dpframe.release import _accuracy_planner as planner
 
         rows = planner.accuracy(self._ns._frame, queries, epsilon=epsilon, delta=delta,
                                 weights=weights, mechanism=mechanism, alpha=alpha,
@@ -1143,7 +1145,7 @@ class DPGroupBy:
                     ci: float | None = None) -> Any:
         """Noisy number of distinct persons (privacy units) per group (Δ = 1; a person counts
         in at most ``min(g, k)`` groups)."""
-        from dpframe.units import count_units
+        from dpframe.provenance._units import count_units
 
         return self._one(count_units(), "count_units", epsilon, delta, mechanism,
                          random_state, session, ci)
@@ -1196,7 +1198,7 @@ class DPGroupBy:
     def _check_quantile_delta(self, delta: float, session: Session | str | None) -> None:
         """Quantiles are pure ε-DP: a δ > 0 is accepted only to select the keys from the data
         (none declared for a group column), never charged for nothing (public facts only)."""
-        from dpframe.provenance import resolve
+        from dpframe.provenance._protect import resolve
 
         if check_number("delta", delta) == 0:
             return
@@ -1305,7 +1307,7 @@ class DPGroupBy:
         """The smallest ε at which ``query`` will be within ``half_width`` of the truth in
         every group, with probability ``1 − alpha`` each (see
         :meth:`DPNamespace.epsilon_for`; each group gets half of it). Reads no data."""
-        from dpframe import planner
+        from dpframe.release import _accuracy_planner as planner
 
         return planner.epsilon_for(self._ns._frame, query, half_width, alpha=alpha,
                                    delta=delta, mechanism=mechanism, group_by=self._column,
@@ -1317,7 +1319,7 @@ class DPGroupBy:
         """Split ``epsilon`` over per-group queries with target half-widths (see
         :meth:`DPNamespace.split`): a frame ``name, epsilon, half_width, target``. Reads no
         data, spends nothing."""
-        from dpframe import planner
+        from dpframe.release import _accuracy_planner as planner
 
         result = planner.split(self._ns._frame, targets, epsilon=epsilon, alpha=alpha,
                                mechanism=mechanism, group_by=self._column,

@@ -9,11 +9,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dpframe import log_schema
+from dpframe.accounting import _log_schema as log_schema
+from dpframe.accounting._log_schema import LOG_COLUMNS
 from dpframe.backends import Backend
-from dpframe.keyset import Keys
-from dpframe.log_schema import LOG_COLUMNS
-from dpframe.release import Outcome
+from dpframe.query._keys import Keys
+from dpframe.release._pipeline import Outcome
 
 __all__ = ["LOG_COLUMNS", "Estimate", "QuantileEstimate", "describe_frame", "log_frame",
            "matrix_frame", "to_frame"]
@@ -297,7 +297,7 @@ _UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Universal", "Etc/Un
 
 def _stand_in(dtype: Any, backend: Backend) -> Any:
     """A Python value of the kind key selection hands back for a column of ``dtype``
-    (:mod:`dpframe.key_observation`): int, float, bool, str, date, datetime (in the
+    (:mod:`dpframe.release._key_observation`): int, float, bool, str, date, datetime (in the
     column's time zone; Spark hands back its session's UTC as the fixed ``datetime.UTC``),
     Decimal, bytes; None for a dtype selection refuses."""
     import datetime as dt
@@ -382,7 +382,7 @@ def describe_frame(out: Outcome, columns: Sequence[str],
 
 def log_frame(document: dict[str, Any], backend: Backend | str) -> Any:
     """The log's entries as a frame of ``backend``'s result library (or of the library named:
-    "pandas", "polars"); columns in :data:`~dpframe.log_schema.LOG_COLUMNS`."""
+    "pandas", "polars"); columns in :data:`~dpframe.accounting._log_schema.LOG_COLUMNS`."""
     family = backend if isinstance(backend, str) else backend.results_in
     return log_schema.log_frame(document, family)
 

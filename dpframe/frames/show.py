@@ -78,10 +78,10 @@ def _labelled_index(table: Any) -> list[Any] | None:
 
 def show(obj: Any) -> View:
     """A view of ``obj`` (see the module docstring); ParameterError for anything else."""
-    from dpframe.accounting import Budget
+    from dpframe.accounting.ledger import Budget
+    from dpframe.accounting.seals import release_log_of
     from dpframe.frames.results import Estimate
-    from dpframe.integrity import release_log_of
-    from dpframe.provenance import Session, resolve
+    from dpframe.provenance._protect import Session, resolve
 
     if isinstance(obj, Estimate):
         return View("estimate", views.estimate_html(obj))

@@ -160,7 +160,7 @@ def bin_index(values: Any, lower: float, upper: float, bins: int = DEFAULT_QUANT
     ``t = (x/2 − l/2) / (u/2 − l/2)`` (bins are ``[e_j, e_{j+1})``, the last one closed). Halving
     first keeps every intermediate finite for any finite bounds (``u − l`` itself overflows for
     bounds near ±1.8e308); the same IEEE operations, in the same order, as the engines'
-    binning (:class:`dpframe.aggregates.Bins`), so the two agree bit for bit. A per-row map:
+    binning (:class:`dpframe.query._aggregates.Bins`), so the two agree bit for bit. A per-row map:
     neighbours stay neighbours. (Bounds so close that ``u/2 − l/2`` is 0, a few subnormals
     apart, use ``(x − l)/(u − l)``, exact there; the engines refuse such bounds.) Engines may
     compute it natively; any public per-row rule keeps the guarantee."""

@@ -2,7 +2,7 @@
 intervals, the sealed log, the budget, the planner's table. No data is read here.
 
 * :func:`release_html` — one section per released statistic: what it is (in the user's
-  words, :mod:`dpframe.logview`), ε, δ, mechanism, declared bounds, and an
+  words, :mod:`dpframe.accounting._log_view`), ε, δ, mechanism, declared bounds, and an
   :func:`~dpframe.report.svg.interval_chart` of its values (the axis at the bounds for a
   statistic that lives inside them: mean, median, quantiles; a value on a bound in red);
 * :func:`budget_html` — ε and δ spent of the budget, ε per release and per column;
@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpframe import logview
+from dpframe.accounting import _log_view as logview
 from dpframe.report.svg import IntervalRow, bar_chart, el, esc, fmt, interval_chart
 
 __all__ = ["MAX_ROWS", "STYLE", "accuracy_html", "budget_html", "estimate_html",
@@ -197,7 +197,7 @@ def release_html(columns: Mapping[str, list[Any]], document: Mapping[str, Any], 
 
 def budget_html(document: Mapping[str, Any], *, last: int = 30, heading: str = "h3") -> str:
     """ε and δ spent of the budget, ε per release (the ``last`` ones) and per column."""
-    from dpframe.steward import spending
+    from dpframe.accounting.steward import spending
 
     summary = spending(document.get("entries"))
     raw = document.get("budget")
@@ -218,8 +218,9 @@ def budget_html(document: Mapping[str, Any], *, last: int = 30, heading: str = "
 
 
 def measurements_html(measurements: Sequence[Mapping[str, Any]]) -> str:
-    """One row per measurement (``inspect``'s summaries: :func:`dpframe.steward.spending`):
-    release, name, statistic, part, mechanism, ε, δ, scale, domain in the statistic's units."""
+    """One row per measurement (``inspect``'s summaries:
+    :func:`dpframe.accounting.steward.spending`): release, name, statistic, part, mechanism, ε, δ,
+    scale, domain in the statistic's units."""
     head = ["release", "name", "statistic", "part", "mechanism", "ε", "δ", "scale",
             "domain (statistic's units)"]
     rows = []
@@ -238,7 +239,7 @@ def measurements_html(measurements: Sequence[Mapping[str, Any]]) -> str:
 def log_html(columns: Mapping[str, list[Any]], *, last: int = 200) -> str:
     """A log frame (``frame.dp.log``, ``dpf.read_log(..., as_frame=...)``) as the readable
     columns: its ``last`` measurements, then its ε by release and by column."""
-    from dpframe.steward import spending
+    from dpframe.accounting.steward import spending
 
     n = len(next(iter(columns.values()), []))
     entries = [{c: _plain(columns[c][i]) for c in columns} for i in range(n)]

@@ -1,6 +1,6 @@
 """Where each engine's verified derivations run: one compiler per engine.
 
-A verified step (:class:`dpframe.derivations.Step`) is applied to a native frame by the
+A verified step (:class:`dpframe.provenance._derivations.Step`) is applied to a native frame by the
 compiler of the frame's engine, never by running the expressions the user wrote:
 
 =============  ==============================================================================

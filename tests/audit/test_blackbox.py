@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpframe.audit import audit, clopper_pearson, pair_loss
 from dpframe.mechanisms import real_line
+from dpframe.mechanisms.audit import audit, clopper_pearson, pair_loss
 
 from ._controls import (
     DOMAINS,

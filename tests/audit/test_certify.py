@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from dpframe.audit import brute_force_loss, certify
 from dpframe.mechanisms import BoundedLaplace, interval, union, worst_case_loss
+from dpframe.mechanisms.audit import brute_force_loss, certify
 
 from ._controls import DOMAINS, EPS, MECHANISMS, SENS, NaiveBounded, shrunk
 
@@ -77,7 +77,7 @@ def test_scale_divided_by_1_5_is_caught(name, domain):
 def test_a_bug_in_the_analytic_certificate_is_caught(monkeypatch):
     """If the analytic maximisation forgot the normaliser (a plausible bug), the independent
     brute force finds the worse boundary pair and the certificate is not consistent."""
-    import dpframe.audit as audit_module
+    import dpframe.mechanisms.audit as audit_module
     from dpframe.mechanisms import LossCertificate
 
     def forgot_normaliser(domain, b, sensitivity):
@@ -96,8 +96,8 @@ def test_normaliser_matches_scipy_and_survives_far_components():
     finite where scipy's tails underflow (components ~900 scales away)."""
     from scipy import stats
 
-    from dpframe.audit import _log_c
     from dpframe.mechanisms import union
+    from dpframe.mechanisms.audit import _log_c
 
     dom = union([(0.0, 1.0), (1.5, 4.0), (6.0, 9.0)])
     q = np.linspace(0.0, 9.0, 37)

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.durable import DurableLedger, read_ledger_file
+from dpframe.accounting.durable import DurableLedger, read_ledger_file
 from dpframe.errors import BudgetExceededError
 
 THREADS = 8

@@ -1,4 +1,4 @@
-"""The durable ledger (``dpframe.durable``): fsync before return, reload on restart, torn
+"""The durable ledger (``dpframe.accounting.durable``): fsync before return, reload on restart, torn
 tails, SIGKILL in the middle of a stream of releases, several processes on one file."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe.durable import DurableLedger, read_ledger_file
+from dpframe.accounting.durable import DurableLedger, read_ledger_file
 from dpframe.errors import BudgetExceededError, LedgerError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,7 +120,7 @@ CHILD = textwrap.dedent(
     import os, signal, sys
     import numpy as np, pandas as pd
     import dpframe as dpf
-    from dpframe.durable import DurableLedger
+    from dpframe.accounting.durable import DurableLedger
 
     path, mode = sys.argv[1], sys.argv[2]
     if mode == "torn":

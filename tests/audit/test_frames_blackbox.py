@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe import release as release_module
-from dpframe.audit import audit
+from dpframe.mechanisms.audit import audit
+from dpframe.release import _pipeline as release_module
 
 #: statistical: every audit draws N = 50,000 releases per neighbour (still run by CI)
 pytestmark = [pytest.mark.slow,

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe.release import exact_measurements
+from dpframe.release._pipeline import exact_measurements
 
 ENGINES = ("duckdb", "spark", "dask")
 BOUNDS = {"age": (0.0, 100.0), "income": (0.0, 1000.0)}
@@ -83,7 +83,7 @@ def test_verified_derivations_and_sizes(constructor):
 
 
 def test_unverifiable_derivations_are_refused_before_reading(constructor, monkeypatch):
-    from dpframe import engine
+    from dpframe.engine import _aggregation as engine
 
     frame = dpf.protect(constructor(data()), epsilon=10.0, bounds=BOUNDS, keys=KEYS)
     calls = {"n": 0}
@@ -118,7 +118,7 @@ def test_a_duckdb_table_that_grows_after_protect_is_not_read():
     """A relation over a table reads the table's current rows: dpframe copies them at protect
     and every release reads the copy, so rows inserted later are never read."""
     duckdb = pytest.importorskip("duckdb")
-    from dpframe.release import exact_measurements
+    from dpframe.release._pipeline import exact_measurements
 
     con = duckdb.connect()
     con.execute("create table t as select range::double as x from range(100)")
@@ -171,7 +171,7 @@ def test_spark_files_are_bound_by_their_metadata_without_a_count_job(tmp_path, m
     from conftest import spark_session
 
     from dpframe.backends import Backend, aggregate
-    from dpframe.engine import Agg
+    from dpframe.engine._aggregation import Agg
 
     spark = spark_session()
     folder = tmp_path / "src"

@@ -129,7 +129,7 @@ def test_inspect_release_against_its_ledger(files):
 # -- malformed inputs: never a traceback, exit codes as documented ----------------------------
 def _ledger_damage(files, tmp_path):
     """Damaged copies of the module's ledger (each with its head file unless said)."""
-    from dpframe.durable import _encode
+    from dpframe.accounting.durable import _encode
 
     src = files["ledger"]
     data = src.read_bytes()

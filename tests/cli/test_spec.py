@@ -22,8 +22,8 @@ import pytest
 
 import dpframe as dpf
 from dpframe.cli import main
-from dpframe.cli.spec import SpecError, parse_spec
-from dpframe.cli.spec_plan import compile_filter
+from dpframe.spec._parse import SpecError, parse_spec
+from dpframe.spec._plan import compile_filter
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "release_spec.toml"
@@ -35,7 +35,7 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     process starts with: dpframe refuses to protect a file whose (device, inode) a protected
     source of this process read, and a file system reuses the inodes of files earlier tests
     deleted, which made this test order-dependent (a fail-safe refusal; docs/frames.md)."""
-    from dpframe import provenance
+    from dpframe.provenance import _protect as provenance
 
     saved = set(provenance._files)
     provenance._files.clear()
@@ -266,7 +266,7 @@ def test_formulas_in_n_are_the_librarys_plans(tmp_path, capsys):
     """The formulas in n of a CSV dry run are read off the library's plans at sample sizes
     (no sensitivity is restated in the spec planner): at n = 10,000 they give what the plan
     at an assumed n = 10,000 shows, and a formula that no longer fits falls back to values."""
-    from dpframe.cli import spec_plan
+    from dpframe.spec import _plan as spec_plan
 
     (tmp_path / "data.csv").write_text("age,income,region\n")
     spec = tmp_path / "spec.toml"
@@ -346,7 +346,7 @@ BAD = {
     "filter type": (_bad('kind = "count"',
                          f'kind = "count"\nfilter = [{{ column = "region", op = ">", value = 3 }}]'
                          f"  {MARK}"), "cannot compare string with numeric"),
-    # the library's checks of the stand-in (dpframe.cli.spec_plan.stand_in), at the line of the
+    # the library's checks of the stand-in (dpframe.spec._plan.stand_in), at the line of the
     # column they name
     "bounds on a string column": (_bad("income = [0, 1000]", f"income = [0, 1000]\n"
                                        f"region = [0, 1]  {MARK}"), "not a numeric type"),
@@ -478,7 +478,7 @@ def test_a_csv_value_that_does_not_parse_is_missing_on_every_engine(engine, tmp_
 def test_failure_mid_run_keeps_what_was_released(tmp_path, capsys, monkeypatch):
     """If a release fails after earlier ones were spent, their results are written to
     ``<output>.partial`` (sealed, with the log) and the command exits 1."""
-    import dpframe.cli.spec_run as spec_run
+    import dpframe.spec._run as spec_run
 
     _data(300).write_parquet(tmp_path / "data.parquet")
     private = BASE.replace('kind = "count"\n', 'kind = "count"\nfilter = [{{ column = "age", '
@@ -557,7 +557,7 @@ def test_target_accuracies_set_epsilon_dry_run_and_run_agree(tmp_path, capsys):
     (m_sd,) = plan["sd_income"]["measurements"]  # a std is √ of a variance: h² on it
     assert m_sd["part"] == "variance" and m_sd["target_half_width"] <= 150
     # the planner's inverse on a protected frame of the same public facts gives the same ε's
-    from dpframe import planner
+    from dpframe.release import _accuracy_planner as planner
 
     for stat, query, target in (("total", dpf.sum("income"), 80000), ("count", dpf.count(), 60)):
         want = planner.epsilon_for(frame, query, target, group_by="region", keys=["a", "b"])

@@ -1,4 +1,4 @@
-"""``dpframe release`` (:mod:`dpframe.cli.spec_run`) cannot destroy what it needs, and checks every
+"""``dpframe release`` (:mod:`dpframe.spec._run`) cannot destroy what it needs, and checks every
 input file before it spends.
 
 * The output path is refused, before anything is read, created or spent, when it is the ledger,
@@ -29,7 +29,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.durable import read_ledger_file
+from dpframe.accounting.durable import read_ledger_file
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -251,7 +251,7 @@ def test_a_file_replaced_after_the_dry_run_is_checked_again(tmp_path):
 #: after the schema check (``after_check``) or after the first release (``between``)
 DRIVER = textwrap.dedent("""\
     import shutil, sys
-    import dpframe.cli.spec_run as run
+    import dpframe.spec._run as run
     when, replacement = sys.argv[1], sys.argv[2]
     if when == "after_check":
         real = run.source_facts
@@ -402,8 +402,8 @@ def test_check_output_catches_every_spelling_and_allows_other_paths(tmp_path, mo
     """Each file the run needs, spelled absolute, relative to the working directory, with
     ``./`` and ``..``, through a symlinked folder, a symlink and a hard link: refused.
     Neighbouring names are allowed."""
-    from dpframe.cli.spec import load_spec
-    from dpframe.cli.spec_run import check_output
+    from dpframe.spec._parse import load_spec
+    from dpframe.spec._run import check_output
 
     _setup(tmp_path)
     assert _release("spec.toml", "--noise-seed", "1", cwd=tmp_path).returncode == 0

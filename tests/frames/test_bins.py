@@ -11,7 +11,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.frames.bins import BIN
-from dpframe.release import exact_measurements
+from dpframe.release._pipeline import exact_measurements
 
 EDGES = [0.0, 18.0, 65.0, 100.0]
 

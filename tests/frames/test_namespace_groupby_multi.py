@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe.release import exact_measurements
+from dpframe.release._pipeline import exact_measurements
 
 KEYS = {"r": ["n", "s", "w"], "sex": ["F", "M"]}
 

@@ -6,7 +6,7 @@ way everywhere (docs/frames.md, "Every statistic at parity").
 
 Cheap by design: pandas and Polars in memory, one DuckDB case; exact answers are checked at a
 very large ε (the noise rounds away), neighbour pairs with the exact measurements a release
-would noise (:func:`dpframe.release.exact_measurements`).
+would noise (:func:`dpframe.release._pipeline.exact_measurements`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.frames import bins as bins_
-from dpframe.release import exact_measurements
+from dpframe.release._pipeline import exact_measurements
 
 GROUPS = ["a", "b", "c"]  # "c" is declared and empty
 SEXES = ["F", "M"]

@@ -141,7 +141,7 @@ def test_requested_mechanism_is_logged_as_requested():
 
 # -- accuracy before spending -----------------------------------------------------------------
 def test_accuracy_reads_nothing_and_spends_nothing(monkeypatch):
-    from dpframe import engine
+    from dpframe.engine import _aggregation as engine
 
     calls = {"n": 0}
     real = engine.aggregate
@@ -269,8 +269,9 @@ def test_protect_names_private_size_columns_once_from_the_schema():
 def test_count_half_widths_hold_for_the_released_integer(mechanism):
     """Issue 23: counts are released rounded, so a half-width ``h`` of the noisy count covered
     only 0.919 of released counts at a promised 0.95 (truncated, ε = 1, n = 944, a true count
-    of 5). accuracy() now reports ⌊h + ½⌋ (dpframe.planner.rounded_half_width), which holds for
-    the rounded, clamped release at every true count; the raw h is shown to fall short."""
+    of 5). accuracy() now reports ⌊h + ½⌋ (dpframe.release._accuracy_planner.rounded_half_width),
+    which holds for the rounded, clamped release at every true count; the raw h is shown to fall
+    short."""
     from dpframe.mechanisms import make_mechanism
     from dpframe.mechanisms.accuracy import half_width
 
@@ -298,7 +299,7 @@ def test_count_half_widths_hold_for_the_released_integer(mechanism):
 
 
 def test_rounded_half_width_bounds_every_rounded_error():
-    from dpframe.planner import rounded_half_width
+    from dpframe.release._accuracy_planner import rounded_half_width
 
     rng = np.random.default_rng(0)
     for h in (0.0, 0.2, 0.5, 0.7, 1.49, 1.5, 3.2, 3.7, 10.5):

@@ -20,7 +20,7 @@ from dpframe.frames import bins as bins_mod
 from dpframe.frames.bins import BIN, bin_step, equal_width_edges, public_edges
 from dpframe.mechanisms import apportion, noisy_histogram, nonnegative_integers
 from dpframe.mechanisms.histograms import histogram_epsilon_per_bin
-from dpframe.release import exact_measurements
+from dpframe.release._pipeline import exact_measurements
 from dpframe.rowwise.engines import apply_steps
 
 

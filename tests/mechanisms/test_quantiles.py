@@ -308,7 +308,7 @@ def test_bin_index_equals_the_engines_binning_at_extreme_bounds(lower, upper):
     import narwhals as nw
     import polars as pl
 
-    from dpframe.aggregates import Bins
+    from dpframe.query._aggregates import Bins
 
     rng = np.random.default_rng(0)
     b = 64

@@ -27,10 +27,11 @@ from helpers.neighbours import NEIGHBOURS, base_data, protect, views, with_row
 from scipy import stats
 
 import dpframe as dpf
-from dpframe import backends, engine
-from dpframe.engine import Agg, Bins
+from dpframe import backends
+from dpframe.engine import _aggregation as engine
+from dpframe.engine._aggregation import Agg, Bins
 from dpframe.mechanisms.quantiles import QuantileMechanism, rank_distances
-from dpframe.release import exact_measurements
+from dpframe.release._pipeline import exact_measurements
 
 IGNORED = {"time", "ledger_id", "release_id"}
 

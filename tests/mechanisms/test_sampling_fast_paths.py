@@ -14,12 +14,12 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from dpframe import engine
-from dpframe.keyset import Keys, checked_keys
+from dpframe.engine import _aggregation as engine
 from dpframe.mechanisms.domains import real_line
 from dpframe.mechanisms.randomness import RandomSource
 from dpframe.mechanisms.sampling import _piece_offsets, _real_line_offsets
 from dpframe.mechanisms.snapping import snap_to_cells
+from dpframe.query._keys import Keys, checked_keys
 
 _EDGES = [0, 1, 2**52 - 1, 2**52, 2**52 + 1, 2**53 - 1, 2**53, 2**53 + 1, 2**54 + 1, 2**54 + 2,
           2**54 + 3, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1, 2**64 - 2**10, 2**64 - 2**10 - 1,

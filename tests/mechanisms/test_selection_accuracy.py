@@ -1,4 +1,5 @@
-"""Planning a key selection before spending (dpframe.mechanisms.selection, dpframe.planner).
+"""Planning a key selection before spending (dpframe.mechanisms.selection,
+dpframe.release._accuracy_planner).
 
 ``SelectionRule.keep_probability`` and ``smallest_kept`` are checked against two independent
 computations: a quadrature of the Laplace law through dpframe's real snapping code (scipy's
@@ -19,9 +20,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import dpframe as dpf
-from dpframe import planner
 from dpframe.mechanisms.selection import selection_rule
 from dpframe.mechanisms.snapping import snap_to_cells
+from dpframe.release import _accuracy_planner as planner
 
 RULES = {  # (ε of the selection, δ, keys per unit, public n)
     "survey": (0.075, 1e-6, 1, 944),  # the issue's survey: ε = 0.15, half for the selection

@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
-from dpframe import engine
-from dpframe.release import exact_measurements
+from dpframe.engine import _aggregation as engine
+from dpframe.release._pipeline import exact_measurements
 
 IGNORED_LOG_FIELDS = {"time", "ledger_id", "release_id"}
 
@@ -172,7 +172,8 @@ def _lazy_refused(lf: pl.LazyFrame) -> dict[str, Callable[[], Any]]:
 
 @pytest.fixture
 def counted_engine(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Counts calls to :func:`dpframe.engine.aggregate`, the only function that reads data
+    """Counts calls to :func:`dpframe.engine._aggregation.aggregate`, the only function that reads
+    data
     for a release (a spy: the real function still runs)."""
     calls = {"n": 0}
     real = engine.aggregate
@@ -399,7 +400,7 @@ def test_same_analysis_same_split_and_log_whichever_method():
     pf.dp.proportions("g", epsilon=1.0, method="all_but_one", random_state=1)
     first = _comparable(_entries(pf))
     pf2 = protect("pandas", base_data())
-    pf2.dp.groupby("g").release({"proportion": dpf.queries.Proportions("all_but_one")},
+    pf2.dp.groupby("g").release({"proportion": dpf.query.statistics.Proportions("all_but_one")},
                                 epsilon=1.0, random_state=1)
     assert first == _comparable(_entries(pf2))
 
@@ -511,7 +512,7 @@ def test_safe_casts_are_accepted():
 
 
 def test_a_copied_marker_does_not_vouch_for_another_plan():
-    from dpframe import derivations
+    from dpframe.provenance import _derivations as derivations
 
     lf = dpf.protect(pl.DataFrame({"age": [10.0, 20.0, 30.0, 90.0]}).lazy(), epsilon=1.0,
                      bounds={"age": (0.0, 100.0)})

@@ -144,7 +144,7 @@ def test_two_equal_dask_frames_each_read_their_own_bytes():
     protected frame's expressions out of Dask's table, so a frame built afterwards over equal
     values reads its own memory."""
     dd = pytest.importorskip("dask.dataframe")
-    from dpframe.provenance import resolve
+    from dpframe.provenance._protect import resolve
 
     x, g = _values()
     first, second = x.copy(), x.copy()

@@ -26,9 +26,9 @@ import pyarrow as pa
 import pytest
 
 import dpframe as dpf
-from dpframe import provenance
+from dpframe._util.memory import buffer_ranges, own_arrow, own_polars
 from dpframe.errors import LedgerError
-from dpframe.memory import buffer_ranges, own_arrow, own_polars
+from dpframe.provenance import _protect as provenance
 
 N = 300  # rows the routes read
 PAD = 3  # rows the sliced routes drop
@@ -439,7 +439,7 @@ def test_pandas_snapshot_is_read_only_and_its_cells_are_copies() -> None:
 
 # -- LazyFrames -----------------------------------------------------------------------------
 def test_a_lazy_plan_over_memory_is_collected_once_and_files_stay_lazy(tmp_path: Any) -> None:
-    from dpframe.polars_plan import scan_nodes, scanned_frames
+    from dpframe._util.polars_plan import scan_nodes, scanned_frames
 
     src = _sources()
     path, other = tmp_path / "more.parquet", tmp_path / "other.parquet"

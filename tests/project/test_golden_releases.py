@@ -5,7 +5,7 @@ any other change that must not change a released value).
 Each backend's releases, its log (without the fields that carry times, ledger ids or library
 versions) and a sealed Parquet file's log read back are recorded in ``golden_releases.json``
 next to this file; floats are kept exactly (``float.hex``). The spec run (``dpframe release``
-through :func:`dpframe.cli.spec_run.run_spec`) is recorded once.
+through :func:`dpframe.spec._run.run_spec`) is recorded once.
 
 ``DPFRAME_RECORD_GOLDEN=1 pytest tests/project/test_golden_releases.py`` rewrites the entries
 of the backends it runs (``--all-backends`` adds Spark and Dask); run it serially (``-n 0``)
@@ -202,8 +202,8 @@ def _spec_run(tmp_path: Path) -> dict[str, Any]:
 
     import polars as pl
 
-    from dpframe.cli.spec import parse_spec
-    from dpframe.cli.spec_run import run_spec
+    from dpframe.spec._parse import parse_spec
+    from dpframe.spec._run import run_spec
 
     pl.from_pandas(_data()).write_parquet(tmp_path / "data.parquet")
     spec = parse_spec(SPEC, base=tmp_path)

@@ -15,11 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpframe.analyses import (
-    covariance_sensitivity,
-    variance_domain_upper,
-    variance_sensitivity,
-)
 from dpframe.mechanisms import (
     BoundedLaplace,
     Laplace,
@@ -30,6 +25,11 @@ from dpframe.mechanisms import (
     worst_case_loss,
 )
 from dpframe.mechanisms.certificate import log_normalizer
+from dpframe.mechanisms.matrices import (
+    covariance_sensitivity,
+    variance_domain_upper,
+    variance_sensitivity,
+)
 from dpframe.mechanisms.scales import bounded_scale, holohan_scale
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

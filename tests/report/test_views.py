@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import logview
+from dpframe.accounting import _log_view as logview
 from dpframe.cli import main
 from dpframe.cli.report import build_report
 from dpframe.report import svg

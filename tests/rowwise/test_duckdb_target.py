@@ -27,8 +27,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpframe import derivations
 from dpframe.errors import DerivationError
+from dpframe.provenance import _derivations as derivations
 from dpframe.rowwise import duckdb_target
 from dpframe.rowwise.functions import FUNCTIONS, OPERATORS
 from dpframe.rowwise.nodes import Binary, Call, Col, Lit, walk

@@ -22,8 +22,8 @@ def test_a_string_that_is_not_valid_unicode_is_refused_at_protect_and_missing_an
     on it too (defence in depth): the value is missing, not an error."""
     import polars as pl
 
-    from dpframe import derivations
     from dpframe.backends import backend_of
+    from dpframe.provenance import _derivations as derivations
     from dpframe.rowwise.engines import PANDAS, apply_steps
 
     frame = pd.DataFrame({"s": pd.Series(["a", "b\ud800b", None], dtype=dtype)})

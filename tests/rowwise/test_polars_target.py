@@ -16,7 +16,7 @@ import narwhals as nw
 import polars as pl
 import pytest
 
-from dpframe import derivations
+from dpframe.provenance import _derivations as derivations
 from dpframe.rowwise.polars_target import apply_step
 from dpframe.rowwise.reading import int_range
 

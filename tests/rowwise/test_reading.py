@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe import derivations
+from dpframe.provenance import _derivations as derivations
 
 SCHEMA = {"i": pl.Int64, "f": pl.Float64, "s": pl.String, "d": pl.Date,
           "tz": pl.Datetime("us", "Europe/Paris"), "dec": pl.Decimal(38, 3), "b": pl.Binary,
@@ -96,7 +96,7 @@ def test_refused_before_any_read(name):
 
 
 def test_the_probe_is_cached_per_plan():
-    from dpframe.derivations import _PROBED
+    from dpframe.provenance._derivations import _PROBED
 
     derivations.verify_expressions(SCHEMA, [(pl.col("i") + 17).alias("o")], "with_columns")
     size = len(_PROBED)

@@ -27,8 +27,8 @@ import narwhals as nw
 import polars as pl
 import pytest
 
-from dpframe import derivations
 from dpframe.errors import DerivationError
+from dpframe.provenance import _derivations as derivations
 from dpframe.rowwise import spark_target
 from dpframe.rowwise.functions import FUNCTIONS, OPERATORS
 from dpframe.rowwise.nodes import Binary, Call, Col, Lit, RowExpr, walk

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
-from dpframe import derivations
 from dpframe.backends import backend_named
+from dpframe.provenance import _derivations as derivations
 from dpframe.rowwise.engines import apply_steps
 
 I64 = (-(2**63), 2**63 - 1)

@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     spread: float = dpf.dp(pf).std("x", epsilon=0.1, mechanism="truncated")
     dpf.dp(pf).mean("x", epsilon=0.1, mechanism="gaussian")  # type: ignore[call-overload]
     # builders of every statistic type as the queries a release takes
-    cells: dpf.queries.Query = dpf.histogram("x", bins=4)
-    keyed: dpf.queries.ValueCounts = dpf.value_counts("x", keys=[1, 2])
-    entries: dpf.queries.CovarianceEntries = dpf.corr(["x", "y"])
+    cells: dpf.query.statistics.Query = dpf.histogram("x", bins=4)
+    keyed: dpf.query.statistics.ValueCounts = dpf.value_counts("x", keys=[1, 2])
+    entries: dpf.query.statistics.CovarianceEntries = dpf.corr(["x", "y"])
     dpf.dp(pf).release({"h": cells, "v": keyed, "c": entries, "s": dpf.cov(["x", "y"])},
                        epsilon=0.1, ci=0.9)
     dpf.dp(pf).groupby("x").histogram("x", bins=3, epsilon=0.1, mechanism="laplace")
     dpf.histogram("x", edges=[0, 1])  # type: ignore[call-arg]
-    shares: dpf.queries.KeyProportions = dpf.proportions("x")
+    shares: dpf.query.statistics.KeyProportions = dpf.proportions("x")

@@ -1,0 +1,327 @@
+"""The privacy-budget ledger: sequential composition, atomic spending, the accounting log.
+
+One :class:`Ledger` exists per protected dataset. Every frame derived from that dataset draws
+from it. Spending follows a three-step protocol so that a query which fails, or which would
+exceed the budget, spends nothing:
+
+1. :meth:`Ledger.reserve` checks ``spent + pending + ε ≤ budget`` (and the same for δ) under a
+   lock and, if it fits, holds the amount as *pending*;
+2. the caller computes the aggregate and samples the noise, outside the lock;
+3. :meth:`Ledger.commit` turns the pending amount into spent ε/δ and appends the log entries
+   atomically; :meth:`Ledger.cancel` (on any exception) drops the reservation.
+
+Composition is sequential (basic composition, Dwork & Roth 2014, Thm 3.14): ε and δ of
+successive releases add. Parallel composition over the disjoint groups of a group-by is
+accounted by the query layer, which charges the group-by once (see :mod:`dpframe.query.statistics`).
+
+**Float tolerance.** Shares are accumulated exactly (as the rational values of the given
+floats, :class:`fractions.Fraction`), so the order of spending never matters. Decimal shares
+such as 0.1 + 0.2 + 0.2 + 0.2 + 0.3 are, as binary floats, 2.8e-17 *above* 1.0, so an exact
+comparison would refuse the last share of a budget the user split exactly. The ledger therefore
+accepts a total up to ``budget · (1 + 1e-9)``: the cumulative privacy loss is at most
+ε(1 + 1e-9), a difference no attacker can measure, while any share that exceeds the budget by
+more than one part in a billion (e.g. 1.0 + 1e-6 against 1.0) is refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import secrets
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from dpframe._validation import check_delta, check_epsilon
+from dpframe.accounting._log_entries import (
+    KEYS_CHAIN_START,
+    EntryChain,
+    EntryLog,
+    KeyTable,
+    LogEntry,
+    chain_keys,
+    frozen_entries,
+)
+from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
+
+__all__ = [
+    "LOG_VERSION", "RELATIVE_TOLERANCE", "Budget", "Ledger", "Reservation", "new_ledger_id",
+]
+
+#: 2: group keys by reference (``"keys"`` table, ``group_keys`` = ``"sha256:<hex>"``)
+LOG_VERSION = 2
+RELATIVE_TOLERANCE = 1e-9
+_ZERO = Fraction(0)
+
+
+@functools.lru_cache(maxsize=1024)
+def _exact(x: float) -> Fraction:
+    """The exact rational value of a double (cached: a session asks the same ε again and
+    again, and building the Fraction is most of a reservation's arithmetic)."""
+    return Fraction(x)
+
+
+@functools.lru_cache(maxsize=64)
+def _limit(total: Fraction) -> Fraction:
+    """The most a ledger of ``total`` may spend: ``total·(1 + RELATIVE_TOLERANCE)``."""
+    return total * (1 + Fraction(RELATIVE_TOLERANCE))
+
+
+
+def new_ledger_id() -> str:
+    """A random ledger id: 128 bits from the OS's secure source, as 32 hex digits. Two ledgers
+    (in any process, on any machine) share an id with probability about n²/2¹²⁹."""
+    return secrets.token_hex(16)
+
+
+def _check_budget_value(name: str, value: Any, *, allow_zero: bool) -> float:
+    """A ledger's total ε (> 0) or δ (≥ 0), checked as everywhere else
+    (:mod:`dpframe._validation`)."""
+    if name == "epsilon":
+        return check_epsilon(value, allow_zero=allow_zero)
+    return check_delta(value)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A snapshot of a ledger: total, spent and remaining ε and δ."""
+
+    epsilon: float
+    delta: float
+    epsilon_spent: float
+    delta_spent: float
+
+    @property
+    def epsilon_remaining(self) -> float:
+        return max(0.0, self.epsilon - self.epsilon_spent)
+
+    @property
+    def delta_remaining(self) -> float:
+        return max(0.0, self.delta - self.delta_spent)
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "epsilon_spent": self.epsilon_spent,
+            "delta_spent": self.delta_spent,
+            "epsilon_remaining": self.epsilon_remaining,
+            "delta_remaining": self.delta_remaining,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Budget(epsilon: spent {self.epsilon_spent:.6g} of {self.epsilon:.6g}, "
+            f"remaining {self.epsilon_remaining:.6g}; delta: spent {self.delta_spent:.3g} of "
+            f"{self.delta:.3g}, remaining {self.delta_remaining:.3g})"
+        )
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Pending ε/δ held by :meth:`Ledger.reserve` until commit or cancel."""
+
+    ledger_id: str
+    token: int
+    epsilon: Fraction
+    delta: Fraction
+
+
+class Ledger:
+    """Budget and log of one protected dataset; thread-safe.
+
+    ``id`` is a random ledger id (:func:`new_ledger_id`); release ids are 1, 2, 3, ... per
+    ledger (for a :class:`~dpframe.accounting.durable.DurableLedger`, across processes and
+    restarts). ``document`` is the live, JSON-serialisable log: ``{"version", "ledger_id",
+    "budget", "entries", "keys"}``; release tables carry a sealed copy of it
+    (:mod:`dpframe.accounting.seals`).
+    ``keys`` stores each list of group keys once per ledger, ``{reference: JSON of the key
+    list}``: an entry's ``group_keys`` is the reference (``"sha256:"`` + the SHA-256 of that
+    JSON), so a session of group-by releases over many keys stores the keys once, not once per
+    release and measurement.
+    """
+
+    def __init__(self, epsilon: float, delta: float = 0.0) -> None:
+        eps = _check_budget_value("epsilon", epsilon, allow_zero=False)
+        dlt = _check_budget_value("delta", delta, allow_zero=True)
+        if dlt >= 1:
+            raise ParameterError(f"delta must be < 1, got {dlt!r}; typical values are ≤ 1e-6")
+        self.id: str = new_ledger_id()
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._eps_total = Fraction(eps)
+        self._delta_total = Fraction(dlt)
+        self._eps_spent = Fraction(0)
+        self._delta_spent = Fraction(0)
+        self._pending: dict[int, Reservation] = {}
+        self._tokens = itertools.count(1)
+        self._releases = itertools.count(1)
+        self.entries: list[dict[str, Any]] = []  # committed: LogEntry (immutable)
+        #: set once a release (or a derivation) failed after reading this data set: every
+        #: later reservation is refused (dpframe.release._safety_net)
+        self.locked = False
+        self.keys: dict[str, str] = {}
+        #: chained digests of ``entries`` (extended lazily, when a snapshot's digest is read)
+        #: and ``keys`` (dpframe.accounting._log_entries), so sealing a release costs O(1) in the
+        # history
+        self._entries_chain = EntryChain()
+        self._keys_digest = KEYS_CHAIN_START
+        self.budget_doc: dict[str, float] = {}
+        self.document: dict[str, Any] = {
+            "version": LOG_VERSION,
+            "ledger_id": self.id,
+            "budget": self.budget_doc,
+            "entries": self.entries,
+            "keys": self.keys,
+        }
+        self._refresh_budget_doc()
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def budget(self) -> Budget:
+        with self._lock:
+            return self._snapshot()
+
+    def _snapshot(self) -> Budget:
+        return Budget(
+            float(self._eps_total),
+            float(self._delta_total),
+            float(self._eps_spent),
+            float(self._delta_spent),
+        )
+
+    def _refresh_budget_doc(self) -> None:
+        self.budget_doc.clear()
+        self.budget_doc.update(self._snapshot().as_dict())
+
+    def _fits(self, spent: Fraction, pending: Fraction, extra: Fraction, total: Fraction) -> bool:
+        return spent + pending + extra <= _limit(total)
+
+    # -- protocol ------------------------------------------------------------------------
+    def check(self, epsilon: float, delta: float = 0.0) -> None:
+        """Raise :class:`BudgetExceededError` now if ε/δ cannot fit (a cheap early refusal;
+        only :meth:`reserve` is binding)."""
+        self.cancel(self.reserve(epsilon, delta))
+
+    def note(self, entries: list[dict[str, Any]]) -> None:
+        """Take note of committed entries: a failed release or derivation locks the ledger."""
+        if any(str(e.get("query", "")).startswith("failed ") for e in entries):
+            self.locked = True
+
+    def reserve(self, epsilon: float, delta: float = 0.0) -> Reservation:
+        """Hold ε and δ for one release, or raise :class:`BudgetExceededError`."""
+        self._check_process()
+        if self.locked:
+            raise LedgerError(
+                "a release or derivation on this data failed inside dpframe after reading "
+                "it (a bug; its log entry names the exception's class): the failure itself "
+                "revealed one bit about the data, so this budget answers nothing more. "
+                "Report the bug; nothing was read or spent now."
+            )
+        # ε = 0: a release answered from public facts only (e.g. the public size), logged
+        eps = _exact(_check_budget_value("epsilon", epsilon, allow_zero=True))
+        dlt = _exact(_check_budget_value("delta", delta, allow_zero=True))
+        with self._lock:
+            pend_eps = sum((r.epsilon for r in self._pending.values()), _ZERO)
+            pend_dlt = sum((r.delta for r in self._pending.values()), _ZERO)
+            if not self._fits(self._eps_spent, pend_eps, eps, self._eps_total):
+                left = max(Fraction(0), self._eps_total - self._eps_spent - pend_eps)
+                raise BudgetExceededError(
+                    f"this query needs epsilon={float(eps):.6g} but only {float(left):.6g} of "
+                    f"{float(self._eps_total):.6g} is left; ask for a smaller epsilon or "
+                    "protect the data with a larger budget. Nothing was spent."
+                )
+            if dlt > 0 and not self._fits(self._delta_spent, pend_dlt, dlt, self._delta_total):
+                left = max(Fraction(0), self._delta_total - self._delta_spent - pend_dlt)
+                raise BudgetExceededError(
+                    f"this query needs delta={float(dlt):.3g} but only {float(left):.3g} of "
+                    f"{float(self._delta_total):.3g} is left; pass a smaller delta (or "
+                    "delta=0 with mechanism='truncated'). Nothing was spent."
+                )
+            res = Reservation(self.id, next(self._tokens), eps, dlt)
+            self._pending[res.token] = res
+            return res
+
+    def _check_process(self) -> None:
+        """An in-memory budget lives in one process: a forked child holds a *copy*, and
+        children spending copies would each spend the whole remaining budget. Refuse."""
+        if os.getpid() != self._pid:
+            raise LedgerError(
+                "this privacy budget is held in the memory of another process (this process "
+                "was forked from it), so spending here would not be seen there. Share a budget "
+                "between processes with a durable ledger: dpf.Session(path=...). Nothing was "
+                "spent."
+            )
+
+    def cancel(self, reservation: Reservation) -> None:
+        """Drop a reservation: nothing is spent."""
+        with self._lock:
+            self._pending.pop(reservation.token, None)
+
+    def commit(self, reservation: Reservation, entries: list[dict[str, Any]],
+               keys: Mapping[str, str] | None = None) -> int:
+        """Spend a reservation and append its log entries, atomically; return the release id.
+
+        The ledger assigns the release id and stamps ``release_id`` and ``ledger_id`` into
+        every entry: callers never number releases themselves. ``keys``: the key lists the
+        entries' ``group_keys`` refer to (``{reference: JSON}``), added to the ledger's table
+        of keys unless it holds them already."""
+        self._check_process()
+        with self._lock:
+            if self._pending.pop(reservation.token, None) is None:
+                raise LedgerError("reservation was already committed or cancelled")
+            release_id = next(self._releases)
+            _stamp(entries, self.id, release_id)
+            self._eps_spent += reservation.epsilon
+            self._delta_spent += reservation.delta
+            self._append_log(frozen_entries(entries), keys or {})  # immutable from now on
+            self.note(entries)
+            self._refresh_budget_doc()
+            return release_id
+
+    def _append_log(self, entries: list[LogEntry], keys: Mapping[str, str]) -> None:
+        """Append committed entries and new key lists, extending the chained digests by the
+        new items only (the caller holds ``_lock``)."""
+        self.entries.extend(entries)  # the entries chain extends when it is read
+        new = [(ref, text) for ref, text in keys.items() if ref not in self.keys]
+        self.keys.update(new)
+        self._keys_digest = chain_keys(self._keys_digest, new)
+
+    def _clear_log(self) -> None:
+        """Forget every entry and key list (the caller holds ``_lock``)."""
+        self.entries.clear()
+        self.keys.clear()
+        self._entries_chain = EntryChain()  # older snapshots keep the chain of their list
+        self._keys_digest = KEYS_CHAIN_START
+
+    def _log_snapshot(self) -> tuple[EntryLog, KeyTable]:
+        """Immutable copies of the entries and keys that carry their digests (the caller
+        holds ``_lock``)."""
+        entries = EntryLog.of(self.entries, self._entries_chain)
+        keys = KeyTable()
+        dict.update(keys, self.keys)
+        keys.digest = self._keys_digest
+        return entries, keys
+
+    def snapshot_document(self) -> dict[str, Any]:
+        """A copy of the log document as it is now (entries are never mutated after commit,
+        so copying the list is enough)."""
+        with self._lock:
+            entries, keys = self._log_snapshot()
+            return {
+                "version": LOG_VERSION,
+                "ledger_id": self.id,
+                "budget": dict(self.budget_doc),
+                "entries": entries,
+                "keys": keys,
+            }
+
+
+def _stamp(entries: list[dict[str, Any]], ledger_id: Any, release_id: int) -> None:
+    """Write the ledger's id and the release's id into each log entry of one release."""
+    for entry in entries:
+        entry["ledger_id"] = ledger_id
+        entry["release_id"] = release_id

@@ -1,0 +1,141 @@
+"""Declared group keys as one immutable public value whose derived forms are built once.
+
+A group-by with many public keys (100,000 regions, say) touches the key list at several steps
+of every release: checking the keys against the column's dtype, matching rows to keys, naming
+the key list in the log (a SHA-256 of its JSON), and building the result frame. Each of these
+is a pass over the keys in Python or a conversion to an engine's array, so repeating them per
+release costs more than the aggregation itself. :class:`Keys` is a ``tuple`` (it is used
+wherever the key tuple was) that remembers those derived forms; a frame's declared keys and a
+group-by's ``keys=`` become one such object, reused by every release that names them.
+
+Everything here is computed from the keys alone, which are public: no data is read.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Keys", "checked_keys", "key_kinds", "keys_reference"]
+
+
+class Keys(tuple[Any, ...]):
+    """A key list (one column: the keys; several: key tuples) with cached forms.
+
+    Equal to, and hashed as, the plain tuple of its keys. The cached forms are only ever
+    derived from the keys, so a cached value is the value that recomputing would give.
+    Constructing one checks nothing: only :func:`checked_keys` marks a list as checked
+    (distinct, no missing values), and dpframe trusts no other."""
+
+    @property
+    def checked(self) -> bool:
+        """Made by :func:`checked_keys` (so distinct and non-missing)."""
+        return self.__dict__.get("_checked") is _CHECKED
+
+    @functools.cached_property
+    def reference(self) -> tuple[str, str]:
+        """``(reference, JSON)`` for the log (:func:`keys_reference`)."""
+        return _compute_reference(self)
+
+    @functools.cached_property
+    def kinds(self) -> frozenset[type]:
+        """The Python types of the keys (one pass in C)."""
+        return frozenset(map(type, self))
+
+    @functools.cached_property
+    def pandas_index(self) -> Any:
+        """The keys as a pandas ``Index`` (hash lookups of many rows at once)."""
+        import pandas as pd
+
+        return pd.Index(list(self))
+
+    @functools.cached_property
+    def column_values(self) -> Any:
+        """The keys as a result-table column: a numpy array when every key is an ``int``
+        within int64 (built without per-key Python), else the list of keys."""
+        if self.kinds == {int}:
+            index = self.pandas_index
+            if index.dtype == np.int64:
+                return index.to_numpy()
+        return list(self)
+
+    @functools.cached_property
+    def int_lookup(self) -> tuple[int, np.ndarray] | None:
+        """For distinct ``int`` keys within int64 whose range ``[low, high]`` is at most
+        :data:`LOOKUP_SPAN_PER_KEY` times their number (plus 2^16): ``(low, table)``, where
+        ``table[k - low]`` is the position of key ``k``, -1 at the integers in the range that
+        are not keys, and one more -1 at the end (where every value outside the range is
+        looked up). A row's key position is then one subtraction and one array read, faster
+        than a hash lookup. None for other keys."""
+        if not self or self.kinds != {int}:
+            return None
+        index = self.pandas_index
+        if index.dtype != np.int64 or not index.is_unique:
+            return None
+        values = index.to_numpy()
+        low, high = int(values.min()), int(values.max())
+        if high - low >= LOOKUP_SPAN_PER_KEY * len(values) + (1 << 16):
+            return None
+        table = np.full(high - low + 2, -1, dtype=np.int64)
+        table[values - low] = np.arange(len(values))
+        return low, table
+
+    @functools.cached_property
+    def matched_dtypes(self) -> set[tuple[str, str]]:
+        """``(column, dtype)`` pairs these keys were checked against (the check is a pass
+        over every key; its outcome depends only on the keys and the dtype)."""
+        return set()
+
+
+#: The widest key range, per key, that :attr:`Keys.int_lookup` builds a table for (8 bytes per
+#: integer of the range: 100,000 keys spread over 400,000 integers cost a 3.2 MB table).
+LOOKUP_SPAN_PER_KEY = 4
+
+_CHECKED = object()  # private: a Keys built by checked_keys carries it
+
+
+def checked_keys(keys: Sequence[Any]) -> Keys:
+    """``keys`` (already checked by the caller: distinct, no missing values) as a
+    :class:`Keys` marked checked."""
+    out = Keys(keys)
+    out.__dict__["_checked"] = _CHECKED
+    return out
+
+
+def key_kinds(keys: Sequence[Any]) -> frozenset[type]:
+    """The Python types of ``keys`` (remembered by a :class:`Keys`)."""
+    return keys.kinds if isinstance(keys, Keys) else frozenset(map(type, keys))
+
+
+def keys_reference(keys: Sequence[Any]) -> tuple[str, str]:
+    """``(reference, JSON)`` of a list of group keys for the log: the JSON list of the keys
+    (a key of several columns as a list of its values; numpy scalars as Python values, other
+    objects as their ``str``) and ``"sha256:"`` + the SHA-256 of its UTF-8 bytes. Log entries
+    name the reference; the ledger stores the JSON once (:class:`dpframe.accounting.ledger.Ledger`).
+    A :class:`Keys` computes it once."""
+    return keys.reference if isinstance(keys, Keys) else _compute_reference(keys)
+
+
+def _compute_reference(keys: Sequence[Any]) -> tuple[str, str]:
+    kinds = key_kinds(keys)
+    if kinds <= {int, str, float, bool}:  # one json.dumps call, no per-key Python
+        return _reference(json.dumps(list(keys)))
+    return _reference(json.dumps([[_key_json(v) for v in k] if isinstance(k, tuple) else
+                                  _key_json(k) for k in keys]))
+
+
+def _reference(text: str) -> tuple[str, str]:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(), text
+
+
+def _key_json(k: Any) -> Any:
+    if isinstance(k, bool | int | float | str):
+        return k
+    if hasattr(k, "item"):
+        return k.item()
+    return str(k)

@@ -1,0 +1,142 @@
+"""How one measurement is released: its *kind*. The release pipeline treats every measurement
+alike — it asks the kind for the measurement's mechanism before anything is spent
+(:meth:`MeasurementKind.build`) and, after the one read, for the released value
+(:meth:`MeasurementKind.draw`) — and the kind decides what that means:
+
+* :class:`AddedNoise` — a member of the Laplace family (bounded: Holohan et al.; truncated:
+  clamped; plain), calibrated to the measurement's sensitivity Δ on its feasible set
+  ``[lower, upper]``; the exact statistic is clamped into that set first (it lies there by
+  construction — clamped data, verified derivations — so this only keeps the mechanism's own
+  input check from ever raising after the read);
+* :class:`Selection` — a noisy *choice* over the exact statistic rather than noise added to
+  it (quantiles: the exponential mechanism over bin counts); the measurement builds its own
+  mechanism (``Measurement.make``);
+* :class:`AdaptiveDomain` — a measurement whose feasible set is a function of measurements
+  released before it in the same plan (Liu's covariance on ``±√(S*_jj S*_kk)``): its mechanism
+  is built only at draw time from those noisy values (post-processing, no extra ε), and a
+  domain that collapses to one point is released as that point, without noise.
+
+A new kind of mechanism is a new subclass here, not a branch in the pipeline.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = [
+    "ADAPTIVE_DOMAIN",
+    "ADDED_NOISE",
+    "SELECTION",
+    "AdaptiveDomain",
+    "AddedNoise",
+    "Drawn",
+    "LaplaceFactory",
+    "MeasurementKind",
+    "Selection",
+]
+
+#: The request's Laplace-family member at this measurement's ε and δ:
+#: ``(lower, upper, sensitivity)`` → mechanism; ``None`` means the measurement's own value.
+LaplaceFactory = Callable[["float | None", "float | None", "float | None"], Any]
+
+
+class Measurement(Protocol):
+    """What a kind reads of a measurement (:class:`dpframe.query.statistics.Measurement`)."""
+
+    @property
+    def magnitude(self) -> float | None: ...
+    @property
+    def make(self) -> Callable[[float, float], Any] | None: ...
+    @property
+    def domain_after(self) -> Callable[[Mapping[str, np.ndarray]], tuple[float, float]] | None:
+        ...
+    @property
+    def sensitivity_after(self) -> Callable[[float, float], float] | None: ...
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A released measurement: its values (one per group), the mechanism that produced them
+    (``None``: released without noise) and, for a single-point domain, that point."""
+
+    value: np.ndarray
+    mechanism: Any
+    point: tuple[float, float] | None = None
+
+
+class MeasurementKind(ABC):
+    """One way of releasing a measurement (module docstring)."""
+
+    @abstractmethod
+    def build(self, m: Measurement, epsilon: float, delta: float,
+              laplace: LaplaceFactory) -> Any:
+        """The mechanism, from public facts only (before anything is read or spent), or
+        ``None`` when it can only be built at draw time."""
+
+    @abstractmethod
+    def draw(self, m: Measurement, mechanism: Any, exact: np.ndarray,
+             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory, rng: Any) -> Drawn:
+        """The released value of ``m`` from its exact statistic (after the read: total)."""
+
+
+class AddedNoise(MeasurementKind):
+    """Laplace-family noise added to the clamped exact statistic."""
+
+    def build(self, m: Measurement, epsilon: float, delta: float,
+              laplace: LaplaceFactory) -> Any:
+        return laplace(None, None, None)
+
+    def draw(self, m: Measurement, mechanism: Any, exact: np.ndarray,
+             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory, rng: Any) -> Drawn:
+        lower, upper = mechanism.domain.lower, mechanism.domain.upper
+        if exact.size == 1:  # one value (a scalar query): the same clamps, without arrays
+            value = min(max(float(exact.reshape(-1)[0]), lower), upper)
+            if m.magnitude is not None:
+                value = min(max(value, -m.magnitude), m.magnitude)
+            out = mechanism.sample(value, random_state=rng)
+            return Drawn(np.full(exact.shape if exact.ndim else (1,), out), mechanism)
+        exact = np.clip(exact, lower, upper)
+        if m.magnitude is not None:
+            exact = np.clip(exact, -m.magnitude, m.magnitude)
+        out = mechanism.sample(exact, random_state=rng)
+        return Drawn(np.atleast_1d(np.asarray(out, dtype=float)), mechanism)
+
+
+class Selection(MeasurementKind):
+    """A noisy choice over the exact statistic with the measurement's own mechanism."""
+
+    def build(self, m: Measurement, epsilon: float, delta: float,
+              laplace: LaplaceFactory) -> Any:
+        assert m.make is not None
+        return m.make(epsilon, delta)
+
+    def draw(self, m: Measurement, mechanism: Any, exact: np.ndarray,
+             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory, rng: Any) -> Drawn:
+        return Drawn(mechanism.sample(exact, random_state=rng), mechanism)
+
+
+class AdaptiveDomain(MeasurementKind):
+    """Added noise on a feasible set read from earlier noisy measurements of the plan."""
+
+    def build(self, m: Measurement, epsilon: float, delta: float,
+              laplace: LaplaceFactory) -> Any:
+        return None
+
+    def draw(self, m: Measurement, mechanism: Any, exact: np.ndarray,
+             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory, rng: Any) -> Drawn:
+        assert m.domain_after is not None and m.sensitivity_after is not None
+        lower, upper = m.domain_after(noisy)
+        if not upper > lower:  # a single point: released without noise
+            return Drawn(np.full(exact.shape, lower), None, (lower, upper))
+        built = laplace(lower, upper, m.sensitivity_after(lower, upper))
+        return ADDED_NOISE.draw(m, built, np.clip(exact, lower, upper), noisy, laplace, rng)
+
+
+ADDED_NOISE = AddedNoise()
+SELECTION = Selection()
+ADAPTIVE_DOMAIN = AdaptiveDomain()

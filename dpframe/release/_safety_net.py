@@ -1,0 +1,109 @@
+"""The safety net: what happens if anything fails after data was read.
+
+By design nothing can: every expression dpframe runs on data is compiled to a total form for
+its engine (:mod:`dpframe.rowwise`), the aggregation never refuses a value, and the checks
+before the read look at public facts only. A failure after the read is therefore a bug — but
+it would be a privacy leak if handled the ordinary way: "a query that fails spends nothing"
+makes every failure free, and an engine's message often quotes the value that made it fail
+(``Overflow in multiplication of INT32 (21475 * 100000)!``). So, after the read:
+
+* a release that fails **spends** its reserved ε and δ and leaves a log entry saying it failed
+  (not how: even the exception's class can depend on which value failed, so it says no more);
+* a derivation of an in-memory frame that fails while being computed (no budget is reserved
+  for it) leaves the same kind of entry, with ε = 0;
+* either way the data set's ledger is then **locked**: every later reservation is refused
+  (a durable ledger reads the entry back in every process), so an analyst who found a way to
+  make dpframe fail gets one bit out of it, not a binary search;
+* the caller gets one fixed :class:`~dpframe.errors.ReleaseFailedError` naming the queries —
+  never the exception's class or text, and never chained to it (the original exception is
+  dropped, so ``__context__`` and the traceback cannot show it either).
+
+A failure still tells the caller that one bit (docs/audit.md, "The safety net"). That is why
+totality, not this module, is the protection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpframe.accounting._log_schema import LogRecord
+from dpframe.errors import ReleaseFailedError
+
+__all__ = ["failure_entry", "failure_error", "quiet"]
+
+
+def failure_entry(*, what: str, names: Sequence[str], epsilon: float,
+                  delta: float, engine: str, random_source: str, derivation: str,
+                  unit_fields: Mapping[str, Any], group_by: str | None = None,
+                  keys_ref: str | None = None) -> dict[str, Any]:
+    """The log entry of a failed release or derivation: every column of an ordinary entry,
+    the reserved ε and δ as spent, and nothing about the exception (its class and message can
+    depend on the value that failed)."""
+    return LogRecord.from_dict({
+        "time": _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds"),
+        "name": ",".join(names),
+        "query": f"failed {what}",
+        "part": "failed",
+        "columns": "",
+        "group_by": group_by,
+        "group_keys": keys_ref,
+        "epsilon": float(epsilon),
+        "delta": float(delta),
+        "mechanism_epsilon": 0.0,
+        "epsilon_overhead": 0.0,
+        "sensitivity": 0.0,
+        "mechanism": "none (failed: nothing was released)",
+        "scale": 0.0,
+        "grid": 0.0,
+        "domain_lower": None,
+        "domain_upper": None,
+        "clamping": "n/a (failed)",
+        "missing": "n/a (failed)",
+        "random_source": random_source,
+        "engine": engine,
+        "size": "n/a",
+        "formulation": (
+            f"the {what} failed inside dpframe after data was read; nothing was "
+            "released, the reserved budget is spent, and the failure itself reveals one bit "
+            "(docs/audit.md, 'The safety net'); please report it as a bug"),
+        "composition": "sequential",
+        "fixed_point_quantum": None,
+        "derivation": derivation,
+        "verification": "verified from the plan structure",
+        "mechanism_choice": "none (failed)",
+        "interval": None,
+        **dict(unit_fields),
+    }).to_dict()
+
+
+def failure_error(what: str, names: Sequence[str], epsilon: float,
+                  delta: float) -> ReleaseFailedError:
+    """The one error a failure after the read raises: the queries and what was spent — no
+    data, no engine message, not even the exception's class."""
+    shown = ", ".join(repr(n) for n in names) or "(unnamed)"
+    spent = (f"its reserved budget (epsilon={epsilon:.6g}, delta={delta:.3g}) is spent and "
+             if epsilon > 0 or delta > 0 else "")
+    return ReleaseFailedError(
+        f"the {what} of {shown} failed inside dpframe after reading data; "
+        f"{spent}the log records a failed {what}, and this data set's budget now answers "
+        "nothing more (the failure itself revealed one bit about the data). The exception is "
+        "withheld (its text could quote a value, its class tell which one failed). This is a "
+        "bug in dpframe: please report it with the query (not the data)."
+    )
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """No warning an engine might print while evaluating a verified derivation (overflow in a
+    cast, log of a negative...) reaches the caller: such warnings depend on the values. The
+    result holds null / NaN / inf there, which the missing-value rule and clamping handle."""
+    import warnings
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
