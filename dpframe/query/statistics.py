@@ -33,7 +33,7 @@ data sets differ by *replacing* one row. On the protected frame itself ``n`` is 
   groups, McSherry 2009, applied to the two groups a replacement touches). Group sizes are
   never public, so group-by queries always use the private-size formulations.
 
-Sensitivities and domains (each checked by brute force in ``tests/test_queries.py``):
+Sensitivities and domains (each checked by brute force in ``tests/query/test_statistics.py``):
 
 ============ ===================================== ====================================
 query        public size ``n``                     private size (and per group)

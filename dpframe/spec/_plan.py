@@ -7,7 +7,7 @@ measurement the ε and δ charged, the mechanism, its sensitivity, output domain
 95% half-width. Each query is planned by :func:`dpframe.release._pipeline.plan` — the library's own
 plans, mechanisms and checks — on the protected input during a run, or, for the dry run, on
 a :func:`stand_in` of it (its schema, the spec's declarations and the public ``n``; no data),
-so the dry run shows the scales the run will use (``tests/cli/test_spec.py`` checks this
+so the dry run shows the scales the run will use (``tests/spec/test_spec.py`` checks this
 against the log). Nothing here reads data.
 
 When ``n`` is unknown (CSV files keep no row count in their metadata) the query is planned

@@ -50,7 +50,7 @@ def test_budget_cannot_be_changed_by_reopening(tmp_path):
 
 def test_torn_last_line_is_cut_and_the_rest_kept(tmp_path):
     """An unterminated last line is a crashed append: cut off, the rest kept (more damage
-    kinds: tests/test_durable_damage.py)."""
+    kinds: tests/accounting/test_durable_damage.py)."""
     path = tmp_path / "ledger.jsonl"
     with DurableLedger(path, 1.0) as led:
         for i in range(3):

@@ -1,6 +1,7 @@
-"""Release files for the tests of readers (tests/test_io.py, tests/cli/test_inspect.py,
-tests/report/test_views.py): a small good release file and the matrix of malformed files
-every reader must refuse with a ``DPFrameError`` subclass (or show as NOT VERIFIED)."""
+"""Release files for the tests of readers (tests/accounting/test_parquet.py,
+tests/cli/test_inspect.py, tests/report/test_views.py): a small good release file and the matrix
+of malformed files every reader must refuse with a ``DPFrameError`` subclass (or show as NOT
+VERIFIED)."""
 
 from __future__ import annotations
 

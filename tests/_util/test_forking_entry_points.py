@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 ALARM = 6  # seconds a forked child may take before it counts as hung
 

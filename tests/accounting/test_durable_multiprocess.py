@@ -22,7 +22,7 @@ import dpframe as dpf
 from dpframe.accounting.durable import DurableLedger, read_ledger_file
 from dpframe.errors import BudgetExceededError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EPS = 0.01  # 100 fit in a budget of 1 (the 1e-9 tolerance admits exactly 100)
 
 

@@ -21,7 +21,7 @@ import pytest
 import dpframe as dpf
 from dpframe.accounting.durable import read_ledger_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 90
 
 

@@ -26,7 +26,7 @@ import pytest
 import dpframe as dpf
 from dpframe.accounting.durable import DurableLedger, head_digest, ledger_head, read_ledger_file
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HEAD = re.compile(r"[0-9]+:[0-9a-f]{32}")
 
 
