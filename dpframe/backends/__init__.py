@@ -1,13 +1,13 @@
 """The one place that tells dataframe libraries apart: one adapter per engine.
 
 :func:`backend_of` names the :class:`Backend` of a native frame; each engine is a subclass
-in its own module (:mod:`._pandas`, :mod:`._polars`, :mod:`._duckdb`, :mod:`._spark`,
-:mod:`._dask`) that answers the questions that differ between libraries: detection, row count,
+in its own folder (:mod:`.pandas`, :mod:`.polars`, :mod:`.duckdb`, :mod:`.spark`,
+:mod:`.dask`) that answers the questions that differ between libraries: detection, row count,
 schema, dtypes, the private snapshot releases read, the handle given to the user, the files a
 frame reads, file-reader checks, result tables, the handle of the ledger, privacy-unit
 bounding — and dispatches the one aggregation pass (:func:`aggregate`) to the engine's path:
 :mod:`dpframe.engine._aggregation`'s numpy kernel and expressions, asking the adapter what differs,
-Spark SQL text (:mod:`._spark_sql`), Dask per partition (:mod:`._dask_partitions`). Detection never
+Spark SQL text (:mod:`.spark._sql`), Dask per partition (:mod:`.dask._partitions`). Detection never
 imports a library: a frame of library X can only exist if X is already in ``sys.modules``, so
 we look there (the approach narwhals takes). No module outside this package tells engines
 apart (``tests/project/test_layers.py`` checks it).
@@ -25,16 +25,16 @@ from typing import Any
 import numpy as np
 
 from dpframe.backends._base import Backend, registered
-from dpframe.backends._dask import DaskBackend, is_dask_frame
-from dpframe.backends._duckdb import DuckDBBackend, duckdb_parse, is_duckdb_relation
-from dpframe.backends._pandas import PandasBackend, is_pandas_frame
-from dpframe.backends._polars import (
+from dpframe.backends.dask._adapter import DaskBackend, is_dask_frame
+from dpframe.backends.duckdb._adapter import DuckDBBackend, duckdb_parse, is_duckdb_relation
+from dpframe.backends.pandas._adapter import PandasBackend, is_pandas_frame
+from dpframe.backends.polars._adapter import (
     PolarsBackend,
     PolarsLazyBackend,
     is_polars_eager,
     is_polars_lazy,
 )
-from dpframe.backends._spark import SparkBackend, is_spark_frame
+from dpframe.backends.spark._adapter import SparkBackend, is_spark_frame
 from dpframe.engine._bounding import Bounding
 from dpframe.errors import UnsupportedInputError
 from dpframe.query._aggregates import Agg

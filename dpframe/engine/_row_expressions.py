@@ -5,7 +5,7 @@ integer ``k = round(clip((x − c)/q))`` as an exact integer-valued double, its 
 product, a presence flag) built in narwhals or, for Polars frames, in Polars itself (the same
 API); the engine sums them. :func:`aligned` then puts each engine's per-group results in the
 order of the declared keys. Shared by the generic path (:mod:`dpframe.engine._aggregation`) and the
-engine-specific ones (:mod:`dpframe.backends._spark_sql`, :mod:`dpframe.backends._dask_partitions`).
+engine-specific ones (:mod:`dpframe.backends.spark._sql`, :mod:`dpframe.backends.dask._partitions`).
 """
 
 from __future__ import annotations

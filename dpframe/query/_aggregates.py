@@ -27,7 +27,7 @@ __all__ = ["ADDITIVE_KINDS", "DROP", "Agg", "Bins", "Bounding", "FixedPoint", "U
 _EXACT = 2**53 - 1
 DROP = "drop"
 #: Aggregate kinds that are sums over rows (so per-partition results add up) and that
-#: :mod:`dpframe.backends._spark_sql` writes as SQL; other kinds take the narwhals path on engines.
+#: :mod:`dpframe.backends.spark._sql` writes as SQL; other kinds take the narwhals path on engines.
 ADDITIVE_KINDS = ("rows", "sum", "sum_sq", "sum_prod")
 
 

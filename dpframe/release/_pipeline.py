@@ -935,7 +935,7 @@ def _cluster_hooks(frame: Any) -> tuple[Callable[[], None] | None,
     passes run directly (no thread, no timeout)."""
     family = backend_of(frame).family
     if family == "spark":
-        from dpframe.backends._spark_sql import job_group
+        from dpframe.backends.spark._sql import job_group
 
         return job_group() or (None, None)
     return (None, None) if family == "dask" else None

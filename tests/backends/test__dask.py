@@ -1,5 +1,6 @@
-"""dpframe/backends/_dask.py: the copies a Dask snapshot reads (``dpframe._util.memory.own_pandas``)
-share no buffer with the user's pandas object, whatever its dtypes."""
+"""dpframe/backends/dask/_adapter.py: the copies a Dask snapshot reads
+(``dpframe._util.memory.own_pandas``) share no buffer with the user's pandas object, whatever its
+dtypes."""
 
 from __future__ import annotations
 

@@ -285,14 +285,14 @@ def test_engine_paths_match_the_numpy_path(engine_name, missing, group_by, keys)
         assert np.array_equal(got[a], want[a]), a
         assert np.array_equal(generic[a], want[a]), a
     if engine_name == "spark":  # the SQL text ran (no fallback to the narwhals expressions)
-        from dpframe.backends._spark_sql import spark_sums
+        from dpframe.backends.spark._sql import spark_sums
 
         assert spark_sums(native, aggs, engine.frame_columns(native), policy, group_by,
                           keys) is not None
 
 
 def test_spark_keys_it_cannot_write_as_literals_take_the_narwhals_path(monkeypatch):
-    from dpframe.backends import _spark_sql as engine_spark
+    from dpframe.backends.spark import _sql as engine_spark
 
     df = pd.DataFrame({"s": ["it's", "a\\b", "c", "it's"], "x": [1.0, 2.0, 3.0, 4.0]})
     native = _engine_frame("spark", df)
@@ -306,7 +306,7 @@ def test_spark_keys_it_cannot_write_as_literals_take_the_narwhals_path(monkeypat
 
 
 def test_spark_double_literals_are_exact():
-    from dpframe.backends._spark_sql import _double
+    from dpframe.backends.spark._sql import _double
 
     spark = _engine_frame("spark", pd.DataFrame({"x": [0.0]})).sparkSession
     values = [0.1, -0.1, 1e-300, 5e-324, 1.7976931348623157e308, 2.0**-60, -2.5e16,
@@ -321,7 +321,7 @@ def test_spark_integer_keys_in_few_runs_are_filtered_by_ranges():
     (the same rows; much cheaper in Spark than a 1,000-element IN); many runs keep IN."""
     import narwhals.stable.v2 as nw
 
-    from dpframe.backends._spark_sql import MAX_RANGES, _key_filter
+    from dpframe.backends.spark._sql import MAX_RANGES, _key_filter
 
     assert _key_filter("k", nw.Int64, list(range(1000))) == "(`k` BETWEEN 0 AND 999)"
     assert _key_filter("k", nw.Int32, [7, -2, -1, 0, 9, 8]) == \

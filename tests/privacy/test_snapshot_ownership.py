@@ -470,7 +470,7 @@ def test_a_lazy_plan_over_memory_is_collected_once_and_files_stay_lazy(tmp_path:
 def test_the_issues_attack_on_a_streamed_lazyframe(build: Callable[[Any], Any]) -> None:
     """The issue's reproduction: a mean after ``arr[:] = arr[t]`` gave person t's value. Above
     IN_MEMORY_ROWS rows, so the release runs on Polars' streaming engine."""
-    from dpframe.backends._polars import IN_MEMORY_ROWS
+    from dpframe.backends.polars._adapter import IN_MEMORY_ROWS
 
     rows = IN_MEMORY_ROWS + 1
 

@@ -128,10 +128,11 @@ def test_the_check_sees_function_local_imports():
     """Much of the package imports inside functions (heavy libraries load only when used); the
     walk covers those too: the Dask adapter calls its per-partition path through one."""
     top_level = {node.module for node in ast.parse(
-        MODULES["backends._dask"].read_text(encoding="utf-8")).body
+        MODULES["backends.dask._adapter"].read_text(encoding="utf-8")).body
         if isinstance(node, ast.ImportFrom)}
-    assert "dpframe.backends._dask_partitions" not in top_level
-    assert "backends._dask_partitions" in {target for target, _ in _imports("backends._dask")}
+    assert "dpframe.backends.dask._partitions" not in top_level
+    assert "backends.dask._partitions" in {target for target, _ in _imports(
+        "backends.dask._adapter")}
 
 
 # -- engine names: only dpframe/backends/ tells engines apart (issue 22) -------------------------

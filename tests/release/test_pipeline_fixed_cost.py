@@ -31,7 +31,7 @@ from dpframe import backends
 from dpframe._util.identity import IdentityMap
 from dpframe.accounting import ledger as accounting
 from dpframe.accounting._log_entries import ENTRIES_CHAIN_START, chain_entries
-from dpframe.backends import _polars
+from dpframe.backends.polars import _adapter as _polars
 from dpframe.mechanisms import BoundedLaplace, Laplace, TruncatedLaplace
 from dpframe.mechanisms.domains import FeasibleSet, half_line, interval, union
 from dpframe.mechanisms.randomness import RandomSource

@@ -300,7 +300,7 @@ def test_releases_over_verified_derivations_never_fail(engine):
 def test_lazy_releases_collected_by_the_streaming_engine_never_fail(monkeypatch):
     """A small in-memory LazyFrame is collected by Polars' in-memory engine, a scan or a large
     plan by the streaming one: the same extreme values through the streaming engine."""
-    from dpframe.backends import _polars
+    from dpframe.backends.polars import _adapter as _polars
 
     monkeypatch.setattr(_polars, "IN_MEMORY_ROWS", -1)
     _releases_never_fail("polars-lazy")

@@ -2,7 +2,7 @@
 
 A Dask DataFrame is a sequence of pandas partitions. Each partition is aggregated by
 :func:`dpframe.engine._aggregation.aggregate` itself with the pandas adapter (passed in as
-``partition_sums`` by :meth:`dpframe.backends._dask.DaskBackend.engine_sums`) — the
+``partition_sums`` by :meth:`dpframe.backends.dask._adapter.DaskBackend.engine_sums`) — the
 cache-blocked numpy kernel where the columns are plain numpy arrays (the usual case for
 numbers read from Parquet), else the narwhals path inside pandas — and the per-partition
 results, integers held exactly in doubles, are added in Python. Every partial sum, in any

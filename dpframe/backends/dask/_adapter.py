@@ -47,11 +47,11 @@ class DaskBackend(Backend):
     def engine_sums(self, frame: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
                     missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
                     keys: Sequence[Any] | None) -> dict[Agg, np.ndarray] | None:
-        """The in-memory path on each pandas partition (:mod:`dpframe.backends._dask_partitions`),
+        """The in-memory path on each pandas partition (:mod:`dpframe.backends.dask._partitions`),
         for the additive kinds; None for others (the narwhals expressions run)."""
         if not all(a.kind in ADDITIVE_KINDS for a in aggs):
             return None
-        from dpframe.backends._dask_partitions import dask_sums
+        from dpframe.backends.dask._partitions import dask_sums
 
         in_memory = functools.partial(engine.aggregate, backend=registered("pandas"))
         return dask_sums(frame, aggs, missing, group_by, keys, partition_sums=in_memory)

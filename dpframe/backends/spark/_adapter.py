@@ -42,10 +42,10 @@ class SparkBackend(Backend):
     def engine_sums(self, frame: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
                     missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
                     keys: Sequence[Any] | None) -> dict[Agg, np.ndarray] | None:
-        """The same arithmetic as Spark SQL text (:mod:`dpframe.backends._spark_sql`:
+        """The same arithmetic as Spark SQL text (:mod:`dpframe.backends.spark._sql`:
         building narwhals expressions costs a JVM round trip per operation here), or None
         when a declared key cannot be written as a literal (the narwhals path then runs)."""
-        from dpframe.backends._spark_sql import spark_sums
+        from dpframe.backends.spark._sql import spark_sums
 
         return spark_sums(frame, aggs, columns, missing, group_by, keys)
 
