@@ -920,6 +920,8 @@ def protect(
     unless a privacy unit is declared (then its number of units is).
     pandas: a shallow copy whose ``attrs`` carry the budget handle. Polars ``DataFrame``: the
     same object, registered. Polars ``LazyFrame``: the same plan with a dpframe marker on top.
+    Whatever the type, releases read dpframe's own byte copy taken here (a LazyFrame that
+    reads in-memory frames is collected once into it), never the object passed in.
 
     Raises
     ------
