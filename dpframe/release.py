@@ -56,6 +56,7 @@ from dpframe.provenance import DROP, FrameFacts, Session, check_key_list, resolv
 from dpframe.queries import Measurement, Plan, PlanContext, Query
 from dpframe.rowwise.engines import apply_steps
 from dpframe.safety_net import failure_entry, failure_error, quiet
+from dpframe.tick_keys import temporal_key_fits
 
 __all__ = ["MECHANISMS", "Outcome", "Planned", "Request", "check_request", "evaluate_derivation",
            "plan", "run"]
@@ -313,7 +314,32 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
     import narwhals.stable.v2 as nw
 
     kinds = key_kinds(keys)  # one pass in C: the common cases need no per-key Python
-    if dtype.is_integer():
+    hint = "keys of the column's type (and, for an Enum, among its categories)"
+    if dtype.is_temporal():
+        # a key of another kind (naive against zoned, a datetime for a date, a string) or one
+        # the column cannot hold (finer than its unit, out of its range): engines differ
+        # (no match, a cast, an error after the reservation), so it is refused here
+        bad = [k for k in keys if not temporal_key_fits(k, dtype)]
+        if not bad and dtype == nw.Datetime and dtype.time_zone and len(
+                {_zone_id(k.tzinfo) for k in keys}) > 1:
+            bad = list(keys)  # Polars cannot build one key list of several zones
+        hint = ("keys of the column's kind that it can hold: dates (datetime.date) for a "
+                "Date column; datetime.datetime or pandas.Timestamp for a Datetime column, "
+                "naive for a naive column and with a time zone for a zoned one (one zone for "
+                "all the keys of a column), at the column's resolution (e.g. "
+                "list(pd.DatetimeIndex(keys)) for numpy datetime64 values); "
+                "datetime.timedelta for a Duration column; datetime.time for a Time column")
+    elif dtype == nw.Decimal:
+        # integers the decimal's precision can hold (Polars refuses floats and wider ints)
+        digits = getattr(dtype, "precision", None), getattr(dtype, "scale", None)
+        limit = (10 ** (digits[0] - digits[1]) if isinstance(digits[0], int)
+                 and isinstance(digits[1], int) else None)
+        bad = [k for k in keys if isinstance(k, bool | np.bool_)
+               or not isinstance(k, int | np.integer)
+               or (limit is not None and not -limit < int(k) < limit)]
+        hint = "integer keys within the decimal's precision (cast the column to a float to use " \
+            "fractional keys)"
+    elif dtype.is_integer():
         # an integer column holds only integers of its width: a float or out-of-range key can
         # never match (and Polars refuses to compare them, after the reservation)
         try:
@@ -329,9 +355,13 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
                    or not isinstance(k, int | np.integer)
                    or (lo is not None and hi is not None and not lo <= int(k) <= hi)]
     elif dtype.is_numeric():
-        bad = [] if kinds <= {int, float} else [
+        # (integers a double holds exactly: a wider one would match another value, or
+        # overflow in the engine)
+        bad = [] if kinds == {float} or (kinds == {int} and -2**53 <= min(keys)
+                                         and max(keys) <= 2**53) else [
             k for k in keys if isinstance(k, bool | np.bool_)
-            or not isinstance(k, int | float | np.number)]
+            or not isinstance(k, int | float | np.number)
+            or (isinstance(k, int | np.integer) and not _float_exact(k))]
     elif dtype in (nw.String, nw.Categorical) or isinstance(dtype, nw.Enum):
         bad = [] if kinds == {str} else [k for k in keys if not isinstance(k, str)]
         if isinstance(dtype, nw.Enum) and not bad:
@@ -343,9 +373,23 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
         bad = []
     if bad:
         raise ParameterError(
-            f"group keys {bad!r} do not match column {column!r} of dtype {dtype}; declare keys "
-            "of the column's type (and, for an Enum, among its categories)"
+            f"group keys {bad[:5]!r}{' (and more)' if len(bad) > 5 else ''} do not match "
+            f"column {column!r} of dtype {dtype}; declare {hint}"
         )
+
+
+def _zone_id(zone: Any) -> str:
+    """Which time zone a key's ``tzinfo`` names (its IANA name where it has one)."""
+    name = getattr(zone, "key", None) or getattr(zone, "zone", None)
+    return str(name) if name else repr(zone)
+
+
+def _float_exact(key: Any) -> bool:
+    """An integer key of a float column is a double exactly."""
+    try:
+        return float(key) == int(key)
+    except OverflowError:
+        return False
 
 
 @dataclass
