@@ -357,7 +357,7 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
     elif dtype.is_numeric():
         # (integers a double holds exactly: a wider one would match another value, or
         # overflow in the engine)
-        bad = [] if kinds == {float} or (kinds == {int} and -2**53 <= min(keys)
+        bad = [] if kinds == {float} or (kinds == {int} and min(keys) >= -2**53
                                          and max(keys) <= 2**53) else [
             k for k in keys if isinstance(k, bool | np.bool_)
             or not isinstance(k, int | float | np.number)
