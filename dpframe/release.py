@@ -159,7 +159,17 @@ def _check_weights(names: list[str], weights: Any) -> tuple[float, ...]:
     if any(not math.isfinite(w) or w <= 0 for w in vals):
         raise ParameterError(f"weights must be finite and > 0, got {raw!r}")
     total = sum(vals)
-    return tuple(w / total for w in vals)
+    if not math.isfinite(total):  # e.g. [1e308, 1e308]: the same shares, scaled down first
+        top = max(vals)
+        vals = [w / top for w in vals]
+        total = sum(vals)
+    shares = tuple(w / total for w in vals)
+    zero = [n for n, share in zip(names, shares, strict=True) if not share > 0.0]
+    if zero:
+        raise ParameterError(
+            f"weights {raw!r} give {zero} a share of epsilon that is 0 in floating point; "
+            "use weights within a factor of about 1e300 of each other")
+    return shares
 
 
 def _check_random_state(random_state: Any) -> tuple[np.random.Generator | None, str]:
@@ -315,30 +325,9 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
 
     kinds = key_kinds(keys)  # one pass in C: the common cases need no per-key Python
     hint = "keys of the column's type (and, for an Enum, among its categories)"
-    if dtype.is_temporal():
-        # a key of another kind (naive against zoned, a datetime for a date, a string) or one
-        # the column cannot hold (finer than its unit, out of its range): engines differ
-        # (no match, a cast, an error after the reservation), so it is refused here
-        bad = [k for k in keys if not temporal_key_fits(k, dtype)]
-        if not bad and dtype == nw.Datetime and dtype.time_zone and len(
-                {_zone_id(k.tzinfo) for k in keys}) > 1:
-            bad = list(keys)  # Polars cannot build one key list of several zones
-        hint = ("keys of the column's kind that it can hold: dates (datetime.date) for a "
-                "Date column; datetime.datetime or pandas.Timestamp for a Datetime column, "
-                "naive for a naive column and with a time zone for a zoned one (one zone for "
-                "all the keys of a column), at the column's resolution (e.g. "
-                "list(pd.DatetimeIndex(keys)) for numpy datetime64 values); "
-                "datetime.timedelta for a Duration column; datetime.time for a Time column")
-    elif dtype == nw.Decimal:
-        # integers the decimal's precision can hold (Polars refuses floats and wider ints)
-        digits = getattr(dtype, "precision", None), getattr(dtype, "scale", None)
-        limit = (10 ** (digits[0] - digits[1]) if isinstance(digits[0], int)
-                 and isinstance(digits[1], int) else None)
-        bad = [k for k in keys if isinstance(k, bool | np.bool_)
-               or not isinstance(k, int | np.integer)
-               or (limit is not None and not -limit < int(k) < limit)]
-        hint = "integer keys within the decimal's precision (cast the column to a float to use " \
-            "fractional keys)"
+    special = _bad_temporal_or_decimal_keys(dtype, keys)
+    if special is not None:
+        bad, hint = special
     elif dtype.is_integer():
         # an integer column holds only integers of its width: a float or out-of-range key can
         # never match (and Polars refuses to compare them, after the reservation)
@@ -376,6 +365,40 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
             f"group keys {bad[:5]!r}{' (and more)' if len(bad) > 5 else ''} do not match "
             f"column {column!r} of dtype {dtype}; declare {hint}"
         )
+
+
+def _bad_temporal_or_decimal_keys(dtype: Any, keys: Sequence[Any]
+                                  ) -> tuple[list[Any], str] | None:
+    """For a temporal or Decimal column: the keys it refuses and the hint; else None."""
+    import narwhals.stable.v2 as nw
+
+    if dtype.is_temporal():
+        # a key of another kind (naive against zoned, a datetime for a date, a string) or one
+        # the column cannot hold (finer than its unit, out of its range): engines differ
+        # (no match, a cast, an error after the reservation), so it is refused here
+        bad = [k for k in keys if not temporal_key_fits(k, dtype)]
+        if not bad and dtype == nw.Datetime and dtype.time_zone and len(
+                {_zone_id(k.tzinfo) for k in keys}) > 1:
+            bad = list(keys)  # Polars cannot build one key list of several zones
+        hint = ("keys of the column's kind that it can hold: dates (datetime.date) for a "
+                "Date column; datetime.datetime or pandas.Timestamp for a Datetime column, "
+                "naive for a naive column and with a time zone for a zoned one (one zone for "
+                "all the keys of a column), at the column's resolution (e.g. "
+                "list(pd.DatetimeIndex(keys)) for numpy datetime64 values); "
+                "datetime.timedelta for a Duration column; datetime.time for a Time column")
+        return bad, hint
+    if dtype == nw.Decimal:
+        # integers the decimal's precision can hold (Polars refuses floats and wider ints)
+        digits = getattr(dtype, "precision", None), getattr(dtype, "scale", None)
+        limit = (10 ** (digits[0] - digits[1]) if isinstance(digits[0], int)
+                 and isinstance(digits[1], int) else None)
+        bad = [k for k in keys if isinstance(k, bool | np.bool_)
+               or not isinstance(k, int | np.integer)
+               or (limit is not None and not -limit < int(k) < limit)]
+        hint = "integer keys within the decimal's precision (cast the column to a float to use " \
+            "fractional keys)"
+        return bad, hint
+    return None
 
 
 def _zone_id(zone: Any) -> str:
