@@ -358,6 +358,10 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
             bad = [k for k in keys if k not in cats]
     elif dtype == nw.Boolean:
         bad = [k for k in keys if not isinstance(k, bool | np.bool_)]
+    elif dtype == nw.Unknown:  # a type dpframe cannot match keys against (DuckDB TIME_NS)
+        bad = list(keys)
+        hint = ("keys of a column whose type dpframe knows: cast the column first (e.g. "
+                "DuckDB TIME_NS to TIME)")
     else:
         bad = []
     if bad:

@@ -150,3 +150,29 @@ def test_temporal_key_fits_and_duration_ticks():
     assert duration_tick(dt.timedelta(milliseconds=3), "ms") == 3
     assert duration_tick(dt.timedelta(microseconds=3), "ms") is None
     assert duration_tick(pd.Timedelta(1, unit="ns"), "ns") == 1
+
+
+def test_a_column_of_a_type_dpframe_cannot_name_refuses_keys_before_the_read():
+    """DuckDB reads an Arrow time64[ns] column as TIME_NS, which narwhals types as Unknown and
+    DuckDB cannot compare with a TIME key (it failed after the reservation)."""
+    frame = pl.DataFrame({"t": [dt.time(1)] * 3, "x": [0.5] * 3})
+    session = dpf.Session()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pf = dpf.protect(duckdb.connect().from_arrow(frame.to_arrow()), epsilon=1.0,
+                         bounds={"x": (0.0, 1.0)}, missing={"x": 0.5}, session=session)
+    with pytest.raises(ParameterError, match="cast the column first"):
+        pf.dp.groupby("t", keys=[dt.time(1)]).count(epsilon=0.5)
+    assert session.budget.epsilon_spent == 0
+    pf.dp.count(epsilon=0.5)  # not locked
+
+
+def test_dask_refuses_what_pandas_refuses():
+    dd = pytest.importorskip("dask.dataframe")
+    column = CASES["zoned"][0]
+    for keys, expected in ((CASES["zoned"][1], "answered"), (CASES["zoned"][2][0],
+                                                               "ParameterError")):
+        frame = dd.from_pandas(_frame("pandas", column), npartitions=2)
+        outcome, session, _ = _release(frame, keys)
+        assert outcome == expected
+        assert session.budget.epsilon_spent == (0.5 if expected == "answered" else 0)
