@@ -325,7 +325,7 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
 
     kinds = key_kinds(keys)  # one pass in C: the common cases need no per-key Python
     hint = "keys of the column's type (and, for an Enum, among its categories)"
-    special = _bad_temporal_or_decimal_keys(dtype, keys)
+    special = _bad_special_keys(dtype, keys)
     if special is not None:
         bad, hint = special
     elif dtype.is_integer():
@@ -358,12 +358,13 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
             bad = [k for k in keys if k not in cats]
     elif dtype == nw.Boolean:
         bad = [k for k in keys if not isinstance(k, bool | np.bool_)]
-    elif dtype == nw.Unknown:  # a type dpframe cannot match keys against (DuckDB TIME_NS)
-        bad = list(keys)
-        hint = ("keys of a column whose type dpframe knows: cast the column first (e.g. "
-                "DuckDB TIME_NS to TIME)")
     else:
         bad = []
+    if not bad:
+        bad = _wider_than_64_bits(keys, kinds)
+        if bad:
+            hint = ("integer keys within 64 bits (int64, or uint64 when none is negative): "
+                    "the result table holds the keys as a column")
     if bad:
         raise ParameterError(
             f"group keys {bad[:5]!r}{' (and more)' if len(bad) > 5 else ''} do not match "
@@ -371,9 +372,9 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
         )
 
 
-def _bad_temporal_or_decimal_keys(dtype: Any, keys: Sequence[Any]
-                                  ) -> tuple[list[Any], str] | None:
-    """For a temporal or Decimal column: the keys it refuses and the hint; else None."""
+def _bad_special_keys(dtype: Any, keys: Sequence[Any]) -> tuple[list[Any], str] | None:
+    """For a temporal, Decimal, Binary, nested or untyped column: the keys it refuses and
+    the hint; None for the other dtypes."""
     import narwhals.stable.v2 as nw
 
     if dtype.is_temporal():
@@ -402,7 +403,31 @@ def _bad_temporal_or_decimal_keys(dtype: Any, keys: Sequence[Any]
         hint = "integer keys within the decimal's precision (cast the column to a float to use " \
             "fractional keys)"
         return bad, hint
+    if dtype == nw.Binary:
+        return [k for k in keys if not isinstance(k, bytes)], "bytes keys for a Binary column"
+    if dtype.is_nested():  # engines cannot compare a list or struct with a key
+        return list(keys), ("keys of a column of scalars: a List, Array or Struct column "
+                            "cannot be grouped by declared keys (group by a scalar column "
+                            "derived from it)")
+    if dtype == nw.Unknown:  # a type dpframe cannot match keys against (DuckDB TIME_NS)
+        return list(keys), ("keys of a column whose type dpframe knows: cast the column "
+                            "first (e.g. DuckDB TIME_NS to TIME)")
     return None
+
+
+def _wider_than_64_bits(keys: Sequence[Any], kinds: frozenset[type]) -> list[Any]:
+    """Integer keys that no 64-bit integer column holds together (Arrow, pandas and Polars
+    build the result's key column from them: a wider key failed after the read)."""
+    if not any(issubclass(k, int | np.integer) and not issubclass(k, bool | np.bool_)
+               for k in kinds):
+        return []
+    ints = keys if kinds == {int} else [k for k in keys if isinstance(k, int | np.integer)
+                                        and not isinstance(k, bool | np.bool_)]
+    low, high = int(min(ints)), int(max(ints))
+    if (low >= -(2**63) and high < 2**63) or (low >= 0 and high < 2**64):
+        return []
+    return [k for k in ints if not -(2**63) <= int(k) < 2**63] if low < 0 else [
+        k for k in ints if not 0 <= int(k) < 2**64]
 
 
 def _zone_id(zone: Any) -> str:

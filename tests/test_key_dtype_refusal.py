@@ -176,3 +176,35 @@ def test_dask_refuses_what_pandas_refuses():
         outcome, session, _ = _release(frame, keys)
         assert outcome == expected
         assert session.budget.epsilon_spent == (0.5 if expected == "answered" else 0)
+
+
+#: column -> (3 values, keys refused before the read); the result table holds keys as a
+#: 64-bit column, engines cannot compare a list or a struct with a key, nor bytes with text
+MORE = {
+    "binary": (pl.Series([b"a"] * 3, dtype=pl.Binary), [["a"], [1]]),
+    "list": (pl.Series([[1]] * 3), [[1], [(1,)]]),
+    "struct": (pl.Series([{"a": 1}] * 3), [[1]]),
+    "int128": (pl.Series([1] * 3, dtype=pl.Int128), [[2**70], [-(2**64)]]),
+    "float32": (pl.Series([1.5] * 3, dtype=pl.Float32), [[2**64], [2**53 + 1]]),
+    "float mixed signs": (pl.Series([1.5] * 3), [[-1, 2**63]]),
+}
+
+
+@pytest.mark.parametrize("engine", ["polars", "lazy", "duckdb"])
+@pytest.mark.parametrize("name", list(MORE))
+def test_more_keys_engines_fail_on_after_the_read_are_refused_before(engine, name):
+    if engine == "duckdb" and name == "int128":
+        pytest.skip("Arrow has no 128-bit integers to hand the column to DuckDB")
+    column, bad = MORE[name]
+    for keys in bad:
+        outcome, session, _ = _release(_frame(engine, column), keys)
+        assert outcome == "ParameterError", (keys, outcome)
+        assert session.budget.epsilon_spent == 0
+
+
+def test_64_bit_keys_at_the_ends_of_their_range_are_answered():
+    for dtype, keys in ((pl.UInt64, [2**63, 2**64 - 1]), (pl.Int64, [-(2**63), 2**63 - 1]),
+                        (pl.Binary, [b"a", b"b"])):
+        column = pl.Series([b"a"] * 3 if dtype == pl.Binary else [1] * 3, dtype=dtype)
+        outcome, session, _ = _release(_frame("polars", column), keys)
+        assert outcome == "answered" and session.budget.epsilon_spent == 0.5
