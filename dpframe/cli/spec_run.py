@@ -333,9 +333,8 @@ class _OutputFolder:
         self.folder = folder
         self.name = target.name
         try:
-            st = os.stat(self.name, dir_fd=self.fd, follow_symlinks=False)
-        except FileNotFoundError:
-            st = None
+            st: os.stat_result | None = os.stat(self.name, dir_fd=self.fd,
+                                                follow_symlinks=False)
         except OSError:
             st = None
         import stat
@@ -345,11 +344,35 @@ class _OutputFolder:
             raise _output_error(spec, (
                 f"output.path {str(target)!r} is a folder; name the file to write inside "
                 "it. Nothing was read or spent."), from_arguments)
+        if self._is_ledger(spec, st):  # the folder was swapped since check_output
+            self.close()
+            raise _output_error(spec, (
+                f"output.path {str(target)!r} now names the ledger {spec.ledger} or its head "
+                "file (a folder changed since the check); choose another output path. "
+                "Nothing was read or spent."), from_arguments)
         if not os.access(".", os.W_OK | os.X_OK, dir_fd=self.fd):
             self.close()
             raise _output_error(spec, (
                 f"output.path {str(target)!r}: the folder {str(folder)!r} is not writable; "
                 "choose a folder you can write. Nothing was read or spent."), from_arguments)
+
+    def _is_ledger(self, spec: ReleaseSpec, st: os.stat_result | None) -> bool:
+        """The opened folder and name are the ledger's or its head file's (by inode)."""
+        from dpframe.durable import head_path
+
+        here = os.fstat(self.fd)
+        for path in (spec.ledger, head_path(spec.ledger)):
+            try:
+                parent = os.stat(path.parent)
+                if (parent.st_dev, parent.st_ino) == (here.st_dev, here.st_ino) and \
+                        path.name == self.name:
+                    return True
+                other = os.stat(path)
+            except OSError:
+                continue
+            if st is not None and (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                return True
+        return False
 
     def write(self, name: str, table: Any) -> None:
         """Write ``table`` (Arrow) as Parquet to ``name`` in the folder, atomically: a new
@@ -363,7 +386,7 @@ class _OutputFolder:
                 candidate = f"{name}.{secrets.token_hex(6)}.tmp"
                 try:
                     fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                 | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666,
+                                 | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600,
                                  dir_fd=self.fd)
                 except FileExistsError:
                     continue
@@ -708,8 +731,9 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
     deleted or diverged is refused before any data is read. After ``protect`` and before the
     first release, the input files must still be the ones checked (:func:`_check_unchanged`);
     from then on every release checks them again (:class:`~dpframe.errors.SourceChangedError`,
-    before anything is spent). The output is written atomically (a temporary file in its
-    folder, then ``os.replace``)."""
+    before anything is spent). The output's folder is opened (created if missing) before
+    anything is spent, and the output is written atomically relative to it (a temporary file
+    in it, then ``os.replace``; :class:`_OutputFolder`)."""
     import numpy as np
 
 

@@ -110,3 +110,31 @@ def test_an_output_folder_swapped_for_a_symlink_during_the_run_does_not_redirect
     assert pl.read_parquet(written)["query"].to_list() == ["n", "m"]
     assert sorted(p.name for p in (tmp_path / "out.moved").iterdir()) == ["ledger.jsonl"]
 
+
+
+#: swaps the output folder for a symlink to the ledger's folder right after the schema check
+#: (after check_output, before the output folder is opened)
+SWAP_EARLY = textwrap.dedent("""\
+    import os, sys
+    import dpframe.cli.spec_run as run
+    real = run.source_facts
+    def hooked(*args, **kwargs):
+        facts = real(*args, **kwargs)
+        os.rename("out", "out.moved")
+        os.symlink(os.getcwd(), "out")
+        return facts
+    run.source_facts = hooked
+    from dpframe.cli import main
+    sys.exit(main(["release", "spec.toml", "--noise-seed", "1"]))
+""")
+
+
+def test_an_output_folder_swapped_before_it_is_opened_is_refused_before_spending(tmp_path):
+    _setup(tmp_path, output="out/ledger.jsonl")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "driver.py").write_text(SWAP_EARLY)
+    proc = subprocess.run([sys.executable, "driver.py"], capture_output=True, text=True,
+                          env=ENV, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "now names the ledger" in proc.stderr and "Nothing was read or spent" in proc.stderr
+    assert not (tmp_path / "ledger.jsonl").exists()
