@@ -381,7 +381,7 @@ def _bad_special_keys(dtype: Any, keys: Sequence[Any]) -> tuple[list[Any], str] 
         # a key of another kind (naive against zoned, a datetime for a date, a string) or one
         # the column cannot hold (finer than its unit, out of its range): engines differ
         # (no match, a cast, an error after the reservation), so it is refused here
-        bad = [k for k in keys if not temporal_key_fits(k, dtype)]
+        bad = _bad_temporal_keys(dtype, keys)
         if not bad and dtype == nw.Datetime and dtype.time_zone and len(
                 {_zone_id(k.tzinfo) for k in keys}) > 1:
             bad = list(keys)  # Polars cannot build one key list of several zones
@@ -413,6 +413,22 @@ def _bad_special_keys(dtype: Any, keys: Sequence[Any]) -> tuple[list[Any], str] 
         return list(keys), ("keys of a column whose type dpframe knows: cast the column "
                             "first (e.g. DuckDB TIME_NS to TIME)")
     return None
+
+
+def _bad_temporal_keys(dtype: Any, keys: Sequence[Any]) -> list[Any]:
+    """:func:`~dpframe.tick_keys.temporal_key_fits` over the keys, with fast paths for the
+    common lists (every Python date fits a Date column, every Python datetime of the right
+    zone-ness a microsecond Datetime column: one cheap pass instead of the tick arithmetic)."""
+    import narwhals.stable.v2 as nw
+
+    kinds = key_kinds(keys)
+    if dtype == nw.Date and kinds == {_dt.date}:
+        return []
+    if dtype == nw.Datetime and kinds == {_dt.datetime} and dtype.time_unit == "us":
+        if dtype.time_zone:  # aware (a tzinfo whose offset is None is not)
+            return [k for k in keys if k.utcoffset() is None]
+        return [k for k in keys if k.tzinfo is not None]
+    return [k for k in keys if not temporal_key_fits(k, dtype)]
 
 
 def _wider_than_64_bits(keys: Sequence[Any], kinds: frozenset[type]) -> list[Any]:

@@ -208,3 +208,25 @@ def test_64_bit_keys_at_the_ends_of_their_range_are_answered():
         column = pl.Series([b"a"] * 3 if dtype == pl.Binary else [1] * 3, dtype=dtype)
         outcome, session, _ = _release(_frame("polars", column), keys)
         assert outcome == "answered" and session.budget.epsilon_spent == 0.5
+
+
+def test_the_fast_paths_refuse_exactly_what_the_tick_check_refuses():
+    import narwhals.stable.v2 as nw
+
+    from dpframe.release import _bad_temporal_keys
+
+    class NoOffset(dt.tzinfo):
+        def utcoffset(self, when):
+            return None
+
+    lists = [
+        [dt.datetime(2000, 1, 1), dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59)],
+        [dt.datetime(2000, 1, 1, tzinfo=dt.UTC), dt.datetime(2000, 1, 1, tzinfo=PARIS),
+         dt.datetime(2000, 1, 1)],
+        [dt.datetime(2000, 1, 1, tzinfo=NoOffset()), dt.datetime(2000, 1, 2)],
+        [dt.date(1, 1, 1), dt.date(9999, 12, 31)],
+    ]
+    for dtype in (nw.Datetime("us"), nw.Datetime("us", "UTC"), nw.Date()):
+        for keys in lists:
+            slow = [k for k in keys if not temporal_key_fits(k, dtype)]
+            assert _bad_temporal_keys(dtype, keys) == slow, (dtype, keys)
