@@ -58,6 +58,7 @@ import math
 from typing import Any
 
 from dpframe.errors import IntegrityError, ParameterError
+from dpframe.forking import check_polars_usable
 from dpframe.identity import IdentityMap
 from dpframe.logentries import canonical_json, detached, entries_digest, keys_digest
 
@@ -148,6 +149,7 @@ def _arrow_of(frame: Any) -> Any:
             frame = frame.copy(deep=False)
             frame.attrs = {}
         return pa.Table.from_pandas(frame)
+    check_polars_usable()  # a Polars table: its export would hang in a fork child
     if type(frame).__name__ == "LazyFrame":
         frame = frame.collect()
     return frame.to_arrow()

@@ -914,7 +914,7 @@ def run(
         mechanism=mechanism, random_state=random_state, group_by=group_by, keys=keys, ci=ci,
         selection_share=selection_share)
     dataset = facts.dataset
-    cluster = _cluster_hooks(frame)  # Dask, Spark: each engine pass under the engine timeout
+    cluster = backend_of(frame).pass_hooks()  # Dask, Spark: each pass under the engine timeout
     timeout = engine_timeout() if cluster is not None else None
     engine_pass(cluster, timeout, dataset.check_unchanged, spent=None)
     ledger = dataset.ledger
@@ -1034,19 +1034,6 @@ def engine_timeout() -> float:
             f"the environment variable {ENGINE_TIMEOUT} must be a positive number of seconds "
             f"(default {_DEFAULT_TIMEOUT:g}), got {text!r}. Nothing was read or spent.")
     return value
-
-
-def _cluster_hooks(frame: Any) -> tuple[Callable[[], None] | None,
-                                       Callable[[], None] | None] | None:
-    """The ``(enter, cancel)`` hooks of :func:`engine_pass` for an engine that may run on a
-    cluster whose workers can all die (Dask, Spark); None for in-process engines, whose
-    passes run directly (no thread, no timeout)."""
-    family = backend_of(frame).family
-    if family == "spark":
-        from dpframe.backends._spark_sql import job_group
-
-        return job_group() or (None, None)
-    return (None, None) if family == "dask" else None
 
 
 def _timeout_text(timeout: float | None, engine_name: str) -> str:

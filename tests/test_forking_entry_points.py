@@ -9,10 +9,8 @@ Each case runs a fresh interpreter (``subprocess``, hard timeout) that runs Pola
 the child arms ``signal.alarm`` and reports what the call did: ``ok``, an error class, or
 ``hang`` (killed by the alarm).
 
-``rename_release``, ``concat_releases`` and ``write_parquet`` on a Polars table still hang
-here: their fork check belongs in ``exports.py`` and ``io.py`` (another change owns them); the
-test is a strict xfail naming the two lines (checked to pass with them), so it fails as soon as
-they land and the mark must go."""
+``rename_release``, ``concat_releases`` and ``write_parquet`` on a Polars table are refused
+where the table is exported to Arrow for its seal (:func:`dpframe.integrity.table_digest`)."""
 
 from __future__ import annotations
 
@@ -112,11 +110,6 @@ EXPORTS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "needs the fork check at the entry points, in files this change may not edit "
-    "(exports.py: `if _is_polars(table): check_polars_usable()` first in _release_doc; io.py: "
-    "`if type(frame).__module__.split('.')[0] == 'polars': check_polars_usable()` first in "
-    "write_parquet); remove this mark with them"))
 def test_release_table_exports_of_polars_tables_in_a_fork_child_are_refused(tmp_path):
     """rename_release, concat_releases and write_parquet on a Polars group-by table (several
     rows: its digest runs on Polars' pool) in a fork child; run side by side to bound the
