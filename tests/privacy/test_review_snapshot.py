@@ -53,9 +53,11 @@ def _owner(array: np.ndarray) -> np.ndarray:
 
 # -- 1. pandas: a frozen array's owner can be made writable again ----------------------------
 def _pandas_frame(x: np.ndarray) -> pd.DataFrame:
+    letters = np.array(["a", "b", "c"], dtype=object)[(x * 7).astype(int) % 3]
     return pd.DataFrame({"x": x, "xn": pd.array(x, dtype="Float64"),
                          "t": pd.date_range("2020-01-01", periods=len(x), freq="min",
-                                            tz="Europe/Paris")})
+                                            tz="Europe/Paris"),
+                         "s": pd.array(letters, dtype="string[python]")})
 
 
 def _numpy_under(series: pd.Series) -> np.ndarray:
@@ -70,24 +72,48 @@ def _numpy_under(series: pd.Series) -> np.ndarray:
                    "that own their data; a derived frame's column reaches that owner through "
                    ".base and `owner.flags.writeable = True` re-opens it (numpy allows it for "
                    "an owning array), so writing it changes the snapshot")
-@pytest.mark.parametrize("column", ["x", "xn", "t"])
+@pytest.mark.parametrize("column", ["x", "xn", "t", "s"])
 def test_derived_frame_cannot_reopen_the_snapshots_arrays(column: str) -> None:
     cut = pd.Timestamp("2020-01-01 03:00", tz="Europe/Paris")
 
     def releases(pf: Any) -> tuple[Any, ...]:
         return (pf.dp.mean("x", **SEED), pf.dp.mean("xn", **SEED),
-                pf.dp.filter(nw.col("t") < cut).dp.count(**SEED))
+                pf.dp.filter(nw.col("t") < cut).dp.count(**SEED),
+                repr(pf.dp.value_counts("s", **SEED)))
 
-    bounds = {"x": (0.0, 100.0), "xn": (0.0, 100.0)}
-    pf = dpf.protect(_pandas_frame(_values()), epsilon=100.0, bounds=bounds,
-                     missing={"x": 0.0, "xn": 0.0})
-    twin = dpf.protect(_pandas_frame(_values()), epsilon=100.0, bounds=bounds,
-                       missing={"x": 0.0, "xn": 0.0})
+    def protected() -> Any:
+        return dpf.protect(_pandas_frame(_values()), epsilon=100.0,
+                           bounds={"x": (0.0, 100.0), "xn": (0.0, 100.0)},
+                           keys={"s": ["a", "b", "c"]}, missing={"x": 0.0, "xn": 0.0})
+
+    pf, twin = protected(), protected()
     derived = pf.dp.filter(nw.col("x") > -1.0)  # every row: what the analyst is handed
+    twin_derived = twin.dp.filter(nw.col("x") > -1.0)
     owner = _owner(_numpy_under(derived[column]))
     owner.flags.writeable = True  # (raises if the owner is out of reach, as it should be)
     owner[...] = owner.flat[K]
-    assert releases(pf) == releases(twin)
+    assert (releases(pf), releases(derived)) == (releases(twin), releases(twin_derived))
+
+
+# -- 1b. pandas: the snapshot's column labels are the user's Arrow buffer ---------------------
+@pytest.mark.xfail(strict=True, reason="review: own_pandas keeps the frame's columns Index "
+                   "(pandas 3 'str', Arrow-backed, in a mutable pyarrow buffer) shared with the "
+                   "user's frame: writing its bytes through np.frombuffer renames the "
+                   "snapshot's columns; a duplicate label then makes every release raise "
+                   "narwhals' DuplicateError (not a dpframe error) where the twin answers")
+def test_writing_the_users_column_labels_changes_no_release() -> None:
+    def frame() -> pd.DataFrame:
+        return pd.DataFrame({"a": _values(), "b": _values() / 100.0})
+
+    def protected(df: pd.DataFrame) -> Any:
+        return dpf.protect(df, epsilon=100.0, bounds={"a": (0.0, 100.0), "b": (0.0, 100.0)},
+                           missing={"a": 0.0, "b": 0.0})
+
+    df = frame()
+    pf, twin = protected(df), protected(frame())
+    labels = df.columns.array._pa_array.chunks[0].buffers()[2]  # the labels' bytes
+    np.frombuffer(labels, dtype=np.uint8)[0] = ord("b")  # a constant: no value read
+    assert pf.dp.mean("b", **SEED) == twin.dp.mean("b", **SEED)
 
 
 # -- 2. LazyFrames over a Python scan of in-memory data are not collected --------------------
@@ -133,16 +159,15 @@ def test_a_python_scan_over_memory_is_owned(build: Callable[[np.ndarray], Any]) 
                    "not, nor collects the plan)")
 def test_a_python_function_in_a_protected_plan_reads_nothing_the_user_writes(
         tmp_path: Any) -> None:
-    path = tmp_path / "zeros.parquet"
-    pl.DataFrame({"x": np.zeros(N)}).write_parquet(path)
-
-    def build(x: np.ndarray) -> pl.LazyFrame:
+    def build(x: np.ndarray, name: str) -> pl.LazyFrame:
+        path = tmp_path / name  # (the twin scans a file of its own: one budget per file)
+        pl.DataFrame({"x": np.zeros(N)}).write_parquet(path)
         return pl.scan_parquet(path).with_columns(
             pl.col("x").map_batches(lambda _s: pl.Series("x", x), return_dtype=pl.Float64))
 
     x = _values()
-    pf = _protect(build(x))
-    twin = _protect(build(_values()))
+    pf = _protect(build(x, "one.parquet"))
+    twin = _protect(build(_values(), "twin.parquet"))
     x[:] = x[K]
     assert pf.dp.mean("x", **SEED) == twin.dp.mean("x", **SEED)
 
@@ -188,6 +213,30 @@ def test_derived_frames_share_no_address_with_the_snapshot(route: str) -> None:
     _zero_through_address(held["x"].to_numpy())
     assert (pf.dp.mean("x", **SEED), derived.dp.mean("x", **SEED)) == (
         twin.dp.mean("x", **SEED), twin_derived.dp.mean("x", **SEED))
+
+
+# -- 5b. a scan over in-memory bytes fails at protect with Polars' own error ------------------
+@pytest.mark.xfail(strict=True, reason="review: protect walks the plan with Polars' "
+                   "NodeTraverser, whose view_current_node raises NotImplementedError('scan "
+                   "with BytesIO') for a scan over in-memory bytes: a generic exception, "
+                   "neither a dpframe error nor the owned copy a plan over memory should get")
+@pytest.mark.parametrize("scan", ["parquet", "csv"])
+def test_a_scan_over_in_memory_bytes_is_owned_or_refused_by_dpframe(scan: str) -> None:
+    import io
+
+    frame = pl.DataFrame({"x": _values()})
+    if scan == "parquet":
+        buffer = io.BytesIO()
+        frame.write_parquet(buffer)
+        buffer.seek(0)
+        lazy = pl.scan_parquet(buffer)
+    else:
+        lazy = pl.scan_csv(frame.write_csv().encode())
+    try:
+        pf = _protect(lazy)
+    except dpf.errors.DPFrameError:
+        return  # refused by dpframe, before anything is spent: acceptable
+    assert isinstance(pf.dp.mean("x", **SEED), float)
 
 
 # -- 6. forking: false positives of the /proc heuristic --------------------------------------
