@@ -95,6 +95,25 @@ def test_derived_frame_cannot_reopen_the_snapshots_arrays(column: str) -> None:
     assert (releases(pf), releases(derived)) == (releases(twin), releases(twin_derived))
 
 
+# -- 1a. pandas: the returned frame's attrs hand out the snapshot itself ----------------------
+@pytest.mark.xfail(strict=True, reason="review: a verified pandas frame's attrs['dpframe'] is "
+                   "provenance._Handle, whose public .facts.data is the snapshot DataFrame "
+                   "releases read; an in-place pandas assignment on it (frozen arrays do not "
+                   "matter: pandas swaps the block) gives person K's value to the next mean. "
+                   "Fix idea: keep facts off the handle (an IdentityMap keyed by the frame)")
+@pytest.mark.parametrize("through", ["protected", "derived"])
+def test_the_returned_frames_attrs_do_not_hand_out_the_snapshot(through: str) -> None:
+    pf = _protect(pd.DataFrame({"x": _values()}))
+    twin = _protect(pd.DataFrame({"x": _values()}))
+    def hand(frame: Any) -> Any:
+        return frame if through == "protected" else frame.dp.filter(nw.col("x") > -1.0)
+
+    held, twin_held = hand(pf), hand(twin)
+    snapshot = held.attrs["dpframe"].facts.data  # a reference: no value read
+    snapshot["x"] = snapshot["x"].iloc[K]  # as the arr[:] = arr[t]
+    assert held.dp.mean("x", **SEED) == twin_held.dp.mean("x", **SEED)
+
+
 # -- 1b. pandas: the snapshot's column labels are the user's Arrow buffer ---------------------
 @pytest.mark.xfail(strict=True, reason="review: own_pandas keeps the frame's columns Index "
                    "(pandas 3 'str', Arrow-backed, in a mutable pyarrow buffer) shared with the "
