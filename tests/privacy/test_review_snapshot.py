@@ -191,6 +191,33 @@ def test_a_python_function_in_a_protected_plan_reads_nothing_the_user_writes(
     assert pf.dp.mean("x", **SEED) == twin.dp.mean("x", **SEED)
 
 
+# -- 3b. A Series literal in a plan over files is the user's numpy memory ----------------------
+@pytest.mark.xfail(strict=True, reason="review: scanned_frames sees only DataFrameScan nodes; a "
+                   "plan over files whose expressions hold a Series literal built over numpy "
+                   "without a copy (pl.lit(pl.Series(arr)), with_columns(pl.Series(...)), "
+                   "replace_strict's mapping) stays lazy and each release reads that literal, "
+                   "i.e. the user's array (is_in held)")
+@pytest.mark.parametrize("literal", ["lit", "with_columns", "replace_strict"])
+def test_a_series_literal_in_a_protected_plan_reads_nothing_the_user_writes(
+        tmp_path: Any, literal: str) -> None:
+    def build(x: np.ndarray, name: str) -> pl.LazyFrame:
+        path = tmp_path / name
+        pl.DataFrame({"r": np.arange(N)}).write_parquet(path)
+        scan = pl.scan_parquet(path)
+        if literal == "lit":
+            return scan.with_columns(x=pl.lit(pl.Series(x)))
+        if literal == "with_columns":
+            return scan.with_columns(pl.Series("x", x))
+        return scan.with_columns(x=pl.col("r").replace_strict(pl.Series(np.arange(N)),
+                                                               pl.Series(x)))
+
+    x = _values()
+    pf = _protect(build(x, "one.parquet"))
+    twin = _protect(build(_values(), "twin.parquet"))
+    x[:] = x[K]
+    assert pf.dp.mean("x", **SEED) == twin.dp.mean("x", **SEED)
+
+
 # -- 4. The memory registry does not see memory under a pyarrow dataset scan -----------------
 @pytest.mark.xfail(strict=True, reason="review: the shared-memory refusal (MemoryRegistry) "
                    "records no range for a PythonScan, so the same numpy memory is protected "
