@@ -218,17 +218,32 @@ def test_a_series_literal_in_a_protected_plan_reads_nothing_the_user_writes(
     assert pf.dp.mean("x", **SEED) == twin.dp.mean("x", **SEED)
 
 
-# -- 4. The memory registry does not see memory under a pyarrow dataset scan -----------------
+# -- 4. The memory registry does not see memory under Python scans or literals ----------------
+_FIRST: dict[str, Callable[[np.ndarray], Any]] = {
+    "pyarrow dataset": _pyarrow_dataset,
+    "eager": lambda x: pl.from_numpy(x, schema=["x"]),
+}
+_SECOND: dict[str, Callable[[np.ndarray], Any]] = {
+    "pyarrow dataset": _pyarrow_dataset,
+    "from_numpy": lambda x: pl.from_numpy(x, schema=["x"]),
+    "defer": _deferred,
+    "lit Series": lambda x: pl.LazyFrame({"r": np.zeros(len(x))}).with_columns(
+        x=pl.lit(pl.Series(x))),
+}
+
+
 @pytest.mark.xfail(strict=True, reason="review: the shared-memory refusal (MemoryRegistry) "
-                   "records no range for a PythonScan, so the same numpy memory is protected "
-                   "twice: two budgets over one data set")
-@pytest.mark.parametrize("second", ["same dataset route", "pl.from_numpy"])
-def test_a_second_protect_over_a_pyarrow_dataset_scan_is_refused(second: str) -> None:
+                   "records and checks only frames' buffers and DataFrameScan nodes: memory "
+                   "under a PythonScan (scan_pyarrow_dataset, pl.defer) or a Series literal is "
+                   "protected a second time, two budgets over one data set")
+@pytest.mark.parametrize(("first", "second"), [
+    ("pyarrow dataset", "pyarrow dataset"), ("pyarrow dataset", "from_numpy"),
+    ("eager", "defer"), ("eager", "lit Series")])
+def test_a_second_protect_over_the_same_memory_is_refused(first: str, second: str) -> None:
     x = _values()
-    _protect(_pyarrow_dataset(x))
+    _protect(_FIRST[first](x))
     with pytest.raises(LedgerError):
-        _protect(_pyarrow_dataset(x) if second == "same dataset route"
-                 else pl.from_numpy(x, schema=["x"]))
+        _protect(_SECOND[second](x))
 
 
 # -- 5. ctypes writes through the derived frames handed out ----------------------------------
