@@ -57,7 +57,8 @@ def _pandas_frame(x: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"x": x, "xn": pd.array(x, dtype="Float64"),
                          "t": pd.date_range("2020-01-01", periods=len(x), freq="min",
                                             tz="Europe/Paris"),
-                         "s": pd.array(letters, dtype="string[python]")})
+                         "s": pd.array(letters, dtype="string[python]"),
+                         "c": pd.Categorical(letters, categories=["a", "b", "c"])})
 
 
 def _numpy_under(series: pd.Series) -> np.ndarray:
@@ -72,19 +73,20 @@ def _numpy_under(series: pd.Series) -> np.ndarray:
                    "that own their data; a derived frame's column reaches that owner through "
                    ".base and `owner.flags.writeable = True` re-opens it (numpy allows it for "
                    "an owning array), so writing it changes the snapshot")
-@pytest.mark.parametrize("column", ["x", "xn", "t", "s"])
+@pytest.mark.parametrize("column", ["x", "xn", "t", "s", "c"])
 def test_derived_frame_cannot_reopen_the_snapshots_arrays(column: str) -> None:
     cut = pd.Timestamp("2020-01-01 03:00", tz="Europe/Paris")
 
     def releases(pf: Any) -> tuple[Any, ...]:
         return (pf.dp.mean("x", **SEED), pf.dp.mean("xn", **SEED),
                 pf.dp.filter(nw.col("t") < cut).dp.count(**SEED),
-                repr(pf.dp.value_counts("s", **SEED)))
+                repr(pf.dp.value_counts("s", **SEED)), repr(pf.dp.value_counts("c", **SEED)))
 
     def protected() -> Any:
         return dpf.protect(_pandas_frame(_values()), epsilon=100.0,
                            bounds={"x": (0.0, 100.0), "xn": (0.0, 100.0)},
-                           keys={"s": ["a", "b", "c"]}, missing={"x": 0.0, "xn": 0.0})
+                           keys={"s": ["a", "b", "c"], "c": ["a", "b", "c"]},
+                           missing={"x": 0.0, "xn": 0.0})
 
     pf, twin = protected(), protected()
     derived = pf.dp.filter(nw.col("x") > -1.0)  # every row: what the analyst is handed
