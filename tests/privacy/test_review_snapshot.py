@@ -430,3 +430,41 @@ def test_a_grandchild_of_a_process_that_ran_polars_is_refused(tmp_path: Any) -> 
                          env=env, capture_output=True, text=True, timeout=90)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["refused", "exit", "0"], out.stdout
+
+
+# -- 7. engine timeout: the abandoned pass runs outside quiet() --------------------------------
+@pytest.mark.xfail(strict=True, reason="review: release.run's quiet() (a process-wide warnings "
+                   "filter) ends when engine_pass gives up waiting, but the abandoned pass "
+                   "thread keeps running: any warning it raises afterwards (an engine's "
+                   "warning depends on the values, safety_net.quiet) reaches the caller. Fix "
+                   "idea: the pass thread's work under a warnings filter of its own "
+                   "(catch_warnings in the thread: Python < 3.14 shares one filter list, so "
+                   "rather swallow through a thread-checking showwarning)")
+def test_an_abandoned_engine_pass_warns_nobody(monkeypatch: Any) -> None:
+    import threading
+    import time
+
+    dd = pytest.importorskip("dask.dataframe")
+    dask = pytest.importorskip("dask")
+    from dpframe import release
+    from dpframe.errors import EngineTimeoutError
+
+    real = release._aggregate
+
+    def late_warning(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(2.5)  # (past the timeout; the re-count before it has a full second)
+        warnings.warn("value-dependent engine warning", RuntimeWarning, stacklevel=1)
+        return real(*args, **kwargs)
+
+    with dask.config.set(scheduler="threads"):
+        pf = _protect(dd.from_pandas(pd.DataFrame({"x": _values()}), npartitions=2))
+        monkeypatch.setattr(release, "_aggregate", late_warning)
+        monkeypatch.setenv("DPFRAME_ENGINE_TIMEOUT", "1")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(EngineTimeoutError):
+                pf.dp.mean("x", **SEED)
+            for thread in threading.enumerate():
+                if thread.name == "dpframe-engine-pass":
+                    thread.join(10)
+    assert [str(w.message) for w in caught if w.category is RuntimeWarning] == []
