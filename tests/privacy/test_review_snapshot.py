@@ -325,7 +325,7 @@ def test_a_scan_over_in_memory_bytes_is_owned_or_refused_by_dpframe(scan: str) -
     assert isinstance(pf.dp.mean("x", **SEED), float)
 
 
-# -- 6. forking: false positives of the /proc heuristic --------------------------------------
+# -- 6. forking: false positives (and a false negative) of the /proc heuristic ----------------
 _RACE = textwrap.dedent("""
     import os, time
     import polars as pl
