@@ -220,6 +220,8 @@ def own_cells(values: Any) -> Any:
     is a deep copy: writing the user's cell afterwards changes nothing dpframe holds."""
     import numpy as np
 
+    if isinstance(values, np.ndarray) and set(map(type, values)) <= _IMMUTABLE_CELLS:
+        return values.copy()  # (every cell immutable, e.g. strings: no per-cell work)
     cells = [v if type(v) in _IMMUTABLE_CELLS else copy.deepcopy(v) for v in values]
     out = np.empty(len(cells), dtype=object)
     for i, v in enumerate(cells):  # (a slice assignment would unpack list cells)
@@ -321,7 +323,7 @@ def own_pandas(frame: Any) -> Any:
         if _pandas_arrow(array):
             out.isetitem(i, _with_arrow(array, own_arrow(array._pa_array)))
         elif series.dtype == np.dtype(object):
-            out.isetitem(i, own_cells(series.to_numpy(copy=False)))
+            out.isetitem(i, _object_column(out, own_cells(series.to_numpy(copy=False))))
         elif isinstance(series.dtype, pd.CategoricalDtype):
             out.isetitem(i, _own_categorical(array))
     index = out.index.array
@@ -329,6 +331,15 @@ def own_pandas(frame: Any) -> Any:
         out.index = pd.Index(_with_arrow(index, own_arrow(index._pa_array)),
                              name=out.index.name, copy=False)
     return freeze_pandas(out)
+
+
+def _object_column(frame: Any, cells: Any) -> Any:
+    """``cells`` as a column of ``frame`` that stays of ``object`` dtype (a bare object ndarray
+    would be inferred: pandas 3 makes strings its ``str`` dtype, through pyarrow, which also
+    fails on a lone surrogate that the strings check refuses with dpframe's own message)."""
+    import pandas as pd
+
+    return pd.Series(cells, index=frame.index, dtype=object, copy=False)
 
 
 def _own_categorical(array: Any) -> Any:
@@ -365,7 +376,7 @@ def hand_out_pandas(frame: Any) -> Any:
         if _pandas_arrow(array) and _mutable_arrow(array._pa_array):
             frame.isetitem(i, _with_arrow(array, own_arrow(array._pa_array)))
         elif series.dtype == np.dtype(object):
-            frame.isetitem(i, own_cells(series.to_numpy(copy=False)))
+            frame.isetitem(i, _object_column(frame, own_cells(series.to_numpy(copy=False))))
     return freeze_pandas(frame)
 
 
