@@ -30,9 +30,11 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
+from dpframe.identity import IdentityMap
+
 __all__ = ["MemoryRegistry", "anchored_series", "arrow_chunks", "buffer_ranges", "freeze_pandas",
            "hand_out_pandas", "own_arrow", "own_arrow_columns", "own_cells", "own_pandas",
-           "own_polars"]
+           "own_polars", "sealed_array"]
 
 Range = tuple[int, int]  # [start, end) addresses
 
@@ -266,22 +268,97 @@ def own_arrow_columns(columns: list[Any]) -> list[Any]:
 
 
 def freeze_pandas(frame: Any) -> Any:
-    """Make every numpy array under ``frame``'s columns read-only (in place) and return it.
+    """Seal every numpy array under ``frame``'s columns (in place) and return it: each becomes
+    a read-only array over memory no view can reopen (:func:`sealed_array`).
 
     Under pandas' copy-on-write, ``frame.values`` and ``to_numpy()`` are read-only views, but
-    ``frame[c].array`` still writes the shared block in place: once frozen, no view of these
-    arrays can be written (numpy refuses to make a view of a read-only array writable), while
-    pandas' own operations copy before writing (copy-on-write)."""
+    ``frame[c].array`` still writes the shared block in place, and a read-only flag alone does
+    not hold: numpy lets anyone set ``writeable`` back on an array that owns its memory, and
+    every view leads to that owner through ``.base``. A sealed array's ``.base`` is a
+    read-only Arrow buffer that hides the allocation under it, so numpy refuses to make it, or
+    any view of it, writable. Object arrays (Python objects cannot live in such a buffer) are
+    only flagged read-only. pandas' own operations copy before writing (copy-on-write)."""
+    import numpy as np
+    import pandas as pd
+
+    for i, (_name, series) in enumerate(frame.items()):
+        values = series._values
+        if isinstance(values, np.ndarray):
+            if values.dtype.hasobject:
+                values.flags.writeable = False  # (kept as it is: no inference of its dtype)
+            elif not _is_sealed(values):
+                frame.isetitem(i, pd.Series(sealed_array(values), index=frame.index, copy=False))
+            continue
+        sealed = _sealed_extension(values)
+        if sealed is not None:
+            frame.isetitem(i, pd.Series(sealed, index=frame.index, copy=False))
+    return frame
+
+
+def _sealed_extension(values: Any) -> Any:
+    """A pandas extension array over sealed copies of its numpy arrays, or None when they are
+    sealed already (or the array keeps none: Arrow-backed). Arrays backed by one ndarray
+    (datetimes, timedeltas, periods, categorical codes, numpy-backed strings) are rebuilt
+    over it, masked arrays (nullable numbers, booleans) over their values and mask; any other
+    kind only has its arrays flagged read-only."""
     import numpy as np
 
-    for block in frame._mgr.blocks:
-        values = block.values
-        arrays = [values] if isinstance(values, np.ndarray) else [
-            getattr(values, name, None) for name in _EA_NDARRAYS]
-        for array in arrays:
-            if isinstance(array, np.ndarray):
-                array.flags.writeable = False
-    return frame
+    backing = getattr(values, "_ndarray", None)
+    if isinstance(backing, np.ndarray) and hasattr(values, "_from_backing_data"):
+        if _is_sealed(backing):
+            return None
+        return values._from_backing_data(sealed_array(backing))
+    data, mask = getattr(values, "_data", None), getattr(values, "_mask", None)
+    if isinstance(data, np.ndarray) and isinstance(mask, np.ndarray):
+        if _is_sealed(data) and _is_sealed(mask):
+            return None
+        return type(values)(sealed_array(data), sealed_array(mask))
+    for name in _EA_NDARRAYS:
+        array = getattr(values, name, None)
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    return None
+
+
+#: the read-only buffers :func:`sealed_array` made (by identity, while they live)
+_SEALED: IdentityMap[bool] = IdentityMap()
+
+
+def sealed_array(array: Any) -> Any:
+    """A read-only copy of a numpy array that nothing can make writable: its memory is a numpy
+    allocation wrapped in a read-only ``pyarrow`` buffer (``pa.foreign_buffer``, which does
+    not hand out what it wraps), so the array's ``.base`` chain ends in a buffer numpy knows
+    to be read-only and ``flags.writeable = True`` is refused on it and on every view. An
+    object array gets a copy flagged read-only (Python objects cannot live in such a buffer:
+    its holder alone can reach it)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if array.dtype.hasobject:  # (a copy of its own, flagged: it can be reopened, but only
+        copied = array.copy()  # the holder of this copy can reach it)
+        copied.flags.writeable = False
+        return copied
+    target = np.empty_like(array, order="K")
+    np.copyto(target, array)
+    frozen = pa.foreign_buffer(target.ctypes.data, target.nbytes, base=target)
+    _SEALED.set(frozen, True)
+    return np.ndarray(target.shape, target.dtype, buffer=frozen, strides=target.strides)
+
+
+def _is_sealed(array: Any) -> bool:
+    """Whether no view of ``array`` can be made writable: its ``.base`` chain ends in a
+    read-only buffer that is not an array (object arrays: never)."""
+    import numpy as np
+
+    if array.dtype.hasobject:
+        return False
+    base = array
+    while isinstance(base, np.ndarray):
+        if base.base is None:
+            return False  # an owner: numpy lets its flag be set back
+        base = base.base
+    return _SEALED.get(base) is not None  # (a read-only view of memory the user can write
+    # elsewhere, np.frombuffer(memoryview(bytearray).toreadonly()), is not sealed)
 
 
 def _pandas_arrow(array: Any) -> bool:
@@ -304,20 +381,22 @@ def _mutable_arrow(chunked: Any) -> bool:
 
 
 def own_pandas(frame: Any) -> Any:
-    """dpframe's byte copy of a pandas DataFrame or Series: numpy blocks and extension arrays
-    (nullable, datetime, categorical codes) deep-copied, Arrow-backed columns and an
+    """dpframe's byte copy of a pandas DataFrame or Series: numpy columns and the numpy arrays
+    of extension arrays (nullable, datetime, categorical codes) copied into sealed memory
+    (:func:`freeze_pandas`: no view can reopen them), Arrow-backed columns and an
     Arrow-backed index copied buffer by buffer (:func:`own_arrow`; pandas' deep copy keeps the
     same Arrow array), object columns with every mutable cell deep-copied (:func:`own_cells`),
-    categoricals with their categories copied too; every numpy array frozen
-    (:func:`freeze_pandas`). Serves every engine that holds pandas objects (pandas itself, the
-    ``from_pandas`` leaves of a Dask snapshot)."""
+    categoricals with their categories copied too, the index and the column labels (pandas 3
+    keeps ``str`` labels in a writable Arrow buffer) rebuilt. One copy of each buffer: the
+    frame is copied shallowly first. Serves every engine that holds pandas objects (pandas
+    itself, the ``from_pandas`` leaves of a Dask snapshot)."""
     import numpy as np
     import pandas as pd
 
     if isinstance(frame, pd.Series):
         owned = own_pandas(frame.to_frame(name=0))
         return owned.iloc[:, 0].rename(frame.name)
-    out = frame.copy(deep=True)
+    out = frame.copy(deep=False)
     for i, (_name, series) in enumerate(out.items()):
         array = series.array
         if _pandas_arrow(array):
@@ -330,6 +409,9 @@ def own_pandas(frame: Any) -> Any:
     if _pandas_arrow(index):
         out.index = pd.Index(_with_arrow(index, own_arrow(index._pa_array)),
                              name=out.index.name, copy=False)
+    else:
+        out.index = out.index.copy(deep=True)
+    out.columns = pd.Index(list(out.columns), dtype=out.columns.dtype, name=out.columns.name)
     return freeze_pandas(out)
 
 
@@ -356,8 +438,7 @@ def _own_categorical(array: Any) -> Any:
     elif values.dtype == np.dtype(object):
         values = own_cells(categories.to_numpy())
     else:
-        values = categories.to_numpy(copy=True)
-        values.flags.writeable = False
+        values = sealed_array(categories.to_numpy())
     owned = pd.Index(values, name=categories.name, copy=False)
     dtype = pd.CategoricalDtype(owned, ordered=array.dtype.ordered)
     return pd.Categorical.from_codes(array.codes, dtype=dtype, validate=False)
