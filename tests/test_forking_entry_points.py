@@ -2,8 +2,8 @@
 (:class:`dpframe.UnsupportedProcessError`) instead of hanging (issue 30, item 6), including
 when dpframe is imported for the first time *in the child* (the parent, which ran Polars, had
 not imported dpframe, so no fork hook told the child: :func:`dpframe.forking._inherited_pool`
-reads the parent from ``/proc``). A spawned (exec'd) child of a process running Polars is not
-refused.
+finds the pool built in the memory it inherited). A spawned (exec'd) child of a process
+running Polars is not refused.
 
 Each case runs a fresh interpreter (``subprocess``, hard timeout) that runs Polars, then forks;
 the child arms ``signal.alarm`` and reports what the call did: ``ok``, an error class, or
@@ -81,7 +81,7 @@ def run_case(tmp_path: Path, call: str, *, import_dpframe: bool, setup: str = ""
 @pytest.mark.parametrize("import_dpframe", [True, False], ids=["imported", "first-import"])
 def test_protect_scan_parquet_in_a_fork_child_is_refused(tmp_path, import_dpframe):
     """The parent ran Polars; dpframe imported in the parent (its fork hook tells the child)
-    or for the first time in the child (no hook ran: the child reads its parent)."""
+    or for the first time in the child (no hook ran: the child probes the memory it inherited)."""
     assert run_case(tmp_path, SCAN, import_dpframe=import_dpframe) == "UnsupportedProcessError"
 
 

@@ -300,10 +300,6 @@ _RACE = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="review: forking._inherited_pool compares start times "
-                   "in clock ticks (10 ms) with `min(pool_started) > born`: a child forked "
-                   "before the parent's pool started, in the same tick, is refused though "
-                   "Polars works in it (about one plain fork in two here)")
 def test_a_child_forked_before_the_parents_pool_is_not_refused() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", _RACE.replace("SAME_TICK", "True")], env=env,
@@ -330,10 +326,6 @@ _REEXEC = textwrap.dedent("""
 
 
 @pytest.mark.skipif(not os.path.exists("/usr/bin/setarch"), reason="needs setarch")
-@pytest.mark.xfail(strict=True, reason="review: with address-space randomisation off "
-                   "(setarch -R, gdb, randomize_va_space=0) a new program started with exec "
-                   "and the parent's command line maps Polars at the parent's address, so "
-                   "_inherited_pool takes it for a fork copy and refuses it")
 def test_an_execd_child_with_randomisation_off_is_not_refused(tmp_path: Any) -> None:
     script = tmp_path / "reexec.py"
     script.write_text(_REEXEC)
@@ -371,12 +363,6 @@ _GRANDCHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="review: forking._inherited_pool looks at the parent "
-                   "only; a grandchild (fork of a fork child that ran no Polars) of a process "
-                   "that ran Polars finds no polars-N thread in its parent, is not refused, and "
-                   "protect(pl.scan_parquet(...)) hangs (here: killed by its 6 s alarm). Fix "
-                   "idea: walk up the ancestors while they are copies (same command line and "
-                   "Polars address)")
 def test_a_grandchild_of_a_process_that_ran_polars_is_refused(tmp_path: Any) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", _GRANDCHILD, str(tmp_path / "x.parquet")],
