@@ -111,15 +111,23 @@ def _arrow_ranges(array: Any) -> list[Range]:
 
 def buffer_ranges(frame: Any, family: str, lazy: bool = False) -> list[Range]:
     """The byte ranges of ``frame``'s column buffers (Polars: every chunk's Arrow buffers, and
-    for a LazyFrame those of the in-memory frames it scans; pandas: numpy-backed and
-    Arrow-backed columns). Nothing is copied; other kinds of frames give no ranges."""
+    for a LazyFrame those of the in-memory data its plan holds: scanned frames, Series
+    literals, in-memory pyarrow datasets under a Python scan, :func:`dpframe.polars_plan.
+    held_memory`; pandas: numpy-backed and Arrow-backed columns). Nothing is copied and no
+    plan is run; other kinds of frames give no ranges."""
     if family == "polars" and lazy:
         import polars as pl
 
-        from dpframe.polars_plan import scanned_frames
+        from dpframe.polars_plan import held_memory
 
-        return [r for pydf in scanned_frames(frame)
-                for r in buffer_ranges(pl.DataFrame._from_pydf(pydf), "polars")]
+        out: list[Range] = []
+        for held in held_memory(frame):
+            if isinstance(held, pl.DataFrame):
+                out += buffer_ranges(held, "polars")
+            else:  # a pyarrow record batch
+                for column in held.columns:
+                    out += _arrow_ranges(column)
+        return out
     if family == "polars":
         return [r for _series, arr in arrow_chunks(frame) for r in _arrow_ranges(arr)]
     if family == "pandas":

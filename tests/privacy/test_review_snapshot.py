@@ -140,11 +140,6 @@ def _deferred(x: np.ndarray) -> pl.LazyFrame:
     return pl.defer(lambda: pl.from_numpy(x, schema=["x"]), schema={"x": pl.Float64})
 
 
-@pytest.mark.xfail(strict=True, reason="review: PolarsLazyBackend.snapshot collects only plans "
-                   "with a DataFrameScan (polars_plan.scanned_frames); a PythonScan "
-                   "(scan_pyarrow_dataset over an in-memory table, register_io_source, "
-                   "pl.defer) stays the snapshot and re-reads the user's numpy memory at "
-                   "each release")
 @pytest.mark.parametrize("build", [_pyarrow_dataset, _io_source, _deferred],
                          ids=["scan_pyarrow_dataset", "register_io_source", "defer"])
 def test_a_python_scan_over_memory_is_owned(build: Callable[[np.ndarray], Any]) -> None:
@@ -155,11 +150,6 @@ def test_a_python_scan_over_memory_is_owned(build: Callable[[np.ndarray], Any]) 
     assert pf.dp.mean("x", **SEED) == twin.dp.mean("x", **SEED)
 
 
-@pytest.mark.xfail(strict=True, reason="review: a PythonScan is bound only by a re-count of its "
-                   "rows (plan_sources' 'other'), not collected nor bound by content: the "
-                   "parquet file under scan_pyarrow_dataset rewritten after protect with the "
-                   "same row count (here also the same size) is read as is, no "
-                   "SourceChangedError")
 def test_a_pyarrow_dataset_over_a_rewritten_file_is_refused_or_owned(tmp_path: Any) -> None:
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
@@ -179,11 +169,6 @@ def test_a_pyarrow_dataset_over_a_rewritten_file_is_refused_or_owned(tmp_path: A
 
 
 # -- 3. A Python function in a plan over files reads the user's memory at each release -------
-@pytest.mark.xfail(strict=True, reason="review: protect accepts a file-scan plan holding a "
-                   "Python function (map_batches closing over a numpy array) and keeps the "
-                   "plan as the snapshot, so each release re-runs the function over memory "
-                   "the user still writes (derivations refuse such functions; protect does "
-                   "not, nor collects the plan)")
 def test_a_python_function_in_a_protected_plan_reads_nothing_the_user_writes(
         tmp_path: Any) -> None:
     def build(x: np.ndarray, name: str) -> pl.LazyFrame:
@@ -200,11 +185,6 @@ def test_a_python_function_in_a_protected_plan_reads_nothing_the_user_writes(
 
 
 # -- 3b. A Series literal in a plan over files is the user's numpy memory ----------------------
-@pytest.mark.xfail(strict=True, reason="review: scanned_frames sees only DataFrameScan nodes; a "
-                   "plan over files whose expressions hold a Series literal built over numpy "
-                   "without a copy (pl.lit(pl.Series(arr)), with_columns(pl.Series(...)), "
-                   "replace_strict's mapping) stays lazy and each release reads that literal, "
-                   "i.e. the user's array (is_in held)")
 @pytest.mark.parametrize("literal", ["lit", "with_columns", "replace_strict"])
 def test_a_series_literal_in_a_protected_plan_reads_nothing_the_user_writes(
         tmp_path: Any, literal: str) -> None:
@@ -255,10 +235,6 @@ def test_a_second_protect_over_the_same_memory_is_refused(first: str, second: st
 
 
 # -- 5b. a scan over in-memory bytes fails at protect with Polars' own error ------------------
-@pytest.mark.xfail(strict=True, reason="review: protect walks the plan with Polars' "
-                   "NodeTraverser, whose view_current_node raises NotImplementedError('scan "
-                   "with BytesIO') for a scan over in-memory bytes: a generic exception, "
-                   "neither a dpframe error nor the owned copy a plan over memory should get")
 @pytest.mark.parametrize("scan", ["parquet", "csv"])
 def test_a_scan_over_in_memory_bytes_is_owned_or_refused_by_dpframe(scan: str) -> None:
     import io
