@@ -32,9 +32,10 @@ from typing import Any
 
 from dpframe.identity import IdentityMap
 
-__all__ = ["MemoryRegistry", "anchored_series", "arrow_chunks", "buffer_ranges", "freeze_pandas",
-           "hand_out_pandas", "own_arrow", "own_arrow_columns", "own_cells", "own_pandas",
-           "own_polars", "sealed_array"]
+__all__ = ["LIVE_BUDGET", "PROTECTED_MEMORY", "MemoryRegistry", "anchored_series",
+           "arrow_chunks", "buffer_ranges", "freeze_pandas", "hand_out_pandas", "own_arrow",
+           "own_arrow_columns", "own_cells", "own_pandas", "own_polars",
+           "refuse_protected_memory", "sealed_array"]
 
 Range = tuple[int, int]  # [start, end) addresses
 
@@ -555,3 +556,29 @@ def own_polars(frame: Any) -> Any:
             flush()
     flush()
     return pl.DataFrame(columns) if columns else frame.clear()
+
+
+#: The memory of every protected frame in this process (the objects passed to protect, and
+#: dpframe's snapshots), while they live: ``protect`` refuses a second budget over it.
+PROTECTED_MEMORY = MemoryRegistry()
+
+#: Why data that already carries a budget is refused (no value is ever compared to tell).
+LIVE_BUDGET = (
+    "this data already carries a privacy budget in this process (the frame is "
+    "protected, derived from a protected frame, shares its memory, was passed to "
+    "dpf.protect before, or reads files a protected frame reads); protecting it again "
+    "would open a second budget on the same people. Keep querying the protected frame "
+    "(re-running a notebook cell: use the frame from the first run), or use a durable "
+    "dpf.Session(path=...) to continue one budget across runs."
+)
+
+
+def refuse_protected_memory(ranges: Iterable[Range]) -> None:
+    """Refuse (:class:`~dpframe.errors.LedgerError`) memory that overlaps a protected frame's:
+    what a plan collected at protect turned out to hand back (a Python scan or function
+    returning a protected frame's buffers, which its structure does not show). Addresses only:
+    no value is compared."""
+    from dpframe.errors import LedgerError
+
+    if PROTECTED_MEMORY.overlaps(ranges):
+        raise LedgerError(LIVE_BUDGET)

@@ -31,7 +31,7 @@ import math
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -54,7 +54,7 @@ from dpframe.errors import (
 )
 from dpframe.identity import IdentityMap
 from dpframe.keyset import Keys, checked_keys
-from dpframe.memory import MemoryRegistry, anchored_series, buffer_ranges
+from dpframe.memory import LIVE_BUDGET, PROTECTED_MEMORY, anchored_series, buffer_ranges
 from dpframe.polars_plan import plan_sources
 from dpframe.rowwise.engines import apply_steps
 from dpframe.sources import (
@@ -757,7 +757,7 @@ def _engine_paths(frame: Any, backend: Backend) -> list[str]:
 
 
 #: the memory of protected frames (the objects passed to protect, and dpframe's snapshots)
-_memory = MemoryRegistry()
+_memory = PROTECTED_MEMORY
 
 
 def _refuse_live(frame: Any, backend: Backend) -> None:
@@ -794,26 +794,7 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
         with _registry_lock:
             live = not names.isdisjoint(_lineages)
     if live:
-        raise LedgerError(_LIVE_BUDGET)
-
-
-_LIVE_BUDGET = (
-    "this data already carries a privacy budget in this process (the frame is "
-    "protected, derived from a protected frame, shares its memory, was passed to "
-    "dpf.protect before, or reads files a protected frame reads); protecting it again "
-    "would open a second budget on the same people. Keep querying the protected frame "
-    "(re-running a notebook cell: use the frame from the first run), or use a durable "
-    "dpf.Session(path=...) to continue one budget across runs."
-)
-
-
-def refuse_protected_memory(ranges: Iterable[tuple[int, int]]) -> None:
-    """Refuse (the live-budget :class:`LedgerError`) memory that overlaps a protected frame's:
-    what a plan collected at protect turned out to hand back (a Python scan or function
-    returning a protected frame's buffers, which its structure does not show). Addresses only:
-    no value is compared."""
-    if _memory.overlaps(ranges):
-        raise LedgerError(_LIVE_BUDGET)
+        raise LedgerError(LIVE_BUDGET)
 
 
 def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:

@@ -185,9 +185,8 @@ class PolarsLazyBackend(_Polars):
         (:func:`dpframe.memory.own_polars`) and releases read that copy's ``.lazy()`` plan.
         What the collection hands back is first checked against protected memory: a Python
         scan or function that returns a protected frame's buffers opens no second budget."""
-        from dpframe.memory import buffer_ranges, own_polars
+        from dpframe.memory import buffer_ranges, own_polars, refuse_protected_memory
         from dpframe.polars_plan import reads_only_files
-        from dpframe.provenance import refuse_protected_memory
 
         if reads_only_files(frame):
             return frame
