@@ -24,6 +24,7 @@ __all__ = [
     "PrivateSizeWarning",
     "ReleaseFailedError",
     "ReleaseFileError",
+    "ReleaseWriteError",
     "SelectionWarning",
     "SourceChangedError",
     "SpecError",
@@ -115,6 +116,11 @@ class ReleaseFileError(LedgerError):
     Parquet file at all: missing, a directory, no permission, not Parquet, truncated or
     damaged. (A readable Parquet file without a release log is a plain :class:`LedgerError`;
     one whose log or values do not verify an :class:`IntegrityError`.)"""
+
+
+class ReleaseWriteError(DPFrameError, OSError):
+    """A release file could not be written (``dpf.write_parquet``): no permission, a full
+    disk, a folder changed while writing. Also an ``OSError``, as the failure it reports."""
 
 
 class SelectionWarning(UserWarning):

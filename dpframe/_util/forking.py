@@ -14,28 +14,41 @@ or querying a Polars frame, verifying a derivation of any frame) — then raises
 spent. Start worker processes with the ``spawn`` (or ``forkserver``) start method instead.
 
 **dpframe first imported in the child.** A parent that ran Polars without importing dpframe
-registered no hook, so its forked child learns nothing at the fork. When this module is
-first imported in a process where Polars is already imported but its pool does not run,
-:func:`_inherited_pool` looks at the parent instead (Linux ``/proc``): the child was forked
-from a parent whose pool already ran if the parent runs ``polars-N`` threads that started no
-later than this process, and this process is a copy of the parent, not a new program (the
-same command line and Polars' library mapped at the same address: a program started with
-``exec`` gets its own addresses from address-space randomisation). A spawned child whose parent
-runs Polars is therefore not refused. Where ``/proc`` cannot be read, or the parent has
-exited, such a child is not detected (it would hang in Polars, as it does without dpframe).
+registered no hook, so its forked child learns nothing at the fork. When this module is first
+imported in a process where Polars is imported but none of its pool's threads run here,
+:func:`_inherited_pool` asks the process's own memory, not its parent: it forks a throwaway
+copy of itself, and the copy asks Polars for its pool size (``polars.thread_pool_size()``,
+which builds the pool, starting its threads, unless the pool is already built). If that
+starts no thread in the copy, the pool was built in memory this process inherited from a
+fork of a process whose pool ran (a child, or a grandchild through any number of forks): Polars
+would hang here, and the process is refused. If the copy started threads, Polars' pool is
+simply not started yet here (a program started with ``exec`` — ``spawn`` children, setarch -R
+or not —, a child forked before its parent's pool started, in the same clock tick or not): not
+refused. The copy is killed after ``_PROBE_TIMEOUT`` seconds and the process is refused: the copy
+hangs if another thread was building the pool at the fork (Polars would hang the same way
+here); a machine too loaded to answer in that time would be refused too. This process's
+own pool is not started by the probe (a parent that only imported Polars and dpframe still
+forks usable children); it costs one fork (about 15 ms) at import, only when Polars is imported
+before dpframe and has not run. Where there is no ``/proc`` or no ``fork``, or the copy cannot
+answer, such a child is not detected (it would hang in Polars, as it does without dpframe).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import select
+import signal
 import sys
+import warnings
 
 from dpframe.errors import UnsupportedProcessError
 
 __all__ = ["check_polars_usable", "forked_after_polars"]
 
 _POOL_THREAD = re.compile(r"polars-\d+$")
+_PROBE_TIMEOUT = 20.0  # seconds the throwaway copy may take (module docstring)
 _state = {"pool_at_fork": False, "forked_after_polars": False}
 
 
@@ -58,48 +71,65 @@ def _polars_pool_running() -> bool:
 
 
 def _start_time(stat: str) -> int:
-    """The start time (clock ticks since boot) in a ``/proc/.../stat`` line."""
+    """The start time (clock ticks since boot) in a ``/proc/.../stat`` line. (Not used to
+    decide: start times in 10 ms ticks cannot order a fork and a pool start.)"""
     return int(stat.rsplit(") ", 1)[-1].split()[19])
 
 
-def _polars_library_address(maps: str) -> str | None:
-    """Where Polars' native library is mapped in a ``/proc/.../maps`` text (its first line)."""
-    for line in maps.splitlines():
-        fields = line.split()
-        if len(fields) >= 6 and "polars" in fields[-1] and ".so" in fields[-1]:
-            return fields[0].split("-")[0]
-    return None
+def _probe_pool_in_a_copy(timeout: float = _PROBE_TIMEOUT) -> bool | None:
+    """Whether Polars' pool is initialised in this process's memory though none of its threads
+    run here (module docstring): asked in a throwaway fork copy, so that this process's own
+    pool is not started. ``True``: inherited (Polars would hang here); ``False``: not started
+    yet (Polars starts it on first use); ``None``: cannot tell."""
+    pool_size = getattr(sys.modules["polars"], "thread_pool_size", None)
+    if pool_size is None or not hasattr(os, "fork"):
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        with warnings.catch_warnings():  # (3.12+ warns about fork() with threads running)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:  # the throwaway copy: only this thread was copied
+        answer = b"?"
+        try:
+            before = len(os.listdir("/proc/self/task"))
+            pool_size()  # starts the pool's threads here unless it is already initialised
+            answer = b"1" if len(os.listdir("/proc/self/task")) == before else b"0"
+        finally:
+            try:
+                os.write(write_end, answer)
+            finally:
+                os._exit(0)
+    os.close(write_end)
+    answer = b"hung"  # (until the copy answers: killed if this wait is interrupted)
+    try:
+        ready, _, _ = select.select([read_end], [], [], timeout)
+        answer = os.read(read_end, 1) if ready else b"hung"
+    except OSError:
+        answer = b"?"
+    finally:
+        os.close(read_end)
+        if answer == b"hung":
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):  # (reaped by the kernel: SIGCHLD ignored)
+            os.waitpid(pid, 0)
+    if answer == b"hung":
+        return True  # the copy waited on a pool another thread was starting at the fork
+    return {b"1": True, b"0": False}.get(answer)
 
 
 def _inherited_pool() -> bool:
-    """Whether this process, where Polars is imported but its pool does not run, is a forked
-    copy of a parent whose Polars pool was already running at the fork (module docstring)."""
+    """Whether this process, where Polars is imported but its pool does not run, inherited an
+    initialised Polars pool from a fork (module docstring)."""
     if "polars" not in sys.modules or not os.path.isdir("/proc/self/task"):
         return False
     if _polars_pool_running():
         return False  # the pool runs here: started in this process, usable
-    parent = f"/proc/{os.getppid()}"
-    try:
-        with open("/proc/self/stat", encoding="utf-8") as fh:
-            born = _start_time(fh.read())
-        pool_started = []
-        for task in os.listdir(f"{parent}/task"):
-            with open(f"{parent}/task/{task}/comm", encoding="utf-8") as fh:
-                if not _POOL_THREAD.match(fh.read().strip()):
-                    continue
-            with open(f"{parent}/task/{task}/stat", encoding="utf-8") as fh:
-                pool_started.append(_start_time(fh.read()))
-        if not pool_started or min(pool_started) > born:
-            return False  # the parent's pool was not running when this process started
-        with open(f"{parent}/cmdline", "rb") as fh, open("/proc/self/cmdline", "rb") as own:
-            if fh.read() != own.read():
-                return False  # a new program, not a copy of the parent
-        with open(f"{parent}/maps", encoding="utf-8") as fh, \
-                open("/proc/self/maps", encoding="utf-8") as own_maps:
-            here = _polars_library_address(own_maps.read())
-            return here is not None and here == _polars_library_address(fh.read())
-    except (OSError, ValueError, IndexError):
-        return False  # cannot tell (the parent exited, /proc unreadable): as before
+    return _probe_pool_in_a_copy() is True
 
 
 def _before_fork() -> None:

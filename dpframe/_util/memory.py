@@ -30,9 +30,12 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MemoryRegistry", "anchored_series", "arrow_chunks", "buffer_ranges", "freeze_pandas",
-           "hand_out_pandas", "own_arrow", "own_arrow_columns", "own_cells", "own_pandas",
-           "own_polars"]
+from dpframe._util.identity import IdentityMap
+
+__all__ = ["LIVE_BUDGET", "PROTECTED_MEMORY", "MemoryRegistry", "anchored_series",
+           "arrow_chunks", "buffer_ranges", "freeze_pandas", "hand_out_pandas", "own_arrow",
+           "own_arrow_columns", "own_cells", "own_pandas", "own_polars",
+           "refuse_protected_memory", "sealed_array"]
 
 Range = tuple[int, int]  # [start, end) addresses
 
@@ -109,15 +112,23 @@ def _arrow_ranges(array: Any) -> list[Range]:
 
 def buffer_ranges(frame: Any, family: str, lazy: bool = False) -> list[Range]:
     """The byte ranges of ``frame``'s column buffers (Polars: every chunk's Arrow buffers, and
-    for a LazyFrame those of the in-memory frames it scans; pandas: numpy-backed and
-    Arrow-backed columns). Nothing is copied; other kinds of frames give no ranges."""
+    for a LazyFrame those of the in-memory data its plan holds: scanned frames, Series
+    literals, in-memory pyarrow datasets under a Python scan, :func:`dpframe._util.polars_plan.
+    held_memory`; pandas: numpy-backed and Arrow-backed columns). Nothing is copied and no
+    plan is run; other kinds of frames give no ranges."""
     if family == "polars" and lazy:
         import polars as pl
 
-        from dpframe._util.polars_plan import scanned_frames
+        from dpframe._util.polars_plan import held_memory
 
-        return [r for pydf in scanned_frames(frame)
-                for r in buffer_ranges(pl.DataFrame._from_pydf(pydf), "polars")]
+        out: list[Range] = []
+        for held in held_memory(frame):
+            if isinstance(held, pl.DataFrame):
+                out += buffer_ranges(held, "polars")
+            else:  # a pyarrow record batch
+                for column in held.columns:
+                    out += _arrow_ranges(column)
+        return out
     if family == "polars":
         return [r for _series, arr in arrow_chunks(frame) for r in _arrow_ranges(arr)]
     if family == "pandas":
@@ -220,6 +231,8 @@ def own_cells(values: Any) -> Any:
     is a deep copy: writing the user's cell afterwards changes nothing dpframe holds."""
     import numpy as np
 
+    if isinstance(values, np.ndarray) and set(map(type, values)) <= _IMMUTABLE_CELLS:
+        return values.copy()  # (every cell immutable, e.g. strings: no per-cell work)
     cells = [v if type(v) in _IMMUTABLE_CELLS else copy.deepcopy(v) for v in values]
     out = np.empty(len(cells), dtype=object)
     for i, v in enumerate(cells):  # (a slice assignment would unpack list cells)
@@ -264,22 +277,97 @@ def own_arrow_columns(columns: list[Any]) -> list[Any]:
 
 
 def freeze_pandas(frame: Any) -> Any:
-    """Make every numpy array under ``frame``'s columns read-only (in place) and return it.
+    """Seal every numpy array under ``frame``'s columns (in place) and return it: each becomes
+    a read-only array over memory no view can reopen (:func:`sealed_array`).
 
     Under pandas' copy-on-write, ``frame.values`` and ``to_numpy()`` are read-only views, but
-    ``frame[c].array`` still writes the shared block in place: once frozen, no view of these
-    arrays can be written (numpy refuses to make a view of a read-only array writable), while
-    pandas' own operations copy before writing (copy-on-write)."""
+    ``frame[c].array`` still writes the shared block in place, and a read-only flag alone does
+    not hold: numpy lets anyone set ``writeable`` back on an array that owns its memory, and
+    every view leads to that owner through ``.base``. A sealed array's ``.base`` is a
+    read-only Arrow buffer that hides the allocation under it, so numpy refuses to make it, or
+    any view of it, writable. Object arrays (Python objects cannot live in such a buffer) are
+    only flagged read-only. pandas' own operations copy before writing (copy-on-write)."""
+    import numpy as np
+    import pandas as pd
+
+    for i, (_name, series) in enumerate(frame.items()):
+        values = series._values
+        if isinstance(values, np.ndarray):
+            if values.dtype.hasobject:
+                values.flags.writeable = False  # (kept as it is: no inference of its dtype)
+            elif not _is_sealed(values):
+                frame.isetitem(i, pd.Series(sealed_array(values), index=frame.index, copy=False))
+            continue
+        sealed = _sealed_extension(values)
+        if sealed is not None:
+            frame.isetitem(i, pd.Series(sealed, index=frame.index, copy=False))
+    return frame
+
+
+def _sealed_extension(values: Any) -> Any:
+    """A pandas extension array over sealed copies of its numpy arrays, or None when they are
+    sealed already (or the array keeps none: Arrow-backed). Arrays backed by one ndarray
+    (datetimes, timedeltas, periods, categorical codes, numpy-backed strings) are rebuilt
+    over it, masked arrays (nullable numbers, booleans) over their values and mask; any other
+    kind only has its arrays flagged read-only."""
     import numpy as np
 
-    for block in frame._mgr.blocks:
-        values = block.values
-        arrays = [values] if isinstance(values, np.ndarray) else [
-            getattr(values, name, None) for name in _EA_NDARRAYS]
-        for array in arrays:
-            if isinstance(array, np.ndarray):
-                array.flags.writeable = False
-    return frame
+    backing = getattr(values, "_ndarray", None)
+    if isinstance(backing, np.ndarray) and hasattr(values, "_from_backing_data"):
+        if _is_sealed(backing):
+            return None
+        return values._from_backing_data(sealed_array(backing))
+    data, mask = getattr(values, "_data", None), getattr(values, "_mask", None)
+    if isinstance(data, np.ndarray) and isinstance(mask, np.ndarray):
+        if _is_sealed(data) and _is_sealed(mask):
+            return None
+        return type(values)(sealed_array(data), sealed_array(mask))
+    for name in _EA_NDARRAYS:
+        array = getattr(values, name, None)
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    return None
+
+
+#: the read-only buffers :func:`sealed_array` made (by identity, while they live)
+_SEALED: IdentityMap[bool] = IdentityMap()
+
+
+def sealed_array(array: Any) -> Any:
+    """A read-only copy of a numpy array that nothing can make writable: its memory is a numpy
+    allocation wrapped in a read-only ``pyarrow`` buffer (``pa.foreign_buffer``, which does
+    not hand out what it wraps), so the array's ``.base`` chain ends in a buffer numpy knows
+    to be read-only and ``flags.writeable = True`` is refused on it and on every view. An
+    object array gets a copy flagged read-only (Python objects cannot live in such a buffer:
+    its holder alone can reach it)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if array.dtype.hasobject:  # (a copy of its own, flagged: it can be reopened, but only
+        copied = array.copy()  # the holder of this copy can reach it)
+        copied.flags.writeable = False
+        return copied
+    target = np.empty_like(array, order="K")
+    np.copyto(target, array)
+    frozen = pa.foreign_buffer(target.ctypes.data, target.nbytes, base=target)
+    _SEALED.set(frozen, True)
+    return np.ndarray(target.shape, target.dtype, buffer=frozen, strides=target.strides)
+
+
+def _is_sealed(array: Any) -> bool:
+    """Whether no view of ``array`` can be made writable: its ``.base`` chain ends in a
+    read-only buffer that is not an array (object arrays: never)."""
+    import numpy as np
+
+    if array.dtype.hasobject:
+        return False
+    base = array
+    while isinstance(base, np.ndarray):
+        if base.base is None:
+            return False  # an owner: numpy lets its flag be set back
+        base = base.base
+    return _SEALED.get(base) is not None  # (a read-only view of memory the user can write
+    # elsewhere, np.frombuffer(memoryview(bytearray).toreadonly()), is not sealed)
 
 
 def _pandas_arrow(array: Any) -> bool:
@@ -290,8 +378,11 @@ def _pandas_arrow(array: Any) -> bool:
 
 def _with_arrow(array: Any, chunked: Any) -> Any:
     """A copy of the Arrow-backed pandas ``array`` (same class and dtype) over ``chunked``."""
-    out = copy.copy(array)
+    out = object.__new__(type(array))  # (copy.copy pickles an Arrow string array: 50 ms
+    out.__dict__.update(vars(array))  # at 2M rows, for nothing)
     out._pa_array = chunked
+    if "_cache" in out.__dict__:  # (what pandas derived from the old Arrow data)
+        out._cache = {}
     return out
 
 
@@ -302,33 +393,48 @@ def _mutable_arrow(chunked: Any) -> bool:
 
 
 def own_pandas(frame: Any) -> Any:
-    """dpframe's byte copy of a pandas DataFrame or Series: numpy blocks and extension arrays
-    (nullable, datetime, categorical codes) deep-copied, Arrow-backed columns and an
+    """dpframe's byte copy of a pandas DataFrame or Series: numpy columns and the numpy arrays
+    of extension arrays (nullable, datetime, categorical codes) copied into sealed memory
+    (:func:`freeze_pandas`: no view can reopen them), Arrow-backed columns and an
     Arrow-backed index copied buffer by buffer (:func:`own_arrow`; pandas' deep copy keeps the
     same Arrow array), object columns with every mutable cell deep-copied (:func:`own_cells`),
-    categoricals with their categories copied too; every numpy array frozen
-    (:func:`freeze_pandas`). Serves every engine that holds pandas objects (pandas itself, the
-    ``from_pandas`` leaves of a Dask snapshot)."""
+    categoricals with their categories copied too, the index and the column labels (pandas 3
+    keeps ``str`` labels in a writable Arrow buffer) rebuilt. One copy of each buffer: the
+    frame is copied shallowly first. Serves every engine that holds pandas objects (pandas
+    itself, the ``from_pandas`` leaves of a Dask snapshot)."""
     import numpy as np
     import pandas as pd
 
     if isinstance(frame, pd.Series):
         owned = own_pandas(frame.to_frame(name=0))
         return owned.iloc[:, 0].rename(frame.name)
-    out = frame.copy(deep=True)
+    out = frame.copy(deep=False)
     for i, (_name, series) in enumerate(out.items()):
         array = series.array
         if _pandas_arrow(array):
             out.isetitem(i, _with_arrow(array, own_arrow(array._pa_array)))
         elif series.dtype == np.dtype(object):
-            out.isetitem(i, own_cells(series.to_numpy(copy=False)))
+            out.isetitem(i, _object_column(out, own_cells(series.to_numpy(copy=False))))
         elif isinstance(series.dtype, pd.CategoricalDtype):
             out.isetitem(i, _own_categorical(array))
-    index = out.index.array
-    if _pandas_arrow(index):
-        out.index = pd.Index(_with_arrow(index, own_arrow(index._pa_array)),
-                             name=out.index.name, copy=False)
+    if not isinstance(out.index, pd.RangeIndex):  # (a RangeIndex holds no buffer; its
+        index = out.index.array  # .array would build one of n integers)
+        if _pandas_arrow(index):
+            out.index = pd.Index(_with_arrow(index, own_arrow(index._pa_array)),
+                                 name=out.index.name, copy=False)
+        else:
+            out.index = out.index.copy(deep=True)
+    out.columns = pd.Index(list(out.columns), dtype=out.columns.dtype, name=out.columns.name)
     return freeze_pandas(out)
+
+
+def _object_column(frame: Any, cells: Any) -> Any:
+    """``cells`` as a column of ``frame`` that stays of ``object`` dtype (a bare object ndarray
+    would be inferred: pandas 3 makes strings its ``str`` dtype, through pyarrow, which also
+    fails on a lone surrogate that the strings check refuses with dpframe's own message)."""
+    import pandas as pd
+
+    return pd.Series(cells, index=frame.index, dtype=object, copy=False)
 
 
 def _own_categorical(array: Any) -> Any:
@@ -345,8 +451,7 @@ def _own_categorical(array: Any) -> Any:
     elif values.dtype == np.dtype(object):
         values = own_cells(categories.to_numpy())
     else:
-        values = categories.to_numpy(copy=True)
-        values.flags.writeable = False
+        values = sealed_array(categories.to_numpy())
     owned = pd.Index(values, name=categories.name, copy=False)
     dtype = pd.CategoricalDtype(owned, ordered=array.dtype.ordered)
     return pd.Categorical.from_codes(array.codes, dtype=dtype, validate=False)
@@ -365,7 +470,7 @@ def hand_out_pandas(frame: Any) -> Any:
         if _pandas_arrow(array) and _mutable_arrow(array._pa_array):
             frame.isetitem(i, _with_arrow(array, own_arrow(array._pa_array)))
         elif series.dtype == np.dtype(object):
-            frame.isetitem(i, own_cells(series.to_numpy(copy=False)))
+            frame.isetitem(i, _object_column(frame, own_cells(series.to_numpy(copy=False))))
     return freeze_pandas(frame)
 
 
@@ -451,3 +556,29 @@ def own_polars(frame: Any) -> Any:
             flush()
     flush()
     return pl.DataFrame(columns) if columns else frame.clear()
+
+
+#: The memory of every protected frame in this process (the objects passed to protect, and
+#: dpframe's snapshots), while they live: ``protect`` refuses a second budget over it.
+PROTECTED_MEMORY = MemoryRegistry()
+
+#: Why data that already carries a budget is refused (no value is ever compared to tell).
+LIVE_BUDGET = (
+    "this data already carries a privacy budget in this process (the frame is "
+    "protected, derived from a protected frame, shares its memory, was passed to "
+    "dpf.protect before, or reads files a protected frame reads); protecting it again "
+    "would open a second budget on the same people. Keep querying the protected frame "
+    "(re-running a notebook cell: use the frame from the first run), or use a durable "
+    "dpf.Session(path=...) to continue one budget across runs."
+)
+
+
+def refuse_protected_memory(ranges: Iterable[Range]) -> None:
+    """Refuse (:class:`~dpframe.errors.LedgerError`) memory that overlaps a protected frame's:
+    what a plan collected at protect turned out to hand back (a Python scan or function
+    returning a protected frame's buffers, which its structure does not show). Addresses only:
+    no value is compared."""
+    from dpframe.errors import LedgerError
+
+    if PROTECTED_MEMORY.overlaps(ranges):
+        raise LedgerError(LIVE_BUDGET)

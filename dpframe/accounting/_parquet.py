@@ -1,7 +1,8 @@
 """Parquet export and import of sealed release logs.
 
 A release table's log (:mod:`dpframe.accounting.seals`) is JSON stored in the Parquet file's
-key-value metadata:
+key-value
+metadata:
 
 * pandas: ``DataFrame.to_parquet`` stores ``attrs`` as JSON under ``PANDAS_ATTRS`` and, through
   pyarrow, again under ``attributes`` in the ``pandas`` metadata; a release table's
@@ -32,7 +33,13 @@ from typing import Any
 
 from dpframe.accounting.ledger import LOG_VERSION
 from dpframe.accounting.seals import LEGACY_SCHEMES, RELEASE_ATTRS_KEY, check_seal, release_log_of
-from dpframe.errors import IntegrityError, LedgerError, ParameterError, ReleaseFileError
+from dpframe.errors import (
+    IntegrityError,
+    LedgerError,
+    ParameterError,
+    ReleaseFileError,
+    ReleaseWriteError,
+)
 
 __all__ = ["LOG_KEY", "Metadata", "ReleaseFile", "check_carriers", "check_footer", "find_log",
            "pandas_metadata_of", "read_log", "read_release", "read_release_file",
@@ -81,12 +88,40 @@ def write_parquet(frame: Any, path: str | os.PathLike[str],
                 "dpf.round_release, dpf.rename_release or dpf.sort_release, combine releases "
                 "with dpf.concat_releases)"
             )
+    where = _output_path(path)
     # a pandas copy keeps the stale log in attrs: refuse it here, not when the file is read
     check_seal(document, frame, where="the table")
     table = _to_arrow(frame)
     meta = dict(table.schema.metadata or {})
     meta[LOG_KEY] = json.dumps(document, allow_nan=False).encode()
-    pq.write_table(table.replace_schema_metadata(meta), path)
+    try:
+        pq.write_table(table.replace_schema_metadata(meta), where)
+    except OSError as exc:  # the disk, permissions, a path changed since the check
+        raise ReleaseWriteError(
+            f"could not write {where!r}: {exc.strerror or type(exc).__name__}; choose a path "
+            "in a folder you can write (with room for the file)"
+        ) from None
+
+
+def _output_path(path: Any) -> str:
+    """``path`` as a file path that can be written: not a folder, in a folder that exists
+    (:class:`~dpframe.errors.ParameterError` otherwise, before anything is written)."""
+    try:
+        where = os.fspath(path)
+    except TypeError:
+        raise ParameterError(f"path must be a str or os.PathLike, got {path!r}") from None
+    if isinstance(where, bytes):
+        where = os.fsdecode(where)
+    if not where or os.path.isdir(where) or where.endswith((os.sep, "/")):
+        raise ParameterError(
+            f"{where!r} is a folder; name the file to write inside it, e.g. "
+            f"{os.path.join(where or '.', 'release.parquet')!r}")
+    folder = os.path.dirname(where) or "."
+    if not os.path.isdir(folder):
+        raise ParameterError(
+            f"the folder {folder!r} of {where!r} does not exist (or is not a folder); create "
+            "it first (os.makedirs) or write elsewhere")
+    return where
 
 
 class ReleaseFile:
@@ -104,6 +139,8 @@ class ReleaseFile:
         self.raw_metadata = raw_metadata
         self.column_paths = column_paths
         self.footer = footer
+        #: the footer's ``created_by`` (decoded once by :func:`read_release_file`)
+        self.created_by: str | None = None
 
 
 def read_release_file(path: str | os.PathLike[str], *, values: bool = True) -> ReleaseFile:
@@ -127,6 +164,7 @@ def read_release_file(path: str | os.PathLike[str], *, values: bool = True) -> R
             if not paths or paths[-1] != top:
                 paths.append(top)
         raw = dict(footer.metadata or {})
+        created_by = footer.created_by  # decoded here: a damaged one is a damaged file
     except FileNotFoundError as exc:
         raise ReleaseFileError(f"{where!r}: no such file") from exc
     except PermissionError as exc:
@@ -136,7 +174,9 @@ def read_release_file(path: str | os.PathLike[str], *, values: bool = True) -> R
             f"{where!r} could not be read as a Parquet file ({type(exc).__name__}: "
             f"{_short(exc)}); it is not a release file, or it is truncated or damaged"
         ) from exc
-    return ReleaseFile(Metadata(schema.metadata), table, raw, paths, footer)
+    out = ReleaseFile(Metadata(schema.metadata), table, raw, paths, footer)
+    out.created_by = created_by
+    return out
 
 
 def _short(exc: BaseException) -> str:
@@ -278,7 +318,15 @@ def check_footer(file: ReleaseFile, where: str) -> None:
             "(ARROW:schema); the file was altered"
         )
     if file.table is not None and file.footer is not None:
-        _check_statistics(file.footer, file.table, where)
+        import pyarrow as pa
+
+        try:
+            _check_statistics(file.footer, file.table, where)
+        except (ValueError, TypeError, pa.ArrowException) as exc:  # e.g. undecodable bytes
+            raise IntegrityError(
+                f"{where!r}: the Parquet statistics in the footer cannot be read "
+                f"({type(exc).__name__}); the file was altered or damaged"
+            ) from exc
 
 
 def _check_statistics(footer: Any, table: Any, where: str) -> None:
@@ -390,7 +438,7 @@ def read_log(
         where = os.fsdecode(where)
     checking = verify or key is not None
     file = read_release_file(where, values=checking)
-    doc = find_log(file.metadata, where, created_by=getattr(file.footer, "created_by", None))
+    doc = find_log(file.metadata, where, created_by=file.created_by)
     version = doc.get("version", 0)
     if not isinstance(version, int) or version > LOG_VERSION:
         raise LedgerError(

@@ -319,6 +319,13 @@ def _check_against_head(chain: _Chain, head: dict[str, Any], tail: bytes, where:
     )
 
 
+def _unreadable(where: str, exc: OSError) -> LedgerError:
+    return LedgerError(
+        f"cannot read {where} ({exc.strerror or type(exc).__name__}): give this user read "
+        "permission on the ledger and its head file, or name the ledger's path correctly"
+    )
+
+
 def read_ledger_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Verify a ledger (file and head file) without modifying either.
 
@@ -333,10 +340,14 @@ def read_ledger_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     except FileNotFoundError:
         extra = " (its head file remains: it was deleted)" if head_path(path).exists() else ""
         raise LedgerError(f"ledger file {where} does not exist{extra}") from None
+    except OSError as exc:
+        raise _unreadable(where, exc) from None
     try:
         head_data = head_path(path).read_bytes()
     except FileNotFoundError:
         head_data = b""
+    except OSError as exc:
+        raise _unreadable(str(head_path(path)), exc) from None
     try:
         chain, records, tail = _load(data, where)
         head = _read_head(head_data, where)
@@ -459,6 +470,23 @@ def _ino(st: os.stat_result) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
 
 
+def _open_existing(path: Path, flags: int, ledger: Path) -> int:
+    """``os.open`` of an existing ledger or head file; a file this process may not open
+    (no permission, a read-only file system) is a :class:`LedgerError` naming the fix.
+    ``FileNotFoundError`` passes through (the callers tell what a missing file means)."""
+    try:
+        return os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise LedgerError(
+            f"cannot open {path} of the ledger {ledger} for reading and writing "
+            f"({exc.strerror or type(exc).__name__}): dpframe appends every release to the "
+            "ledger and its head file. Give this user read and write permission on both (and "
+            "a writable file system), or name another ledger path; nothing was read or spent"
+        ) from None
+
+
 def _fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -523,7 +551,7 @@ class DurableLedger(Ledger):
                         with contextlib.suppress(OSError):
                             os.unlink(self.head_path)
                     raise
-            lfd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            lfd = _open_existing(self.path, os.O_RDWR | os.O_CLOEXEC, self.path)
             self._op_fds.append(lfd)
             try:
                 chain, _, _ = _load(self._read_from(lfd, 0), str(self.path))
@@ -560,7 +588,7 @@ class DurableLedger(Ledger):
         """Open the head file afresh by path and hold an exclusive ``flock`` on it."""
         while True:
             try:
-                fd = os.open(self.head_path, os.O_RDWR | os.O_CLOEXEC)
+                fd = _open_existing(self.head_path, os.O_RDWR | os.O_CLOEXEC, self.path)
             except FileNotFoundError:
                 if not create or os.path.lexists(self.path):
                     if os.path.lexists(self.path):
@@ -686,7 +714,8 @@ class DurableLedger(Ledger):
                         "it open; dpframe stops rather than trust either copy"
                     )
                 try:
-                    lfd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+                    lfd = _open_existing(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC,
+                                         self.path)
                 except FileNotFoundError:
                     raise LedgerError(
                         f"the ledger file {self.path} was deleted while this session had it "

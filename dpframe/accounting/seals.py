@@ -18,7 +18,8 @@ from, as of its release, plus a ``seal``::
 * ``seal.digest`` is the SHA-256 of ``"dpframe-release-v3" ‖ canonical JSON of the document
   without "seal", "entries" and "keys" ‖ the entries chain ‖ the keys chain ‖ seal.table``
   (:func:`_message`; the chains of :mod:`dpframe.accounting._log_entries` bind every entry and key
-  list, and a ledger snapshot carries them, so sealing is O(1) in the ledger's history): changing a
+  list,
+  and a ledger snapshot carries them, so sealing is O(1) in the ledger's history): changing a
   value, a column name, the index, or anything in the log (an ε, a scale, an entry) changes
   it. Files sealed with ``dpframe-release-v2``/``-v1`` (the whole log hashed at each seal; the
   table digest without the pandas metadata) are still verified as they were sealed;
@@ -39,9 +40,10 @@ Where the log lives:
   table's log, whose digest then no longer matches the values (``read_log`` raises
   :class:`~dpframe.errors.IntegrityError`) instead of silently writing a file with no log. Use
   :func:`dpframe.accounting._release_tables.concat_releases` to build a combined table with a valid
-  seal, and the post-processing functions of :mod:`dpframe.accounting._release_tables` (round,
-  rename, sort),
-  which record their step in the log the seal covers.
+  seal, and
+  the post-processing functions of :mod:`dpframe.accounting._release_tables` (round, rename, sort),
+  which
+  record their step in the log the seal covers.
 * Polars: remembered by object identity (Polars frames carry no metadata);
   ``table.dp.write_parquet(path)`` writes it. ``pl.concat`` gives a new frame with no log, which
   ``dp.write_parquet`` refuses to write.
@@ -58,6 +60,7 @@ import json
 import math
 from typing import Any
 
+from dpframe._util.forking import check_polars_usable
 from dpframe._util.identity import IdentityMap
 from dpframe.accounting._log_entries import canonical_json, detached, entries_digest, keys_digest
 from dpframe.errors import IntegrityError, ParameterError
@@ -149,6 +152,7 @@ def _arrow_of(frame: Any) -> Any:
             frame = frame.copy(deep=False)
             frame.attrs = {}
         return pa.Table.from_pandas(frame)
+    check_polars_usable()  # a Polars table: its export would hang in a fork child
     if type(frame).__name__ == "LazyFrame":
         frame = frame.collect()
     return frame.to_arrow()
@@ -319,7 +323,8 @@ def _message(document: dict[str, Any], table_hash: str, scheme: str = SEAL_SCHEM
     ``dpframe-release-v3``: ``scheme ‖ 0 ‖ canonical JSON of the document without "seal",
     "entries" and "keys" ‖ 0 ‖ entries chain ‖ 0 ‖ keys chain ‖ 0 ‖ table digest``, the chains
     of :mod:`dpframe.accounting._log_entries`: the log's entries and key lists are covered by
-    reference, so sealing costs O(1) in the history when the document comes from a ledger snapshot
+    reference,
+    so sealing costs O(1) in the history when the document comes from a ledger snapshot
     (which carries both chains) and O(entries) otherwise (a verifier recomputes them).
     Older schemes: ``scheme ‖ 0 ‖ canonical JSON of the document without "seal" ‖ 0 ‖ table
     digest``."""

@@ -13,7 +13,7 @@ are the narwhals answers that hold for the lazy engines.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -162,6 +162,15 @@ class Backend:
     def protected(self, frame: Any) -> None:
         """Called once ``frame`` is protected (Dask: its expressions leave Dask's table of live
         expressions, so equal values built later get expressions of their own)."""
+
+    def pass_hooks(self) -> tuple[Callable[[], None] | None, Callable[[], None] | None] | None:
+        """How a release's engine passes run: None in this process, directly (no thread, no
+        timeout: in-process engines); else ``(enter, cancel)`` for
+        :func:`dpframe.release._pipeline.engine_pass`, which runs each pass in a thread under the
+        engine
+        timeout (``enter`` in that thread first, ``cancel`` when the wait gives up; either may
+        be None) -- engines whose workers can all die (Dask, Spark)."""
+        return None
 
     def can_hold_missing(self, dtype: Any) -> bool:
         """Whether a column of this dtype can hold a missing value (null or NaN): a schema

@@ -222,6 +222,17 @@ def _as_pandas(frame: Any) -> Any:
     return frame if hasattr(frame, "iloc") else frame.to_pandas()
 
 
+def _demo_output(output: str | Path) -> Path:
+    """The demo's output file, refused before anything is released if it is a folder."""
+    from dpframe.errors import ParameterError
+
+    path = Path(output)
+    if path.name in ("", ".", "..") or path.is_dir():
+        raise ParameterError(f"--output {str(path)!r} is a folder; name the Parquet file to "
+                             f"write inside it (e.g. {str(path / 'release.parquet')!r})")
+    return path
+
+
 def run_demo(
     rows: int = 1_000_000,
     epsilon: float = 1.0,
@@ -251,7 +262,7 @@ def run_demo(
         raise ParameterError(f"backend must be 'pandas' or 'polars', got {backend!r}")
     polars = backend == "polars"
     out = sys.stdout if out is None else out
-    output = Path(output)
+    output = _demo_output(output)
     seeded: dict[str, Any] = {} if noise_seed is None else {"random_state": noise_seed}
     eps = {step: epsilon * share for step, share in _SHARES.items()}
 

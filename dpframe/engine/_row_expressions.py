@@ -176,7 +176,8 @@ def group_positions(found_columns: Sequence[Sequence[Any]], cols: Sequence[str],
     def norm(values: Sequence[Any], is_float: bool) -> list[Any]:
         return [float(v) if v is not None else v for v in values] if is_float else list(values)
 
-    found_cols = [norm(values, f) for values, f in zip(found_columns, floats, strict=True)]
+    found_cols = [_as_timedeltas(norm(values, f))
+                  for values, f in zip(found_columns, floats, strict=True)]
     if len(cols) == 1:
         import pandas as pd
 
@@ -188,6 +189,28 @@ def group_positions(found_columns: Sequence[Sequence[Any]], cols: Sequence[str],
     lookup = {row: i for i, row in enumerate(zip(*found_cols, strict=True))}
     order = zip(*(norm([k[i] for k in tuples], f) for i, f in enumerate(floats)), strict=True)
     return np.array([lookup.get(key, -1) for key in order], dtype=np.int64)
+
+
+def _as_timedeltas(values: list[Any]) -> list[Any]:
+    """An engine's interval group values (Arrow ``month_day_nano_interval``, as DuckDB gives
+    an INTERVAL column: ``pyarrow.MonthDayNano``) as the ``datetime.timedelta`` keys they
+    equal; an interval no timedelta equals (months, or finer than a microsecond) stays as it
+    is and matches no key. Total: only the type of the column's values is looked at to decide,
+    and every value converts."""
+    first = next((v for v in values if v is not None), None)
+    if type(first).__name__ != "MonthDayNano":
+        return values
+    import datetime
+
+    def one(v: Any) -> Any:
+        if v is None or v.months or v.nanoseconds % 1000:
+            return v
+        try:
+            return datetime.timedelta(days=v.days, microseconds=v.nanoseconds // 1000)
+        except OverflowError:  # beyond timedelta's range: no key equals it
+            return v
+
+    return [one(v) for v in values]
 
 
 def as_float_if(dtype: Any, value: Any) -> Any:

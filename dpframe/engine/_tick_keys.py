@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["arrow_ticks", "column_kind", "key_tick", "partitions_with_ticks", "series_ticks",
-           "with_ticks"]
+__all__ = ["arrow_ticks", "column_kind", "duration_tick", "key_tick", "partitions_with_ticks",
+           "series_ticks", "temporal_key_fits", "with_ticks"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _EPOCH.replace(tzinfo=dt.UTC)
@@ -143,3 +143,59 @@ def key_tick(value: Any, kind: Any) -> int | None:
         return tick if _INT64[0] <= tick <= _INT64[1] else None
     except Exception:  # a key of an unusual type: it matches no row
         return None
+
+
+def duration_tick(value: Any, unit: str) -> int | None:
+    """The tick (``unit``s) a declared key stands for in a Duration column, or None if it is
+    not a ``datetime.timedelta`` (``pandas.Timedelta`` included) or has no exact tick there.
+    Public arithmetic on the key; total."""
+    try:
+        if not isinstance(value, dt.timedelta):
+            return None
+        nanos = int(getattr(value, "nanoseconds", 0) or 0)
+        total = ((value.days * 86_400 + value.seconds) * 1_000_000
+                 + value.microseconds) * 1_000 + nanos
+        per = NS_PER_TICK[unit]
+        if total % per:
+            return None
+        tick = total // per
+        return tick if _INT64[0] <= tick <= _INT64[1] else None
+    except Exception:
+        return None
+
+
+def temporal_key_fits(value: Any, dtype: Any) -> bool:
+    """A declared key is of the kind of a temporal column of narwhals dtype ``dtype`` and the
+    column can hold it exactly, from the key and the dtype alone (never the data):
+
+    - Date: a ``datetime.date`` that is not a ``datetime.datetime``;
+    - Datetime: a ``datetime.datetime`` (``pandas.Timestamp`` included), naive for a naive
+      column and aware (any zone: the same instant) for a zoned one, at a whole tick of the
+      column's unit and within its int64 range;
+    - Duration: a ``datetime.timedelta`` (``pandas.Timedelta`` included), likewise;
+    - Time: a naive ``datetime.time``.
+
+    numpy ``datetime64``/``timedelta64`` scalars do not fit (engines convert them
+    differently). Anything else does not fit."""
+    import narwhals.stable.v2 as nw
+    import pyarrow as pa
+
+    if isinstance(value, np.generic):
+        return False
+    if dtype == nw.Date:
+        return (isinstance(value, dt.date) and not isinstance(value, dt.datetime)
+                and key_tick(value, pa.date32()) is not None)
+    if dtype == nw.Datetime:
+        if not isinstance(value, dt.datetime):
+            return False
+        try:
+            kind = pa.timestamp(dtype.time_unit, tz=dtype.time_zone)
+        except Exception:  # a zone Arrow does not know: its keys still need a zone
+            kind = pa.timestamp(dtype.time_unit, tz="UTC") if dtype.time_zone else \
+                pa.timestamp(dtype.time_unit)
+        return key_tick(value, kind) is not None
+    if dtype == nw.Duration:
+        return duration_tick(value, dtype.time_unit) is not None
+    if dtype == nw.Time:
+        return isinstance(value, dt.time) and value.tzinfo is None
+    return False

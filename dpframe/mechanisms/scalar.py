@@ -82,7 +82,10 @@ def _pieces(domain: FeasibleSet, q: float, b: float
         if not length > 0:
             masses.append(-math.inf)
             continue
-        mass = float(np.log(-np.expm1(-length / b))) + LOG_HALF
+        # -expm1(-length/b) is 0 when length/b underflows (a subnormal length, b > 2): its
+        # log is -inf, as the array path's np.log gives under errstate, without the warning
+        share = -float(np.expm1(-length / b))
+        mass = (float(np.log(share)) if share > 0.0 else -math.inf) + LOG_HALF
         if by_distance:
             mass -= abs(anchor - q) / b
         masses.append(mass)

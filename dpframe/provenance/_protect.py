@@ -20,8 +20,8 @@ How a frame is recognised (no data is read, no lengths or values are compared):
 * Polars ``DataFrame``: the exact objects returned by :func:`protect` and ``.dp`` derivations
   are registered by identity; any other eager frame has no protected root.
 * Polars ``LazyFrame``: the plan is walked (:mod:`dpframe.provenance._derivations`) down to the
-  nearest dpframe marker, verifying every step above it, so native
-  ``lf.filter(...).with_columns(...)``
+  nearest
+  dpframe marker, verifying every step above it, so native ``lf.filter(...).with_columns(...)``
   chains work.
 """
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from dpframe._util.identity import IdentityMap
-from dpframe._util.memory import MemoryRegistry, anchored_series, buffer_ranges
+from dpframe._util.memory import LIVE_BUDGET, PROTECTED_MEMORY, anchored_series, buffer_ranges
 from dpframe._util.polars_plan import plan_sources
 from dpframe._validation import is_real_number
 from dpframe.accounting.ledger import Budget, Ledger
@@ -208,8 +208,8 @@ def validate_missing(
 class SourceBinding:
     """The files a lazy source reads, bound by their content: path → (size, mtime, device,
     inode) and path → SHA-256 of every byte (:func:`dpframe.provenance._sources.file_digest`),
-    recorded at protect time and checked before every release. ``recount``: the source is not made
-    of
+    recorded
+    at protect time and checked before every release. ``recount``: the source is not made of
     files dpframe can identify, so its row count is re-read instead. ``lister``: for engines
     that fix their file list in the plan (Spark), asks the engine for the list it will read
     now (None: it no longer can), compared with the recorded one; ``patterns`` (globs and
@@ -759,7 +759,7 @@ def _engine_paths(frame: Any, backend: Backend) -> list[str]:
 
 
 #: the memory of protected frames (the objects passed to protect, and dpframe's snapshots)
-_memory = MemoryRegistry()
+_memory = PROTECTED_MEMORY
 
 
 def _refuse_live(frame: Any, backend: Backend) -> None:
@@ -796,14 +796,7 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
         with _registry_lock:
             live = not names.isdisjoint(_lineages)
     if live:
-        raise LedgerError(
-            "this data already carries a privacy budget in this process (the frame is "
-            "protected, derived from a protected frame, shares its memory, was passed to "
-            "dpf.protect before, or reads files a protected frame reads); protecting it again "
-            "would open a second budget on the same people. Keep querying the protected frame "
-            "(re-running a notebook cell: use the frame from the first run), or use a durable "
-            "dpf.Session(path=...) to continue one budget across runs."
-        )
+        raise LedgerError(LIVE_BUDGET)
 
 
 def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:
@@ -922,6 +915,8 @@ def protect(
     unless a privacy unit is declared (then its number of units is).
     pandas: a shallow copy whose ``attrs`` carry the budget handle. Polars ``DataFrame``: the
     same object, registered. Polars ``LazyFrame``: the same plan with a dpframe marker on top.
+    Whatever the type, releases read dpframe's own byte copy taken here (a LazyFrame that
+    reads in-memory frames is collected once into it), never the object passed in.
 
     Raises
     ------

@@ -136,6 +136,10 @@ def _reference(text: str) -> tuple[str, str]:
 def _key_json(k: Any) -> Any:
     if isinstance(k, bool | int | float | str):
         return k
-    if hasattr(k, "item"):
-        return k.item()
+    if hasattr(k, "item"):  # a numpy scalar: its Python value, if JSON has one
+        try:
+            v = k.item()
+        except Exception:
+            return str(k)
+        return v if isinstance(v, bool | int | float | str) else str(v)
     return str(k)

@@ -1,8 +1,9 @@
 """The one release pipeline. Every statistic — count, sum, mean, variance, std, proportions,
 cov/corr, describe, group-by, batch release — goes through :func:`run`:
 
-1. **provenance** (:func:`dpframe.provenance._protect.resolve`): the verified facts of the frame and
-   the ledger its rows came from; unverifiable derivations and frames with no protected root are
+1. **provenance** (:func:`dpframe.provenance._protect.resolve`): the verified facts of the frame
+   and the
+   ledger its rows came from; unverifiable derivations and frames with no protected root are
    refused here;
 2. **arguments** (:func:`check_request`): ε, δ, mechanism, weights, random state, group keys;
 3. **plan**: each query's measurements from public facts only (bounds, missing-value policy,
@@ -49,6 +50,7 @@ from dpframe.accounting._log_schema import LogRecord
 from dpframe.backends import Backend, backend_of
 from dpframe.engine import _aggregation as engine
 from dpframe.engine._bounding import Bounding, release_seed
+from dpframe.engine._tick_keys import temporal_key_fits
 from dpframe.errors import (
     BoundsError,
     EngineTimeoutError,
@@ -168,7 +170,17 @@ def _check_weights(names: list[str], weights: Any) -> tuple[float, ...]:
     if any(not math.isfinite(w) or w <= 0 for w in vals):
         raise ParameterError(f"weights must be finite and > 0, got {raw!r}")
     total = sum(vals)
-    return tuple(w / total for w in vals)
+    if not math.isfinite(total):  # e.g. [1e308, 1e308]: the same shares, scaled down first
+        top = max(vals)
+        vals = [w / top for w in vals]
+        total = sum(vals)
+    shares = tuple(w / total for w in vals)
+    zero = [n for n, share in zip(names, shares, strict=True) if not share > 0.0]
+    if zero:
+        raise ParameterError(
+            f"weights {raw!r} give {zero} a share of epsilon that is 0 in floating point; "
+            "use weights within a factor of about 1e300 of each other")
+    return shares
 
 
 def _check_random_state(random_state: Any) -> tuple[np.random.Generator | None, str]:
@@ -323,7 +335,11 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
     import narwhals.stable.v2 as nw
 
     kinds = key_kinds(keys)  # one pass in C: the common cases need no per-key Python
-    if dtype.is_integer():
+    hint = "keys of the column's type (and, for an Enum, among its categories)"
+    special = _bad_special_keys(dtype, keys)
+    if special is not None:
+        bad, hint = special
+    elif dtype.is_integer():
         # an integer column holds only integers of its width: a float or out-of-range key can
         # never match (and Polars refuses to compare them, after the reservation)
         try:
@@ -339,9 +355,13 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
                    or not isinstance(k, int | np.integer)
                    or (lo is not None and hi is not None and not lo <= int(k) <= hi)]
     elif dtype.is_numeric():
-        bad = [] if kinds <= {int, float} else [
+        # (integers a double holds exactly: a wider one would match another value, or
+        # overflow in the engine)
+        bad = [] if kinds == {float} or (kinds == {int} and min(keys) >= -2**53
+                                         and max(keys) <= 2**53) else [
             k for k in keys if isinstance(k, bool | np.bool_)
-            or not isinstance(k, int | float | np.number)]
+            or not isinstance(k, int | float | np.number)
+            or (isinstance(k, int | np.integer) and not _float_exact(k))]
     elif dtype in (nw.String, nw.Categorical) or isinstance(dtype, nw.Enum):
         bad = [] if kinds == {str} else [k for k in keys if not isinstance(k, str)]
         if isinstance(dtype, nw.Enum) and not bad:
@@ -351,11 +371,104 @@ def _check_key_kinds(dtype: Any, column: str, keys: Sequence[Any]) -> None:
         bad = [k for k in keys if not isinstance(k, bool | np.bool_)]
     else:
         bad = []
+    if not bad:
+        bad = _wider_than_64_bits(keys, kinds)
+        if bad:
+            hint = ("integer keys within 64 bits (int64, or uint64 when none is negative): "
+                    "the result table holds the keys as a column")
     if bad:
         raise ParameterError(
-            f"group keys {bad!r} do not match column {column!r} of dtype {dtype}; declare keys "
-            "of the column's type (and, for an Enum, among its categories)"
+            f"group keys {bad[:5]!r}{' (and more)' if len(bad) > 5 else ''} do not match "
+            f"column {column!r} of dtype {dtype}; declare {hint}"
         )
+
+
+def _bad_special_keys(dtype: Any, keys: Sequence[Any]) -> tuple[list[Any], str] | None:
+    """For a temporal, Decimal, Binary, nested or untyped column: the keys it refuses and
+    the hint; None for the other dtypes."""
+    import narwhals.stable.v2 as nw
+
+    if dtype.is_temporal():
+        # a key of another kind (naive against zoned, a datetime for a date, a string) or one
+        # the column cannot hold (finer than its unit, out of its range): engines differ
+        # (no match, a cast, an error after the reservation), so it is refused here
+        bad = _bad_temporal_keys(dtype, keys)
+        if not bad and dtype == nw.Datetime and dtype.time_zone and len(
+                {_zone_id(k.tzinfo) for k in keys}) > 1:
+            bad = list(keys)  # Polars cannot build one key list of several zones
+        hint = ("keys of the column's kind that it can hold: dates (datetime.date) for a "
+                "Date column; datetime.datetime or pandas.Timestamp for a Datetime column, "
+                "naive for a naive column and with a time zone for a zoned one (one zone for "
+                "all the keys of a column), at the column's resolution (e.g. "
+                "list(pd.DatetimeIndex(keys)) for numpy datetime64 values); "
+                "datetime.timedelta for a Duration column; datetime.time for a Time column")
+        return bad, hint
+    if dtype == nw.Decimal:
+        # integers the decimal's precision can hold (Polars refuses floats and wider ints)
+        digits = getattr(dtype, "precision", None), getattr(dtype, "scale", None)
+        limit = (10 ** (digits[0] - digits[1]) if isinstance(digits[0], int)
+                 and isinstance(digits[1], int) else None)
+        bad = [k for k in keys if isinstance(k, bool | np.bool_)
+               or not isinstance(k, int | np.integer)
+               or (limit is not None and not -limit < int(k) < limit)]
+        hint = "integer keys within the decimal's precision (cast the column to a float to use " \
+            "fractional keys)"
+        return bad, hint
+    if dtype == nw.Binary:
+        return [k for k in keys if not isinstance(k, bytes)], "bytes keys for a Binary column"
+    if dtype.is_nested():  # engines cannot compare a list or struct with a key
+        return list(keys), ("keys of a column of scalars: a List, Array or Struct column "
+                            "cannot be grouped by declared keys (group by a scalar column "
+                            "derived from it)")
+    if dtype == nw.Unknown:  # a type dpframe cannot match keys against (DuckDB TIME_NS)
+        return list(keys), ("keys of a column whose type dpframe knows: cast the column "
+                            "first (e.g. DuckDB TIME_NS to TIME)")
+    return None
+
+
+def _bad_temporal_keys(dtype: Any, keys: Sequence[Any]) -> list[Any]:
+    """:func:`~dpframe.engine._tick_keys.temporal_key_fits` over the keys, with fast paths for the
+    common lists (every Python date fits a Date column, every Python datetime of the right
+    zone-ness a microsecond Datetime column: one cheap pass instead of the tick arithmetic)."""
+    import narwhals.stable.v2 as nw
+
+    kinds = key_kinds(keys)
+    if dtype == nw.Date and kinds == {_dt.date}:
+        return []
+    if dtype == nw.Datetime and kinds == {_dt.datetime} and dtype.time_unit == "us":
+        if dtype.time_zone:  # aware (a tzinfo whose offset is None is not)
+            return [k for k in keys if k.utcoffset() is None]
+        return [k for k in keys if k.tzinfo is not None]
+    return [k for k in keys if not temporal_key_fits(k, dtype)]
+
+
+def _wider_than_64_bits(keys: Sequence[Any], kinds: frozenset[type]) -> list[Any]:
+    """Integer keys that no 64-bit integer column holds together (Arrow, pandas and Polars
+    build the result's key column from them: a wider key failed after the read)."""
+    if not any(issubclass(k, int | np.integer) and not issubclass(k, bool | np.bool_)
+               for k in kinds):
+        return []
+    ints = keys if kinds == {int} else [k for k in keys if isinstance(k, int | np.integer)
+                                        and not isinstance(k, bool | np.bool_)]
+    low, high = int(min(ints)), int(max(ints))
+    if (low >= -(2**63) and high < 2**63) or (low >= 0 and high < 2**64):
+        return []
+    return [k for k in ints if not -(2**63) <= int(k) < 2**63] if low < 0 else [
+        k for k in ints if not 0 <= int(k) < 2**64]
+
+
+def _zone_id(zone: Any) -> str:
+    """Which time zone a key's ``tzinfo`` names (its IANA name where it has one)."""
+    name = getattr(zone, "key", None) or getattr(zone, "zone", None)
+    return str(name) if name else repr(zone)
+
+
+def _float_exact(key: Any) -> bool:
+    """An integer key of a float column is a double exactly."""
+    try:
+        return float(key) == int(key)
+    except OverflowError:
+        return False
 
 
 @dataclass
@@ -806,7 +919,7 @@ def run(
         mechanism=mechanism, random_state=random_state, group_by=group_by, keys=keys, ci=ci,
         selection_share=selection_share)
     dataset = facts.dataset
-    cluster = _cluster_hooks(frame)  # Dask, Spark: each engine pass under the engine timeout
+    cluster = backend_of(frame).pass_hooks()  # Dask, Spark: each pass under the engine timeout
     timeout = engine_timeout() if cluster is not None else None
     engine_pass(cluster, timeout, dataset.check_unchanged, spent=None)
     ledger = dataset.ledger
@@ -926,19 +1039,6 @@ def engine_timeout() -> float:
             f"the environment variable {ENGINE_TIMEOUT} must be a positive number of seconds "
             f"(default {_DEFAULT_TIMEOUT:g}), got {text!r}. Nothing was read or spent.")
     return value
-
-
-def _cluster_hooks(frame: Any) -> tuple[Callable[[], None] | None,
-                                       Callable[[], None] | None] | None:
-    """The ``(enter, cancel)`` hooks of :func:`engine_pass` for an engine that may run on a
-    cluster whose workers can all die (Dask, Spark); None for in-process engines, whose
-    passes run directly (no thread, no timeout)."""
-    family = backend_of(frame).family
-    if family == "spark":
-        from dpframe.backends.spark._sql import job_group
-
-        return job_group() or (None, None)
-    return (None, None) if family == "dask" else None
 
 
 def _timeout_text(timeout: float | None, engine_name: str) -> str:

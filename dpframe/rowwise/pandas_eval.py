@@ -41,12 +41,15 @@ def apply_step(frame: Any, kind: str, predicate: RowExpr | None,
 
     trees = [predicate] if predicate is not None else [e for _, e in columns]
     data = to_polars_columns(frame, _read_columns(trees), schema)
+    height = len(frame)
     if kind == "filter":
         assert predicate is not None
-        # (with_columns broadcasts a literal predicate to every row; select would not)
+        # (with_columns broadcasts a literal predicate to every row; select would not; and
+        # _broadcast makes sure of it whatever the expression reads)
         mask = polars_target.apply_step(data, "with_columns", None,
                                         [("__dp_mask", predicate)])
-        return frame[mask.get_column("__dp_mask").fill_null(False).to_numpy()]
+        keep = _broadcast(mask.get_column("__dp_mask"), height).fill_null(False)
+        return frame[keep.to_numpy()]
     computed = [(name, e) for name, e in columns if not isinstance(e, Col)]
     values = polars_target.apply_step(data, "with_columns", None, [
         (f"__dp_{i}", e) for i, (_, e) in enumerate(computed)]) if computed else None
@@ -57,7 +60,8 @@ def apply_step(frame: Any, kind: str, predicate: RowExpr | None,
             out[name] = frame[e.name]
         else:
             assert values is not None
-            out[name] = from_polars(values.get_column(f"__dp_{done}"), frame.index)
+            out[name] = from_polars(_broadcast(values.get_column(f"__dp_{done}"), height),
+                                    frame.index)
             done += 1
     if kind == "select":
         return pd.DataFrame(out, index=frame.index)
@@ -65,6 +69,18 @@ def apply_step(frame: Any, kind: str, predicate: RowExpr | None,
     for name, series in out.items():
         result[name] = series
     return result
+
+
+def _broadcast(series: Any, height: int) -> Any:
+    """A computed column at the frame's height: a scalar result (an expression reading no
+    column: a literal, a comparison of literals) repeated on every row, so the step is total
+    by construction, not by how the engine happens to broadcast. Any other length is a bug
+    (the caller's safety net reports it)."""
+    if len(series) == height:
+        return series
+    if len(series) == 1:
+        return series.new_from_index(0, height) if height else series.clear()
+    raise AssertionError("a row-wise expression gave a column of another height")
 
 
 def _read_columns(trees: Sequence[RowExpr]) -> list[str]:

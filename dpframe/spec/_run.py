@@ -25,8 +25,8 @@ import glob
 import json
 import math
 import os
+import secrets
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Mapping
@@ -252,6 +252,7 @@ def check_output(spec: ReleaseSpec, target: Path, files: list[str],
     compared after resolving symlinks and ``..``, and by inode where both files exist."""
     from dpframe.accounting.durable import head_path
 
+    _check_output_place(spec, target, from_arguments=from_arguments)
     ledger = spec.ledger
     taken: list[tuple[Path, str]] = [
         (ledger, f"the ledger file {ledger} (privacy.ledger)"),
@@ -285,6 +286,129 @@ def check_output(spec: ReleaseSpec, target: Path, files: list[str],
     if from_arguments:
         raise SpecError(message.replace("the output", "--output", 1), source="arguments")
     raise spec.error(("output", "path"), message)
+
+
+def _output_error(spec: ReleaseSpec, message: str, from_arguments: bool) -> SpecError:
+    if from_arguments:
+        return SpecError(message.replace("output.path", "--output", 1), source="arguments")
+    return spec.error(("output", "path"), message)
+
+
+def _check_output_place(spec: ReleaseSpec, target: Path, *, from_arguments: bool) -> None:
+    """The output names a file, not a folder, in a folder that exists or can be created:
+    from paths alone, before anything is read, created or spent."""
+    if target.name in ("", ".", "..") or target.is_dir():
+        raise _output_error(spec, (
+            f"output.path {str(target)!r} is a folder; name the file to write inside it "
+            f"(e.g. {str(target / 'release.parquet')!r}). Nothing was read or spent."),
+            from_arguments)
+    for folder in (target.parent, *target.parent.parents):
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                raise _output_error(spec, (
+                    f"output.path {str(target)!r} is inside {str(folder)!r}, which is not a "
+                    "folder (or a link to a missing one); choose an output in a folder. "
+                    "Nothing was read or spent."), from_arguments)
+            break
+
+
+class _OutputFolder:
+    """The output's folder, opened once before anything is spent (``O_DIRECTORY``, its
+    symlinks resolved at that moment, the last one refused by ``O_NOFOLLOW``): every write of
+    the run (the output, ``<output>.partial``) creates its temporary file and renames it
+    relative to this descriptor, so a folder moved or swapped for a symlink during the run
+    cannot redirect the write onto another file (the ledger, say)."""
+
+    def __init__(self, spec: ReleaseSpec, target: Path, *, from_arguments: bool) -> None:
+        folder = _resolved(target.parent)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                              | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise _output_error(spec, (
+                f"output.path {str(target)!r}: its folder {str(folder)!r} cannot be created "
+                f"or opened ({exc.strerror or type(exc).__name__}); choose a folder you can "
+                "write. Nothing was read or spent."), from_arguments) from None
+        self.folder = folder
+        self.name = target.name
+        try:
+            st: os.stat_result | None = os.stat(self.name, dir_fd=self.fd,
+                                                follow_symlinks=False)
+        except OSError:
+            st = None
+        import stat
+
+        if st is not None and stat.S_ISDIR(st.st_mode):  # a folder made since the check
+            self.close()
+            raise _output_error(spec, (
+                f"output.path {str(target)!r} is a folder; name the file to write inside "
+                "it. Nothing was read or spent."), from_arguments)
+        if self._is_ledger(spec, st):  # the folder was swapped since check_output
+            self.close()
+            raise _output_error(spec, (
+                f"output.path {str(target)!r} now names the ledger {spec.ledger} or its head "
+                "file (a folder changed since the check); choose another output path. "
+                "Nothing was read or spent."), from_arguments)
+        if not os.access(".", os.W_OK | os.X_OK, dir_fd=self.fd):
+            self.close()
+            raise _output_error(spec, (
+                f"output.path {str(target)!r}: the folder {str(folder)!r} is not writable; "
+                "choose a folder you can write. Nothing was read or spent."), from_arguments)
+
+    def _is_ledger(self, spec: ReleaseSpec, st: os.stat_result | None) -> bool:
+        """The opened folder and name are the ledger's or its head file's (by inode)."""
+        from dpframe.accounting.durable import head_path
+
+        here = os.fstat(self.fd)
+        for path in (spec.ledger, head_path(spec.ledger)):
+            try:
+                parent = os.stat(path.parent)
+                if (parent.st_dev, parent.st_ino) == (here.st_dev, here.st_ino) and \
+                        path.name == self.name:
+                    return True
+                other = os.stat(path)
+            except OSError:
+                continue
+            if st is not None and (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                return True
+        return False
+
+    def write(self, name: str, table: Any) -> None:
+        """Write ``table`` (Arrow) as Parquet to ``name`` in the folder, atomically: a new
+        temporary file beside it (``O_EXCL | O_NOFOLLOW``), then ``os.replace``, both
+        relative to the folder's descriptor."""
+        import pyarrow.parquet as pq
+
+        tmp = None
+        try:
+            for _ in range(100):
+                candidate = f"{name}.{secrets.token_hex(6)}.tmp"
+                try:
+                    fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                 | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600,
+                                 dir_fd=self.fd)
+                except FileExistsError:
+                    continue
+                tmp = candidate
+                break
+            else:  # pragma: no cover - 100 collisions of 48 random bits
+                raise FileExistsError(f"no free temporary name for {name} in {self.folder}")
+            with os.fdopen(fd, "wb") as fh:
+                pq.write_table(table, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+            tmp = None
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp, dir_fd=self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def ledger_status(spec: ReleaseSpec, expect_head: str | None = None) -> dict[str, Any]:
@@ -505,13 +629,12 @@ def _long_rows(query: str, group_by: str | None, table: Any) -> list[dict[str, A
     return release_rows(query, table)
 
 
-def _write(path: Path, rows: list[dict[str, Any]], documents: list[dict[str, Any]],
-           spec_text: str) -> Any:
+def _write(folder: _OutputFolder, name: str, rows: list[dict[str, Any]],
+           documents: list[dict[str, Any]], spec_text: str) -> Any:
     """Write the long table with a sealed log (:mod:`dpframe.accounting.seals`): the latest of the
     releases' logs, naming all their release ids, sealed to exactly the values written; the
     spec's text goes along under ``dpframe.spec._parse``. Atomic (temporary file, then rename)."""
     import polars as pl
-    import pyarrow.parquet as pq
 
     from dpframe.accounting._parquet import LOG_KEY
     from dpframe.accounting.seals import sealed_document
@@ -534,15 +657,7 @@ def _write(path: Path, rows: list[dict[str, Any]], documents: list[dict[str, Any
         table = table.replace_schema_metadata({
             **(table.schema.metadata or {}),
             LOG_KEY: json.dumps(sealed, allow_nan=False).encode()})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    folder.write(name, table)
     return frame.to_pandas()
 
 
@@ -564,7 +679,7 @@ def _check_run_budget(spec: ReleaseSpec, plan: Any, session: Any, remaining: Any
 
 
 def _release_all(spec: ReleaseSpec, pf: Any, by_name: Mapping[str, Any], rng: Any,
-                 target: Path, out: Any
+                 target: Path, folder: _OutputFolder, out: Any
                  ) -> tuple[list[dict[str, Any]], dict[str, float], list[dict[str, Any]]]:
     """Release every query of the spec: the long table's rows, the ε spent per query and the
     log documents. If a release fails, what was released before it (and spent) is written to
@@ -598,7 +713,7 @@ def _release_all(spec: ReleaseSpec, pf: Any, by_name: Mapping[str, Any], rng: An
     except BaseException:
         if rows:  # what was released (and spent) is not lost
             partial = target.with_name(target.name + ".partial")
-            _write(partial, rows, documents, spec.text)
+            _write(folder, partial.name, rows, documents, spec.text)
             print(f"  the queries released so far are in {partial}", file=out)
         raise
     return rows, spent, documents
@@ -616,11 +731,11 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
     deleted or diverged is refused before any data is read. After ``protect`` and before the
     first release, the input files must still be the ones checked (:func:`_check_unchanged`);
     from then on every release checks them again (:class:`~dpframe.errors.SourceChangedError`,
-    before anything is spent). The output is written atomically (a temporary file in its
-    folder, then ``os.replace``)."""
+    before anything is spent). The output's folder is opened (created if missing) before
+    anything is spent, and the output is written atomically relative to it (a temporary file
+    in it, then ``os.replace``; :class:`_OutputFolder`)."""
     import numpy as np
 
-    import dpframe as dpf
 
     out = sys.stdout if out is None else out
     t0 = time.perf_counter()
@@ -638,6 +753,20 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
     else:  # CSV with target accuracies: their ε needs n, known once protect has counted it
         check_schema(spec, facts)
     rng = None if random_state is None else np.random.default_rng(random_state)
+    # the output's folder, opened (created if missing) before anything is spent; every write
+    # of the run goes through it
+    folder = _OutputFolder(spec, target, from_arguments=output is not None)
+    try:
+        return _run(spec, target, folder, checked, facts, rng, out, expect_head, t0)
+    finally:
+        folder.close()
+
+
+def _run(spec: ReleaseSpec, target: Path, folder: _OutputFolder,
+         checked: dict[str, tuple[int, int, int, int]], facts: SourceFacts, rng: Any,
+         out: Any, expect_head: str | None, t0: float) -> RunResult:
+    import dpframe as dpf
+
     spec.ledger.parent.mkdir(parents=True, exist_ok=True)
     session = dpf.Session(path=spec.ledger, expect_head=expect_head)
     try:
@@ -655,9 +784,9 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
     _check_run_budget(spec, plan, session, remaining)
     print(f"protected {spec.input.path} ({spec.input.engine}): n = {pf.dp.size:,}; ledger "
           f"{spec.ledger}: {remaining}", file=out)
-    rows, spent, documents = _release_all(spec, pf, by_name, rng, target, out)
+    rows, spent, documents = _release_all(spec, pf, by_name, rng, target, folder, out)
     try:
-        frame_out = _write(target, rows, documents, spec.text)
+        frame_out = _write(folder, target.name, rows, documents, spec.text)
     except BaseException:  # the values are released and spent: do not lose them
         print(f"  writing {target} failed; the released values (spent, noisy) are:", file=out)
         for r in rows:

@@ -9,6 +9,7 @@ import multiprocessing as mp
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,76 @@ def test_a_parent_that_only_imported_polars_forks_usable_children(tmp_path):
                          timeout=TIMEOUT + 30, env={"PYTHONPATH": str(ROOT),
                                                      "PATH": "/usr/bin:/bin"}, check=False)
     assert out.stdout.strip() == "(False, 'LazyFrame')", out.stderr[-2000:]
+
+
+# -- dpframe first imported in a fork child: the probe of a throwaway copy ---------------------
+def test_the_probe_refuses_a_copy_that_hangs_and_kills_it(monkeypatch):
+    """A copy that waits for ever (another thread was building Polars' pool at the fork: Polars
+    would hang here too) is killed after the timeout, and the answer is the refusal."""
+    from dpframe._util import forking as forking
+
+    monkeypatch.setattr(pl, "thread_pool_size", lambda: time.sleep(120))
+    started = time.monotonic()
+    assert forking._probe_pool_in_a_copy(timeout=0.5) is True
+    assert time.monotonic() - started < 30
+
+
+def test_the_probe_cannot_tell_when_the_copy_fails(monkeypatch):
+    from dpframe._util import forking as forking
+
+    def broken() -> int:
+        raise RuntimeError("no pool")
+
+    monkeypatch.setattr(pl, "thread_pool_size", broken)
+    assert forking._probe_pool_in_a_copy() is None
+
+
+DESCENDANTS = textwrap.dedent(
+    """
+    import os, re, signal, sys
+    import polars as pl
+    {import_dpframe_first}
+    def pool_threads():
+        names = [open(f"/proc/self/task/{{t}}/comm").read().strip()
+                 for t in os.listdir("/proc/self/task")]
+        return sum(re.match(r"polars-\\d+$", name) is not None for name in names)
+    print("pool before", pool_threads(), flush=True)
+    {run}
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # (children reaped by the kernel)
+    for depth in range(3):  # a great-grandchild; no Polars work on the way
+        if os.fork() != 0:
+            try:
+                os.wait()  # (with SIGCHLD ignored: returns once the child exited)
+            except ChildProcessError:
+                pass
+            os._exit(0)
+    import dpframe as dpf
+    from dpframe._util import forking as forking
+    print("leaf", forking.forked_after_polars(), pool_threads(), flush=True)
+    if not forking.forked_after_polars():
+        print("works", pl.DataFrame({{"x": [1, 2]}}).lazy().sum().collect().item(), flush=True)
+    os._exit(0)
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork and /proc: Linux only")
+@pytest.mark.parametrize(("run", "import_first", "expected"), [
+    (True, False, ["pool before 0", "leaf True 0"]),
+    (False, False, ["pool before 0", "leaf False 0", "works 3"]),
+    (False, True, ["pool before 0", "leaf False 0", "works 3"]),
+], ids=["ran-polars", "only-imported", "dpframe-imported-first-without-running"])
+def test_a_great_grandchild_is_judged_by_the_memory_it_inherited(tmp_path, run, import_first,
+                                                                 expected):
+    """Three forks down, with no Polars work on the way and SIGCHLD ignored (the probe's copy
+    is reaped by the kernel): refused when the first process had run Polars, usable when it
+    had only imported it; the probe starts no pool in the process it runs in."""
+    script = DESCENDANTS.format(
+        import_dpframe_first="import dpframe" if import_first else "",
+        run=("pl.DataFrame({'x': list(range(50_000))}).select(pl.col('x').sum())"
+             if run else ""))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=TIMEOUT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                         check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:len(expected)] == expected, (out.stdout, out.stderr[-2000:])

@@ -2,17 +2,16 @@
 (:class:`dpframe.UnsupportedProcessError`) instead of hanging (issue 30, item 6), including
 when dpframe is imported for the first time *in the child* (the parent, which ran Polars, had
 not imported dpframe, so no fork hook told the child: :func:`dpframe._util.forking._inherited_pool`
-reads the parent from ``/proc``). A spawned (exec'd) child of a process running Polars is not
-refused.
+finds the pool built in the memory it inherited). A spawned (exec'd) child of a process
+running Polars is not refused.
 
 Each case runs a fresh interpreter (``subprocess``, hard timeout) that runs Polars, then forks;
 the child arms ``signal.alarm`` and reports what the call did: ``ok``, an error class, or
 ``hang`` (killed by the alarm).
 
-``rename_release``, ``concat_releases`` and ``write_parquet`` on a Polars table still hang
-here: their fork check belongs in ``exports.py`` and ``io.py`` (another change owns them); the
-test is a strict xfail naming the two lines (checked to pass with them), so it fails as soon as
-they land and the mark must go."""
+``rename_release``, ``concat_releases`` and ``write_parquet`` on a Polars table are refused
+where the table is exported to Arrow for its seal
+(:func:`dpframe.accounting.seals.table_digest`)."""
 
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 ALARM = 6  # seconds a forked child may take before it counts as hung
 
@@ -83,7 +82,7 @@ def run_case(tmp_path: Path, call: str, *, import_dpframe: bool, setup: str = ""
 @pytest.mark.parametrize("import_dpframe", [True, False], ids=["imported", "first-import"])
 def test_protect_scan_parquet_in_a_fork_child_is_refused(tmp_path, import_dpframe):
     """The parent ran Polars; dpframe imported in the parent (its fork hook tells the child)
-    or for the first time in the child (no hook ran: the child reads its parent)."""
+    or for the first time in the child (no hook ran: the child probes the memory it inherited)."""
     assert run_case(tmp_path, SCAN, import_dpframe=import_dpframe) == "UnsupportedProcessError"
 
 
@@ -112,11 +111,6 @@ EXPORTS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "needs the fork check at the entry points, in files this change may not edit "
-    "(exports.py: `if _is_polars(table): check_polars_usable()` first in _release_doc; io.py: "
-    "`if type(frame).__module__.split('.')[0] == 'polars': check_polars_usable()` first in "
-    "write_parquet); remove this mark with them"))
 def test_release_table_exports_of_polars_tables_in_a_fork_child_are_refused(tmp_path):
     """rename_release, concat_releases and write_parquet on a Polars group-by table (several
     rows: its digest runs on Polars' pool) in a fork child; run side by side to bound the

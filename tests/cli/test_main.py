@@ -216,3 +216,17 @@ def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         exec(compile(block, f"README.md block {i}", "exec"), {"__name__": f"readme_{i}"})
     assert dpf.read_log(tmp_path / "release.parquet")["entries"]
     assert dpf.read_log(tmp_path / "release_polars.parquet")["entries"]
+
+
+@pytest.mark.parametrize("where", [".", "folder"])
+def test_demo_output_that_is_a_folder_is_refused_before_any_release(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch,
+        where: str) -> None:
+    """Issue 30: refused before anything is released (it released, then failed with
+    IsADirectoryError)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    assert main(["demo", "--rows", "500", "--output", where]) == 1
+    captured = capsys.readouterr()
+    assert "is a folder; name the Parquet file to write inside it" in captured.err
+    assert "pf.dp" not in captured.out  # no release ran

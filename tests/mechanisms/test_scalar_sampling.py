@@ -129,3 +129,50 @@ def test_project_one_is_the_sets_projection() -> None:
     for x in np.linspace(-6.0, 11.0, 341):
         assert project_one(domain, float(x)) == float(domain.project(x))
     assert project_one(real_line(), 3.25) == 3.25
+
+
+#: true values at the edge of floating point next to a finite end of a component: subnormal
+#: distances (whose length / scale underflows to 0 when the scale is > 2), the next double
+#: inside an end, the smallest normal
+_TINY = 5e-324
+_EDGE_DOMAINS = {
+    "unit": interval(0.0, 1.0),
+    "negative unit": interval(-1.0, 0.0),
+    "two pieces": union([(0.0, 1.0), (3.0, 10.0)]),
+    "lower half-line": half_line(lower=0.0),
+    "upper half-line": half_line(upper=0.0),
+}
+
+
+def _edge_values(domain: FeasibleSet) -> list[float]:
+    out = []
+    for lo, hi in domain.components:
+        for end in (lo, hi):
+            if not math.isfinite(end):
+                continue
+            for step in (_TINY, 2 * _TINY, 1e-310, 2.2250738585072014e-308):
+                out += [end + step, end - step]
+            out += [float(np.nextafter(end, 0.5 if end < 0.5 else -0.5)), end]
+    return [v for v in out if any(a <= v <= b for a, b in domain.components)]
+
+
+@pytest.mark.parametrize("snapping", [True, False], ids=["snapped", "unsnapped"])
+@pytest.mark.parametrize("kind", sorted(CLASSES))
+@pytest.mark.parametrize("name", sorted(_EDGE_DOMAINS))
+def test_edge_true_values_are_silent_under_warnings_as_errors_on_both_paths(
+        name: str, kind: str, snapping: bool) -> None:
+    """Issue 30: a bounded draw whose true value lies a subnormal away from a finite end with
+    a scale > 2 made the scalar path warn (``divide by zero encountered in log``), an error
+    under ``-W error``, where the array path was silent. Both are silent, and bit-identical."""
+    import warnings
+
+    domain = _EDGE_DOMAINS[name]
+    for epsilon in (0.01, 0.3, 5.0):  # scales 100 (> 2), ~3.3 and 0.2
+        mech = _mechanism(kind, domain, epsilon=epsilon, snapping=snapping)
+        for q in _edge_values(domain):
+            for seed in range(4):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    scalar = mech.sample(q, random_state=seed)  # type: ignore[attr-defined]
+                    vector = _vectorised(mech, q, seed)
+                assert _bits(scalar) == _bits(vector), (name, kind, epsilon, q, seed)

@@ -339,8 +339,7 @@ def test_a_failed_write_leaves_the_previous_output_and_no_temporary_file(tmp_pat
         import sys
         import pyarrow.parquet as pq
         def failing(table, where, **kwargs):
-            with open(where, "wb") as fh:
-                fh.write(b"PAR1 half a file")
+            where.write(b"PAR1 half a file")  # the temporary file dpframe opened
             raise OSError(28, "No space left on device")
         pq.write_table = failing
         from dpframe.cli import main

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,11 @@ class DaskBackend(Backend):
     result_family = "pandas"
     ticks_temporal_keys = True
     detect = staticmethod(is_dask_frame)
+
+    def pass_hooks(self) -> tuple[Callable[[], None] | None, Callable[[], None] | None] | None:
+        """Every pass under the engine timeout (a cluster's workers can all die); abandoned
+        tasks are not cancelled (their late results are dropped)."""
+        return None, None
 
     def namespace_target(self) -> tuple[type, Any] | None:
         from dask.dataframe.extensions import register_dataframe_accessor

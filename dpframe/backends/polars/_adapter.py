@@ -172,17 +172,23 @@ class PolarsLazyBackend(_Polars):
         return pl, frame
 
     def snapshot(self, frame: Any) -> Any:
-        """A plan that reads any in-memory frame (``df.lazy()``, ``pl.from_numpy(...).lazy()``,
-        ``pl.from_arrow(...).lazy()``, ``pl.from_pandas(...).lazy()``, also joined with a file
-        scan) shares that frame's buffers, which the user can write (numpy, Arrow over numpy):
-        it is collected once, here, into dpframe's byte copy
-        (:func:`dpframe._util.memory.own_polars`) and releases read that copy's ``.lazy()`` plan. A
-        plan over files only is the snapshot
-        itself (releases re-read the files, bound at protect)."""
-        from dpframe._util.memory import own_polars
-        from dpframe._util.polars_plan import scanned_frames
+        """A plan stays lazy (the snapshot is the plan itself; releases re-read its files,
+        bound by content at protect) only if its structure shows it reads nothing but local
+        files dpframe binds and holds no Python object
+        (:func:`dpframe._util.polars_plan.reads_only_files`). Any other plan can read memory the
+        user still writes: an in-memory frame (``df.lazy()``, ``pl.from_numpy(...).lazy()``,
+        also joined with a file scan), a Python scan (``scan_pyarrow_dataset``,
+        ``register_io_source``, ``pl.defer``), a Python function (``map_batches``,
+        ``map_elements``), a Series or list literal (``pl.lit(pl.Series(arr))``,
+        ``replace_strict``'s mapping) all share buffers with the user's objects or re-run
+        the user's code. Such a plan is collected once, here, into dpframe's byte copy
+        (:func:`dpframe._util.memory.own_polars`) and releases read that copy's ``.lazy()`` plan.
+        What the collection hands back is first checked against protected memory: a Python
+        scan or function that returns a protected frame's buffers opens no second budget."""
+        from dpframe._util.memory import buffer_ranges, own_polars, refuse_protected_memory
+        from dpframe._util.polars_plan import reads_only_files
 
-        if not scanned_frames(frame):
+        if reads_only_files(frame):
             return frame
         try:
             collected = frame.collect()
@@ -191,10 +197,11 @@ class PolarsLazyBackend(_Polars):
                 raise  # KeyboardInterrupt, SystemExit: the user's, not the engine's
             raise UnsupportedInputError(
                 "the polars engine failed while protect read the LazyFrame (to copy the "
-                "in-memory frames it reads); nothing was protected or spent. The engine's own "
-                "message is not shown: run lazy_frame.collect() before protecting it to see "
-                "what fails"
+                "in-memory data and Python objects it reads); nothing was protected or spent. "
+                "The engine's own message is not shown: run lazy_frame.collect() before "
+                "protecting it to see what fails"
             ) from None
+        refuse_protected_memory(buffer_ranges(collected, "polars"))
         return own_polars(collected).lazy()
 
     def collect(self, result: Any, source: Any = None) -> Any:

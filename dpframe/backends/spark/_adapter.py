@@ -4,7 +4,7 @@ analysed plan lists."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,13 @@ class SparkBackend(Backend):
 
     def namespace_target(self) -> tuple[type, Any] | None:
         return sys.modules["pyspark.sql"].DataFrame, None
+
+    def pass_hooks(self) -> tuple[Callable[[], None] | None, Callable[[], None] | None] | None:
+        """Every pass under the engine timeout, in a job group of its own that is cancelled
+        when the wait gives up (:func:`dpframe.backends.spark._sql.job_group`)."""
+        from dpframe.backends.spark._sql import job_group
+
+        return job_group() or (None, None)
 
     def engine_sums(self, frame: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
                     missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
