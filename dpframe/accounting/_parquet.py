@@ -103,15 +103,19 @@ def write_parquet(frame: Any, path: str | os.PathLike[str],
         ) from None
 
 
-def _output_path(path: Any) -> str:
-    """``path`` as a file path that can be written: not a folder, in a folder that exists
-    (:class:`~dpframe.errors.ParameterError` otherwise, before anything is written)."""
+def _as_path(path: Any) -> str:
+    """``path`` (str, bytes or os.PathLike) as a str; ParameterError for anything else."""
     try:
         where = os.fspath(path)
     except TypeError:
         raise ParameterError(f"path must be a str or os.PathLike, got {path!r}") from None
-    if isinstance(where, bytes):
-        where = os.fsdecode(where)
+    return os.fsdecode(where) if isinstance(where, bytes) else where
+
+
+def _output_path(path: Any) -> str:
+    """``path`` as a file path that can be written: not a folder, in a folder that exists
+    (:class:`~dpframe.errors.ParameterError` otherwise, before anything is written)."""
+    where = _as_path(path)
     if not where or os.path.isdir(where) or where.endswith((os.sep, "/")):
         raise ParameterError(
             f"{where!r} is a folder; name the file to write inside it, e.g. "
@@ -430,12 +434,7 @@ def read_log(
         raise ParameterError(f"as_frame must be None, 'pandas' or 'polars', got {as_frame!r}")
     if key is not None and not isinstance(key, bytes | str):
         raise ParameterError("key must be the steward's key as bytes or str")
-    try:
-        where = os.fspath(path)
-    except TypeError:
-        raise ParameterError(f"path must be a str or os.PathLike, got {path!r}") from None
-    if isinstance(where, bytes):
-        where = os.fsdecode(where)
+    where = _as_path(path)
     checking = verify or key is not None
     file = read_release_file(where, values=checking)
     doc = find_log(file.metadata, where, created_by=file.created_by)

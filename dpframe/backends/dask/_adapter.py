@@ -314,13 +314,7 @@ def _csv_paths(expr: Any) -> list[str]:
     """The local files the blocks of a Dask ``read_csv`` open (fsspec ``OpenFile`` operands
     of its tasks); a file on another file system is named by its URL."""
     found: list[str] = []
-    stack = [expr]
-    seen = 0
-    while stack and seen < 10_000:
-        node = stack.pop()
-        seen += 1
-        if node is None:
-            continue
+    for node in _tree(expr):
         if "iterables" in getattr(node, "_parameters", ()) and _reads_files(node):
             for block in _flatten(node.operand("iterables")):
                 for arg in getattr(block, "args", ()):
@@ -333,8 +327,21 @@ def _csv_paths(expr: Any) -> list[str]:
                         name = path if local else f"{protocol}://{path}"
                         if name not in found:
                             found.append(name)
-        stack.extend(node.dependencies())
     return found
+
+
+def _tree(root: Any, limit: int = 10_000) -> Any:
+    """The nodes of a Dask expression tree, depth first, at most ``limit`` of them (a bound on
+    a walk of the user's graph; a node reached twice is yielded twice)."""
+    stack = [root]
+    seen = 0
+    while stack and seen < limit:
+        node = stack.pop()
+        seen += 1
+        if node is None:
+            continue
+        yield node
+        stack.extend(node.dependencies())
 
 
 def _flatten(value: Any, depth: int = 0) -> list[Any]:
@@ -346,13 +353,7 @@ def _flatten(value: Any, depth: int = 0) -> list[Any]:
 def _csv_reads(frame: Any) -> list[tuple[list[str], Any]]:
     """(columns, dtype argument) of every pandas CSV reader in a Dask expression tree."""
     found: list[tuple[list[str], Any]] = []
-    stack = [getattr(frame, "expr", None)]
-    seen = 0
-    while stack and seen < 10_000:
-        expr = stack.pop()
-        seen += 1
-        if expr is None:
-            continue
+    for expr in _tree(getattr(frame, "expr", None)):
         parameters = getattr(expr, "_parameters", ())
         if "func" in parameters:
             func = expr.operand("func")
@@ -361,7 +362,6 @@ def _csv_reads(frame: Any) -> list[tuple[list[str], Any]]:
             if getattr(reader, "__name__", "") in ("read_csv", "read_table", "read_fwf"):
                 kwargs = keywords.get("kwargs") or {}
                 found.append((list(keywords.get("full_columns") or []), kwargs.get("dtype")))
-        stack.extend(expr.dependencies())
     return found
 
 
