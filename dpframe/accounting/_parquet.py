@@ -10,7 +10,7 @@ metadata:
 * Polars (and pandas, explicitly): ``table.dp.write_parquet(path)`` writes it under the key
   ``dpframe.log`` (pandas tables also carry the ``pandas`` metadata with its ``attributes``).
 
-Only sealed release logs (``"kind": "dpframe.release._pipeline"`` with a ``seal``) are read as logs.
+Only sealed release logs (``"kind": "dpframe.release"`` with a ``seal``) are read as logs.
 A protected frame keeps a live budget handle in ``attrs["dpframe"]``, which is never a log, and
 frames derived from it with pandas operations carry no release log, so their files are
 refused (:class:`~dpframe.errors.LedgerError`, "no dpframe release log").
