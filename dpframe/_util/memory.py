@@ -33,9 +33,9 @@ from typing import Any
 from dpframe._util.identity import IdentityMap
 
 __all__ = ["LIVE_BUDGET", "PROTECTED_MEMORY", "MemoryRegistry", "anchored_series",
-           "arrow_chunks", "buffer_ranges", "freeze_pandas", "hand_out_pandas", "own_arrow",
-           "own_arrow_columns", "own_cells", "own_pandas", "own_polars",
-           "refuse_protected_memory", "sealed_array"]
+           "arrow_chunks", "buffer_ranges", "hand_out_pandas", "own_arrow", "own_arrow_columns",
+           "own_cells", "own_pandas", "own_polars", "refuse_protected_memory", "seal_pandas",
+           "sealed_array"]
 
 Range = tuple[int, int]  # [start, end) addresses
 
@@ -276,7 +276,7 @@ def own_arrow_columns(columns: list[Any]) -> list[Any]:
     return out
 
 
-def freeze_pandas(frame: Any) -> Any:
+def seal_pandas(frame: Any) -> Any:
     """Seal every numpy array under ``frame``'s columns (in place) and return it: each becomes
     a read-only array over memory no view can reopen (:func:`sealed_array`).
 
@@ -395,7 +395,7 @@ def _mutable_arrow(chunked: Any) -> bool:
 def own_pandas(frame: Any) -> Any:
     """dpframe's byte copy of a pandas DataFrame or Series: numpy columns and the numpy arrays
     of extension arrays (nullable, datetime, categorical codes) copied into sealed memory
-    (:func:`freeze_pandas`: no view can reopen them), Arrow-backed columns and an
+    (:func:`seal_pandas`: no view can reopen them), Arrow-backed columns and an
     Arrow-backed index copied buffer by buffer (:func:`own_arrow`; pandas' deep copy keeps the
     same Arrow array), object columns with every mutable cell deep-copied (:func:`own_cells`),
     categoricals with their categories copied too, the index and the column labels (pandas 3
@@ -425,7 +425,7 @@ def own_pandas(frame: Any) -> Any:
         else:
             out.index = out.index.copy(deep=True)
     out.columns = pd.Index(list(out.columns), dtype=out.columns.dtype, name=out.columns.name)
-    return freeze_pandas(out)
+    return seal_pandas(out)
 
 
 def _object_column(frame: Any, cells: Any) -> Any:
@@ -462,7 +462,8 @@ def hand_out_pandas(frame: Any) -> Any:
     out (a verified derivation), so that nothing reachable from it writes memory a release
     reads: Arrow columns with a writable buffer (computed by pyarrow) replaced by read-only
     copies, object columns by copies of their mutable cells (the snapshot's cells stay
-    dpframe's), numpy arrays frozen. In place; returns ``frame``."""
+    dpframe's), numpy arrays sealed (:func:`seal_pandas`: the ones pandas computed are copied,
+    the snapshot's are sealed already). In place; returns ``frame``."""
     import numpy as np
 
     for i, (_name, series) in enumerate(frame.items()):
@@ -471,7 +472,7 @@ def hand_out_pandas(frame: Any) -> Any:
             frame.isetitem(i, _with_arrow(array, own_arrow(array._pa_array)))
         elif series.dtype == np.dtype(object):
             frame.isetitem(i, _object_column(frame, own_cells(series.to_numpy(copy=False))))
-    return freeze_pandas(frame)
+    return seal_pandas(frame)
 
 
 #: the most bytes :func:`own_polars` copies in one IPC round trip (its transient memory)

@@ -67,20 +67,21 @@ class PandasBackend(Backend):
         return private(own_pandas(frame))
 
     def private_result(self, frame: Any) -> Any:
-        """A copy of ``frame`` (the derived frame handed to the user) -- shallow under
-        copy-on-write (pandas 3: writing through the user's frame copies the block first),
-        dpframe's byte copy before -- and ``frame`` made safe to hand out
-        (:func:`dpframe._util.memory.hand_out_pandas`: its numpy arrays read-only, since
-        ``frame[c].array`` writes a shared block in place; Arrow columns pyarrow computed,
-        whose buffers ``np.frombuffer`` could write, and the mutable cells of object columns
-        replaced in the user's frame by copies, so none of them is what releases read)."""
-        from dpframe._util.memory import freeze_pandas, hand_out_pandas, own_pandas
+        """What releases of a derived frame read: a copy of ``frame`` (the frame handed to the
+        user) -- shallow under copy-on-write (pandas 3: writing through the user's frame copies
+        the block first), dpframe's byte copy before -- taken *before* ``frame`` is made safe
+        to hand out (:func:`dpframe._util.memory.hand_out_pandas`): the user's frame then gets
+        sealed copies of the numpy arrays pandas computed (``frame[c].array`` writes a block in
+        place, and a read-only flag can be set back), copies of the Arrow columns pyarrow
+        computed (writable through ``np.frombuffer``) and of object columns' cells, so the
+        arrays the copy keeps are reachable from dpframe alone."""
+        from dpframe._util.memory import hand_out_pandas, own_pandas
 
         if not _pandas_copy_on_write():  # (the user's frame stays writable: pandas writes
             return private(own_pandas(frame))  # it in place)
-        kept = frame.copy(deep=False)  # (before the user's frame gets its own cells)
+        kept = frame.copy(deep=False)  # (before the user's frame gets its own arrays)
         hand_out_pandas(frame)
-        return private(freeze_pandas(kept))
+        return private(kept)
 
     def can_hold_missing(self, dtype: Any) -> bool:
         return not (isinstance(dtype, np.dtype) and dtype.kind in "iub")
