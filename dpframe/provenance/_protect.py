@@ -835,6 +835,27 @@ def _memory_leaves(frame: Any, backend: Backend) -> list[Any]:
 
 
 # -- protect --------------------------------------------------------------------------------
+def _snapshot(frame: Any, backend: Backend) -> Any:
+    """dpframe's own copy of ``frame`` (:meth:`Backend.snapshot`), which every release reads.
+    A failure while copying (an object cell that cannot be copied, an engine that fails to
+    compute a plan's leaves) is reported without its message, which may quote values: nothing
+    is protected or spent."""
+    try:
+        return backend.snapshot(frame)
+    except DPFrameError:
+        raise
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise  # KeyboardInterrupt, SystemExit: the user's, not the engine's
+        raise UnsupportedInputError(
+            f"protect could not copy this {backend.name} frame into dpframe's own memory (an "
+            "object cell that cannot be copied, such as a lock or an open file, or an engine "
+            "that failed to compute the frame); nothing was protected or spent. The error's "
+            "own message is not shown: it can quote the data. Keep plain values in the frame "
+            "(numbers, strings, dates, lists of them)"
+        ) from None
+
+
 def _first_read(data: Any, backend: Backend) -> int:
     """The one read of ``protect``: parse a text source in full, check its strings, count the
     rows. An engine failure here (a source that cannot be read, a user graph that raises) is
@@ -965,7 +986,7 @@ def protect(
                                         schema, backend)
     original: Any = frame
     protected: Any = backend.user_frame(original)
-    data = backend.snapshot(protected)  # what every release reads from now on
+    data = _snapshot(protected, backend)  # what every release reads from now on
     source = _bind_source(data, backend)  # (before the read: the bytes it is about to count)
     n = _first_read(data, backend)
     if source is not None and source.changed():

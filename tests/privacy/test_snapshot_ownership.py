@@ -534,3 +534,14 @@ def test_derivations_writing_only_fresh_buffers_stay_the_curators_job() -> None:
     again = dpf.protect(pf.sort("age"), epsilon=1.0, bounds={"age": (0, 120)}, missing="drop")
     assert again.dp.session is not pf.dp.session
 
+
+
+def test_a_cell_that_cannot_be_copied_is_refused_at_protect_with_dpframes_message():
+    """protect copies object cells that can change in place; one that cannot be copied (a lock)
+    is refused before anything is protected or spent, without the copier's message."""
+    import threading
+
+    frame = pd.DataFrame({"x": [1.0, 2.0], "o": pd.Series([threading.Lock(), 1], dtype=object)})
+    with pytest.raises(dpf.UnsupportedInputError, match="could not copy") as info:
+        dpf.protect(frame, epsilon=1.0, bounds={"x": (0.0, 5.0)})
+    assert "pickle" not in str(info.value) and info.value.__cause__ is None
