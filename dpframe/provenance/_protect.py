@@ -27,12 +27,13 @@ How a frame is recognised (no data is read, no lengths or values are compared):
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 import os
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -835,47 +836,47 @@ def _memory_leaves(frame: Any, backend: Backend) -> list[Any]:
 
 
 # -- protect --------------------------------------------------------------------------------
-def _snapshot(frame: Any, backend: Backend) -> Any:
-    """dpframe's own copy of ``frame`` (:meth:`Backend.snapshot`), which every release reads.
-    A failure while copying (an object cell that cannot be copied, an engine that fails to
-    compute a plan's leaves) is reported without its message, which may quote values: nothing
-    is protected or spent."""
+@contextlib.contextmanager
+def _engine_failures(what: str) -> Iterator[None]:
+    """At ``protect``, before any budget exists: a failure of the engine or of the copy (a
+    source that cannot be read, a user graph that raises, an object cell that cannot be
+    copied, a Polars panic) becomes one :class:`UnsupportedInputError` saying ``what`` failed,
+    without its own message, which may quote values of data that could already be protected
+    elsewhere. dpframe's own errors pass; KeyboardInterrupt and SystemExit are the user's."""
     try:
-        return backend.snapshot(frame)
+        yield
     except DPFrameError:
         raise
     except BaseException as exc:
         if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
-            raise  # KeyboardInterrupt, SystemExit: the user's, not the engine's
+            raise
         raise UnsupportedInputError(
+            f"{what}; nothing was protected or spent. The error's own message is not shown: "
+            "it can quote the data"
+        ) from None
+
+
+def _snapshot(frame: Any, backend: Backend) -> Any:
+    """dpframe's own copy of ``frame`` (:meth:`Backend.snapshot`), which every release
+    reads."""
+    with _engine_failures(
             f"protect could not copy this {backend.name} frame into dpframe's own memory (an "
             "object cell that cannot be copied, such as a lock or an open file, or an engine "
-            "that failed to compute the frame); nothing was protected or spent. The error's "
-            "own message is not shown: it can quote the data. Keep plain values in the frame "
-            "(numbers, strings, dates, lists of them)"
-        ) from None
+            "that failed to compute the frame: run its own collect() or compute() to see what "
+            "fails). Keep plain values in the frame (numbers, strings, dates, lists of them)"):
+        return backend.snapshot(frame)
 
 
 def _first_read(data: Any, backend: Backend) -> int:
     """The one read of ``protect``: parse a text source in full, check its strings, count the
-    rows. An engine failure here (a source that cannot be read, a user graph that raises) is
-    reported without the engine's message, which may quote values of data that could already
-    be protected elsewhere: nothing is protected or spent."""
-    try:
+    rows."""
+    with _engine_failures(
+            f"the {backend.name} engine failed while protect read the frame (to count its rows "
+            "and check its values): run the frame's own row count (e.g. len(frame), "
+            "frame.count()) before protecting it to see what fails"):
         parsed = parse_in_full(data, backend)  # a CSV source: every value once, not later
         check_strings(data, backend)
         return parsed if parsed is not None else backend.count_rows(data)
-    except DPFrameError:
-        raise
-    except BaseException as exc:
-        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
-            raise  # KeyboardInterrupt, SystemExit: the user's, not the engine's
-        raise UnsupportedInputError(
-            f"the {backend.name} engine failed while protect read the frame (to count its rows "
-            "and check its values); nothing was protected or spent. The engine's own message is "
-            "not shown: run the frame's own row count (e.g. len(frame), frame.count()) before "
-            "protecting it to see what fails"
-        ) from None
 
 
 def protect(

@@ -190,17 +190,7 @@ class PolarsLazyBackend(_Polars):
 
         if reads_only_files(frame):
             return frame
-        try:
-            collected = frame.collect()
-        except BaseException as exc:
-            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
-                raise  # KeyboardInterrupt, SystemExit: the user's, not the engine's
-            raise UnsupportedInputError(
-                "the polars engine failed while protect read the LazyFrame (to copy the "
-                "in-memory data and Python objects it reads); nothing was protected or spent. "
-                "The engine's own message is not shown: run lazy_frame.collect() before "
-                "protecting it to see what fails"
-            ) from None
+        collected = frame.collect()  # (a failure: protect's fixed refusal, nothing spent)
         refuse_protected_memory(buffer_ranges(collected, "polars"))
         return own_polars(collected).lazy()
 
