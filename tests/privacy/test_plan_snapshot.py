@@ -88,7 +88,8 @@ _HOLDING: dict[str, Callable[[pl.LazyFrame, np.ndarray], pl.LazyFrame]] = {
     "replace_strict": lambda s, x: s.with_columns(
         y=pl.col("x").replace_strict(pl.Series(x), pl.Series(x), default=0.0)),
     "lit list": lambda s, x: s.with_columns(y=pl.lit([1, 2])),
-    "in-memory join": lambda s, x: s.join(pl.LazyFrame({"g": ["a"], "w": [1.0]}), on="g"),
+    "in-memory join": lambda s, x: s.join(pl.LazyFrame({"g": ["a"], "w": [1.0]}), on="g",
+                                            maintain_order="left"),
 }
 
 
