@@ -24,7 +24,7 @@ Which backends a test runs on:
   included: opt-in, because on the two-core CI machine they add 1,150 more cases (a Spark
   release costs about a second: 464 s; Dask's scheduler about 150 s), more than the 10-minute
   budget leaves. Their engine-specific code paths have tests of their own that always run
-  (``tests/backends/``, ``tests/rowwise/test_spark_target.py``, the cluster tests).
+  (``tests/backends/``, ``tests/backends/spark/test__rowwise.py``, the cluster tests).
 
 ``pytest --backends=pandas,polars`` (default: all) intersects every test's set with the given
 ones; a test is parametrised over the intersection (never generated just to be skipped). Spark
@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import settings
+
+from dpframe.backends import BACKENDS as REGISTERED
 
 #: property tests draw their examples from a fixed seed (derandomised: a CI failure reproduces
 #: on any machine) and have no per-example time limit (CI machines are slower and shared);
@@ -50,13 +52,14 @@ settings.register_profile("dpframe", derandomize=True, deadline=None, database=N
 settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dpframe"))
 
-#: every backend dpframe supports: in-memory frames, then the engines (started for real by the
-#: tests: DuckDB in-process, Spark in local mode, Dask's local scheduler). Adding an engine is
-#: one name here and one branch in Constructor.__call__.
-IN_MEMORY = ("pandas", "polars", "polars-lazy")
+#: every backend dpframe supports, from its registry (``dpframe.backends.BACKENDS``): the frames
+#: in memory and readable plans (pandas, Polars, Polars lazy), then the engines (started for real
+#: by the tests: DuckDB in-process, Spark in local mode, Dask's local scheduler). A new engine
+#: registered there fails here until ``_ENGINE_FRAMES`` can build its frames.
+IN_MEMORY = tuple(b.name for b in REGISTERED if not b.lazy or b.readable_plans)
 #: pandas frames of extension dtypes (built from the same data, converted with convert_dtypes)
 PANDAS_DTYPES = ("pandas-nullable", "pandas-pyarrow")
-ENGINES = ("duckdb", "spark", "dask")
+ENGINES = tuple(b.name for b in REGISTERED if b.name not in IN_MEMORY)
 BACKENDS = IN_MEMORY[:1] + PANDAS_DTYPES + IN_MEMORY[1:] + ENGINES
 #: the backends of an unmarked test: the in-memory ones (about 30 s of CI for the two pandas
 #: dtype variants) and DuckDB (in-process, about 25 s); every backend with
@@ -139,18 +142,34 @@ def spark_session() -> Any:
     return _SPARK[0]
 
 
-def _engine_frame(name: str, pdf: Any) -> Any:
+def _duckdb_frame(pdf: Any) -> Any:
+    duckdb = pytest.importorskip("duckdb")
+    return duckdb.connect().from_df(pdf)
+
+
+def _dask_frame(pdf: Any) -> Any:
+    dd = pytest.importorskip("dask.dataframe")
+    return dd.from_pandas(pdf, npartitions=2)
+
+
+def _spark_frame(pdf: Any) -> Any:
     import warnings
 
-    if name == "duckdb":
-        duckdb = pytest.importorskip("duckdb")
-        return duckdb.connect().from_df(pdf)
-    if name == "dask":
-        dd = pytest.importorskip("dask.dataframe")
-        return dd.from_pandas(pdf, npartitions=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # pyspark on pandas 3
         return spark_session().createDataFrame(pdf)
+
+
+#: how the tests build a frame of each registered engine from a pandas frame
+_ENGINE_FRAMES: dict[str, Callable[[Any], Any]] = {
+    "duckdb": _duckdb_frame, "dask": _dask_frame, "spark": _spark_frame}
+assert set(_ENGINE_FRAMES) == set(ENGINES), (
+    f"tests/conftest.py builds frames of {sorted(_ENGINE_FRAMES)} but dpframe registers the "
+    f"engines {sorted(ENGINES)}: add a builder to _ENGINE_FRAMES")
+
+
+def _engine_frame(name: str, pdf: Any) -> Any:
+    return _ENGINE_FRAMES[name](pdf)
 
 
 def _extension_dtypes(pdf: Any, arrow: bool) -> Any:

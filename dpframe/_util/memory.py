@@ -1,19 +1,18 @@
-"""Which memory a frame's columns live in, and which memory protected data owns.
+"""Which memory protected data owns, and dpframe's own copies of Arrow data and object cells.
 
 Two frames that share memory hold the same people's data, however they were made: a Polars
 ``clone()``, ``lazy()``, ``select(pl.all())`` or ``from_arrow(df.to_arrow().slice(1))``, a
-pandas frame over the same numpy or Arrow buffers. :func:`buffer_ranges` lists the byte ranges
-of a frame's column buffers without copying anything, and :class:`MemoryRegistry` remembers
-the ranges of every protected frame while that frame lives, so that ``protect`` can refuse a
-second budget on them (a range that *overlaps* one of them, not only the same start).
+pandas frame over the same numpy or Arrow buffers. Each engine lists the byte ranges of a
+frame's column buffers without copying anything (``Backend.buffer_ranges``:
+:mod:`dpframe.backends.pandas._memory`, :mod:`dpframe.backends.polars._memory`), and
+:class:`MemoryRegistry` remembers the ranges of every protected frame while that frame lives,
+so that ``protect`` can refuse a second budget on them (a range that *overlaps* one of them, not
+only the same start).
 
-:func:`anchored_series` is the other direction: a Polars value whose memory keeps a Python
-object alive, so that the object lives exactly as long as any Polars plan or frame holding
-that value (Polars' own objects cannot be weakly referenced from Python).
-
-:func:`own_pandas`, :func:`own_polars` and :func:`own_arrow` make the snapshot a release reads
-(DESIGN §2 rule 1, *what protect captured is what every release reads*): a byte copy of every
-buffer of every column, in memory dpframe allocated and nobody else can write. A dtype is no
+The snapshot a release reads (DESIGN §2 rule 1, *what protect captured is what every release
+reads*) is a byte copy of every buffer of every column, in memory dpframe allocated and nobody
+else can write; the engine-neutral parts are here: :func:`own_arrow` (Arrow columns, through one
+IPC stream into a read-only buffer) and :func:`own_cells` (object cells). A dtype is no
 guarantee: Polars and pyarrow wrap numpy arrays without copying them (``pl.from_numpy``,
 ``pa.array(np_arr)``), pandas' deep copy keeps the same Arrow array, and an Arrow buffer that
 pyarrow allocated is writable through ``np.frombuffer``.
@@ -24,135 +23,20 @@ from __future__ import annotations
 import copy
 import datetime
 import decimal
-import io
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from dpframe._util.identity import IdentityMap
-
-__all__ = ["LIVE_BUDGET", "PROTECTED_MEMORY", "MemoryRegistry", "anchored_series",
-           "arrow_chunks", "buffer_ranges", "hand_out_pandas", "own_arrow", "own_arrow_columns",
-           "own_cells", "own_pandas", "own_polars", "refuse_protected_memory", "seal_pandas",
-           "sealed_array"]
+__all__ = ["LIVE_BUDGET", "PROTECTED_MEMORY", "MemoryRegistry", "Range", "arrow_ranges",
+           "own_arrow", "own_arrow_columns", "own_cells", "refuse_protected_memory"]
 
 Range = tuple[int, int]  # [start, end) addresses
 
 
-def arrow_chunks(frame: Any) -> Iterable[tuple[Any, Any]]:
-    """Every (column, Arrow chunk) of a Polars DataFrame, zero-copy."""
-    import polars as pl
-    from polars import CompatLevel
-
-    for series in frame.iter_columns():
-        if series.dtype == pl.Categorical or isinstance(series.dtype, pl.Enum):
-            series = series.to_physical()
-        if series.dtype in (pl.Int128, pl.UInt128):  # no Arrow export: its raw buffer
-            yield series, _RawChunk(series)
-            continue
-        for chunk in series.get_chunks():
-            yield series, chunk.to_arrow(compat_level=CompatLevel.newest())
-
-
-class _RawBuffer:
-    def __init__(self, address: int, size: int) -> None:
-        self.address, self.size = address, size
-
-
-class _RawChunk:
-    """A column Arrow cannot export (128-bit integers), seen through Polars' buffer info:
-    enough for its identity (address, offset, length) and its memory range."""
-
-    def __init__(self, series: Any) -> None:
-        series = series.rechunk()
-        address = int(series._s.as_single_ptr())  # the values' address (no Arrow export)
-        self.offset = 0
-        self._length = len(series)
-        self._buffers = [None, _RawBuffer(address, len(series) * 16)]
-
-    def __len__(self) -> int:
-        return self._length
-
-    def buffers(self) -> list[Any]:
-        return self._buffers
-
-
-def anchored_series(text: str, owner: Any) -> Any:
-    """A one-value String Polars Series holding ``text`` whose memory keeps ``owner`` alive.
-
-    The value is built in Arrow memory whose buffers name ``owner`` as their base object
-    (``pyarrow.foreign_buffer``) and taken by Polars without a copy, so every Polars object
-    that shares this memory (the Series, a literal of it in a plan, every plan derived from
-    that plan) holds ``owner``; when the last of them is freed, ``owner`` is released (and a
-    weak reference to it dies). Raises ``RuntimeError`` if Polars copied the value instead
-    (the link would not hold): checked by the buffers' addresses.
-    """
-    import polars as pl
-    import pyarrow as pa
-    from polars import CompatLevel
-
-    plain = pa.array([text], type=pa.string_view())  # Polars' own string layout: no copy
-    buffers = [None if b is None else pa.foreign_buffer(b.address, b.size, base=(owner, b))
-               for b in plain.buffers()]
-    linked = pa.Array.from_buffers(plain.type, 1, buffers, null_count=0)
-    series = pl.from_arrow(linked, rechunk=False)
-    wanted = {b.address for b in buffers if b is not None and b.size}
-    held = {b.address for b in series.to_arrow(compat_level=CompatLevel.newest()).buffers()
-            if b is not None and b.size}
-    if not wanted <= held:  # pragma: no cover - a Polars version that copies on import
-        raise RuntimeError("Polars copied an anchored value; its owner would not be kept alive")
-    return series
-
-
-def _arrow_ranges(array: Any) -> list[Range]:
+def arrow_ranges(array: Any) -> list[Range]:
     return [(b.address, b.address + b.size) for b in array.buffers()
             if b is not None and b.size > 0]
-
-
-def buffer_ranges(frame: Any, family: str, lazy: bool = False) -> list[Range]:
-    """The byte ranges of ``frame``'s column buffers (Polars: every chunk's Arrow buffers, and
-    for a LazyFrame those of the in-memory data its plan holds: scanned frames, Series
-    literals, in-memory pyarrow datasets under a Python scan, :func:`dpframe._util.polars_plan.
-    held_memory`; pandas: numpy-backed and Arrow-backed columns). Nothing is copied and no
-    plan is run; other kinds of frames give no ranges."""
-    if family == "polars" and lazy:
-        import polars as pl
-
-        from dpframe._util.polars_plan import held_memory
-
-        out: list[Range] = []
-        for held in held_memory(frame):
-            if isinstance(held, pl.DataFrame):
-                out += buffer_ranges(held, "polars")
-            else:  # a pyarrow record batch
-                for column in held.columns:
-                    out += _arrow_ranges(column)
-        return out
-    if family == "polars":
-        return [r for _series, arr in arrow_chunks(frame) for r in _arrow_ranges(arr)]
-    if family == "pandas":
-        return _pandas_ranges(frame)
-    return []
-
-
-def _pandas_ranges(frame: Any) -> list[Range]:
-    import numpy as np
-    import pandas as pd
-
-    out: list[Range] = []
-    for _name, series in frame.items():
-        dtype = series.dtype
-        if isinstance(dtype, np.dtype) and dtype.kind in "biufmM":
-            values = series.to_numpy(copy=False)
-            start = values.__array_interface__["data"][0]
-            if values.nbytes:
-                out.append((start, start + values.nbytes))
-        elif isinstance(dtype, pd.ArrowDtype):
-            chunked = series.array._pa_array  # the Arrow data pandas holds (no copy)
-            for chunk in chunked.chunks:
-                out += _arrow_ranges(chunk)
-    return out
 
 
 class MemoryRegistry:
@@ -167,16 +51,17 @@ class MemoryRegistry:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._items: list[tuple[int, int, Any]] = []  # (start, end, (holder ref, kind))
+        self._items: list[tuple[int, int, Any]] = []  # (start, end, (holder ref, ranges_of))
 
-    def add(self, ranges: Iterable[Range], holder: Any, family: str, lazy: bool = False
-            ) -> None:
-        """Remember ``ranges`` as protected while ``holder`` holds them."""
+    def add(self, ranges: Iterable[Range], holder: Any,
+            ranges_of: Callable[[Any], list[Range]]) -> None:
+        """Remember ``ranges`` as protected while ``holder`` holds them; ``ranges_of`` lists
+        the ranges a holder of its kind has now (its engine's ``Backend.buffer_ranges``)."""
         ranges = list(ranges)
         if not ranges:
             return
         ref = weakref.ref(holder)
-        kind = (family, lazy)
+        kind = ranges_of
         with self._lock:
             self._items += [(start, end, (ref, kind)) for start, end in ranges]
         weakref.finalize(holder, self._forget_holder, ref)
@@ -199,9 +84,9 @@ class MemoryRegistry:
                 if any(item[1] > start and item[0] < end for start, end in ranges)]
         stale = []
         found = False
-        for start, end, (ref, (family, lazy)) in hits:
+        for start, end, (ref, ranges_of) in hits:
             holder = ref()
-            if holder is not None and (start, end) in set(buffer_ranges(holder, family, lazy)):
+            if holder is not None and (start, end) in set(ranges_of(holder)):
                 found = True
                 break
             stale.append((start, end, ref))
@@ -219,10 +104,6 @@ class MemoryRegistry:
 _IMMUTABLE_CELLS = frozenset({str, int, float, bool, complex, bytes, type(None), decimal.Decimal,
                               datetime.datetime, datetime.date, datetime.time,
                               datetime.timedelta})
-
-#: the array attributes of pandas extension arrays that hold numpy memory (masked arrays:
-#: values and mask; datetimes, periods, categoricals, numpy-backed arrays: ``_ndarray``)
-_EA_NDARRAYS = ("_ndarray", "_data", "_mask", "_left", "_right", "_sparse_values")
 
 
 def own_cells(values: Any) -> Any:
@@ -276,287 +157,7 @@ def own_arrow_columns(columns: list[Any]) -> list[Any]:
     return out
 
 
-def seal_pandas(frame: Any) -> Any:
-    """Seal every numpy array under ``frame``'s columns (in place) and return it: each becomes
-    a read-only array over memory no view can reopen (:func:`sealed_array`).
-
-    Under pandas' copy-on-write, ``frame.values`` and ``to_numpy()`` are read-only views, but
-    ``frame[c].array`` still writes the shared block in place, and a read-only flag alone does
-    not hold: numpy lets anyone set ``writeable`` back on an array that owns its memory, and
-    every view leads to that owner through ``.base``. A sealed array's ``.base`` is a
-    read-only Arrow buffer that hides the allocation under it, so numpy refuses to make it, or
-    any view of it, writable. Object arrays (Python objects cannot live in such a buffer) are
-    only flagged read-only. pandas' own operations copy before writing (copy-on-write)."""
-    import numpy as np
-    import pandas as pd
-
-    for i, (_name, series) in enumerate(frame.items()):
-        values = series._values
-        if isinstance(values, np.ndarray):
-            if values.dtype.hasobject:
-                values.flags.writeable = False  # (kept as it is: no inference of its dtype)
-            elif not _is_sealed(values):
-                frame.isetitem(i, pd.Series(sealed_array(values), index=frame.index, copy=False))
-            continue
-        sealed = _sealed_extension(values)
-        if sealed is not None:
-            frame.isetitem(i, pd.Series(sealed, index=frame.index, copy=False))
-    return frame
-
-
-def _sealed_extension(values: Any) -> Any:
-    """A pandas extension array over sealed copies of its numpy arrays, or None when they are
-    sealed already (or the array keeps none: Arrow-backed). Arrays backed by one ndarray
-    (datetimes, timedeltas, periods, categorical codes, numpy-backed strings) are rebuilt
-    over it, masked arrays (nullable numbers, booleans) over their values and mask; any other
-    kind only has its arrays flagged read-only."""
-    import numpy as np
-
-    backing = getattr(values, "_ndarray", None)
-    if isinstance(backing, np.ndarray) and hasattr(values, "_from_backing_data"):
-        if _is_sealed(backing):
-            return None
-        return values._from_backing_data(sealed_array(backing))
-    data, mask = getattr(values, "_data", None), getattr(values, "_mask", None)
-    if isinstance(data, np.ndarray) and isinstance(mask, np.ndarray):
-        if _is_sealed(data) and _is_sealed(mask):
-            return None
-        return type(values)(sealed_array(data), sealed_array(mask))
-    for name in _EA_NDARRAYS:
-        array = getattr(values, name, None)
-        if isinstance(array, np.ndarray):
-            array.flags.writeable = False
-    return None
-
-
-#: the read-only buffers :func:`sealed_array` made (by identity, while they live)
-_SEALED: IdentityMap[bool] = IdentityMap()
-
-
-def sealed_array(array: Any) -> Any:
-    """A read-only copy of a numpy array that nothing can make writable: its memory is a numpy
-    allocation wrapped in a read-only ``pyarrow`` buffer (``pa.foreign_buffer``, which does
-    not hand out what it wraps), so the array's ``.base`` chain ends in a buffer numpy knows
-    to be read-only and ``flags.writeable = True`` is refused on it and on every view. An
-    object array gets a copy flagged read-only (Python objects cannot live in such a buffer:
-    its holder alone can reach it)."""
-    import numpy as np
-    import pyarrow as pa
-
-    if array.dtype.hasobject:  # (a copy of its own, flagged: it can be reopened, but only
-        copied = array.copy()  # the holder of this copy can reach it)
-        copied.flags.writeable = False
-        return copied
-    target = np.empty_like(array, order="K")
-    np.copyto(target, array)
-    frozen = pa.foreign_buffer(target.ctypes.data, target.nbytes, base=target)
-    _SEALED.set(frozen, True)
-    return np.ndarray(target.shape, target.dtype, buffer=frozen, strides=target.strides)
-
-
-def _is_sealed(array: Any) -> bool:
-    """Whether no view of ``array`` can be made writable: its ``.base`` chain ends in a
-    read-only buffer that is not an array (object arrays: never)."""
-    import numpy as np
-
-    if array.dtype.hasobject:
-        return False
-    base = array
-    while isinstance(base, np.ndarray):
-        if base.base is None:
-            return False  # an owner: numpy lets its flag be set back
-        base = base.base
-    return _SEALED.get(base) is not None  # (a read-only view of memory the user can write
     # elsewhere, np.frombuffer(memoryview(bytearray).toreadonly()), is not sealed)
-
-
-def _pandas_arrow(array: Any) -> bool:
-    """A pandas array backed by pyarrow (``pd.ArrowDtype``, ``string[pyarrow]``, pandas 3's
-    ``str``)."""
-    return getattr(array, "_pa_array", None) is not None
-
-
-def _with_arrow(array: Any, chunked: Any) -> Any:
-    """A copy of the Arrow-backed pandas ``array`` (same class and dtype) over ``chunked``."""
-    out = object.__new__(type(array))  # (copy.copy pickles an Arrow string array: 50 ms
-    out.__dict__.update(vars(array))  # at 2M rows, for nothing)
-    out._pa_array = chunked
-    if "_cache" in out.__dict__:  # (what pandas derived from the old Arrow data)
-        out._cache = {}
-    return out
-
-
-def _mutable_arrow(chunked: Any) -> bool:
-    """Whether any buffer of ``chunked`` is writable (e.g. through ``np.frombuffer``)."""
-    return any(b is not None and b.is_mutable for chunk in chunked.chunks
-               for b in chunk.buffers())
-
-
-def own_pandas(frame: Any) -> Any:
-    """dpframe's byte copy of a pandas DataFrame or Series: numpy columns and the numpy arrays
-    of extension arrays (nullable, datetime, categorical codes) copied into sealed memory
-    (:func:`seal_pandas`: no view can reopen them), Arrow-backed columns and an
-    Arrow-backed index copied buffer by buffer (:func:`own_arrow`; pandas' deep copy keeps the
-    same Arrow array), object columns with every mutable cell deep-copied (:func:`own_cells`),
-    categoricals with their categories copied too, the index and the column labels (pandas 3
-    keeps ``str`` labels in a writable Arrow buffer) rebuilt. One copy of each buffer: the
-    frame is copied shallowly first. Serves every engine that holds pandas objects (pandas
-    itself, the ``from_pandas`` leaves of a Dask snapshot)."""
-    import numpy as np
-    import pandas as pd
-
-    if isinstance(frame, pd.Series):
-        owned = own_pandas(frame.to_frame(name=0))
-        return owned.iloc[:, 0].rename(frame.name)
-    out = frame.copy(deep=False)
-    for i, (_name, series) in enumerate(out.items()):
-        array = series.array
-        if _pandas_arrow(array):
-            out.isetitem(i, _with_arrow(array, own_arrow(array._pa_array)))
-        elif series.dtype == np.dtype(object):
-            out.isetitem(i, _object_column(out, own_cells(series.to_numpy(copy=False))))
-        elif isinstance(series.dtype, pd.CategoricalDtype):
-            out.isetitem(i, _own_categorical(array))
-    if not isinstance(out.index, pd.RangeIndex):  # (a RangeIndex holds no buffer; its
-        index = out.index.array  # .array would build one of n integers)
-        if _pandas_arrow(index):
-            out.index = pd.Index(_with_arrow(index, own_arrow(index._pa_array)),
-                                 name=out.index.name, copy=False)
-        else:
-            out.index = out.index.copy(deep=True)
-    out.columns = pd.Index(list(out.columns), dtype=out.columns.dtype, name=out.columns.name)
-    return seal_pandas(out)
-
-
-def _object_column(frame: Any, cells: Any) -> Any:
-    """``cells`` as a column of ``frame`` that stays of ``object`` dtype (a bare object ndarray
-    would be inferred: pandas 3 makes strings its ``str`` dtype, through pyarrow, which also
-    fails on a lone surrogate that the strings check refuses with dpframe's own message)."""
-    import pandas as pd
-
-    return pd.Series(cells, index=frame.index, dtype=object, copy=False)
-
-
-def _own_categorical(array: Any) -> Any:
-    """A categorical over its (deep-copied) codes and a copy of its categories: a deep copy
-    keeps the categories ``Index``, whose buffers (Arrow-backed under pandas 3's ``str``,
-    writable through ``np.frombuffer``; numpy through ``.array``) the user's frame shares."""
-    import numpy as np
-    import pandas as pd
-
-    categories = array.dtype.categories
-    values = categories.array
-    if _pandas_arrow(values):
-        values = _with_arrow(values, own_arrow(values._pa_array))
-    elif values.dtype == np.dtype(object):
-        values = own_cells(categories.to_numpy())
-    else:
-        values = sealed_array(categories.to_numpy())
-    owned = pd.Index(values, name=categories.name, copy=False)
-    dtype = pd.CategoricalDtype(owned, ordered=array.dtype.ordered)
-    return pd.Categorical.from_codes(array.codes, dtype=dtype, validate=False)
-
-
-def hand_out_pandas(frame: Any) -> Any:
-    """Prepare ``frame``, a pandas frame dpframe computed from a snapshot and is about to hand
-    out (a verified derivation), so that nothing reachable from it writes memory a release
-    reads: Arrow columns with a writable buffer (computed by pyarrow) replaced by read-only
-    copies, object columns by copies of their mutable cells (the snapshot's cells stay
-    dpframe's), numpy arrays sealed (:func:`seal_pandas`: the ones pandas computed are copied,
-    the snapshot's are sealed already). In place; returns ``frame``."""
-    import numpy as np
-
-    for i, (_name, series) in enumerate(frame.items()):
-        array = series.array
-        if _pandas_arrow(array) and _mutable_arrow(array._pa_array):
-            frame.isetitem(i, _with_arrow(array, own_arrow(array._pa_array)))
-        elif series.dtype == np.dtype(object):
-            frame.isetitem(i, _object_column(frame, own_cells(series.to_numpy(copy=False))))
-    return seal_pandas(frame)
-
-
-#: the most bytes :func:`own_polars` copies in one IPC round trip (its transient memory)
-_OWN_BATCH_BYTES = 32 << 20
-
-
-def _arrow_export(series: Any) -> Any:
-    """``series``' chunks exported to Arrow without a copy, or None for a dtype that does not
-    come back from Arrow the same (``Enum``, 128-bit integers, ``Object``)."""
-    import polars as pl
-    import pyarrow as pa
-    from polars import CompatLevel
-
-    dtype = series.dtype
-    if dtype in (pl.Int128, pl.UInt128, pl.Object) or isinstance(dtype, pl.Enum):
-        return None
-    try:
-        chunks = [c.to_arrow(compat_level=CompatLevel.newest()) for c in series.get_chunks()]
-        return pa.chunked_array(chunks, type=chunks[0].type) if chunks else None
-    except Exception:  # (a type pyarrow cannot carry: copied through Polars' IPC)
-        return None
-
-
-def _arrow_import(series: Any, owned: Any) -> Any:
-    """``owned`` (dpframe's copy of ``series``' Arrow export) as a Polars Series without a
-    copy, or None if Polars would not give back ``series``' dtype."""
-    import polars as pl
-
-    try:
-        back = pl.from_arrow(owned, rechunk=False)
-    except Exception:  # pragma: no cover - a Polars version that cannot import its export
-        return None
-    if not isinstance(back, pl.Series) or back.dtype != series.dtype:
-        return None
-    return back.alias(series.name)
-
-
-def own_polars(frame: Any) -> Any:
-    """dpframe's byte copy of a Polars DataFrame: every buffer of every column (values,
-    validity, offsets, string views' data, list and struct children, categorical codes,
-    Decimal and 128-bit integers). The columns Polars exports to Arrow are copied together
-    by :func:`own_arrow_columns` (one read-only buffer) and imported back without a copy;
-    any other
-    (``Enum``, 128-bit integers) is written to Arrow IPC and read back by Polars into memory
-    it allocates, a few columns at a time (at most about :data:`_OWN_BATCH_BYTES` of IPC at
-    once). Polars hands out its memory read-only (``to_numpy`` views, ``to_arrow`` buffers).
-    ``Object`` columns (Python objects, which neither can hold) get copies of their mutable
-    cells (:func:`own_cells`)."""
-    import polars as pl
-
-    series_list = list(frame.iter_columns())
-    columns: list[Any] = [None] * len(series_list)
-    exported = {i: _arrow_export(series) for i, series in enumerate(series_list)}
-    through_arrow = [i for i, chunked in exported.items() if chunked is not None]
-    if through_arrow:  # (one buffer for all of them)
-        copies = own_arrow_columns([exported[i] for i in through_arrow])
-        for i, owned in zip(through_arrow, copies, strict=True):
-            columns[i] = _arrow_import(series_list[i], owned)
-    del exported
-    batch: list[tuple[int, Any]] = []
-    size = 0
-
-    def flush() -> None:
-        nonlocal batch, size
-        if batch:
-            sink = io.BytesIO()
-            pl.DataFrame([s for _, s in batch]).write_ipc(sink, compression="uncompressed")
-            sink.seek(0)
-            for (index, _), owned in zip(batch, pl.read_ipc(sink).iter_columns(), strict=True):
-                columns[index] = owned
-            batch, size = [], 0
-
-    for index, series in enumerate(series_list):
-        if columns[index] is not None:
-            continue
-        if series.dtype == pl.Object:
-            columns[index] = pl.Series(series.name, own_cells(series.to_list()), dtype=pl.Object)
-            continue
-        batch.append((index, series))
-        size += series.estimated_size()
-        if size >= _OWN_BATCH_BYTES:
-            flush()
-    flush()
-    return pl.DataFrame(columns) if columns else frame.clear()
 
 
 #: The memory of every protected frame in this process (the objects passed to protect, and

@@ -109,8 +109,8 @@ FLOAT_COLUMNS = frozenset(c for c in LOG_COLUMNS if float in _kinds(_HINTS[c])
 INT_COLUMNS = frozenset(c for c in LOG_COLUMNS if _kinds(_HINTS[c]) == {int})
 
 
-def log_frame(document: dict[str, Any], family: str) -> Any:
-    """The log's entries as a frame of ``family`` ("pandas" or "polars"), columns in
+def log_frame(document: dict[str, Any], library: str) -> Any:
+    """The log's entries as a frame of ``library`` ("pandas" or "polars"), columns in
     :data:`LOG_COLUMNS`; ``group_keys`` shows the JSON list of keys (the document stores it
     once, in ``keys``)."""
     rows = [{c: e.get(c) for c in LOG_COLUMNS} for e in document.get("entries", [])]
@@ -119,7 +119,7 @@ def log_frame(document: dict[str, Any], family: str) -> Any:
         ref = row["group_keys"]
         if isinstance(ref, str) and ref in keys:
             row["group_keys"] = keys[ref]
-    if family == "pandas":
+    if library == "pandas":
         import pandas as pd
 
         return pd.DataFrame(rows, columns=list(LOG_COLUMNS))

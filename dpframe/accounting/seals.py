@@ -62,6 +62,7 @@ from typing import Any
 
 from dpframe._util.forking import check_polars_usable
 from dpframe._util.identity import IdentityMap
+from dpframe._util.tables import is_pandas_table
 from dpframe.accounting._log_entries import canonical_json, detached, entries_digest, keys_digest
 from dpframe.errors import IntegrityError, ParameterError
 
@@ -110,12 +111,6 @@ class SealedLog(dict[str, Any]):
         return not self.__eq__(other)
 
     __hash__ = None
-
-
-def is_pandas_table(frame: Any) -> bool:
-    """A pandas object (a release table of the pandas family), told by its module name so
-    that nothing imports pandas to ask."""
-    return type(frame).__module__.split(".")[0] == "pandas"
 
 
 # -- canonical content -------------------------------------------------------------------------

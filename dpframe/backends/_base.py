@@ -137,6 +137,19 @@ class Backend:
         what releases read). Default: the same object (immutable plans)."""
         return frame
 
+    def read_file(self, path: str, fmt: str, declared: Mapping[str, str]) -> Any:
+        """A release spec's input file as a lazy frame of this engine (``fmt``: "parquet" or
+        "csv"; ``declared``: each CSV column's declared type), read by rules that cannot fail
+        on any value (:mod:`dpframe.backends._file_inputs`); nothing is read but what the
+        engine needs to plan (schema, file list)."""
+        raise UnsupportedInputError(f"release specs are not read with {self.name}")
+
+    def buffer_ranges(self, frame: Any) -> list[tuple[int, int]]:
+        """The byte ranges of the memory ``frame``'s columns live in (what a copy sharing its
+        buffers would share), nothing copied and no plan run; none where the engine holds
+        the data out of dpframe's reach."""
+        return []
+
     def source_paths(self, frame: Any) -> list[str]:
         """The files an engine frame reads, where the engine says so without reading them;
         empty when unknown (tables, in-memory data)."""

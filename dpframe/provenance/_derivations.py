@@ -32,7 +32,7 @@ that :func:`dpframe.protect` or a ``.dp`` derivation returns ends in a *marker* 
 ``lit(True) | (lit("dpframe:<id>") == lit(<anchor>))``, always true, removed by Polars'
 optimiser — and the verifier walks down the plan to the nearest marker, checking every node
 above it. The anchor is a one-value Series literal holding the marker, whose memory keeps
-dpframe's record of the marker alive (:func:`dpframe._util.memory.anchored_series`): the record
+dpframe's record of the marker alive (:func:`backends.polars._memory.anchored_series`): the record
 lives exactly as long as some plan that carries the marker, and nothing of it outlives the last such
 plan.
 """
@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpframe._util.forking import check_polars_usable
-from dpframe._util.memory import arrow_chunks
 from dpframe._util.polars_plan import all_nodes, visitor
+from dpframe.backends.polars._memory import arrow_chunks
 from dpframe.errors import DerivationError, NoLedgerError
 from dpframe.rowwise.functions import FUNCTIONS
 from dpframe.rowwise.nodes import Cast, Col, RowExpr, walk
@@ -310,7 +310,7 @@ def probe_steps(schema: Any, steps: Sequence[Step]) -> None:
     (they cannot happen); this catches the type-level ones. Cached per plan."""
     import polars as pl
 
-    from dpframe.rowwise.polars_target import apply_step
+    from dpframe.backends.polars._rowwise import apply_step
 
     key = repr((sorted((str(k), str(v)) for k, v in dict(schema).items()),
                 [(s.kind, s.predicate, s.columns) for s in steps]))
@@ -343,7 +343,7 @@ def compiled_schema(schema: Any, steps: Iterable[Step]) -> dict[str, Any]:
     Float64 even on integers, for example)."""
     import polars as pl
 
-    from dpframe.rowwise.polars_target import apply_step
+    from dpframe.backends.polars._rowwise import apply_step
 
     frame = pl.LazyFrame(schema=schema)
     for step in steps:

@@ -38,11 +38,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from dpframe._util.identity import IdentityMap
-from dpframe._util.memory import LIVE_BUDGET, PROTECTED_MEMORY, anchored_series, buffer_ranges
+from dpframe._util.memory import LIVE_BUDGET, PROTECTED_MEMORY
 from dpframe._util.polars_plan import plan_sources
 from dpframe._validation import is_real_number
 from dpframe.accounting.ledger import Budget, Ledger
 from dpframe.backends import Backend, backend_of
+from dpframe.backends.pandas._memory import pandas_ranges
+from dpframe.backends.polars._memory import anchored_series
 from dpframe.engine._bounding import UnitBound
 from dpframe.errors import (
     BoundsError,
@@ -571,7 +573,7 @@ _frames: IdentityMap[FrameFacts] = IdentityMap()  # verified Polars and engine f
 class _MarkerRecord:
     """What dpframe knows about one marker: the facts it vouches for, the signature of the plan
     beneath it, and that plan. Held only by the marker itself (the plan's anchored literal,
-    :func:`dpframe._util.memory.anchored_series`), so it lives exactly as long as some plan that
+    :func:`backends.polars._memory.anchored_series`), so it lives exactly as long as some plan that
     carries the marker: holding the plan beneath keeps the in-memory frames it scans alive, so
     their buffer addresses (part of the signature) cannot be reused by other data while the
     marker can be presented, and once the last such plan is freed the record (and every byte
@@ -783,7 +785,7 @@ def _refuse_live(frame: Any, backend: Backend) -> None:
     if _originals.get(frame) is not None:
         live = True
     if not live:
-        live = _memory.overlaps(buffer_ranges(frame, backend.family, backend.lazy))
+        live = _memory.overlaps(backend.buffer_ranges(frame))
     if not live:  # (an engine plan over in-memory pandas objects: Dask's from_pandas)
         live = _memory.overlaps(r for part in _memory_leaves(frame, backend)
                                 for r in _pandas_ranges_of(part))
@@ -813,21 +815,21 @@ def _remember_original(frame: Any, dataset: Dataset, data: Any) -> None:
         _lineages.update(_lineage(frame, dataset.backend))
         if data is not frame:
             _lineages.update(_lineage(data, dataset.backend))
-    family, lazy = dataset.backend.family, dataset.backend.lazy
+    ranges_of = dataset.backend.buffer_ranges
     # the memory of the object protected (what copies of it share) while it lives, and of
     # dpframe's snapshot while that lives
-    _memory.add(buffer_ranges(frame, family, lazy), frame, family, lazy)
+    _memory.add(ranges_of(frame), frame, ranges_of)
     if data is not frame:
-        _memory.add(buffer_ranges(data, family, lazy), data, family, lazy)
+        _memory.add(ranges_of(data), data, ranges_of)
     for part in _memory_leaves(frame, dataset.backend):
-        _memory.add(_pandas_ranges_of(part), part, "pandas")
+        _memory.add(_pandas_ranges_of(part), part, _pandas_ranges_of)
     dataset.backend.protected(frame)  # (Dask: a frame built later over equal values gets its
     # own expression)
 
 
 def _pandas_ranges_of(obj: Any) -> list[tuple[int, int]]:
     """The buffer ranges of a pandas DataFrame or Series."""
-    return buffer_ranges(obj.to_frame() if obj.ndim == 1 else obj, "pandas")
+    return pandas_ranges(obj.to_frame() if obj.ndim == 1 else obj)
 
 
 def _memory_leaves(frame: Any, backend: Backend) -> list[Any]:

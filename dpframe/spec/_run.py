@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dpframe.backends import backend_named
+from dpframe.backends._file_inputs import CSV_POLARS
 from dpframe.errors import BudgetExceededError, DPFrameError, SourceChangedError
 from dpframe.spec._parse import InputSpec, ReleaseSpec, SpecError, load_spec
 from dpframe.spec._plan import (
@@ -144,7 +146,7 @@ def _polars_dtypes(schema: Any) -> dict[str, Any]:
 def _csv_polars_dtype(kind: str) -> Any:
     import polars as pl
 
-    return getattr(pl, _CSV_POLARS[kind])
+    return getattr(pl, CSV_POLARS[kind])
 
 
 def _type_name(t: Any) -> str:
@@ -459,124 +461,10 @@ def ledger_status(spec: ReleaseSpec, expect_head: str | None = None) -> dict[str
 # -- engines ---------------------------------------------------------------------------------
 def load_frame(inp: InputSpec) -> Any:
     """The input as a lazy frame of ``inp.engine`` (nothing is read until a release runs,
-    except what the engine itself needs to plan: schema, file list). CSV inputs are read with
-    their declared column types and nothing inferred from the data; a value that does not
-    parse is missing (:func:`_csv_frame`)."""
-    path, fmt = inp.path, inp.format
-    if fmt == "csv":
-        return _csv_frame(inp)
-    if inp.engine == "polars":
-        import polars as pl
-
-        return pl.scan_parquet(path)
-    if inp.engine == "duckdb":
-        import duckdb
-
-        return duckdb.read_parquet(path)
-    if inp.engine == "spark":
-        return _spark().read.parquet(path)
-    if inp.engine == "dask":
-        import dask.dataframe as dd
-
-        return dd.read_parquet(path)
-    raise AssertionError(inp.engine)  # pragma: no cover - checked by the parser
-
-
-def _spark() -> Any:
-    from pyspark.sql import SparkSession
-
-    return (SparkSession.builder.master("local[1]").appName("dpframe-release")
-            .config("spark.ui.enabled", "false").getOrCreate())
-
-
-#: Each declared CSV type in each engine.
-_CSV_POLARS = {"float64": "Float64", "int64": "Int64", "string": "String", "bool": "Boolean",
-               "date": "Date"}
-_CSV_SQL = {"float64": "DOUBLE", "int64": "BIGINT", "string": "VARCHAR", "bool": "BOOLEAN",
-            "date": "DATE"}
-
-
-def _header(path: str) -> list[str]:
-    import csv
-
-    files = sorted(glob.glob(path, recursive=True)) if glob.has_magic(path) else [path]
-    with open(files[0], "rb") as fh:
-        first = fh.readline(1 << 20)
-    return next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")]), [])
-
-
-def _csv_frame(inp: InputSpec) -> Any:
-    """A CSV input read as text and converted to the declared types by rules that cannot
-    fail: Polars parses non-strictly (``ignore_errors``), DuckDB ``TRY_CAST``s text columns,
-    Spark reads in its permissive mode (a malformed value is null), Dask converts text with
-    ``pd.to_numeric(errors="coerce")`` and friends."""
-    declared = dict(inp.columns)
-    path = inp.path
-    if inp.engine == "polars":
-        import polars as pl
-
-        return pl.scan_csv(path, infer_schema=False, ignore_errors=True,
-                           truncate_ragged_lines=True,
-                           schema_overrides={c: getattr(pl, _CSV_POLARS[t])
-                                             for c, t in declared.items()})
-    names = _header(path)
-    if inp.engine == "duckdb":
-        import duckdb
-
-        rel = duckdb.read_csv(path, all_varchar=True)
-        # TRY(CAST(...)), not TRY_CAST: DuckDB pushes a TRY_CAST of a CSV column into the
-        # reader, which then parses strictly and fails on the value (DuckDB 2.0)
-        return rel.project(", ".join(
-            f"TRY(CAST({_quote(c)} AS {_CSV_SQL[declared[c]]})) AS {_quote(c)}"
-            if c in declared else _quote(c) for c in names))
-    if inp.engine == "spark":
-        from pyspark.sql import types as spark_types
-
-        kinds = {"float64": spark_types.DoubleType(), "int64": spark_types.LongType(),
-                 "string": spark_types.StringType(), "bool": spark_types.BooleanType(),
-                 "date": spark_types.DateType()}
-        schema = spark_types.StructType([
-            spark_types.StructField(c, kinds[declared.get(c, "string")], True) for c in names])
-        return _spark().read.csv(path, header=True, schema=schema, mode="PERMISSIVE")
-    if inp.engine == "dask":
-        import dask.dataframe as dd
-
-        text = dd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-        meta = _typed_partition(text._meta, declared)
-        return text.map_partitions(_typed_partition, declared, meta=meta)
-    raise AssertionError(inp.engine)  # pragma: no cover - checked by the parser
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _typed_partition(part: Any, declared: dict[str, str]) -> Any:
-    """One pandas partition of text columns converted to the declared types, totally: a
-    value that does not parse (or an integer beyond 2^53) becomes missing."""
-    import numpy as np
-    import pandas as pd
-
-    out = part.copy()
-    for column, kind in declared.items():
-        if column not in out.columns:
-            continue
-        text = out[column].astype("string")
-        if kind in ("float64", "int64"):
-            number = pd.to_numeric(text, errors="coerce").astype("Float64")
-            if kind == "int64":
-                whole = number.notna() & (np.floor(number) == number) & (number.abs() < 2.0**53)
-                number = number.where(whole).astype("Int64")
-            out[column] = number
-        elif kind == "bool":
-            lowered = text.str.strip().str.lower()
-            out[column] = lowered.map({"true": True, "false": False, "1": True, "0": False}
-                                      ).astype("boolean")
-        elif kind == "date":
-            out[column] = pd.to_datetime(text, errors="coerce").dt.normalize()
-        else:
-            out[column] = text
-    return out
+    except what the engine itself needs to plan: schema, file list), by that engine's reader
+    (``Backend.read_file``). CSV inputs are read with their declared column types and nothing
+    inferred from the data; a value that does not parse is missing."""
+    return backend_named(inp.engine).read_file(inp.path, inp.format, dict(inp.columns))
 
 
 # -- the run ---------------------------------------------------------------------------------

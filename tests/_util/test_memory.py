@@ -22,7 +22,9 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe._util.memory import MemoryRegistry, anchored_series, buffer_ranges
+from dpframe._util.memory import MemoryRegistry
+from dpframe.backends import backend_of
+from dpframe.backends.polars._memory import anchored_series, polars_ranges
 from dpframe.provenance import _protect as provenance
 
 BOUNDS = {"x": (0.0, 1.0)}
@@ -111,9 +113,7 @@ def test_dpframes_copy_is_its_own_and_leaves_with_the_protected_frame(
     start = arr.__array_interface__["data"][0]
     pf = dpf.protect(make(arr), epsilon=10.0, bounds=BOUNDS)
     data = provenance.resolve(pf).data
-    family_lazy = isinstance(data, pl.LazyFrame)
-    family = "pandas" if not isinstance(data, pl.DataFrame | pl.LazyFrame) else "polars"
-    owned = buffer_ranges(data, family, family_lazy)
+    owned = backend_of(data).buffer_ranges(data)
     assert owned and not any(a < start + arr.nbytes and start < b for a, b in owned)
     copy = weakref.ref(data)
     del data, pf
@@ -202,8 +202,8 @@ def test_freed_memory_reused_by_new_data_is_new_data():
 def test_the_registry_confirms_memory_against_a_live_holder_only():
     registry = MemoryRegistry()
     frame = pl.DataFrame({"x": np.arange(100.0)})
-    ranges = buffer_ranges(frame, "polars")
-    registry.add(ranges, frame, "polars")
+    ranges = polars_ranges(frame)
+    registry.add(ranges, frame, polars_ranges)
     assert registry.overlaps(ranges) and len(registry) == len(ranges)
     del frame
     gc.collect()

@@ -26,7 +26,8 @@ import pyarrow as pa
 import pytest
 
 import dpframe as dpf
-from dpframe._util.memory import buffer_ranges, own_arrow, own_polars
+from dpframe._util.memory import own_arrow
+from dpframe.backends.polars._memory import own_polars, polars_plan_ranges, polars_ranges
 from dpframe.errors import LedgerError
 from dpframe.provenance import _protect as provenance
 
@@ -236,9 +237,9 @@ def _snapshot(pf: Any) -> Any:
 def _ranges(frame: Any) -> list[tuple[int, int]]:
     """Every buffer of every column (numpy arrays under pandas extension arrays too)."""
     if isinstance(frame, pl.LazyFrame):
-        return buffer_ranges(frame, "polars", lazy=True)
+        return polars_plan_ranges(frame)
     if isinstance(frame, pl.DataFrame):
-        return buffer_ranges(frame, "polars")
+        return polars_ranges(frame)
     out = []
     for _name, series in frame.items():
         array = series.array
@@ -415,8 +416,8 @@ def test_own_polars_copies_every_dtype() -> None:
     assert owned.drop("o").equals(frame.drop("o"), null_equal=True)
     assert owned["o"].to_list() == frame["o"].to_list()
     assert owned["o"][0] is not frame["o"][0]  # a list cell: deep-copied
-    assert not set(buffer_ranges(owned.drop("o"), "polars")) & set(
-        buffer_ranges(frame.drop("o"), "polars"))
+    assert not set(polars_ranges(owned.drop("o"))) & set(
+        polars_ranges(frame.drop("o")))
 
 
 def test_pandas_snapshot_is_read_only_and_its_cells_are_copies() -> None:

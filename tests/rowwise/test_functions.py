@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dpframe.rowwise import polars_target
-from dpframe.rowwise.engines import catalogue_markdown
+from dpframe.backends._catalogue import catalogue_markdown
+from dpframe.backends.polars import _rowwise as polars_target
 from dpframe.rowwise.functions import FUNCTIONS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "frames.md"
@@ -18,7 +18,7 @@ def test_the_docs_show_the_catalogue_as_generated():
     shown = text[text.index(begin) + len(begin):text.index(end)]
     assert shown == catalogue_markdown(), (
         "docs/frames.md is out of date: replace the table between the functions markers with "
-        "dpframe.rowwise.engines.catalogue_markdown()")
+        "dpframe.backends._catalogue.catalogue_markdown()")
 
 
 def test_every_catalogued_function_compiles_for_polars():

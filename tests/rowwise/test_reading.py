@@ -107,7 +107,7 @@ def test_the_probe_is_cached_per_plan():
 def test_values_that_panicked_are_missing():
     """A datetime formatted as text, or a zoned datetime's calendar fields, beyond chrono's
     range: Polars panics (and prints a backtrace quoting nothing but its own code)."""
-    from dpframe.rowwise.polars_target import apply_step
+    from dpframe.backends.polars._rowwise import apply_step
 
     frame = pl.DataFrame({"i": [10**18, 0, -(10**18)]})
     text = (pl.col("i").cast(pl.Datetime("ms"), strict=False)
@@ -125,7 +125,7 @@ def test_values_that_panicked_are_missing():
 
 
 def test_a_decimal_cast_of_a_float_with_too_many_digits_is_missing():
-    from dpframe.rowwise.polars_target import apply_step
+    from dpframe.backends.polars._rowwise import apply_step
 
     frame = pl.DataFrame({"f": [1e17, 1.5, float("nan"), float("inf")]})
     steps, _ = derivations.verify_expressions(
@@ -136,7 +136,8 @@ def test_a_decimal_cast_of_a_float_with_too_many_digits_is_missing():
 
 
 def test_dates_at_the_ends_of_their_range_truncate_to_missing():
-    from dpframe.rowwise.polars_target import apply_step, safe_days
+    from dpframe.backends.polars._rowwise import apply_step
+    from dpframe.rowwise.calendar import safe_days
 
     days = safe_days(pl.Date)
     assert days is not None

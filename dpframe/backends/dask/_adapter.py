@@ -11,14 +11,14 @@ from typing import Any
 import numpy as np
 
 from dpframe._util.identity import IdentityMap
-from dpframe._util.memory import own_pandas
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._text import invalid_pandas_column, text_dtype
+from dpframe.backends.dask import _rowwise as dask_rowwise
+from dpframe.backends.pandas._memory import own_pandas
 from dpframe.engine import _aggregation as engine
 from dpframe.engine import _tick_keys as tick_keys
 from dpframe.errors import UnsupportedInputError
 from dpframe.query._aggregates import ADDITIVE_KINDS, Agg
-from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["DaskBackend", "is_dask_frame"]
 
@@ -34,10 +34,15 @@ class DaskBackend(Backend):
 
     name = "dask"
     family = "dask"
-    rowwise = rowwise_engines.DASK
+    rowwise = dask_rowwise.TARGET
     result_family = "pandas"
     ticks_temporal_keys = True
     detect = staticmethod(is_dask_frame)
+
+    def read_file(self, path: str, fmt: str, declared: Mapping[str, str]) -> Any:
+        from dpframe.backends.dask._file_input import read_file
+
+        return read_file(path, fmt, declared)
 
     def pass_hooks(self) -> tuple[Callable[[], None] | None, Callable[[], None] | None] | None:
         """Every pass under the engine timeout (a cluster's workers can all die); abandoned
@@ -98,7 +103,7 @@ class DaskBackend(Backend):
         return bool(flags.compute().any())
 
     def polars_schema(self, frame: Any) -> dict[str, Any]:
-        from dpframe.rowwise.pandas_eval import polars_schema
+        from dpframe.backends.pandas._rowwise import polars_schema
 
         return polars_schema(frame._meta)
 

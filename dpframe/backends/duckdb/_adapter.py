@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from dpframe.backends._base import Backend
 from dpframe.errors import UnsupportedInputError
-from dpframe.rowwise import engines as rowwise_engines
+from dpframe.rowwise.engines import SQLTarget
 
 __all__ = ["DuckDBBackend", "duckdb_parse", "is_duckdb_relation"]
 
@@ -25,10 +26,15 @@ class DuckDBBackend(Backend):
 
     name = "duckdb"
     family = "duckdb"
-    rowwise = rowwise_engines.DUCKDB
+    rowwise = SQLTarget("dpframe.backends.duckdb._rowwise", "duckdb")
     result_family = "pandas"
     fixed_schema = True
     detect = staticmethod(is_duckdb_relation)
+
+    def read_file(self, path: str, fmt: str, declared: Mapping[str, str]) -> Any:
+        from dpframe.backends.duckdb._file_input import read_file
+
+        return read_file(path, fmt, declared)
 
     def namespace_target(self) -> tuple[type, Any] | None:
         return sys.modules["duckdb"].DuckDBPyRelation, None

@@ -11,10 +11,10 @@ import numpy as np
 from dpframe.backends._base import Backend, duplicate_names
 from dpframe.backends._private import private, private_column
 from dpframe.backends._text import invalid_pandas_column
+from dpframe.backends.pandas import _rowwise as pandas_rowwise
 from dpframe.engine import _aggregation as engine
 from dpframe.engine import _tick_keys as tick_keys
 from dpframe.engine._bounding import Bounding, bound_pandas
-from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["PandasBackend", "is_pandas_frame"]
 
@@ -31,7 +31,7 @@ class PandasBackend(Backend):
 
     name = "pandas"
     family = "pandas"
-    rowwise = rowwise_engines.PANDAS
+    rowwise = pandas_rowwise.TARGET
     lazy = False
     ticks_temporal_keys = True
     carries_handle = True
@@ -51,18 +51,24 @@ class PandasBackend(Backend):
         return private_column(frame, column, "dtype", lambda: frame[column].dtype)
 
     def polars_schema(self, frame: Any) -> dict[str, Any]:
-        from dpframe.rowwise.pandas_eval import polars_schema
+        from dpframe.backends.pandas._rowwise import polars_schema
 
         return polars_schema(frame)
 
+    def buffer_ranges(self, frame: Any) -> list[tuple[int, int]]:
+        """numpy-backed and Arrow-backed columns (:func:`_memory.pandas_ranges`)."""
+        from dpframe.backends.pandas._memory import pandas_ranges
+
+        return pandas_ranges(frame)
+
     def snapshot(self, frame: Any) -> Any:
-        """dpframe's byte copy (:func:`dpframe._util.memory.own_pandas`): a frame's numpy blocks can
+        """dpframe's byte copy (:func:`_memory.own_pandas`): a frame's numpy blocks can
         be views of arrays the user still holds and writes, its Arrow-backed columns arrays
         over numpy buffers (pandas' deep copy keeps the same Arrow array), its object columns
         lists or arrays the user can change in place. Every numpy array of the copy is
         read-only, its Arrow buffers too: no view taken from it (or from a frame derived from
         it) can write it."""
-        from dpframe._util.memory import own_pandas
+        from dpframe.backends.pandas._memory import own_pandas
 
         return private(own_pandas(frame))
 
@@ -70,12 +76,12 @@ class PandasBackend(Backend):
         """What releases of a derived frame read: a copy of ``frame`` (the frame handed to the
         user) -- shallow under copy-on-write (pandas 3: writing through the user's frame copies
         the block first), dpframe's byte copy before -- taken *before* ``frame`` is made safe
-        to hand out (:func:`dpframe._util.memory.hand_out_pandas`): the user's frame then gets
+        to hand out (:func:`_memory.hand_out_pandas`): the user's frame then gets
         sealed copies of the numpy arrays pandas computed (``frame[c].array`` writes a block in
         place, and a read-only flag can be set back), copies of the Arrow columns pyarrow
         computed (writable through ``np.frombuffer``) and of object columns' cells, so the
         arrays the copy keeps are reachable from dpframe alone."""
-        from dpframe._util.memory import hand_out_pandas, own_pandas
+        from dpframe.backends.pandas._memory import hand_out_pandas, own_pandas
 
         if not _pandas_copy_on_write():  # (the user's frame stays writable: pandas writes
             return private(own_pandas(frame))  # it in place)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,10 +15,10 @@ from dpframe._util.identity import IdentityMap
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._private import private, private_column
 from dpframe.backends._text import valid_arrow
+from dpframe.backends.polars import _rowwise as polars_rowwise
 from dpframe.engine import _aggregation as engine
 from dpframe.engine._bounding import Bounding, bound_polars
 from dpframe.errors import UnsupportedInputError
-from dpframe.rowwise import engines as rowwise_engines
 
 __all__ = ["PolarsBackend", "PolarsLazyBackend", "is_polars_eager", "is_polars_lazy"]
 
@@ -41,9 +41,15 @@ class _Polars(Backend):
     per-expression translation), bounding, the fork check, string validity."""
 
     family = "polars"
-    rowwise = rowwise_engines.POLARS
+    rowwise = polars_rowwise.TARGET
     bounds_units = True
     polars_expressions = True
+
+    def read_file(self, path: str, fmt: str, declared: Mapping[str, str]) -> Any:
+        """A LazyFrame for either Polars adapter (specs read lazily)."""
+        from dpframe.backends.polars._file_input import read_file
+
+        return read_file(path, fmt, declared)
 
     def check_usable(self) -> None:
         from dpframe._util.forking import check_polars_usable
@@ -132,13 +138,19 @@ class PolarsBackend(_Polars):
     def polars_schema(self, frame: Any) -> dict[str, Any]:
         return self.schema(frame)
 
+    def buffer_ranges(self, frame: Any) -> list[tuple[int, int]]:
+        """Every chunk's Arrow buffers (:func:`_memory.polars_ranges`)."""
+        from dpframe.backends.polars._memory import polars_ranges
+
+        return polars_ranges(frame)
+
     def snapshot(self, frame: Any) -> Any:
-        """dpframe's byte copy of every column (:func:`dpframe._util.memory.own_polars`): Polars
+        """dpframe's byte copy of every column (:func:`_memory.own_polars`): Polars
         takes numpy arrays and Arrow arrays without copying them (``pl.from_numpy``,
         ``pl.from_arrow``, ``pl.from_pandas``), whatever the dtype (Decimal, strings, lists,
         structs as much as numbers), and the user can still write those arrays. The copy is
         in memory Polars allocated, which it hands out read-only."""
-        from dpframe._util.memory import own_polars
+        from dpframe.backends.polars._memory import own_polars
 
         return private(own_polars(frame))
 
@@ -171,6 +183,12 @@ class PolarsLazyBackend(_Polars):
 
         return pl, frame
 
+    def buffer_ranges(self, frame: Any) -> list[tuple[int, int]]:
+        """The in-memory data the plan holds (:func:`_memory.polars_plan_ranges`)."""
+        from dpframe.backends.polars._memory import polars_plan_ranges
+
+        return polars_plan_ranges(frame)
+
     def snapshot(self, frame: Any) -> Any:
         """A plan stays lazy (the snapshot is the plan itself; releases re-read its files,
         bound by content at protect) only if its structure shows it reads nothing but local
@@ -182,16 +200,17 @@ class PolarsLazyBackend(_Polars):
         ``map_elements``), a Series or list literal (``pl.lit(pl.Series(arr))``,
         ``replace_strict``'s mapping) all share buffers with the user's objects or re-run
         the user's code. Such a plan is collected once, here, into dpframe's byte copy
-        (:func:`dpframe._util.memory.own_polars`) and releases read that copy's ``.lazy()`` plan.
+        (:func:`_memory.own_polars`) and releases read that copy's ``.lazy()`` plan.
         What the collection hands back is first checked against protected memory: a Python
         scan or function that returns a protected frame's buffers opens no second budget."""
-        from dpframe._util.memory import buffer_ranges, own_polars, refuse_protected_memory
+        from dpframe._util.memory import refuse_protected_memory
         from dpframe._util.polars_plan import reads_only_files
+        from dpframe.backends.polars._memory import own_polars, polars_ranges
 
         if reads_only_files(frame):
             return frame
         collected = frame.collect()  # (a failure: protect's fixed refusal, nothing spent)
-        refuse_protected_memory(buffer_ranges(collected, "polars"))
+        refuse_protected_memory(polars_ranges(collected))
         return own_polars(collected).lazy()
 
     def collect(self, result: Any, source: Any = None) -> Any:

@@ -11,7 +11,7 @@ import numpy as np
 
 from dpframe.backends._base import Backend
 from dpframe.query._aggregates import Agg
-from dpframe.rowwise import engines as rowwise_engines
+from dpframe.rowwise.engines import SQLTarget
 
 __all__ = ["SparkBackend", "is_spark_frame"]
 
@@ -30,11 +30,16 @@ class SparkBackend(Backend):
 
     name = "spark"
     family = "spark"
-    rowwise = rowwise_engines.SPARK
+    rowwise = SQLTarget("dpframe.backends.spark._rowwise", "spark")
     result_family = "pandas"
     fixed_schema = True
     utc_as_fixed_zone = True
     detect = staticmethod(is_spark_frame)
+
+    def read_file(self, path: str, fmt: str, declared: Mapping[str, str]) -> Any:
+        from dpframe.backends.spark._file_input import read_file
+
+        return read_file(path, fmt, declared)
 
     def namespace_target(self) -> tuple[type, Any] | None:
         return sys.modules["pyspark.sql"].DataFrame, None

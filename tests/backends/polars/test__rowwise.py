@@ -16,8 +16,8 @@ import narwhals as nw
 import polars as pl
 import pytest
 
+from dpframe.backends.polars._rowwise import apply_step
 from dpframe.provenance import _derivations as derivations
-from dpframe.rowwise.polars_target import apply_step
 from dpframe.rowwise.reading import int_range
 
 INT_TYPES = [pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt32, pl.UInt64]

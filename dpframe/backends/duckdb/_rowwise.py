@@ -58,9 +58,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dpframe.errors import DerivationError
+from dpframe.rowwise.calendar import safe_days
 from dpframe.rowwise.functions import FUNCTIONS, INTERNAL, OPERATORS, SEARCH_EDGES, search_steps
 from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When
-from dpframe.rowwise.polars_target import safe_days
 
 __all__ = ["SUPPORTED", "apply_step", "check", "to_sql"]
 
@@ -351,7 +351,7 @@ def _reference_types(expr: RowExpr) -> dict[int, Any]:
     child standing in as a column of the child's reference dtype, so that typing stays
     linear in the size of the tree. Mostly the node's dtype; where the reference computes in
     another type (and what depends on it), Polars' type rules decide."""
-    from dpframe.rowwise.polars_target import to_polars
+    from dpframe.backends.polars._rowwise import to_polars
 
     pl = _polars()
     types: dict[int, Any] = {}
@@ -1721,7 +1721,7 @@ _TRUNCATE_UNITS = {"1us": "microseconds", "1ms": "milliseconds", "1s": "second",
 
 def _truncate(c: _Compiler, node: Call) -> str:
     """``dt.truncate`` to one unit, on the reference's safe days
-    (:func:`~dpframe.rowwise.polars_target.safe_days`: about ±200,000 years, and 1,000 days
+    (:func:`~dpframe.rowwise.calendar.safe_days`: about ±200,000 years, and 1,000 days
     inside the type's range), missing elsewhere and at DuckDB's infinities."""
     every = _lit_value(node, 1)
     sql, dtype = _temporal_subject(c, node, ("date", "datetime"))

@@ -1378,8 +1378,8 @@ _CLOCK_UNITS = {
 
 
 def _safe_days_guard(day: str, dtype: Any) -> str:
-    """The reference's safe days for truncation (``polars_target.safe_days``)."""
-    from dpframe.rowwise.polars_target import safe_days
+    """The reference's safe days for truncation (:func:`dpframe.rowwise.calendar.safe_days`)."""
+    from dpframe.rowwise.calendar import safe_days
 
     days = safe_days(dtype)
     assert days is not None

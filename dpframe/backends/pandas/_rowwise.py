@@ -5,7 +5,7 @@ power, Arrow-backed ones raise on overflow and on lossy casts, nullable ones ref
 an integer column, and the dtype of a result can depend on the values (an integer column with
 a missing value turns float). A derivation whose outcome depends on which of these a value
 hits is a privacy leak. dpframe therefore evaluates a pandas derivation in Polars, the engine
-that verified it, under the total rules of :mod:`dpframe.rowwise.polars_target`, and gives the
+that verified it, under the total rules of :mod:`dpframe.backends.polars._rowwise`, and gives the
 result back to pandas with the dtype the plan says (nullable pandas dtypes, or Arrow-backed for
 the rest). Only the columns the expressions read are converted; copied columns keep their
 pandas column untouched.
@@ -21,10 +21,12 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpframe.rowwise import polars_target
+from dpframe.backends.polars import _rowwise as polars_rowwise
+from dpframe.rowwise.engines import RowwiseTarget
 from dpframe.rowwise.nodes import Col, RowExpr, walk
 
-__all__ = ["apply_step", "from_polars", "polars_schema", "to_polars_columns"]
+__all__ = ["TARGET", "PandasTarget", "apply_step", "from_polars", "polars_schema",
+           "to_polars_columns"]
 
 #: pandas nullable dtypes for the Polars dtypes a verified expression produces.
 _PANDAS_NULLABLE = {
@@ -46,12 +48,12 @@ def apply_step(frame: Any, kind: str, predicate: RowExpr | None,
         assert predicate is not None
         # (with_columns broadcasts a literal predicate to every row; select would not; and
         # _broadcast makes sure of it whatever the expression reads)
-        mask = polars_target.apply_step(data, "with_columns", None,
+        mask = polars_rowwise.apply_step(data, "with_columns", None,
                                         [("__dp_mask", predicate)])
         keep = _broadcast(mask.get_column("__dp_mask"), height).fill_null(False)
         return frame[keep.to_numpy()]
     computed = [(name, e) for name, e in columns if not isinstance(e, Col)]
-    values = polars_target.apply_step(data, "with_columns", None, [
+    values = polars_rowwise.apply_step(data, "with_columns", None, [
         (f"__dp_{i}", e) for i, (_, e) in enumerate(computed)]) if computed else None
     out: dict[str, Any] = {}
     done = 0
@@ -224,3 +226,17 @@ def from_polars(series: Any, index: Any) -> Any:
         return pd.Series(dtype.__from_arrow__(arrow), index=index, name=series.name, copy=False)
     return pd.Series(pd.arrays.ArrowExtensionArray(arrow), index=index, name=series.name,
                      copy=False)
+
+
+class PandasTarget(RowwiseTarget):
+    """pandas: each step in Polars, on the columns it reads (:func:`apply_step`)."""
+
+    label = "pandas"
+
+    def apply(self, native: Any, step: Any, schema: Any) -> Any:
+        return apply_step(native, step.kind, step.predicate, step.columns,
+                          schema or polars_schema(native))
+
+
+#: the compiler the pandas adapter names (``Backend.rowwise``)
+TARGET = PandasTarget()

@@ -1,4 +1,4 @@
-"""pandas columns as Polars reads them in derivations (dpframe/rowwise/pandas_eval.py): every
+"""pandas columns as Polars reads them in derivations (dpframe/backends/pandas/_rowwise.py): every
 pandas dtype either converts totally or is unreadable (refused before any read)."""
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ def test_a_string_that_is_not_valid_unicode_is_refused_at_protect_and_missing_an
     import polars as pl
 
     from dpframe.backends import backend_of
+    from dpframe.backends.pandas._rowwise import TARGET as PANDAS
     from dpframe.provenance import _derivations as derivations
-    from dpframe.rowwise.engines import PANDAS, apply_steps
+    from dpframe.rowwise.engines import apply_steps
 
     frame = pd.DataFrame({"s": pd.Series(["a", "b\ud800b", None], dtype=dtype)})
     with pytest.raises(dpf.UnsupportedInputError, match="not valid Unicode"):

@@ -1,6 +1,6 @@
 """dpframe/backends/dask/_adapter.py: the copies a Dask snapshot reads
-(``dpframe._util.memory.own_pandas``) share no buffer with the user's pandas object, whatever its
-dtypes."""
+(``dpframe.backends.pandas._memory.own_pandas``) share no buffer with the user's pandas object,
+whatever its dtypes."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _addresses(frame: pd.DataFrame) -> list[tuple[int, int]]:
 
 
 def test_owned_pandas_shares_no_buffer_and_is_read_only():
-    from dpframe._util.memory import own_pandas as owned_pandas
+    from dpframe.backends.pandas._memory import own_pandas as owned_pandas
 
     x = np.arange(1000.0)
     arrow = pa.table({"a": pa.array(x), "s": pa.array([str(i) for i in range(1000)]),
@@ -48,7 +48,7 @@ def test_owned_pandas_shares_no_buffer_and_is_read_only():
 
 
 def test_owned_pandas_copies_mutable_object_cells():
-    from dpframe._util.memory import own_pandas as owned_pandas
+    from dpframe.backends.pandas._memory import own_pandas as owned_pandas
 
     cells = [[1.0], [2.0]]
     frame = pd.DataFrame({"l": pd.Series(cells, dtype=object), "s": ["a", "b"]})

@@ -1,6 +1,6 @@
 """A pandas derivation step whose expression reads no column (``nw.lit(True)``, a comparison
 of literals) gives one value per row of the frame (issue 30, item 6): the evaluator
-(:mod:`dpframe.rowwise.pandas_eval`) broadcasts a scalar result to the frame's height itself,
+(:mod:`dpframe.backends.pandas._rowwise`) broadcasts a scalar result to the frame's height itself,
 so the step is total by construction, not by how Polars happens to broadcast a literal.
 """
 
@@ -10,7 +10,8 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from dpframe.rowwise import pandas_eval, polars_target
+from dpframe.backends.pandas import _rowwise as pandas_eval
+from dpframe.backends.polars import _rowwise as polars_target
 from dpframe.rowwise.nodes import Binary, Col, Lit, When
 
 B = pl.Boolean

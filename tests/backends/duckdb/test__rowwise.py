@@ -27,12 +27,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dpframe.backends.duckdb import _rowwise as duckdb_target
+from dpframe.backends.polars._rowwise import apply_step as polars_step
 from dpframe.errors import DerivationError
 from dpframe.provenance import _derivations as derivations
-from dpframe.rowwise import duckdb_target
 from dpframe.rowwise.functions import FUNCTIONS, OPERATORS
 from dpframe.rowwise.nodes import Binary, Call, Col, Lit, walk
-from dpframe.rowwise.polars_target import apply_step as polars_step
 
 # --------------------------------------------------------------------------------------------
 # the data: every pair of extreme values of each type (x from column ``c``, y from ``cb``)

@@ -23,10 +23,12 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from dpframe.rowwise.calendar import PER_DAY, safe_days
+from dpframe.rowwise.engines import RowwiseTarget
 from dpframe.rowwise.functions import SEARCH_EDGES
 from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When
 
-__all__ = ["SUPPORTED", "apply_step", "to_polars"]
+__all__ = ["SUPPORTED", "TARGET", "PolarsTarget", "apply_step", "to_polars"]
 
 
 class _Compiler:
@@ -369,31 +371,6 @@ def _mean_horizontal(c: _Compiler, node: Call, a: list[Any]) -> Any:
                               ignore_nulls=bool(node.params[0]) if node.params else True)
 
 
-#: Days since 1970 inside which calendar arithmetic (truncating or rounding to months,
-#: quarters, years) cannot leave chrono's ±262,143 years: [-73,000,000, 73,000,000) — about
-#: ±200,000 years. A value outside is missing (Polars panics on some of them). Day-aligned, so
-#: every engine can apply the same bound to a date or a timestamp's day.
-CALENDAR_DAYS = 73_000_000
-_PER_DAY = {"date": 1, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
-
-
-def safe_days(dtype: Any) -> tuple[int, int] | None:
-    """The days since 1970 (inclusive bounds) whose dates or datetimes of ``dtype`` every
-    engine can truncate or round to any accepted interval (at most a year): within the
-    calendar-safe days (:data:`CALENDAR_DAYS`: chrono's calendar panics beyond) and at least
-    1,000 days inside the type's own range (so that no result wraps around or leaves it).
-    None for a dtype that is neither."""
-    import polars as pl
-
-    unit = "date" if dtype == pl.Date else getattr(dtype, "time_unit", None)
-    per_day = _PER_DAY.get(str(unit))
-    if per_day is None:
-        return None
-    bits = 32 if unit == "date" else 64
-    first, last = -(2 ** (bits - 1)) // per_day, (2 ** (bits - 1) - 1) // per_day
-    return max(-CALENDAR_DAYS, first + 1000), min(CALENDAR_DAYS - 1, last - 1000)
-
-
 def _temporal_safe(x: Any, dtype: Any) -> Any:
     """``x`` where its day lies in :func:`safe_days`, missing elsewhere."""
     import polars as pl
@@ -401,7 +378,7 @@ def _temporal_safe(x: Any, dtype: Any) -> Any:
     days = safe_days(dtype)
     if days is None:
         return x
-    per_day = _PER_DAY["date" if dtype == pl.Date else str(dtype.time_unit)]
+    per_day = PER_DAY["date" if dtype == pl.Date else str(dtype.time_unit)]
     lo, hi = days[0] * per_day, (days[1] + 1) * per_day - 1
     return pl.when(x.to_physical().is_between(lo, hi)).then(x)
 
@@ -540,3 +517,16 @@ def apply_step(frame: Any, kind: str, predicate: RowExpr | None,
     else:
         return frame.select(exprs)
     return out.drop(hidden) if hidden else out
+
+
+class PolarsTarget(RowwiseTarget):
+    """Polars eager frames and lazy plans: each step through :func:`apply_step`."""
+
+    label = "Polars"
+
+    def apply(self, native: Any, step: Any, schema: Any) -> Any:
+        return apply_step(native, step.kind, step.predicate, step.columns)
+
+
+#: the compiler the Polars adapters name (``Backend.rowwise``)
+TARGET = PolarsTarget()

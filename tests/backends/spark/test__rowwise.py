@@ -1,11 +1,11 @@
-"""The Spark compiler (:mod:`dpframe.rowwise.spark_target`) against the Polars reference.
+"""The Spark compiler (:mod:`dpframe.backends.spark._rowwise`) against the Polars reference.
 
 Every supported function and every operator is compiled for Spark and evaluated on frames of
 extreme values (0, ±1, the extremes of Int8..Int64, ±inf, NaN, -0.0, NULL, 1e308, the smallest
 subnormal, empty, long and non-ASCII strings, dates from year 1 to 9999, and dates and
 timestamps at the edges of Spark's own range), with and without a preceding filter, with ANSI
 mode on (Spark's default) and off. Spark must never raise, and each result must equal the
-reference (:mod:`dpframe.rowwise.polars_target`): same values, NULLs in the same places, floats
+reference (:mod:`dpframe.backends.polars._rowwise`): same values, NULLs in the same places, floats
 to the bit (sign of zero included, NaN equal to NaN), same type — except for the differences
 listed in :data:`KNOWN_DIFFERENCES` (and, per expression, :data:`ULPS`). All expressions of a
 frame run in one Spark query.
@@ -27,12 +27,12 @@ import narwhals as nw
 import polars as pl
 import pytest
 
+from dpframe.backends.polars._rowwise import apply_step as polars_step
+from dpframe.backends.spark import _rowwise as spark_target
 from dpframe.errors import DerivationError
 from dpframe.provenance import _derivations as derivations
-from dpframe.rowwise import spark_target
 from dpframe.rowwise.functions import FUNCTIONS, OPERATORS
 from dpframe.rowwise.nodes import Binary, Call, Col, Lit, RowExpr, walk
-from dpframe.rowwise.polars_target import apply_step as polars_step
 
 I64 = (-(2**63), 2**63 - 1)
 I32 = (-(2**31), 2**31 - 1)
