@@ -1,0 +1,249 @@
+"""A whole analysis drawn query by query (the report page of a ``dpf.concat_releases`` file).
+
+Each query (:mod:`dpframe.report.queries`) gets a card: its name, a legend from its own log
+entries (what statistic, ε and δ of its release, mechanism, declared bounds, interval level,
+post-processing applied to it, a renamed column's released name), and the chart it is best
+read as (:mod:`dpframe.report.plots`):
+
+============================  ==================================================
+histogram (bins on edges)      bars over the public edges on the column's axis
+counts by one key              horizontal bars with interval whiskers
+a statistic by two keys        heatmap, value and interval in each cell
+correlation / covariance       matrix, value and interval in each cell
+quantiles                      marks on the column's axis at its declared bounds
+other statistics               dots with interval whiskers, one panel per statistic
+============================  ==================================================
+
+At most :data:`MAX_DRAWN` rows of a statistic are drawn (the values table below the charts and
+``dpframe inspect --json`` have them all).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from dpframe.accounting import _log_view as logview
+from dpframe.report import plots
+from dpframe.report.plots import Bar
+from dpframe.report.queries import Query, Stat
+from dpframe.report.svg import el, esc, fmt
+
+__all__ = ["MAX_DRAWN", "STYLE", "analysis_html", "query_card"]
+
+MAX_DRAWN = 40
+
+STYLE = """
+.dpf-cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(660px,1fr));gap:16px;
+ align-items:start;margin:8px 0 16px}
+.dpf-card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:10px 14px;
+ min-width:0;overflow-x:auto}
+.dpf-card h3{margin:0 0 2px;font-size:15px}
+.dpf-card .dpf-what{margin:0 0 4px;color:#333}
+.dpf-card ul.dpf-legend{margin:2px 0 6px;padding-left:16px;color:#555;font-size:12px}
+.dpf-card .dpf-panel{margin:6px 0 0;font-size:12px;color:#333;font-weight:600}
+.dpf-card .dpf-renamed{color:#8e2219}
+"""
+
+
+def _level(entries: Sequence[dict[str, Any]]) -> str:
+    for e in entries:
+        text = str(e.get("interval") or "")
+        head = text.split(" ", 1)[0]
+        try:
+            level = float(head)
+        except ValueError:
+            continue
+        kind = "rank interval" if "rank" in text else "intervals"
+        return f"{level:.0%} {kind}"
+    return "no intervals released"
+
+
+def _label(keys: tuple[str | None, ...]) -> str:
+    return ", ".join("-" if k is None else k for k in keys) or "(all rows)"
+
+
+def _bars(stat: Stat) -> list[Bar]:
+    return [Bar(_label(k), v, lo, hi) for k, v, lo, hi in
+            zip(stat.keys, stat.values, stat.lower, stat.upper, strict=True)][:MAX_DRAWN]
+
+
+def _bounds(entries: Sequence[dict[str, Any]]) -> dict[str, tuple[float, float]]:
+    out: dict[str, tuple[float, float]] = {}
+    for e in entries:
+        out.update(logview.declared_bounds(e))
+    return out
+
+
+def _float_key(x: str | None) -> float:
+    try:
+        return float(x) if x is not None else math.nan
+    except ValueError:
+        return math.nan
+
+
+def _is_histogram(q: Query) -> bool:
+    return q.key_names[-2:] == ["bin_lower", "bin_upper"] or any(
+        e.get("group_by") == logview.BIN_COLUMN for e in q.entries)
+
+
+def _is_matrix(q: Query) -> bool:
+    return "column" in q.key_names and set(q.key_names) <= {"statistic", "column"} and any(
+        e.get("query") in ("corr", "cov") for e in q.entries)
+
+
+def _is_count(q: Query, stat: Stat) -> bool:
+    return all(e.get("query") == "count" for e in q.entries_of(stat)) and bool(q.entries)
+
+
+def _histogram(q: Query, stat: Stat) -> str:
+    i, j = q.key_names.index("bin_lower"), q.key_names.index("bin_upper")
+    bins = [(_float_key(k[i]), _float_key(k[j]), Bar(f"[{k[i]}, {k[j]})", v, lo, hi))
+            for k, v, lo, hi in zip(stat.keys, stat.values, stat.lower, stat.upper,
+                                    strict=True) if len(k) > j]
+    column = next(iter(logview.columns_of(e) for e in q.entries_of(stat)), []) or ["value"]
+    return plots.edge_bars(bins[:MAX_DRAWN * 2], label=f"{q.name}: histogram",
+                           column=column[0])
+
+
+def _matrix(q: Query, stat_names: Sequence[Stat]) -> str:
+    """A corr/cov matrix: rows keyed by ``column`` (and ``statistic`` = estimate/lower/upper
+    when intervals were released), one statistic per matrix column."""
+    has_part = "statistic" in q.key_names
+    part_at = q.key_names.index("statistic") if has_part else -1
+    col_at = q.key_names.index("column")
+    names = [s.name for s in stat_names]
+    found: dict[tuple[str, str], dict[str, float | None]] = {}
+    for s in stat_names:
+        for k, v, lo, hi in zip(s.keys, s.values, s.lower, s.upper, strict=True):
+            cell = found.setdefault((str(k[col_at]), s.name), {})
+            if has_part:  # the long form: estimate, lower and upper are rows of their own
+                cell[str(k[part_at])] = v
+            else:  # the tidy form (or no interval): each cell carries its interval
+                cell.update(estimate=v, lower=lo, upper=hi)
+    cells = {key: Bar(f"{key[0]} × {key[1]}", d.get("estimate"), d.get("lower"), d.get("upper"))
+             for key, d in found.items()}
+    rows = [r for r in names if any((r, c) in cells for c in names)] or names
+    return plots.matrix(rows, names, cells, label=f"{q.name}: matrix")
+
+
+def _quantiles(q: Query, stat: Stat) -> str:
+    entries = q.entries_of(stat)
+    bounds = _bounds(entries)
+    column = next(iter(bounds), "value")
+    level_at = q.key_names.index("q") if "q" in q.key_names else None
+    marks = [Bar(f"q={k[level_at]}" if level_at is not None else "q", v, lo, hi)
+             for k, v, lo, hi in zip(stat.keys, stat.values, stat.lower, stat.upper,
+                                     strict=True)]
+    return plots.axis_marks(marks[:MAX_DRAWN], label=f"{q.name}: quantiles of {column}",
+                            column=column, bounds=bounds.get(column))
+
+
+def _two_keys(q: Query, stat: Stat) -> str:
+    rows = list(dict.fromkeys(_label(k[:1]) for k in stat.keys))
+    cols = list(dict.fromkeys(_label(k[1:2]) for k in stat.keys))
+    cells = {(_label(k[:1]), _label(k[1:2])): Bar(_label(k), v, lo, hi)
+             for k, v, lo, hi in zip(stat.keys, stat.values, stat.lower, stat.upper,
+                                     strict=True)}
+    return plots.heatmap(rows[:MAX_DRAWN], cols[:12], cells, label=f"{q.name}: {stat.name}")
+
+
+def _chart(q: Query, stat: Stat) -> str:
+    """The chart of one statistic of a query (module docstring's table)."""
+    if _is_histogram(q) and "bin_lower" in q.key_names:
+        return _histogram(q, stat)
+    if stat.name == "quantile" or (q.key_names == ["q"]
+                                   and any(e.get("query") == "quantile" for e in q.entries)):
+        return _quantiles(q, stat)
+    count = _is_count(q, stat)
+    if not q.key_names and len(stat.values) == 1:  # one number: the statistic names the row
+        bars = [Bar(stat.name, stat.values[0], stat.lower[0], stat.upper[0])]
+        width = min(160, 14 + 7 * max(len(s.name[:24]) for s in q.stats))
+        return plots.dot_chart(bars, label=f"{q.name}: {stat.name}", label_width=width)
+    if len(q.key_names) == 2 and len(stat.values) > 1:
+        return _two_keys(q, stat)
+    if count and q.key_names:
+        return plots.count_bars(_bars(stat), label=f"{q.name}: {stat.name}")
+    axis = _bounds(q.entries_of(stat))
+    bounds = next(iter(axis.values())) if len(axis) == 1 else None
+    return plots.dot_chart(_bars(stat), label=f"{q.name}: {stat.name}", bounds=bounds)
+
+
+def _legend(q: Query) -> str:
+    """What the query is, from its own log entries: statistic, ε, δ, mechanisms, bounds,
+    intervals, post-processing, renames."""
+    items = []
+    if not q.entries:
+        items.append("no release of the log matches this query: its ε is not shown")
+    else:
+        ids = ", ".join(map(str, q.release_ids))
+        items.append(f"release {ids}: ε = {fmt(q.epsilon)}"
+                     + (f", δ = {fmt(q.delta)}" if q.delta else ""))
+        mechanisms = sorted({str(e.get("mechanism")) for e in q.entries
+                             if e.get("mechanism")})
+        items.append("mechanism: " + ", ".join(mechanisms))
+        items.extend(f"{c} declared in [{fmt(lo)}, {fmt(hi)}]"
+                     for c, (lo, hi) in _bounds(q.entries).items())
+        items.append(_level(q.entries))
+    ranks = [r for s in q.stats for r in s.rank_error if r is not None]
+    if ranks:
+        items.append(f"rank error ± {fmt(max(ranks))} ranks (an interval in ranks, not in "
+                     "the column's units)")
+    steps = [s for s in q.steps if s.get("op") != "concat"]
+    if steps:
+        items.append("post-processing: " + "; ".join(_step_text(s) for s in steps))
+    lis = [el("li", None, esc(t)) for t in items]
+    lis += [el("li", {"class": "dpf-renamed"}, esc(
+        f"column {s.name} holds {s.source} as released (renamed)"))
+            for s in q.stats if s.source != s.name]
+    return el("ul", {"class": "dpf-legend"}, *lis)
+
+
+def _step_text(step: dict[str, Any]) -> str:
+    op = str(step.get("op"))
+    if op == "rename":
+        mapping = step.get("mapping") or {}
+        return "renamed " + ", ".join(f"{k} → {v}" for k, v in dict(mapping).items())
+    if op == "round":
+        places = step.get("decimals")
+        places = sorted(set(places.values())) if isinstance(places, dict) else [places]
+        return "rounded to " + "/".join(map(str, places)) + " decimals"
+    if op == "sort":
+        return f"sorted by {', '.join(map(str, step.get('by') or []))}"
+    return op
+
+
+def _what(q: Query) -> str:
+    seen: list[str] = []
+    for s in q.stats:
+        entries = q.entries_of(s)
+        text = logview.statistic(entries[0]) if entries else s.name
+        if text not in seen:
+            seen.append(text)
+    return "; ".join(seen) or "-"
+
+
+def query_card(q: Query) -> str:
+    """One query as a card: name, what it is, legend, charts."""
+    panels: list[str] = []
+    if _is_matrix(q):
+        panels.append(_matrix(q, q.stats))
+    else:
+        for s in q.stats:
+            entries = q.entries_of(s)
+            title = s.name + (f": {logview.statistic(entries[0])}" if entries else "") + (
+                "" if s.source == s.name else f" (released as {s.source})")
+            shown = "" if len(s.values) <= MAX_DRAWN else f" (first {MAX_DRAWN} of {len(s.values)})"
+            if (len(q.stats) > 1 and q.key_names) or shown:
+                panels.append(el("p", {"class": "dpf-panel"}, esc(title + shown)))
+            panels.append(_chart(q, s))
+    return el("section", {"class": "dpf-card", "data-query": q.name},
+              el("h3", None, esc(q.name)), el("p", {"class": "dpf-what"}, esc(_what(q))),
+              _legend(q), *panels)
+
+
+def analysis_html(queries: Sequence[Query]) -> str:
+    """Every query's card, in a grid that fills the page's width."""
+    return (f"<style>{STYLE}</style>"
+            + el("div", {"class": "dpf-cards"}, *(query_card(q) for q in queries)))
