@@ -204,13 +204,16 @@ def _step_text(step: dict[str, Any]) -> str:
     op = str(step.get("op"))
     if op == "rename":
         mapping = step.get("mapping") or {}
-        return "renamed " + ", ".join(f"{k} → {v}" for k, v in dict(mapping).items())
+        pairs = mapping.items() if isinstance(mapping, dict) else []
+        return "renamed " + ", ".join(f"{k} → {v}" for k, v in pairs)
     if op == "round":
         places = step.get("decimals")
-        places = sorted(set(places.values())) if isinstance(places, dict) else [places]
-        return "rounded to " + "/".join(map(str, places)) + " decimals"
+        texts = sorted({str(p) for p in (places.values() if isinstance(places, dict)
+                                         else [places])})
+        return "rounded to " + "/".join(texts) + " decimals"
     if op == "sort":
-        return f"sorted by {', '.join(map(str, step.get('by') or []))}"
+        by = step.get("by")
+        return f"sorted by {', '.join(map(str, by if isinstance(by, list) else [by]))}"
     return op
 
 

@@ -75,7 +75,7 @@ def _text(x: float, y: float, text: str, anchor: str = "start", size: int = 11,
 
 def ticks(lo: float, hi: float, most: int = 6) -> list[float]:
     """Round numbers (1, 2 or 5 × 10^k apart) within ``[lo, hi]``, at most ``most`` of them."""
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+    if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(hi - lo)) or hi <= lo:
         return [lo] if math.isfinite(lo) else []
     raw = (hi - lo) / max(most - 1, 1)
     power = 10 ** math.floor(math.log10(raw))

@@ -241,6 +241,11 @@ def _pair_releases(queries: list[Query], doc: Mapping[str, Any]) -> None:
                      if isinstance(e, dict) and e.get("release_id") in q.release_ids]
 
 
+def _fit(keys: tuple[str | None, ...], n: int) -> tuple[str | None, ...]:
+    """A row's keys as many as its query's (a file not written by dpframe may disagree)."""
+    return (*keys[:n], *([None] * (n - len(keys))))
+
+
 def queries_of_long(columns: Mapping[str, Sequence[Any]], doc: Mapping[str, Any]
                     ) -> list[Query]:
     """The queries of a long table (either form), in the file's order, each tied to its
@@ -251,7 +256,8 @@ def queries_of_long(columns: Mapping[str, Sequence[Any]], doc: Mapping[str, Any]
         if len(key_names) > len(slot[0]):
             slot[0][:] = key_names
         slot[1].append((keys, stat, value, lo, hi))
-    queries = [_build(name, keys, cells, _steps_of(name, doc))
+    queries = [_build(name, keys, [(_fit(k, len(keys)), *rest) for k, *rest in cells],
+                      _steps_of(name, doc))
                for name, (keys, cells) in grouped.items()]
     _pair_releases(queries, doc)
     return queries

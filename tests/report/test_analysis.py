@@ -148,3 +148,39 @@ def test_ticks_are_round_and_inside():
     assert ticks(51.8, 55.8) == [52, 53, 54, 55]
     assert ticks(-1, 1, 5) == [-1, -0.5, 0, 0.5, 1]
     assert ticks(3, 3) == [3]
+
+
+def test_a_tampered_or_odd_long_table_is_still_drawn(analysis, tmp_path):
+    """What the page draws is the file's claim: a tampered file gets its NOT VERIFIED page with
+    the cards; odd cells (infinite, missing, keys that disagree with their query, hostile
+    names, a log of the wrong shapes) draw without an exception."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpframe.report import views
+
+    _, files = analysis
+    table = pq.read_table(files["long"])
+    values = table.column("value").to_pylist()
+    values[0], values[5] = float("inf"), float("nan")
+    bad = table.set_column(4, "value", pa.array(values, type=pa.float64()))
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    html, report = build_report(tmp_path / "bad.parquet")
+    assert not report["verified"] and list(_cards(html)) == QUERIES
+    hostile = '<script>alert("x")</script>'
+    columns = {"query": ["a", "a", "a", "b", hostile, "c", "c"],
+               "group_by": ["q", "x,y", None, "bin_lower,bin_upper", hostile, "column",
+                            "statistic,column"],
+               "group": ["0.5", "1", None, "1.0, inf", hostile, "a", "lower"],
+               "statistic": ["quantile", "quantile_lower", "rank_error", "count", hostile,
+                             "a", "a"],
+               "value": [1e308, -1e308, None, float("inf"), 2.0, 0.5, -2.0]}
+    doc = {"entries": [{"release_id": 1, "name": 5, "query": "corr", "group_by": ["x"],
+                        "clamping": "x clamped to [3, 1]", "interval": "nonsense"}, "junk"],
+           "release_ids": [1, "2"],
+           "postprocessing": [{"op": "rename", "mapping": [1]}, {"op": "sort", "by": 3},
+                              {"op": "round", "decimals": {"a": 1, "b": "x"}},
+                              {"op": "concat", "releases": {"a": "1"}}, "junk"]}
+    page = views.release_html(columns, doc)
+    self_contained(page)
+    assert hostile not in page and len(_cards(page)) == 4
