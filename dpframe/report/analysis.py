@@ -83,11 +83,6 @@ def _float_key(x: str | None) -> float:
         return math.nan
 
 
-def _is_histogram(q: Query) -> bool:
-    return q.key_names[-2:] == ["bin_lower", "bin_upper"] or any(
-        e.get("group_by") == logview.BIN_COLUMN for e in q.entries)
-
-
 def _is_matrix(q: Query) -> bool:
     return "column" in q.key_names and set(q.key_names) <= {"statistic", "column"} and any(
         e.get("query") in ("corr", "cov") for e in q.entries)
@@ -97,14 +92,81 @@ def _is_count(q: Query, stat: Stat) -> bool:
     return all(e.get("query") == "count" for e in q.entries_of(stat)) and bool(q.entries)
 
 
+def _groups(q: Query, stat: Stat, inner: Sequence[str]) -> dict[str, list[int]]:
+    """The rows of ``stat`` by their keys other than ``inner`` (a histogram's bins, a
+    quantile's level): one panel per group; a single group is labelled ""."""
+    outer = [i for i, name in enumerate(q.key_names) if name not in inner]
+    out: dict[str, list[int]] = {}
+    for row, k in enumerate(stat.keys):
+        out.setdefault(", ".join("-" if k[i] is None else str(k[i]) for i in outer
+                                 if i < len(k)), []).append(row)
+    return out
+
+
+def _caption(text: str) -> str:
+    return el("p", {"class": "dpf-panel"}, esc(text)) if text else ""
+
+
 def _histogram(q: Query, stat: Stat) -> str:
+    """Bars over the bins' edges; a histogram per group (``groupby(...).histogram``) is one
+    panel per group, on the same count axis."""
     i, j = q.key_names.index("bin_lower"), q.key_names.index("bin_upper")
-    bins = [(_float_key(k[i]), _float_key(k[j]), Bar(f"[{k[i]}, {k[j]})", v, lo, hi))
-            for k, v, lo, hi in zip(stat.keys, stat.values, stat.lower, stat.upper,
-                                    strict=True) if len(k) > j]
-    column = next(iter(logview.columns_of(e) for e in q.entries_of(stat)), []) or ["value"]
-    return plots.edge_bars(bins[:MAX_DRAWN * 2], label=f"{q.name}: histogram",
-                           column=column[0])
+    column = next(iter(logview.columns_of(e) for e in q.entries_of(stat)), []) or [
+        "bins (the log names no column)"]
+    groups = list(_groups(q, stat, ("bin_lower", "bin_upper")).items())
+    finite = [x for v in (stat.values, stat.lower, stat.upper) for x in v
+              if x is not None and math.isfinite(x)]
+    top = max([0.0, *finite]) or None
+    panels = []
+    for name, rows in groups[:12]:
+        bins = [(_float_key(stat.keys[r][i]), _float_key(stat.keys[r][j]),
+                 Bar(f"{name + ': ' if name else ''}[{stat.keys[r][i]}, {stat.keys[r][j]})",
+                     stat.values[r], stat.lower[r], stat.upper[r]))
+                for r in rows[:MAX_DRAWN * 2]]
+        panels.append(_caption(name) + plots.edge_bars(
+            bins, label=f"{q.name}: histogram{' of ' + name if name else ''}",
+            column=column[0], height=230 if len(groups) == 1 else 170, top=top))
+    return "".join(panels)
+
+
+def _quantile_panels(q: Query) -> str:
+    """Quantiles on the column's axis at its declared bounds; one axis per group, its marks
+    the levels (a ``q`` key, or the ``quantile[0.25]`` columns of a group-by)."""
+    marks: dict[str, list[Bar]] = {}
+    bounds: dict[str, tuple[float, float]] = {}
+    for s in q.stats:
+        bounds.update(_bounds(q.entries_of(s)))
+        level = s.source[len("quantile["):-1] if s.source.startswith("quantile[") else None
+        for name, rows in _groups(q, s, ("q",)).items():
+            for r in rows:
+                at = q.key_names.index("q") if "q" in q.key_names else None
+                text = (s.keys[r][at] if at is not None and at < len(s.keys[r]) else level)
+                marks.setdefault(name, []).append(
+                    Bar(f"q={text}" if text is not None else s.name, s.values[r], s.lower[r],
+                        s.upper[r]))
+    column = next(iter(bounds), "value")
+    return "".join(_caption(name) + plots.axis_marks(
+        bars[:MAX_DRAWN], label=f"{q.name}: quantiles of {column}{' for ' + name if name else ''}",
+        column=column, bounds=bounds.get(column)) for name, bars in list(marks.items())[:12])
+
+
+def _is_quantiles(q: Query) -> bool:
+    return bool(q.entries) and all(e.get("query") == "quantile" for e in q.entries
+                                   if e.get("query") != "key selection")
+
+
+def _table(q: Query) -> str:
+    """A table labelled by rows (``describe``: count, mean, std, ... by column), written out:
+    its numbers are of different kinds and share no axis."""
+    rows = list(dict.fromkeys(_label(k) for s in q.stats for k in s.keys))
+    cell = {(_label(k), s.name): v for s in q.stats for k, v in zip(s.keys, s.values,
+                                                                    strict=True)}
+    head = el("tr", None, el("th", None, ""), *(el("th", {"class": "dpf-num"}, esc(s.name))
+                                                 for s in q.stats))
+    body = [el("tr", None, el("th", None, esc(r)), *(
+        el("td", {"class": "dpf-num"}, esc(plots.short(cell.get((r, s.name)))))
+        for s in q.stats)) for r in rows[:MAX_DRAWN]]
+    return el("table", {"class": "dpf-values"}, head, *body)
 
 
 def _matrix(q: Query, stat_names: Sequence[Stat]) -> str:
@@ -125,7 +187,9 @@ def _matrix(q: Query, stat_names: Sequence[Stat]) -> str:
     cells = {key: Bar(f"{key[0]} × {key[1]}", d.get("estimate"), d.get("lower"), d.get("upper"))
              for key, d in found.items()}
     rows = [r for r in names if any((r, c) in cells for c in names)] or names
-    return plots.matrix(rows, names, cells, label=f"{q.name}: matrix")
+    if any(e.get("query") == "corr" for e in q.entries):
+        return plots.matrix(rows, names, cells, label=f"{q.name}: correlation matrix")
+    return plots.heatmap(rows, names, cells, label=f"{q.name}: matrix")
 
 
 def _quantiles(q: Query, stat: Stat) -> str:
@@ -151,17 +215,14 @@ def _two_keys(q: Query, stat: Stat) -> str:
 
 def _chart(q: Query, stat: Stat) -> str:
     """The chart of one statistic of a query (module docstring's table)."""
-    if _is_histogram(q) and "bin_lower" in q.key_names:
+    if "bin_lower" in q.key_names and "bin_upper" in q.key_names:
         return _histogram(q, stat)
-    if stat.name == "quantile" or (q.key_names == ["q"]
-                                   and any(e.get("query") == "quantile" for e in q.entries)):
-        return _quantiles(q, stat)
-    count = _is_count(q, stat)
     if not q.key_names and len(stat.values) == 1:  # one number: the statistic names the row
         bars = [Bar(stat.name, stat.values[0], stat.lower[0], stat.upper[0])]
         width = min(160, 14 + 7 * max(len(s.name[:24]) for s in q.stats))
         return plots.dot_chart(bars, label=f"{q.name}: {stat.name}", label_width=width)
-    if len(q.key_names) == 2 and len(stat.values) > 1:
+    count = _is_count(q, stat)
+    if count and len(q.key_names) == 2 and len(stat.values) > 1:
         return _two_keys(q, stat)
     if count and q.key_names:
         return plots.count_bars(_bars(stat), label=f"{q.name}: {stat.name}")
@@ -218,13 +279,14 @@ def _step_text(step: dict[str, Any]) -> str:
 
 
 def _what(q: Query) -> str:
+    """The query's statistics as a reader names them, from its log entries (every entry of
+    its release: a ``describe`` logs a count, means and deviations)."""
     seen: list[str] = []
-    for s in q.stats:
-        entries = q.entries_of(s)
-        text = logview.statistic(entries[0]) if entries else s.name
-        if text not in seen:
+    for e in q.entries:
+        text = logview.statistic(e)
+        if e.get("query") != "key selection" and text not in seen:
             seen.append(text)
-    return "; ".join(seen) or "-"
+    return "; ".join(seen) or "; ".join(s.name for s in q.stats) or "-"
 
 
 def query_card(q: Query) -> str:
@@ -232,6 +294,10 @@ def query_card(q: Query) -> str:
     panels: list[str] = []
     if _is_matrix(q):
         panels.append(_matrix(q, q.stats))
+    elif _is_quantiles(q):
+        panels.append(_quantile_panels(q))
+    elif "statistic" in q.key_names:
+        panels.append(_table(q))
     else:
         for s in q.stats:
             entries = q.entries_of(s)

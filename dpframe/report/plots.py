@@ -156,16 +156,18 @@ def count_bars(bars: Sequence[Bar], *, label: str, width: int = 620) -> str:
 
 
 def edge_bars(bins: Sequence[tuple[float, float, Bar]], *, label: str, column: str,
-              width: int = 620, height: int = 230) -> str:
+              width: int = 620, height: int = 230, top: float | None = None) -> str:
     """A histogram: one bar over each ``(lower edge, upper edge, count)`` on the column's
-    axis, a whisker over the count's interval; the edges are the axis' ticks."""
-    left, right, top, bottom = 48, 14, 10, 36
+    axis, a whisker over the count's interval; the edges are the axis' ticks. ``top``: the
+    count axis' end (shared by the panels of a histogram per group)."""
+    left, right, margin, bottom = 48, 14, 10, 36
     edges = sorted({e for lo, hi, _ in bins for e in (lo, hi) if math.isfinite(e)})
     if len(edges) < 2:
         edges = [0.0, 1.0]
     x = _scale(edges[0], edges[-1], left, width - right)
-    vlo, vhi = _padded([v for _, _, b in bins for v in b.numbers()], zero=True)
-    y = _scale(vlo, vhi, height - bottom, top)
+    vlo, vhi = _padded([v for _, _, b in bins for v in b.numbers()] + (
+        [top] if top is not None and math.isfinite(top) else []), zero=True)
+    y = _scale(vlo, vhi, height - bottom, margin)
     parts: list[str] = []
     for t in ticks(vlo, vhi, 5):
         parts.append(el("line", {"x1": left, "y1": y(t), "x2": width - right, "y2": y(t),

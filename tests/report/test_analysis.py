@@ -184,3 +184,40 @@ def test_a_tampered_or_odd_long_table_is_still_drawn(analysis, tmp_path):
     page = views.release_html(columns, doc)
     self_contained(page)
     assert hostile not in page and len(_cards(page)) == 4
+
+
+def test_other_kinds_each_drawn_as_read(tmp_path):
+    """describe as a table, cov as a shaded matrix, quantiles per group on one axis each, a
+    histogram per group as one panel per group, a mean by two keys as dots (a value on its
+    declared bound in red), a median released in a table on the column's axis."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"age": rng.uniform(18, 90, 200).round(), "w": rng.uniform(0, 1, 200),
+                       "g": rng.choice(["a", "b"], 200), "h": rng.choice(["x", "y"], 200)})
+    pf = dpf.protect(df, epsilon=5.0, bounds={"age": (18, 90), "w": (0, 1)},
+                     keys={"g": ["a", "b"], "h": ["x", "y"]}, missing={"age": 18.0, "w": 0.0})
+    made = {"describe": pf.dp.describe(columns=["age"], epsilon=0.5, random_state=1),
+            "cov": pf.dp.cov(["age", "w"], epsilon=0.5, random_state=2),
+            "q_by_g": pf.dp.groupby("g").quantile("age", [0.25, 0.75], epsilon=0.5,
+                                                  random_state=3),
+            "hist_by_g": pf.dp.groupby("g").histogram("age", bins=3, epsilon=0.2,
+                                                      random_state=4),
+            "mean_by_2": pf.dp.groupby(["g", "h"]).mean("age", epsilon=0.05, ci=0.9,
+                                                        random_state=5),
+            "median": pf.dp.release({"med": dpf.median("age")}, epsilon=0.3, random_state=6)}
+    dpf.write_parquet(dpf.concat_releases(made), tmp_path / "kinds.parquet")
+    html, report = build_report(tmp_path / "kinds.parquet")
+    assert report["verified"]
+    cards = _cards(html)
+    assert _count(cards["describe"], "table", "dpf-values") == 1 and ">std<" in cards["describe"]
+    assert _count(cards["cov"], "g", "dpf-cell") == 4 and "cov: matrix" in cards["cov"]
+    assert _count(cards["q_by_g"], "svg", "dpf-chart") == 2  # one age axis per group
+    assert _count(cards["q_by_g"], "line", "dpf-value") == 4
+    assert "histogram by g" in cards["hist_by_g"]
+    assert _count(cards["hist_by_g"], "svg", "dpf-chart") == 2
+    assert _count(cards["hist_by_g"], "rect", "dpf-bin") == 6
+    assert _count(cards["mean_by_2"], "circle", "dpf-value") == 4  # dots, not a heatmap
+    assert _count(cards["mean_by_2"], "g", "dpf-cell") == 0
+    assert "med: " in cards["median"] and "age declared in [18, 90]" in cards["median"]
