@@ -21,6 +21,7 @@ At most :data:`MAX_DRAWN` rows of a statistic are drawn (the values table below 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -231,6 +232,56 @@ def _chart(q: Query, stat: Stat) -> str:
     return plots.dot_chart(_bars(stat), label=f"{q.name}: {stat.name}", bounds=bounds)
 
 
+_MEMBER = re.compile(r"^(?P<base>.+)\[(?P<label>[^\]]*)\]$")
+
+
+def _families(q: Query) -> list[tuple[str, list[Stat]]]:
+    """The query's statistics with the members of a family (``hours[0,10]``,
+    ``hours[10,20]``: one statistic released as several columns, as a release spec's
+    histogram and proportions are) together, in the order of their first column."""
+    out: dict[str, list[Stat]] = {}
+    for s in q.stats:
+        m = _MEMBER.match(s.source)
+        out.setdefault(m["base"] if m else "\0" + s.name, []).append(s)
+    return [(k.lstrip("\0"), v) for k, v in out.items()]
+
+
+def _edges(label: str) -> tuple[float, float] | None:
+    parts = label.strip("[]()").split(",")
+    if len(parts) != 2:
+        return None
+    lo, hi = _float_key(parts[0]), _float_key(parts[1])
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) and hi > lo else None
+
+
+def _family(q: Query, base: str, members: Sequence[Stat]) -> str:
+    """A family drawn as one statistic: members whose labels are bins (``[0,10]``) as bars
+    over their edges; by one key, counts and proportions as a heatmap (key × member), other
+    statistics one dot panel per member; without keys, one bar or dot per member."""
+    labels = [_MEMBER.match(s.source)["label"] for s in members]  # type: ignore[index]
+    kinds = {str(e.get("query")) for s in members for e in q.entries_of(s)}
+    counting = kinds <= {"count", "histogram", "proportions", "value_counts"}
+    if not q.key_names:
+        bars = [Bar(lab, s.values[0], s.lower[0], s.upper[0])
+                for lab, s in zip(labels, members, strict=True) if s.values]
+        edges = [_edges(lab) for lab in labels]
+        if all(edges) and "histogram" in kinds:
+            column = next(iter(logview.columns_of(e) for e in q.entries_of(members[0])),
+                          []) or [base]
+            return plots.edge_bars([(*e, b) for e, b in zip(edges, bars, strict=True)
+                                    if e is not None], label=f"{q.name}: {base}",
+                                   column=column[0])
+        chart = plots.count_bars if counting else plots.dot_chart
+        return chart(bars[:MAX_DRAWN], label=f"{q.name}: {base}")
+    if counting and len(q.key_names) == 1:
+        rows = list(dict.fromkeys(_label(k) for s in members for k in s.keys))
+        cells = {(_label(k), lab): Bar(f"{_label(k)}, {lab}", v, lo, hi)
+                 for lab, s in zip(labels, members, strict=True)
+                 for k, v, lo, hi in zip(s.keys, s.values, s.lower, s.upper, strict=True)}
+        return plots.heatmap(rows[:MAX_DRAWN], labels[:12], cells, label=f"{q.name}: {base}")
+    return "".join(_caption(s.name) + _chart(q, s) for s in members)
+
+
 def _legend(q: Query) -> str:
     """What the query is, from its own log entries: statistic, ε, δ, mechanisms, bounds,
     intervals, post-processing, renames."""
@@ -299,7 +350,14 @@ def query_card(q: Query) -> str:
     elif "statistic" in q.key_names:
         panels.append(_table(q))
     else:
-        for s in q.stats:
+        for base, members in _families(q):
+            if len(members) > 1:
+                entries = q.entries_of(members[0])
+                panels.append(_caption(f"{base}: " + (logview.statistic(entries[0])
+                                                      if entries else base)))
+                panels.append(_family(q, base, members))
+                continue
+            s = members[0]
             entries = q.entries_of(s)
             title = s.name + (f": {logview.statistic(entries[0])}" if entries else "") + (
                 "" if s.source == s.name else f" (released as {s.source})")

@@ -274,10 +274,15 @@ def _grid(rows: Sequence[str], cols: Sequence[str], cells: dict[tuple[str, str],
           shade: Callable[[float], str], label: str, width: int) -> str:
     row_w = min(150, 16 + 7 * max([len(r[:22]) for r in rows] or [1]))
     cell_w = max(min((width - row_w - 8) / max(len(cols), 1), 170.0), 60.0)
-    cell_h, top = 44, 22
+    fits = int(cell_w / 6.5)  # characters of a column label that fit over its cell
+    crowded = any(len(c) > fits for c in cols)
+    cell_h, top = 44, 36 if crowded else 22
     width = int(row_w + cell_w * len(cols) + 8)
-    parts = [_text(row_w + (j + 0.5) * cell_w, top - 8, c[:22], "middle", fill="#222")
-             for j, c in enumerate(cols)]
+    # crowded labels alternate between two lines, each up to two cells wide
+    parts = [el("g", None, el("title", None, esc(c)), _text(
+        row_w + (j + 0.5) * cell_w, top - 8 - (14 if crowded and j % 2 else 0),
+        c if len(c) <= (2 * fits if crowded else fits) else c[:2 * fits - 1] + "…",
+        "middle", fill="#222")) for j, c in enumerate(cols)]
     for i, r in enumerate(rows):
         y = top + i * cell_h
         parts.append(_text(row_w - 6, y + cell_h / 2 + 4, r[:22], "end", fill="#222"))
@@ -285,10 +290,11 @@ def _grid(rows: Sequence[str], cols: Sequence[str], cells: dict[tuple[str, str],
             b = cells.get((r, c))
             fill = "#f4f4f4" if b is None or b.value is None else shade(b.value)
             ink = "#fff" if _dark(fill) else "#222"
+            both = b is not None and b.lower is not None and b.upper is not None
             text = [] if b is None else [
-                _text(row_w + (j + 0.5) * cell_w, y + 19, short(b.value), "middle", size=12,
-                      fill=ink, weight="600")]
-            if b is not None and b.lower is not None and b.upper is not None:
+                _text(row_w + (j + 0.5) * cell_w, y + (19 if both else 25), short(b.value),
+                      "middle", size=12, fill=ink, weight="600")]
+            if b is not None and both:
                 text.append(_text(row_w + (j + 0.5) * cell_w, y + 34,
                                   f"[{short(b.lower)}, {short(b.upper)}]", "middle", size=10,
                                   fill=ink))

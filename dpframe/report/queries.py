@@ -79,7 +79,8 @@ class Query:
         is logged as ``histogram(age)``)."""
         mine = [e for e in self.entries if e.get("query") != "key selection"]
         named = [e for e in mine if str(e.get("name")) == stat.source]
-        return named or mine
+        base = stat.source.split("[", 1)[0]  # a member of a family: hours[0,10] of `hours`
+        return named or [e for e in mine if str(e.get("name")) == base] or mine
 
     @property
     def epsilon(self) -> float:

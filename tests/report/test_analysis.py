@@ -189,7 +189,9 @@ def test_a_tampered_or_odd_long_table_is_still_drawn(analysis, tmp_path):
 def test_other_kinds_each_drawn_as_read(tmp_path):
     """describe as a table, cov as a shaded matrix, quantiles per group on one axis each, a
     histogram per group as one panel per group, a mean by two keys as dots (a value on its
-    declared bound in red), a median released in a table on the column's axis."""
+    declared bound in red), a median released in a table on the column's axis, and the
+    families of columns builders write (``ages[18,42]``: bars over edges; proportions by a
+    key: a heatmap)."""
     import numpy as np
     import pandas as pd
 
@@ -206,7 +208,13 @@ def test_other_kinds_each_drawn_as_read(tmp_path):
                                                       random_state=4),
             "mean_by_2": pf.dp.groupby(["g", "h"]).mean("age", epsilon=0.05, ci=0.9,
                                                         random_state=5),
-            "median": pf.dp.release({"med": dpf.median("age")}, epsilon=0.3, random_state=6)}
+            "median": pf.dp.release({"med": dpf.median("age")}, epsilon=0.3, random_state=6),
+            # builders in one release write a family of columns: ages[18,42], ...; h_by_g[x]
+            "builders": pf.dp.release({"ages": dpf.histogram("age", bins=3),
+                                       "by_h": dpf.value_counts("h")}, epsilon=0.3,
+                                      random_state=7),
+            "h_by_g": pf.dp.groupby("g").release({"p": dpf.proportions("h")}, epsilon=0.3,
+                                                 random_state=8)}
     dpf.write_parquet(dpf.concat_releases(made), tmp_path / "kinds.parquet")
     html, report = build_report(tmp_path / "kinds.parquet")
     assert report["verified"]
@@ -221,3 +229,6 @@ def test_other_kinds_each_drawn_as_read(tmp_path):
     assert _count(cards["mean_by_2"], "circle", "dpf-value") == 4  # dots, not a heatmap
     assert _count(cards["mean_by_2"], "g", "dpf-cell") == 0
     assert "med: " in cards["median"] and "age declared in [18, 90]" in cards["median"]
+    assert _count(cards["builders"], "rect", "dpf-bin") == 3  # ages[...] as bars over edges
+    assert _count(cards["builders"], "rect", "dpf-bar-value") == 2  # by_h[x], by_h[y]
+    assert _count(cards["h_by_g"], "g", "dpf-cell") == 4  # g × h heatmap of proportions
