@@ -163,6 +163,14 @@ def _inspect(path: Path, *, key: bytes | str | None, ledger: Path | None) -> dic
     return report
 
 
+def _keys_text(keys: list[str]) -> str:
+    """A query's keys as a reader says them: a histogram's two edge columns are its bins, a
+    matrix's ``column``/``statistic`` labels are its rows."""
+    names = ["bins" if k == "bin_lower" else "matrix rows" if k == "column" else k
+             for k in keys if k not in ("bin_upper", "statistic")]
+    return f" by {', '.join(dict.fromkeys(names))}" if names else ""
+
+
 def _print_queries(report: dict[str, Any], w: Any) -> None:
     """Each query of a whole-analysis file with the statistics its columns hold."""
     queries = report.get("queries") or []
@@ -171,7 +179,7 @@ def _print_queries(report: dict[str, Any], w: Any) -> None:
     w(f"queries in this file ({len(queries)}):\n")
     for q in queries:
         ids = ", ".join(map(str, q["release_ids"])) or "not matched to a release of the log"
-        keys = f" by {', '.join(q['keys'])}" if q["keys"] else ""
+        keys = _keys_text(q["keys"])
         w(f"  {q['query']}{keys}: release {ids}, ε={_fmt(q['epsilon'])}\n")
         for c in q["columns"]:
             renamed = (f" (released as {c['released_as']}, renamed)"
