@@ -249,16 +249,22 @@ def _fit(keys: tuple[str | None, ...], n: int) -> tuple[str | None, ...]:
 
 def queries_of_long(columns: Mapping[str, Sequence[Any]], doc: Mapping[str, Any]
                     ) -> list[Query]:
-    """The queries of a long table (either form), in the file's order, each tied to its
-    release and log entries."""
+    """The queries of a long table (either form), in the order the concat step lists them
+    (a sorted table keeps its queries' order), else the file's; each tied to its release and
+    log entries."""
     grouped: dict[str, tuple[list[str], list[Any]]] = {}
     for query, key_names, keys, stat, value, lo, hi in _cells(columns):
         slot = grouped.setdefault(query, (key_names, []))
         if len(key_names) > len(slot[0]):
             slot[0][:] = key_names
         slot[1].append((keys, stat, value, lo, hi))
-    queries = [_build(name, keys, [(_fit(k, len(keys)), *rest) for k, *rest in cells],
+    listed = [str(n) for step in doc.get("postprocessing") or [] if isinstance(step, dict)
+              and step.get("op") == "concat" and isinstance(step.get("queries"), list)
+              for n in step["queries"]]
+    order = sorted(grouped, key=lambda n: listed.index(n) if n in listed else len(listed))
+    queries = [_build(name, grouped[name][0],
+                      [(_fit(k, len(grouped[name][0])), *rest) for k, *rest in grouped[name][1]],
                       _steps_of(name, doc))
-               for name, (keys, cells) in grouped.items()]
+               for name in order]
     _pair_releases(queries, doc)
     return queries

@@ -73,7 +73,7 @@ def test_every_query_drawn_as_it_is_read(analysis):
     assert "3 (income_by_sex)" in html
 
 
-def test_rename_swap_is_shown_and_undone_for_the_description(analysis, capsys):
+def test_postprocessing_shown_rename_swap_undone_for_the_description(analysis, capsys):
     made, files = analysis
     html, report = build_report(files["renamed"])
     assert report["verified"]
@@ -85,6 +85,13 @@ def test_rename_swap_is_shown_and_undone_for_the_description(analysis, capsys):
     female = made["income_by_sex"].set_index("sex").loc["female"]
     tip = f"female: {female['mean_income']:.6g} [{female['mean_income_lower']:.6g}, "
     assert tip in card.split("mean_income: mean of age", 1)[0]
+    # steps on the whole file are shown on every query; a sorted file keeps the queries' order
+    sorted_file = files["long"].with_name("sorted.parquet")
+    dpf.write_parquet(dpf.sort_release(dpf.round_release(dpf.concat_releases(made), 1),
+                                       "value"), sorted_file)
+    cards = _cards(build_report(sorted_file)[0])
+    assert list(cards) == QUERIES and all(
+        "post-processing: rounded to 1 decimals; sorted by value" in c for c in cards.values())
     assert main(["inspect", str(files["renamed"])]) == 0
     out = capsys.readouterr().out
     assert "queries in this file (7):" in out
