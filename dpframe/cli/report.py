@@ -4,10 +4,11 @@ One self-contained HTML page (inline style and SVG; no script, no URL, nothing f
 released Parquet file: whether it verifies (the same checks as ``dpframe inspect``: values
 match the sealed log, the log is intact, with ``--key``/``--key-file`` the signature, with
 ``--ledger`` the durable ledger), then the released values with their intervals on the declared
-bounds, ε, δ and mechanism per statistic, the budget spent (by release, by column) and every
-measurement with its domain in the statistic's units. A file that does not verify still gets
-its page, headed NOT VERIFIED: what the file claims, unverified. Every text from the file
-(column names, keys, the log) is HTML-escaped.
+bounds, ε, δ and mechanism per statistic (a whole analysis written by dpf.concat_releases: each
+query drawn as it is read, with its own legend), the budget spent (by release or query, by
+column) and every measurement with its domain in the statistic's units. A file that does not
+verify still gets its page, headed NOT VERIFIED: what the file claims, unverified. Every text
+from the file (column names, keys, the log) is HTML-escaped.
 
 Exit status as for ``inspect``: 0 verified, 2 verification failed (the page is written), 1 the
 file could not be read as a release (no page written); errors are one line on stderr.

@@ -4,7 +4,9 @@ intervals, the sealed log, the budget, the planner's table. No data is read here
 * :func:`release_html` — one section per released statistic: what it is (in the user's
   words, :mod:`dpframe.accounting._log_view`), ε, δ, mechanism, declared bounds, and an
   :func:`~dpframe.report.svg.interval_chart` of its values (the axis at the bounds for a
-  statistic that lives inside them: mean, median, quantiles; a value on a bound in red);
+  statistic that lives inside them: mean, median, quantiles; a value on a bound in red); a
+  whole analysis in one long table (``dpf.concat_releases``) one card per query, each drawn
+  as it is read (:mod:`dpframe.report.analysis`);
 * :func:`budget_html` — ε and δ spent of the budget, ε per release and per column;
 * :func:`accuracy_html` — the planner's table with each query's half-width;
 * :func:`estimate_html` — one ``dpf.Estimate`` with its interval.
@@ -174,7 +176,8 @@ def release_html(columns: Mapping[str, list[Any]], document: Mapping[str, Any], 
     """The sections of a release table (``columns``: name → values, as released; ``index``:
     a pandas table's row labels where they carry meaning) and the log it carries. A table
     labelled by rows (describe, cov, corr) is shown as a table, with its statistics' ε and
-    mechanisms."""
+    mechanisms; a long table (either form) as one card per query
+    (:func:`dpframe.report.analysis.analysis_html`)."""
     entries = _entries(document)
     by_name: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
