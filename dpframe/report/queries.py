@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LONG", "TIDY", "Query", "Stat", "is_long", "queries_of_long"]
+__all__ = ["LONG", "TIDY", "Query", "Stat", "is_long", "queries_of_long", "query_of_table"]
 
 #: the long table's columns, as files of this and earlier versions write them
 LONG = ("query", "group_by", "group", "statistic", "value")
@@ -268,3 +268,33 @@ def queries_of_long(columns: Mapping[str, Sequence[Any]], doc: Mapping[str, Any]
                for name in order]
     _pair_releases(queries, doc)
     return queries
+
+
+def _label_name(name: str, values: Sequence[Any], stats: set[str]) -> str:
+    """A pandas index level's name in a file (``__index_level_1__``) as Polars names such a
+    label: ``column`` when it holds the table's column names (a matrix), else ``statistic``."""
+    if not name.startswith("__index_level"):
+        return name
+    return "column" if {str(v) for v in values} <= stats else "statistic"
+
+
+def query_of_table(columns: Mapping[str, Sequence[Any]], doc: Mapping[str, Any],
+                   name: str) -> Query:
+    """One release table (not a long table) as a query named ``name``: its label columns
+    (text columns, a pandas index, a histogram's edges, quantile levels ``q``) are its keys,
+    its floating-point columns its statistics."""
+    fixed = {"bin_lower", "bin_upper", "q", "statistic", "column"}
+    floating = {c for c, v in columns.items() if c not in fixed
+                and not c.startswith("__index_level")
+                and all(x is None or (isinstance(x, float | int) and not isinstance(x, bool))
+                        for x in v)}
+    labels = [c for c in columns if c not in floating]
+    names = [_label_name(c, columns[c], floating) for c in labels]
+    n = len(next(iter(columns.values()), []))
+    cells: list[tuple[tuple[str | None, ...], str, float | None, float | None,
+                      float | None]] = [
+        (tuple(_text(columns[c][i]) for c in labels), s, _num(columns[s][i]), None, None)
+        for i in range(n) for s in columns if s in floating]
+    query = _build(name, names, cells, _steps_of(name, doc))
+    _pair_releases([query], doc)
+    return query

@@ -24,7 +24,7 @@ from typing import Any
 
 from dpframe.accounting import _log_view as logview
 from dpframe.report.analysis import analysis_html
-from dpframe.report.queries import is_long, queries_of_long
+from dpframe.report.queries import is_long, queries_of_long, query_of_table
 from dpframe.report.svg import IntervalRow, bar_chart, el, esc, fmt, interval_chart
 
 __all__ = ["MAX_ROWS", "STYLE", "accuracy_html", "budget_html", "estimate_html",
@@ -197,6 +197,10 @@ def release_html(columns: Mapping[str, list[Any]], document: Mapping[str, Any], 
         f"{n} row{'s' if n != 1 else ''}; "
         + (f"release {', '.join(map(str, ids))} of ledger {document.get('ledger_id')}"
            if isinstance(ids, list) and ids else "release log attached")))
+    if index is None and _is_matrix(columns):  # a matrix or describe file: as a card
+        name = ("release " + ", ".join(map(str, ids)) if isinstance(ids, list) and ids
+                else "table")
+        return head + analysis_html([query_of_table(columns, document, name)])
     if index is not None or _is_matrix(columns):
         return head + _plain_table(columns, index) + el("p", {"class": "dpf-meta"}, esc(
             "; ".join(f"{name}: {logview.statistic(es[0])}, ε = "

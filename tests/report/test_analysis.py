@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -199,7 +200,6 @@ def test_other_kinds_each_drawn_as_read(tmp_path):
     declared bound in red), a median released in a table on the column's axis, and the
     families of columns builders write (``ages[18,42]``: bars over edges; proportions by a
     key: a heatmap)."""
-    import numpy as np
     import pandas as pd
 
     rng = np.random.default_rng(1)
@@ -239,3 +239,24 @@ def test_other_kinds_each_drawn_as_read(tmp_path):
     assert _count(cards["builders"], "rect", "dpf-bin") == 3  # ages[...] as bars over edges
     assert _count(cards["builders"], "rect", "dpf-bar-value") == 2  # by_h[x], by_h[y]
     assert _count(cards["h_by_g"], "g", "dpf-cell") == 4  # g × h heatmap of proportions
+
+
+def test_a_single_matrix_or_describe_file_is_drawn_as_a_card(analysis, tmp_path):
+    """A file of one corr table (pandas: the labels are its index) is a matrix with its
+    intervals; a describe file a table; a Polars corr (labels in a column) the same."""
+    made, _ = analysis
+    dpf.write_parquet(made["corr"], tmp_path / "corr.parquet")
+    cards = _cards(build_report(tmp_path / "corr.parquet")[0])
+    (card,) = cards.values()
+    assert _count(card, "g", "dpf-cell") == 4 and "release 6: ε = 1" in card
+    lo = float(made["corr"].loc[("lower", "age"), "income"])
+    assert f"{lo:.4g}, " in card
+    rng = np.random.default_rng(2)
+    pf = dpf.protect(pl.DataFrame({"a": rng.uniform(0, 1, 50), "b": rng.uniform(0, 1, 50)}),
+                     epsilon=2.0, bounds={"a": (0, 1), "b": (0, 1)}, missing={"a": 0.0, "b": 0.0})
+    for i, table in enumerate((pf.dp.corr(["a", "b"], epsilon=0.5, random_state=1),
+                               pf.dp.describe(epsilon=0.5, random_state=2))):
+        dpf.write_parquet(table, tmp_path / f"p{i}.parquet")
+        (card,) = _cards(build_report(tmp_path / f"p{i}.parquet")[0]).values()
+        assert (_count(card, "g", "dpf-cell") == 4) if i == 0 else (
+            _count(card, "table", "dpf-values") == 1)
