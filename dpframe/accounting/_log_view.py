@@ -48,8 +48,11 @@ def statistic(entry: Mapping[str, Any]) -> str:
     group_text = (", ".join(map(str, group)) if isinstance(group, list | tuple)
                   else _text(group).replace(",", ", "))
     named = _NAMED.match(name)
-    if group_text == BIN_COLUMN or (named and named["kind"] == "histogram"):
-        return "histogram" + (f" of {named['col']}" if named and named["col"] else "")
+    parts = [g.strip() for g in group_text.split(",") if g.strip()]
+    if BIN_COLUMN in parts or (named and named["kind"] == "histogram"):
+        others = [g for g in parts if g != BIN_COLUMN]
+        return ("histogram" + (f" of {named['col']}" if named and named["col"] else "")
+                + (f" by {', '.join(others)}" if others else ""))
     if named:  # value_counts(col)
         return f"value counts of {named['col']}"
     cols = _text(entry.get("columns")).replace(",", ", ")

@@ -11,6 +11,24 @@ row per cell of the release tables it combines, with the columns :data:`LONG_COL
     statistic  the cell's column name in the release table
     value      the cell's value (float64)
 
+**The tidy form** (``concat_releases(..., form="tidy")``): one row per released statistic and
+key, with the columns :data:`TIDY_COLUMNS` and then one column per key name (text; null where
+the row's query has no such key)::
+
+    query      the name of the release table
+    statistic  the statistic's column name in the release table
+    value      its value (float64)
+    lower      the lower end of its interval (float64; null where none was released)
+    upper      the upper end of its interval
+    <key> ...  one column per label column (``region``, ``sex``, ``bin_lower``, ``q``,
+               ``column``, ...), the row's label as text
+
+An interval's ends (``count_lower``, ``count_upper`` beside ``count``) become the row's
+``lower`` and ``upper``, and a matrix released with intervals (``corr(..., ci=)``: its rows
+labelled ``statistic`` = estimate/lower/upper) becomes one row per cell with its interval. A
+key named like a fixed column is written ``key_<name>``. The concat step of a tidy table also
+records which release each query came from (``"releases": {query: [ids]}``).
+
 A release table's *label columns* are what names its rows: the group-by key columns its log
 names, a histogram's ``bin_lower``/``bin_upper``, the levels ``q`` of a table of quantiles,
 every column that is not floating-point
@@ -58,11 +76,13 @@ from dpframe.accounting.seals import (
 )
 from dpframe.errors import IntegrityError, ParameterError
 
-__all__ = ["LONG_COLUMNS", "concat_releases", "long_columns", "release_rows", "rename_release",
-           "round_release", "sort_release"]
+__all__ = ["LONG_COLUMNS", "TIDY_COLUMNS", "concat_releases", "long_columns", "release_rows",
+           "rename_release", "round_release", "sort_release", "tidy_rows"]
 
 #: The long table's columns (the ``dpframe release`` output file's, too).
 LONG_COLUMNS = ("query", "group_by", "group", "statistic", "value")
+#: The tidy long table's fixed columns (then one column per key; module docstring).
+TIDY_COLUMNS = ("query", "statistic", "value", "lower", "upper")
 #: a histogram's key column in the log; its table shows the bin edges instead
 _HISTOGRAM_KEY = "__dpframe_bin"
 
@@ -176,6 +196,100 @@ def _label_text(value: Any) -> str | None:
 
 def _is_long(table: Any) -> bool:
     return [str(c) for c in table.columns] == list(LONG_COLUMNS)
+
+
+def _is_tidy(table: Any) -> bool:
+    return [str(c) for c in table.columns][:len(TIDY_COLUMNS)] == list(TIDY_COLUMNS)
+
+
+def _end_of(name: str, names: Sequence[str]) -> tuple[str, str]:
+    """``(statistic, slot)``: ``x_lower`` beside ``x`` is ``(x, "lower")``; else the value."""
+    for end in ("lower", "upper"):
+        base = name[:-len(end) - 1]
+        if name.endswith("_" + end) and base in names:
+            return base, end
+    return name, "value"
+
+
+def _fold_label(labels: list[tuple[str, list[Any]]]) -> int | None:
+    """The position of a matrix's ``statistic`` label holding estimate/lower/upper (a
+    ``corr``/``cov`` released with intervals), folded into the rows' value and interval."""
+    for i, (name, values) in enumerate(labels):
+        texts = {str(v) for v in values}
+        if name == "statistic" and "estimate" in texts and texts <= {"estimate", "lower",
+                                                                     "upper"}:
+            return i
+    return None
+
+
+def tidy_rows(query: str, table: Any, doc: dict[str, Any] | None = None
+              ) -> list[dict[str, Any]]:
+    """The tidy table's rows (module docstring) for one release table named ``query`` (a
+    tidy table keeps its rows); each a dict of the fixed columns and its keys."""
+    if _is_tidy(table):
+        names = [str(c) for c in table.columns]
+        cols = {c: table[c].to_list() for c in names}
+        return [{c: (_number(cols[c][i]) if c in ("value", "lower", "upper")
+                     else _label_text(cols[c][i])) for c in names}
+                for i in range(len(table))]
+    doc = release_log_of(table) if doc is None else doc
+    labels, stats = _split(table, doc or {})
+    released = _released_names([n for n, _ in stats], doc or {})
+    current = {v: k for k, v in released.items()}
+    names = list(released.values())
+    fold = _fold_label(labels)
+    keys = [(n if n not in TIDY_COLUMNS else f"key_{n}", vals)
+            for i, (n, vals) in enumerate(labels) if i != fold]
+    rows: dict[tuple[tuple[str | None, ...], str], dict[str, Any]] = {}
+    for r in range(len(table)):
+        texts = tuple(_label_text(vals[r]) for _, vals in keys)
+        part = None if fold is None else str(labels[fold][1][r])
+        for name, values in stats:
+            source, slot = _end_of(released[name], names)
+            stat = current.get(source, source)
+            if part is not None:
+                slot = "value" if part == "estimate" else part
+            row = rows.setdefault((texts, stat), {
+                "query": query, "statistic": stat, "value": None, "lower": None,
+                "upper": None, **{k: t for (k, _), t in zip(keys, texts, strict=True)}})
+            row[slot] = float(values[r])
+    return list(rows.values())
+
+
+def _released_names(names: Sequence[str], doc: dict[str, Any]) -> dict[str, str]:
+    """Each column's name at release: the recorded renames undone, last first (so after a
+    swap of two names an interval's ends still pair with the value they belong to)."""
+    out = {}
+    steps = [s for s in doc.get("postprocessing") or []
+             if isinstance(s, dict) and s.get("op") == "rename"
+             and isinstance(s.get("mapping"), dict)]
+    for name in names:
+        original = name
+        for step in reversed(steps):
+            original = {str(v): str(k) for k, v in step["mapping"].items()}.get(original,
+                                                                               original)
+        out[name] = original
+    return out
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if v != v else v
+
+
+def _arrow_tidy(rows: list[dict[str, Any]]) -> Any:
+    import pyarrow as pa
+
+    keys = list(dict.fromkeys(k for r in rows for k in r if k not in TIDY_COLUMNS))
+    fields = [(c, pa.float64() if c in ("value", "lower", "upper") else pa.string())
+              for c in (*TIDY_COLUMNS, *keys)]
+    arrays = [pa.array([r.get(c) for r in rows], type=t) for c, t in fields]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def long_columns(query: str, table: Any, doc: dict[str, Any] | None = None
@@ -301,7 +415,8 @@ def _signing_key(docs: list[dict[str, Any]], tables: list[Any], key: bytes | str
             check_seal(d, t, key=key, where=f"table {i}")
 
 
-def concat_releases(tables: Any, *, key: bytes | str | None = None) -> Any:
+def concat_releases(tables: Any, *, key: bytes | str | None = None,
+                    form: str = "long") -> Any:
     """One sealed long release table (:data:`LONG_COLUMNS`, the format of ``dpframe
     release``'s output file) holding every cell of ``tables``: one release table, a list of
     them (queries named ``"release <id>"``) or a dict ``{name: table}``, of one ledger, in any
@@ -314,7 +429,11 @@ def concat_releases(tables: Any, *, key: bytes | str | None = None) -> Any:
     ``postprocessing`` = the inputs' recorded steps (each with its query's name) then a
     ``concat`` step, and the seals of the releases they came from in ``derived_from``.
     Write it with ``dpf.write_parquet`` (or pandas ``to_parquet``) and ``dpf.read_log``
-    verifies it. ``key``: sign it (required when an input is signed)."""
+    verifies it. ``key``: sign it (required when an input is signed). ``form="tidy"``: the
+    tidy table instead (module docstring: ``value``, ``lower``, ``upper`` and one column per
+    key), which takes release tables and tidy tables (not the long form)."""
+    if form not in ("long", "tidy"):
+        raise ParameterError('concat_releases: form must be "long" or "tidy"')
     named = _named(tables)
     if not named:
         raise ParameterError("concat_releases needs at least one release table")
@@ -322,19 +441,32 @@ def concat_releases(tables: Any, *, key: bytes | str | None = None) -> Any:
             for i, (name, t) in enumerate(named)]
     _signing_key(docs, [t for _, t in named], key, "concat_releases")
     latest, ids = _combined_document(docs)
-    parts: list[dict[str, Any]] = []
+    parts: list[Any] = []
     queries: list[str] = []
     steps: list[dict[str, Any]] = []
+    releases: dict[str, list[int]] = {}
     for (name, table), doc in zip(named, docs, strict=True):
         query = name if name is not None else "release " + ",".join(
             str(i) for i in doc.get("release_ids") or [])
-        part = long_columns(query, table, doc)
-        if _is_long(table):
-            names = list(dict.fromkeys(part["query"]))
+        if form == "tidy" and _is_long(table):
+            raise ParameterError(
+                "concat_releases(form='tidy') takes release tables and tidy tables; a long "
+                "table joins form='long' only (its keys share one text column)"
+            )
+        if form == "long" and _is_tidy(table):
+            raise ParameterError("a tidy table joins concat_releases(form='tidy') only")
+        part = (tidy_rows(query, table, doc) if form == "tidy"
+                else long_columns(query, table, doc))
+        if _is_long(table) or _is_tidy(table):
+            names = [str(q) for q in dict.fromkeys(table["query"].to_list())]
             steps.extend(s for s in doc.get("postprocessing") or [])
+            for s in doc.get("postprocessing") or []:
+                if s.get("op") == "concat" and isinstance(s.get("releases"), dict):
+                    releases.update(s["releases"])
         else:
             names = [query]
             steps.extend({**s, "query": query} for s in doc.get("postprocessing") or [])
+            releases[query] = [int(i) for i in doc.get("release_ids") or []]
         clash = set(names) & set(queries)
         if clash:
             raise ParameterError(
@@ -343,8 +475,13 @@ def concat_releases(tables: Any, *, key: bytes | str | None = None) -> Any:
             )
         queries.extend(names)
         parts.append(part)
-    steps.append({"op": "concat", "queries": queries})
-    arrow = _arrow_long(parts)
+    if form == "tidy":
+        steps.append({"op": "concat", "queries": queries, "form": "tidy",
+                      "releases": {q: releases.get(q, []) for q in queries}})
+        arrow = _arrow_tidy([r for p in parts for r in p])
+    else:
+        steps.append({"op": "concat", "queries": queries})
+        arrow = _arrow_long(parts)
     first = named[0][1]
     if is_pandas_table(first):
         combined = arrow.to_pandas()

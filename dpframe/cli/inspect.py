@@ -17,7 +17,7 @@ from dpframe.accounting import steward as steward
 from dpframe.accounting.steward import inspect_file
 from dpframe.errors import DPFrameError
 
-__all__ = ["add_parser", "checked", "print_head", "run"]
+__all__ = ["add_parser", "checked", "print_head", "queries_of_file", "run"]
 
 T = TypeVar("T")
 
@@ -103,6 +103,7 @@ def _print(report: dict[str, Any], out: Any) -> None:
     if report.get("postprocessing"):  # recorded by dpf.concat_releases / dpf.*_release
         w("post-processing since release (recorded in the seal): "
           f"{'; '.join(map(str, report['postprocessing']))}\n")
+    _print_queries(report, w)
     for led in report.get("ledgers", []):
         w(f"\nledger {led['ledger_id']}\n")
         b = led.get("budget")
@@ -123,6 +124,67 @@ def _print(report: dict[str, Any], out: Any) -> None:
               f"{' / ' + m['part'] if m.get('part') and m['part'] != m['query'] else ''}  "
               f"{m['mechanism']}  ε={_fmt(m['epsilon'])}  scale={_fmt(m['scale'])}  "
               f"{m['domain_text']}\n")
+
+
+def queries_of_file(table: Any, document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The queries of a whole-analysis file (a long table, ``dpf.concat_releases``): per query
+    its release id(s), ε, δ, and per column the statistic it holds as released (after
+    ``dpf.rename_release`` a column's released name); empty for a single release table."""
+    from dpframe.accounting import _log_view as logview
+    from dpframe.frames.show import columns_of_table
+    from dpframe.report.queries import is_long, queries_of_long
+
+    if table is None:
+        return []
+    columns = columns_of_table(table)
+    if not is_long(columns):
+        return []
+    out = []
+    for q in queries_of_long(columns, document):
+        stats = []
+        for s in q.stats:
+            entries = q.entries_of(s)
+            stats.append({"column": s.name, "released_as": s.source,
+                          "statistic": logview.statistic(entries[0]) if entries else None})
+        out.append({"query": q.name, "release_ids": q.release_ids, "keys": q.key_names,
+                    "epsilon": q.epsilon if q.entries else None,
+                    "delta": q.delta if q.entries else None, "columns": stats})
+    return out
+
+
+def _inspect(path: Path, *, key: bytes | str | None, ledger: Path | None) -> dict[str, Any]:
+    """``inspect_file``'s report; for a release file also its queries (:func:`queries_of_file`)."""
+    if steward.file_kind(path) == "ledger":
+        return inspect_file(path, key=key, ledger=ledger)
+    report, file, document = steward.inspect_release(path, key=key, ledger=ledger)
+    queries = queries_of_file(getattr(file, "table", None), document)
+    if queries:
+        report["queries"] = queries
+    return report
+
+
+def _keys_text(keys: list[str]) -> str:
+    """A query's keys as a reader says them: a histogram's two edge columns are its bins, a
+    matrix's ``column``/``statistic`` labels are its rows."""
+    names = ["bins" if k == "bin_lower" else "matrix rows" if k == "column" else k
+             for k in keys if k not in ("bin_upper", "statistic")]
+    return f" by {', '.join(dict.fromkeys(names))}" if names else ""
+
+
+def _print_queries(report: dict[str, Any], w: Any) -> None:
+    """Each query of a whole-analysis file with the statistics its columns hold."""
+    queries = report.get("queries") or []
+    if not queries:
+        return
+    w(f"queries in this file ({len(queries)}):\n")
+    for q in queries:
+        ids = ", ".join(map(str, q["release_ids"])) or "not matched to a release of the log"
+        keys = _keys_text(q["keys"])
+        w(f"  {q['query']}{keys}: release {ids}, ε={_fmt(q['epsilon'])}\n")
+        for c in q["columns"]:
+            renamed = (f" (released as {c['released_as']}, renamed)"
+                       if c["released_as"] != c["column"] else "")
+            w(f"    {c['column']}: {c['statistic'] or '-'}{renamed}\n")
 
 
 def print_head(path: Path, *, as_json: bool = False, out: Any = None) -> int:
@@ -177,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
 
     report = checked(args, "inspected",
-                     lambda key: inspect_file(args.file, key=key, ledger=args.ledger))
+                     lambda key: _inspect(args.file, key=key, ledger=args.ledger))
     if report is None:
         return 1
     if args.json:

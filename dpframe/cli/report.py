@@ -4,10 +4,11 @@ One self-contained HTML page (inline style and SVG; no script, no URL, nothing f
 released Parquet file: whether it verifies (the same checks as ``dpframe inspect``: values
 match the sealed log, the log is intact, with ``--key``/``--key-file`` the signature, with
 ``--ledger`` the durable ledger), then the released values with their intervals on the declared
-bounds, ε, δ and mechanism per statistic, the budget spent (by release, by column) and every
-measurement with its domain in the statistic's units. A file that does not verify still gets
-its page, headed NOT VERIFIED: what the file claims, unverified. Every text from the file
-(column names, keys, the log) is HTML-escaped.
+bounds, ε, δ and mechanism per statistic (a whole analysis written by dpf.concat_releases: each
+query drawn as it is read, with its own legend), the budget spent (by release or query, by
+column) and every measurement with its domain in the statistic's units. A file that does not
+verify still gets its page, headed NOT VERIFIED: what the file claims, unverified. Every text
+from the file (column names, keys, the log) is HTML-escaped.
 
 Exit status as for ``inspect``: 0 verified, 2 verification failed (the page is written), 1 the
 file could not be read as a release (no page written); errors are one line on stderr.
@@ -28,7 +29,12 @@ __all__ = ["add_parser", "build_report", "run"]
 
 _PAGE_STYLE = """
 body{margin:24px;background:#fafafa}
-.dpf-status{padding:8px 12px;border-radius:4px;font-weight:600;max-width:736px}
+body>.dpf-view{max-width:1800px}
+.dpf-status{padding:8px 12px;border-radius:4px;font-weight:600;max-width:1100px}
+.dpf-view table.dpf-measurements{width:100%;font-size:12px}
+.dpf-view table.dpf-measurements td{vertical-align:top}
+.dpf-view table.dpf-measurements td:nth-child(-n+5){white-space:nowrap}
+.dpf-budget{display:flex;flex-wrap:wrap;gap:8px 32px;align-items:flex-start}
 .dpf-verified{background:#e3f4e6;color:#1d6b2c;border:1px solid #9fd3a8}
 .dpf-not-verified{background:#fbe5e3;color:#8e2219;border:1px solid #e6a39c}
 h1{font-family:system-ui,sans-serif;font-size:20px}
@@ -77,13 +83,13 @@ def _status(report: dict[str, Any]) -> str:
 MAX_MEASUREMENTS = 1000
 
 
-def _measurements(report: dict[str, Any]) -> str:
+def _measurements(report: dict[str, Any], names: dict[int, str]) -> str:
     every = [m for led in report.get("ledgers", []) for m in led["measurements"]]
     shown = every[-MAX_MEASUREMENTS:]
     note = ("" if len(shown) == len(every) else el("p", {"class": "dpf-note"}, esc(
         f"the last {len(shown)} of {len(every)} measurements; `dpframe inspect --json` lists "
         "them all")))
-    return note + views.measurements_html(shown)
+    return note + views.measurements_html(shown, names)
 
 
 def build_report(path: str | Path, *, key: bytes | str | None = None,
@@ -100,11 +106,12 @@ def build_report(path: str | Path, *, key: bytes | str | None = None,
                                "released Parquet file (`dpframe inspect` reads ledgers)")
     report, file, document = inspect_release(path, key=key, ledger=ledger)
     columns = columns_of_table(file.table)
+    names = views.release_names(columns, document)
     body = views.wrap(
         el("h1", None, esc(f"Release report: {path.name}")), _status(report),
         el("h2", None, "Released values"), views.release_html(columns, document),
-        views.budget_html(document, heading="h2"),
-        el("h2", None, "Measurements"), _measurements(report),
+        views.budget_html(document, heading="h2", names=names),
+        el("h2", None, "Measurements"), _measurements(report, names),
         el("p", {"class": "dpf-note"}, esc(
             "Drawn by dpframe from the file's released values and its log only; intervals "
             "are post-processing of the released values. Charts are inline SVG.")))

@@ -132,11 +132,11 @@ def _interval(r: IntervalRow, x: object, y: float) -> list[str]:
 
 
 def bar_chart(items: Sequence[tuple[str, float]], *, total: float | None, label: str,
-              width: int = 560) -> str:
+              width: int = 560, label_width: int = 120) -> str:
     """One bar per ``(label, amount)``; the axis runs to ``total`` when given (a budget) and
     to the largest amount otherwise."""
     top = max([total or 0.0, *[a for _, a in items], 1e-300])
-    label_w, value_w, row_h = 120, 110, 20
+    label_w, value_w, row_h = label_width, 110, 20
     x0, x1 = label_w + 8, width - value_w - 8
     height = 24 + row_h * len(items)
     parts = [el("line", {"x1": x0, "y1": 4, "x2": x0, "y2": height - 16, "stroke": AXIS}),
@@ -148,7 +148,7 @@ def bar_chart(items: Sequence[tuple[str, float]], *, total: float | None, label:
         y = 6 + i * row_h
         w = max(0.0, min(amount, top)) / top * (x1 - x0)
         parts.append(el("g", {"class": "dpf-bar"},
-                        _text(label_w, y + 11, name[:22], "end"),
+                        _text(label_w, y + 11, name[:label_w // 6], "end"),
                         el("rect", {"x": x0, "y": y + 2, "width": max(w, 1.0), "height": 12.0,
                                     "fill": VALUE}),
                         _text(x0 + w + 6, y + 12, fmt(amount))))

@@ -4,7 +4,9 @@ intervals, the sealed log, the budget, the planner's table. No data is read here
 * :func:`release_html` — one section per released statistic: what it is (in the user's
   words, :mod:`dpframe.accounting._log_view`), ε, δ, mechanism, declared bounds, and an
   :func:`~dpframe.report.svg.interval_chart` of its values (the axis at the bounds for a
-  statistic that lives inside them: mean, median, quantiles; a value on a bound in red);
+  statistic that lives inside them: mean, median, quantiles; a value on a bound in red); a
+  whole analysis in one long table (``dpf.concat_releases``) one card per query, each drawn
+  as it is read (:mod:`dpframe.report.analysis`);
 * :func:`budget_html` — ε and δ spent of the budget, ε per release and per column;
 * :func:`accuracy_html` — the planner's table with each query's half-width;
 * :func:`estimate_html` — one ``dpf.Estimate`` with its interval.
@@ -21,10 +23,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dpframe.accounting import _log_view as logview
+from dpframe.report.analysis import analysis_html
+from dpframe.report.queries import is_long, queries_of_long, query_of_table
 from dpframe.report.svg import IntervalRow, bar_chart, el, esc, fmt, interval_chart
 
 __all__ = ["MAX_ROWS", "STYLE", "accuracy_html", "budget_html", "estimate_html",
-           "log_html", "measurements_html", "release_html", "wrap"]
+           "log_html", "measurements_html", "release_html", "release_names", "wrap"]
 
 #: rows drawn per statistic (a release can have 100,000 groups; the table has them all)
 MAX_ROWS = 60
@@ -172,7 +176,8 @@ def release_html(columns: Mapping[str, list[Any]], document: Mapping[str, Any], 
     """The sections of a release table (``columns``: name → values, as released; ``index``:
     a pandas table's row labels where they carry meaning) and the log it carries. A table
     labelled by rows (describe, cov, corr) is shown as a table, with its statistics' ε and
-    mechanisms."""
+    mechanisms; a long table (either form) as one card per query
+    (:func:`dpframe.report.analysis.analysis_html`)."""
     entries = _entries(document)
     by_name: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
@@ -183,10 +188,19 @@ def release_html(columns: Mapping[str, list[Any]], document: Mapping[str, Any], 
     labels = _labels(columns, keys, n)
     stats = _value_columns(columns, {*keys, "bin_lower", "bin_upper"})
     ids = document.get("release_ids")
+    if is_long(columns):
+        queries = queries_of_long(columns, document)
+        return el("p", {"class": "dpf-meta"}, esc(
+            f"{len(queries)} quer{'ies' if len(queries) != 1 else 'y'} in one file, "
+            f"{n} released cells")) + analysis_html(queries)
     head = el("p", {"class": "dpf-meta"}, esc(
         f"{n} row{'s' if n != 1 else ''}; "
         + (f"release {', '.join(map(str, ids))} of ledger {document.get('ledger_id')}"
            if isinstance(ids, list) and ids else "release log attached")))
+    if index is None and _is_matrix(columns):  # a matrix or describe file: as a card
+        name = ("release " + ", ".join(map(str, ids)) if isinstance(ids, list) and ids
+                else "table")
+        return head + analysis_html([query_of_table(columns, document, name)])
     if index is not None or _is_matrix(columns):
         return head + _plain_table(columns, index) + el("p", {"class": "dpf-meta"}, esc(
             "; ".join(f"{name}: {logview.statistic(es[0])}, ε = "
@@ -195,8 +209,23 @@ def release_html(columns: Mapping[str, list[Any]], document: Mapping[str, Any], 
     return head + "".join(_stat_section(c, columns, labels, _owner(c, by_name)) for c in stats)
 
 
-def budget_html(document: Mapping[str, Any], *, last: int = 30, heading: str = "h3") -> str:
-    """ε and δ spent of the budget, ε per release (the ``last`` ones) and per column."""
+def release_names(columns: Mapping[str, list[Any]], document: Mapping[str, Any]
+                  ) -> dict[int, str]:
+    """Release id → the names of the file's queries it holds (a long table's; empty for a
+    single release table)."""
+    if not is_long(columns):
+        return {}
+    out: dict[int, list[str]] = {}
+    for q in queries_of_long(columns, document):
+        for i in q.release_ids:
+            out.setdefault(i, []).append(q.name)
+    return {i: ", ".join(names) for i, names in out.items()}
+
+
+def budget_html(document: Mapping[str, Any], *, last: int = 30, heading: str = "h3",
+                names: Mapping[int, str] | None = None) -> str:
+    """ε and δ spent of the budget, ε per release (the ``last`` ones; labelled by ``names``,
+    the query each release is in the file as, where given) and per column."""
     from dpframe.accounting.steward import spending
 
     summary = spending(document.get("entries"))
@@ -208,24 +237,36 @@ def budget_html(document: Mapping[str, Any], *, last: int = 30, heading: str = "
             f"{fmt(_float(budget.get('delta_spent')))} of {fmt(_float(budget.get('delta')))}"
             if budget else f"ε in this log: {fmt(summary['epsilon_in_log'])} (no budget recorded)")
     releases = summary["releases"][-last:]
-    per_release = [(f"release {r['release_id']}", float(r["epsilon"])) for r in releases]
+    names = names or {}
+    per_release = [(names.get(r["release_id"]) or f"release {r['release_id']}"
+                    + ("" if not names else " (not in this file)"), float(r["epsilon"]))
+                   for r in releases]
     per_column = [(c, float(a["epsilon"])) for c, a in summary["by_column"].items()]
     return (el(heading, None, "Budget") + el("p", {"class": "dpf-meta budget"}, esc(line))
-            + el("p", {"class": "dpf-meta"}, "ε by release")
-            + bar_chart(per_release, total=total, label="ε spent per release")
-            + el("p", {"class": "dpf-meta"}, "ε by column (a row count is under (rows))")
-            + bar_chart(per_column, total=total, label="ε spent per column"))
+            + el("div", {"class": "dpf-budget"},
+                 el("div", None,
+                    el("p", {"class": "dpf-meta"}, "ε by query" if names else "ε by release"),
+                    bar_chart(per_release, total=total, label="ε spent per release",
+                              label_width=170 if names else 120)),
+                 el("div", None,
+                    el("p", {"class": "dpf-meta"}, "ε by column (a row count is under (rows))"),
+                    bar_chart(per_column, total=total, label="ε spent per column"))))
 
 
-def measurements_html(measurements: Sequence[Mapping[str, Any]]) -> str:
+def measurements_html(measurements: Sequence[Mapping[str, Any]],
+                      names: Mapping[int, str] | None = None) -> str:
     """One row per measurement (``inspect``'s summaries:
-    :func:`dpframe.accounting.steward.spending`): release, name, statistic, part, mechanism, ε, δ,
-    scale, domain in the statistic's units."""
+    :func:`dpframe.accounting.steward.spending`): release (and the query of the file it is,
+    from ``names``), name, statistic, part, mechanism, ε, δ, scale, domain in the statistic's
+    units."""
     head = ["release", "name", "statistic", "part", "mechanism", "ε", "δ", "scale",
             "domain (statistic's units)"]
     rows = []
     for m in measurements:
-        cells = [m.get("release_id"), m.get("name"), m.get("statistic"), m.get("part"),
+        rid = m.get("release_id")
+        query = (names or {}).get(rid) if isinstance(rid, int) else None
+        cells = [f"{rid} ({query})" if query else rid, m.get("name"), m.get("statistic"),
+                 m.get("part"),
                  m.get("mechanism"), fmt(_float(m.get("epsilon"))),
                  fmt(_float(m.get("delta"))), fmt(_float(m.get("scale"))),
                  m.get("domain_text")]
@@ -233,7 +274,8 @@ def measurements_html(measurements: Sequence[Mapping[str, Any]]) -> str:
             el("td", {"class": "dpf-num" if j in (5, 6, 7) else None},
                esc("-" if c is None else c)) for j, c in enumerate(cells))))
     return el("table", {"class": "dpf-measurements"},
-              el("tr", None, *(el("th", None, esc(h)) for h in head)), *rows)
+              el("tr", None, *(el("th", {"class": "dpf-num" if j in (5, 6, 7) else None},
+                                  esc(h)) for j, h in enumerate(head))), *rows)
 
 
 def log_html(columns: Mapping[str, list[Any]], *, last: int = 200) -> str:

@@ -70,3 +70,46 @@ def test_report_and_view_render_in_chromium(tmp_path):
     assert _pixels(png, svg.VALUE) > 200  # the dots and the budget bars
     assert _pixels(png, svg.INTERVAL) > 3000  # interval bars: report, view and estimate
     assert _pixels(png, svg.ON_BOUND) > 40 * on_bound  # means on a bound, in red
+
+
+#: where the whole-analysis screenshots are also saved (docs/img is refreshed with
+#: DPFRAME_SCREENSHOTS=docs/img); unset: kept in the test's temporary folder only
+SCREENSHOTS = "DPFRAME_SCREENSHOTS"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install "
+                    "chromium); the browser rendering of the report is not checked")
+def test_whole_analysis_report_renders_in_chromium(tmp_path):
+    """``dpframe report`` on a ``concat_releases`` file (seven queries) at 1400 px: the cards
+    fill both halves of the page, the heatmap, matrix, bars and whiskers are drawn; the page
+    is saved as two screenshots (the charts; the budget and measurements)."""
+    pytest.importorskip("PIL", reason="Pillow (via matplotlib) reads the screenshot")
+    import os
+
+    from PIL import Image
+
+    from report.whole_analysis import write_files
+
+    html, report = build_report(write_files(tmp_path)["long"])
+    assert report["verified"]
+    (tmp_path / "analysis.html").write_text(html, encoding="utf-8")
+    png = tmp_path / "analysis.png"
+    _chromium(tmp_path, "--hide-scrollbars", "--window-size=1400,2300", f"--screenshot={png}",
+              (tmp_path / "analysis.html").as_uri())
+    assert _pixels(png, "#e3f4e6") > 5000  # the VERIFIED banner
+    assert _pixels(png, svg.INTERVAL) > 20000  # count bars and histogram bins
+    assert _pixels(png, svg.VALUE) > 1000  # dots, quantile marks, budget bars, heatmap max
+    assert _pixels(png, "#333333") > 300  # interval whiskers
+    with Image.open(png) as im:
+        rgb = im.convert("RGB")
+        right = rgb.crop((720, 150, 1380, 1150))  # the right half of the cards' area
+        white = sum(n for n, c in right.getcolors(maxcolors=1 << 20) or []
+                    if c == (255, 255, 255))
+        assert white > 0.3 * right.width * right.height  # cards there (the page is #fafafa)
+        charts, tables = rgb.crop((0, 0, 1400, 1220)), rgb.crop((0, 1180, 1400, 2160))
+        charts.save(tmp_path / "report-analysis-charts.png")
+        tables.save(tmp_path / "report-analysis-budget.png")
+        where = os.environ.get(SCREENSHOTS)
+        if where:
+            charts.save(Path(where) / "report-analysis-charts.png", optimize=True)
+            tables.save(Path(where) / "report-analysis-budget.png", optimize=True)
