@@ -68,11 +68,13 @@ from dpframe.query._keys import Keys, checked_keys
 from dpframe.rowwise.engines import apply_steps
 
 __all__ = [
+    "FILL_WORDS",
     "Dataset",
     "FrameFacts",
     "Missing",
     "Session",
     "current_session",
+    "declare_derived",
     "derive",
     "protect",
     "resolve",
@@ -82,7 +84,8 @@ ATTRS_KEY = "dpframe"
 DROP = "drop"
 
 #: A column's missing-value policy: ``"drop"`` (rows missing the column are left out of
-#: statistics of that column; the size becomes private) or a public fill value.
+#: statistics of that column; the size becomes private) or a public fill value (given as a
+#: number or as a fill word, :data:`FILL_WORDS`, which :func:`validate_missing` resolves).
 Missing = str | float
 
 F = TypeVar("F")
@@ -980,7 +983,10 @@ def protect(
         the data: ``"drop"`` (the default; such rows are left out of that column's statistics,
         like pandas' ``skipna``, which makes the size private for them) or a public fill value
         within the bounds (keeps the size public; on a column without missing values it
-        changes nothing). A mapping sets it per column. Left to the default, ``protect``
+        changes nothing). A fill word names one from each column's bounds: ``"lower"``,
+        ``"upper"`` or ``"midpoint"`` (:data:`FILL_WORDS`); one word covers every bounded
+        column, and columns bounded later by ``frame.dp.with_columns(..., bounds=...)``
+        follow it. A mapping sets a rule per column. Left to the default, ``protect``
         issues one :class:`~dpframe.errors.PrivateSizeWarning` naming the bounded columns
         whose dtype can hold a missing value (from the schema: no data is read); passing
         ``missing=`` explicitly, ``"drop"`` included, silences it.
