@@ -170,7 +170,7 @@ def test_module_entry_point(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "Warning" not in proc.stderr  # the README's first command prints no notice
+    assert "PrivateSizeWarning" not in proc.stderr  # the README's first command: no notice
     assert (tmp_path / "release.parquet").exists()
     assert len(dpf.read_log(tmp_path / "release.parquet")) > 0
     help_proc = subprocess.run(
