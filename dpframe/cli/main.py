@@ -301,20 +301,22 @@ def run_demo(
         if polars:
             import polars as pl
 
-            pf = dpf.protect(
-                df.lazy(), epsilon=epsilon, delta=delta, bounds=bounds, keys=CENSUS_KEYS
-            )
+            pf = dpf.protect(df.lazy(), epsilon=epsilon, delta=delta, bounds=bounds,
+                             keys=CENSUS_KEYS, missing="lower")
             say(
                 "with dpf.Session() as s:",
                 f"    pf = dpf.protect(df.lazy(), epsilon={epsilon:g}, delta={delta:g}, "
-                "bounds=CENSUS_BOUNDS, keys=CENSUS_KEYS)",
+                "bounds=CENSUS_BOUNDS, keys=CENSUS_KEYS, missing='lower')",
             )
         else:
-            pf = dpf.protect(df, epsilon=epsilon, delta=delta, bounds=bounds, keys=CENSUS_KEYS)
+            pf = dpf.protect(df, epsilon=epsilon, delta=delta, bounds=bounds, keys=CENSUS_KEYS,
+                             missing="lower")
             say(
                 f"pf = dpf.protect(df, epsilon={epsilon:g}, delta={delta:g}, "
-                "bounds=CENSUS_BOUNDS, keys=CENSUS_KEYS)"
+                "bounds=CENSUS_BOUNDS, keys=CENSUS_KEYS, missing='lower')"
             )
+        say("missing='lower': a missing value would count as its column's lower bound (a "
+            "public fill), so every column keeps the public size n")
         say(f"pf.dp.budget: {pf.dp.budget}")
         if noise_seed is not None:
             say(f"Noise seeded with {noise_seed}: reproducible, NOT private.")

@@ -70,11 +70,13 @@ from dpframe.query._keys import Keys, checked_keys
 from dpframe.rowwise.engines import apply_steps
 
 __all__ = [
+    "FILL_WORDS",
     "Dataset",
     "FrameFacts",
     "Missing",
     "Session",
     "current_session",
+    "declare_derived",
     "derive",
     "protect",
     "resolve",
@@ -84,7 +86,8 @@ ATTRS_KEY = "dpframe"
 DROP = "drop"
 
 #: A column's missing-value policy: ``"drop"`` (rows missing the column are left out of
-#: statistics of that column; the size becomes private) or a public fill value.
+#: statistics of that column; the size becomes private) or a public fill value (given as a
+#: number or as a fill word, :data:`FILL_WORDS`, which :func:`validate_missing` resolves).
 Missing = str | float
 
 F = TypeVar("F")
@@ -160,50 +163,79 @@ def check_key_list(column: Any, keys: Any) -> list[Any]:
     return out
 
 
+#: The fill words: a public fill value named by the column's declared bounds, never by its
+#: data. ``missing="lower"`` fills a missing value with the column's lower bound, ``"upper"``
+#: with its upper bound, ``"midpoint"`` with ``(lower + upper) / 2``. Each is a function of
+#: public facts only, so a filled column keeps the public size n (a row missing the value and
+#: a row holding the fill are then the same row: a neighbour pair differs in one row as
+#: before, within the column's bounds, so the sensitivity is unchanged).
+FILL_WORDS: dict[str, Callable[[float, float], float]] = {
+    "lower": lambda lo, hi: lo,
+    "upper": lambda lo, hi: hi,
+    "midpoint": lambda lo, hi: lo / 2 + hi / 2,  # (halves first: no overflow near the max)
+}
+
+
 def validate_missing(
-    missing: Any, bounds: Mapping[str, tuple[float, float]]
+    missing: Any, bounds: Mapping[str, tuple[float, float]], default: Missing = DROP
 ) -> dict[str, Missing]:
     """Per-column missing-value policy for the bounded columns.
 
-    ``missing`` is ``"drop"`` (default for every column), a number (fill every column with
-    it), or a mapping column → ``"drop"`` | number; columns not named get ``"drop"``. A fill
-    value must lie within the column's bounds (it is public and is never computed from data).
+    ``missing`` is ``"drop"``, a fill word (:data:`FILL_WORDS`: ``"lower"``, ``"upper"``,
+    ``"midpoint"``), a number (fill every column with it), or a mapping column → any of
+    those; columns a mapping does not name (and every column when ``missing`` is None) get
+    ``default``. A fill value must lie within the column's bounds (it is public and is never
+    computed from data); a word is resolved here to its column's number, so everything after
+    sees a number. Checks public arguments only.
     """
     if isinstance(missing, Mapping):
         unknown = [c for c in missing if c not in bounds]
         if unknown:
             raise ParameterError(
                 f"missing= names columns without declared bounds: {unknown}; declare their "
-                "bounds too (a missing-value policy applies to bounded columns)"
+                "bounds too (a missing-value policy applies to bounded columns, and a fill "
+                "word such as 'lower' is read from the bounds)"
             )
-        policies = {c: missing.get(c, DROP) for c in bounds}
+        policies = {c: missing.get(c, default) for c in bounds}
     else:
-        policies = dict.fromkeys(bounds, missing)
-    out: dict[str, Missing] = {}
-    for col, policy in policies.items():
-        if isinstance(policy, str):
-            if policy != DROP:
-                raise ParameterError(
-                    f"missing policy for {col!r} must be 'drop' or a public fill value "
-                    f"(a number within the bounds), got {policy!r}"
-                )
-            out[col] = DROP
-            continue
-        if isinstance(policy, bool) or not isinstance(policy, int | float):
-            raise ParameterError(
-                f"missing policy for {col!r} must be 'drop' or a number, got {policy!r}"
-            )
-        try:
-            value = float(policy)
-        except OverflowError:
-            raise BoundsError(f"fill value for {col!r} is too large for a float") from None
-        lo, hi = bounds[col]
-        if not (lo <= value <= hi):
-            raise BoundsError(
-                f"fill value {value:g} for {col!r} lies outside its bounds [{lo:g}, {hi:g}]"
-            )
-        out[col] = value
-    return out
+        policies = dict.fromkeys(bounds, default if missing is None else missing)
+    return {col: _policy(col, policy, bounds[col]) for col, policy in policies.items()}
+
+
+def _policy(col: str, policy: Any, bounds: tuple[float, float]) -> Missing:
+    """One column's checked policy: ``"drop"`` or a number within ``bounds``."""
+    lo, hi = bounds
+    if isinstance(policy, str):
+        if policy == DROP:
+            return DROP
+        if policy in FILL_WORDS:
+            return FILL_WORDS[policy](lo, hi)
+        raise ParameterError(
+            f"missing policy for {col!r} must be 'drop', a fill word ("
+            + ", ".join(repr(w) for w in FILL_WORDS)
+            + f": a bound or the midpoint of the bounds) or a number within the bounds, got "
+            f"{policy!r}"
+        )
+    if isinstance(policy, bool) or not isinstance(policy, int | float):
+        raise ParameterError(
+            f"missing policy for {col!r} must be 'drop', a fill word ('lower', 'upper', "
+            f"'midpoint') or a number, got {policy!r}"
+        )
+    try:
+        value = float(policy)
+    except OverflowError:
+        raise BoundsError(f"fill value for {col!r} is too large for a float") from None
+    if not (lo <= value <= hi):
+        raise BoundsError(
+            f"fill value {value:g} for {col!r} lies outside its bounds [{lo:g}, {hi:g}]; "
+            "missing='lower' (or 'upper', 'midpoint') names a fill inside them"
+        )
+    return value
+
+
+def fill_word(missing: Any) -> str | None:
+    """The fill word given for every column (``missing="lower"``...), else None."""
+    return missing if isinstance(missing, str) and missing in FILL_WORDS else None
 
 
 # -- data sets, facts, sessions -------------------------------------------------------------
@@ -318,6 +350,9 @@ class Dataset:
     root_ref: Any = field(default=None, repr=False)  # weakref to the protected frame
     source: SourceBinding | None = None  # lazy roots
     root_strong: Any = field(default=None, repr=False)  # dpframe's own root, for re-counting
+    #: the fill word given at protect for every column (``missing="lower"``...), which
+    #: columns bounded later on a derivation take too; None: no word given
+    fill_word: str | None = None
 
     def check_unchanged(self) -> None:
         """Refuse (before anything is spent) if a lazy root's files were replaced, added,
@@ -362,6 +397,10 @@ class FrameFacts:
     #: the privacy unit (``dpf.protect(..., privacy_unit=...)``), its column as named in this
     #: frame; None: one row per unit
     unit: UnitBound | None = None
+    #: bounded columns this derivation declared with the default rule ``"drop"`` (no
+    #: ``missing=`` naming them, no fill word at protect): :func:`derive` names those whose
+    #: dtype can hold a missing value in one :class:`PrivateSizeWarning`, as protect does
+    notice: tuple[str, ...] = ()
 
     def after(self, steps: Sequence[derivations.Step]) -> FrameFacts:
         """The facts of the frame these verified steps produce from this one."""
@@ -721,9 +760,42 @@ def derive(facts: FrameFacts, result: Any) -> Any:
     ``result`` itself as what releases read; eager ones a private object
     (:meth:`~dpframe.backends.Backend.private_result`)."""
     backend = facts.dataset.backend
+    if facts.notice:
+        if facts.unit is None:  # (with a privacy unit the row count is private anyway)
+            _notice_private_sizes(backend.schema(result), backend, dict.fromkeys(facts.notice),
+                                  None, where="with_columns")
+        facts = replace(facts, notice=())
     if backend.lazy:
         return _register(backend.handout(result), facts, data=result)
     return _register(result, facts, data=backend.private_result(result))
+
+
+def declare_derived(facts: FrameFacts, steps: Sequence[derivations.Step],
+                    bounds: Mapping[str, tuple[float, float]],
+                    missing: Missing | Mapping[str, Missing] | None) -> FrameFacts:
+    """``frame.dp.with_columns(..., bounds=..., missing=...)``: the facts after ``steps`` with
+    the declared bounds and missing-value rules of the columns the derivation produced.
+
+    A column bounded here gets the same rule as one bounded at :func:`protect`: the rule
+    ``missing=`` names, else the fill word given at protect (``missing="lower"`` there fills
+    every bounded column, derived ones included, so its size stays public), else ``"drop"``
+    with the protect's notice (:func:`derive` issues it from the derived schema). Public
+    arguments only; refused before anything is read or spent."""
+    produced = {name for s in steps for name in s.outputs}
+    clean = validate_bounds(bounds)
+    unknown = [c for c in clean if c not in produced]
+    if unknown:
+        raise ParameterError(
+            f"bounds= names columns this with_columns does not produce: {unknown}; bounds of "
+            "existing columns are declared at dpf.protect"
+        )
+    word = facts.dataset.fill_word
+    policies = validate_missing(missing, clean, default=word or DROP)
+    unnamed: tuple[str, ...] = ()
+    if word is None and (missing is None or isinstance(missing, Mapping)):
+        unnamed = tuple(c for c in clean if c not in (missing or {}))
+    return replace(facts, bounds={**facts.bounds, **clean},
+                   missing={**facts.missing, **policies}, notice=unnamed)
 
 
 #: Called with the backend of every frame about to be protected: the layers above register
@@ -913,7 +985,10 @@ def protect(
         the data: ``"drop"`` (the default; such rows are left out of that column's statistics,
         like pandas' ``skipna``, which makes the size private for them) or a public fill value
         within the bounds (keeps the size public; on a column without missing values it
-        changes nothing). A mapping sets it per column. Left to the default, ``protect``
+        changes nothing). A fill word names one from each column's bounds: ``"lower"``,
+        ``"upper"`` or ``"midpoint"`` (:data:`FILL_WORDS`); one word covers every bounded
+        column, and columns bounded later by ``frame.dp.with_columns(..., bounds=...)``
+        follow it. A mapping sets a rule per column. Left to the default, ``protect``
         issues one :class:`~dpframe.errors.PrivateSizeWarning` naming the bounded columns
         whose dtype can hold a missing value (from the schema: no data is read); passing
         ``missing=`` explicitly, ``"drop"`` included, silences it.
@@ -1019,7 +1094,7 @@ def protect(
                                      expect_head=sess.expect_head)
     else:
         ledger = Ledger(epsilon, delta)
-    dataset = Dataset(ledger, n, backend, sess)
+    dataset = Dataset(ledger, n, backend, sess, fill_word=fill_word(missing))
     facts = FrameFacts(dataset, True, clean_bounds, clean_missing, clean_keys, unit=unit)
     sess._bind(dataset)
     protected = _register(protected, facts, data=data)
@@ -1044,10 +1119,12 @@ def _bind_source(data: Any, backend: Backend) -> SourceBinding | None:
 
 
 def _notice_private_sizes(schema: Mapping[str, Any], backend: Backend,
-                          bounds: Mapping[str, Any], missing: Any) -> None:
-    """One :class:`PrivateSizeWarning` at ``protect``: the bounded columns whose rule is
-    ``"drop"`` by default (``missing`` not given, or a mapping that does not name them) and
-    whose dtype can hold a missing value. From the schema and the arguments alone."""
+                          bounds: Mapping[str, Any], missing: Any,
+                          where: str = "protect") -> None:
+    """One :class:`PrivateSizeWarning` at ``protect`` (or a ``with_columns`` that bounds new
+    columns: ``where``): the bounded columns whose rule is ``"drop"`` by default (``missing``
+    not given, or a mapping that does not name them) and whose dtype can hold a missing
+    value. From the schema and the arguments alone."""
     if missing is not None and not isinstance(missing, Mapping):
         return  # one rule given for every column: the user chose it
     named = missing or {}
@@ -1056,11 +1133,17 @@ def _notice_private_sizes(schema: Mapping[str, Any], backend: Backend,
         return
     listed = ", ".join(repr(c) for c in cols[:8]) + (f" and {len(cols) - 8} more"
                                                      if len(cols) > 8 else "")
-    example = ", ".join(f"{c!r}: <a value in its bounds>" for c in cols[:2])
+    per_column = ", ".join(f"{c!r}: <a value in its bounds>" for c in cols[:2])
+    fix = ("missing='lower' at dpf.protect (every bounded column, derived ones included, "
+           "takes its lower bound; 'upper' and 'midpoint' work too), or per column "
+           f"missing={{{per_column}}}" if where == "protect" else
+           "missing='lower' on this with_columns (the column takes its lower bound; "
+           "'upper', 'midpoint' or a number within the bounds work too), or once at "
+           "dpf.protect, which columns bounded later follow")
     warn_user(PrivateSizeWarning(
         f"missing='drop' (the default) applies to {listed}, whose dtype can hold a missing "
         "value: their statistics leave such rows out and have a private size (means and "
         "variances as noisier sum/count estimates; corr and other statistics that need the "
-        "public row count are refused). To keep n public, declare a public fill value: "
-        f"missing={{{example}}} (it changes nothing on a column without missing values). "
+        "public row count are refused). To keep n public, declare a public fill, e.g. "
+        f"{fix}; a fill changes nothing on a column without missing values. "
         "Pass missing='drop' explicitly to silence this notice."))

@@ -6,6 +6,7 @@ import io
 import math
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -22,9 +23,11 @@ ROWS = 3_000
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path, str]:
     path = tmp_path_factory.mktemp("demo") / "sub" / "release.parquet"
     out = io.StringIO()
-    result = run_demo(
-        rows=ROWS, epsilon=1.0, delta=1e-6, output=path, seed=1, noise_seed=5, out=out
-    )
+    with warnings.catch_warnings():  # issue 33: clean data needs no ceremony and gets no notice
+        warnings.simplefilter("error", dpf.PrivateSizeWarning)
+        result = run_demo(
+            rows=ROWS, epsilon=1.0, delta=1e-6, output=path, seed=1, noise_seed=5, out=out
+        )
     return result, path, out.getvalue()
 
 
@@ -167,6 +170,7 @@ def test_module_entry_point(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
+    assert "PrivateSizeWarning" not in proc.stderr  # the README's first command: no notice
     assert (tmp_path / "release.parquet").exists()
     assert len(dpf.read_log(tmp_path / "release.parquet")) > 0
     help_proc = subprocess.run(
@@ -183,7 +187,9 @@ def test_module_entry_point(tmp_path: Path) -> None:
 def test_polars_backend(tmp_path: Path) -> None:
     path = tmp_path / "release_polars.parquet"
     out = io.StringIO()
-    result = run_demo(rows=2_000, output=path, noise_seed=3, backend="polars", out=out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dpf.PrivateSizeWarning)
+        result = run_demo(rows=2_000, output=path, noise_seed=3, backend="polars", out=out)
     assert type(result["table"]).__module__.startswith("polars")
     assert result["budget"].epsilon_remaining == pytest.approx(0.1, rel=1e-9)
     log_file = dpf.read_log(path, as_frame="pandas")
@@ -207,13 +213,16 @@ def _python_blocks(markdown: str) -> list[str]:
 
 
 def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every ``python`` block of the README runs as written (in a temporary directory)."""
+    """Every ``python`` block of the README runs as written (in a temporary directory), and
+    none prints a PrivateSizeWarning (issue 33: the README's data are clean)."""
     readme = Path(__file__).resolve().parents[2] / "README.md"
     blocks = _python_blocks(readme.read_text(encoding="utf-8"))
     assert len(blocks) >= 2
     monkeypatch.chdir(tmp_path)
     for i, block in enumerate(blocks):
-        exec(compile(block, f"README.md block {i}", "exec"), {"__name__": f"readme_{i}"})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", dpf.PrivateSizeWarning)
+            exec(compile(block, f"README.md block {i}", "exec"), {"__name__": f"readme_{i}"})
     assert dpf.read_log(tmp_path / "release.parquet")["entries"]
     assert dpf.read_log(tmp_path / "release_polars.parquet")["entries"]
 
