@@ -68,12 +68,8 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.accounting.seals import (
-    attach_release_log,
-    check_seal,
-    is_pandas_table,
-    release_log_of,
-)
+from dpframe._util.tables import is_pandas_table, is_polars_table
+from dpframe.accounting.seals import attach_release_log, check_seal, release_log_of
 from dpframe.errors import IntegrityError, ParameterError
 
 __all__ = ["LONG_COLUMNS", "TIDY_COLUMNS", "concat_releases", "long_columns", "release_rows",
@@ -87,10 +83,6 @@ TIDY_COLUMNS = ("query", "statistic", "value", "lower", "upper")
 _HISTOGRAM_KEY = "__dpframe_bin"
 
 
-def _is_polars(frame: Any) -> bool:
-    return type(frame).__module__.split(".")[0] == "polars" and hasattr(frame, "height")
-
-
 def _release_doc(table: Any, where: str) -> dict[str, Any]:
     """The table's sealed log, checked against its values; ParameterError for anything that is
     not a release table."""
@@ -100,7 +92,7 @@ def _release_doc(table: Any, where: str) -> dict[str, Any]:
             f"{where} is a single released number, which carries no log; release it as a "
             "table (frame.dp.release({'name': dpf.mean('x')}, epsilon=...)) to export it"
         )
-    if not (is_pandas_table(table) or _is_polars(table)):
+    if not (is_pandas_table(table) or is_polars_table(table)):
         raise ParameterError(
             f"{where} is a {type(table).__name__}; pass release tables (pandas or Polars "
             "DataFrames a .dp release returned)"
@@ -349,7 +341,7 @@ def _named(tables: Any) -> list[tuple[str | None, Any]]:
             if not isinstance(name, str) or not name:
                 raise ParameterError("name the release tables with non-empty strings")
         return list(tables.items())
-    if is_pandas_table(tables) or _is_polars(tables):
+    if is_pandas_table(tables) or is_polars_table(tables):
         return [(None, tables)]
     if isinstance(tables, str | bytes) or not isinstance(tables, Iterable):
         raise ParameterError(
@@ -557,7 +549,7 @@ def rename_release(table: Any, mapping: Mapping[str, str], *,
     if not isinstance(mapping, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) and v for k, v in mapping.items()):
         raise ParameterError("rename_release takes a dict {old column name: new name}")
-    cols = _columns(table) if (is_pandas_table(table) or _is_polars(table)) else []
+    cols = _columns(table) if (is_pandas_table(table) or is_polars_table(table)) else []
     unknown = sorted(c for c in mapping if c not in cols)
     if unknown and cols:
         raise ParameterError(f"rename_release: no column {unknown} in {cols}")
@@ -578,7 +570,7 @@ def sort_release(table: Any, by: str | Sequence[str], *, descending: bool = Fals
     range index gets a fresh one; a labelled index moves with its rows. ``key``: sign the
     result (required when ``table`` is signed)."""
     names = [by] if isinstance(by, str) else list(by)
-    cols = _columns(table) if (is_pandas_table(table) or _is_polars(table)) else []
+    cols = _columns(table) if (is_pandas_table(table) or is_polars_table(table)) else []
     if not names or not all(isinstance(c, str) for c in names):
         raise ParameterError("sort_release takes a column name or a list of column names")
     unknown = sorted(c for c in names if c not in cols)
@@ -588,7 +580,7 @@ def sort_release(table: Any, by: str | Sequence[str], *, descending: bool = Fals
         raise ParameterError("descending must be True or False")
 
     def apply(t: Any) -> Any:
-        if _is_polars(t):
+        if is_polars_table(t):
             return t.sort(names, descending=descending, nulls_last=True, maintain_order=True)
         import pandas as pd
 

@@ -578,10 +578,12 @@ def _check_read_columns(frame: Any, facts: FrameFacts, read: Sequence[str],
         if col not in facts.bounds:
             raise BoundsError(
                 f"no bounds declared for column {col!r}. Bounds are public and never "
-                "computed from the data; declare them on a derived copy: "
-                f"frame.dp.with_columns(nw.col({col!r}).alias('{col}_b'), "
-                f"bounds={{'{col}_b': (lower, upper)}}) (new columns take their bounds "
-                "where they are derived)"
+                "computed from the data; declare them on the with_columns that makes the "
+                f"column: frame.dp.with_columns(<its expression>.alias({col!r}), "
+                f"bounds={{{col!r}: (lower, upper)}}, missing='lower'), or on a step that "
+                f"keeps it as it is: frame.dp.with_columns(nw.col({col!r}), "
+                f"bounds={{{col!r}: (lower, upper)}}, missing='lower') (row-wise: the size "
+                "stays public, nothing is spent)"
             )
 
 
@@ -617,13 +619,22 @@ def _require_public_size(q: Query, ctx: PlanContext, facts: FrameFacts,
             f"private (one person can own several rows); it is not available on frames "
             f"protected with privacy_unit={facts.unit.column!r}"
         )
+    if not facts.size_public:
+        raise PrivateSizeError(
+            f"dp.{q.kind} needs the public row count, and this frame's is private because "
+            "it was filtered; no missing-value rule changes that. Run it on the protected "
+            "frame or on a derivation that keeps every row (with_columns, select, rename, drop)"
+        )
+    cols = ", ".join(f"nw.col({c!r})" for c in drops)
+    bounds = ", ".join(f"{c!r}: ({facts.bounds[c][0]!r}, {facts.bounds[c][1]!r})"
+                       for c in drops)
     raise PrivateSizeError(
-        f"dp.{q.kind} needs the public row count: run it on the protected frame or a "
-        "derivation that keeps every row (with_columns/select), with a public fill "
-        "value for missing values in the columns it reads "
-        f"({', '.join(drops) or 'none'} drop them): e.g. a derived copy "
-        "frame.dp.with_columns(nw.col(c).alias(c2), bounds={c2: (lo, hi)}, "
-        "missing={c2: value})"
+        f"dp.{q.kind} needs the public row count, and {', '.join(map(repr, drops))} drop "
+        "missing values (missing='drop'), which makes it private for them. Declare a public "
+        f"fill where the columns are bounded, e.g. frame.dp.with_columns({cols}, "
+        f"bounds={{{bounds}}}, missing='lower'): the same columns, their public bounds, and a "
+        "fill read from them ('lower', 'upper', 'midpoint' or a number within them); the size "
+        "stays public and nothing is spent"
     )
 
 

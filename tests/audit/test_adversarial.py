@@ -244,7 +244,7 @@ ANALYSIS_BAD = [
     # cov/corr need the public n: under "drop" a float column's size is private. The refusal
     # reads only the dtype and the declared policy, so a NaN in the data changes nothing.
     ("columns that drop missing values (cov/corr)", {}, "drop", PrivateSizeError,
-     "missing={c2: value}"),
+     "missing='lower'"),
     ("missing bounds for the column", {}, "unbounded", BoundsError, "bounds="),
     ("derived frame (cov/corr)", {}, "derived", PrivateSizeError, "protected frame"),
 ]

@@ -156,8 +156,6 @@ ENGINE_NAME_EXCEPTIONS: dict[str, str] = {
     # on a frame's engine)
     "datasets": "builds the demo data sets as pandas or Polars frames, as asked",
     "cli.main": "the demo command's --backend pandas|polars",
-    # (until the release tables move onto _util.tables)
-    "accounting._release_tables": "tells pandas from Polars release tables by module name",
 }
 
 
