@@ -10,9 +10,10 @@ with the group column(s) and keys; the tables are of the frame's library (generi
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic
+from typing import Any, Generic, TypeVar
 
 from dpframe._validation import (
     check_column,
@@ -28,10 +29,11 @@ from dpframe.frames import derivations, results
 from dpframe.frames.parameters import (
     CATEGORICAL,
     DESCRIBE,
+    GROUPED,
+    GROUPED_QUANTILE,
     HISTOGRAM,
     PLANNER,
     QUANTILE,
-    entries,
     shared_parameters,
 )
 from dpframe.frames.types import KeyList, Mechanism, QuantileMechanismName, RandomState, TableT
@@ -45,22 +47,7 @@ from dpframe.release._pipeline import Outcome
 
 __all__ = ["DPGroupBy"]
 
-#: The parameters whose meaning per group differs from the frame's.
-GROUPED = entries("""
-min_rows : int, optional
-    A public lower bound on every group's rows, for means.
-""")
-
-#: The quantiles per group: δ only pays for selecting keys, and the rank interval has no
-#: levels (a group's size is private).
-GROUPED_QUANTILE = entries("""
-delta : float, default 0.0
-    Used only to select the keys from the data (none declared for the group column(s));
-    refused (> 0) when the keys are declared: quantiles are pure ε-DP.
-ci : float, optional
-    A confidence level: also release the rank interval's half-width per group, a column
-    ``<name>_rank_error`` (post-processing, no ε; group sizes are private, so no levels).
-""")
+C = TypeVar("C")
 
 #: The frame every example starts from (``>>> SETUP`` in a docstring is replaced by it, so
 #: ``help()`` shows each example complete).
@@ -71,10 +58,19 @@ EXAMPLE_SETUP = """\
 ...                  keys={"g": ["a", "b"]})"""
 
 
+def _with_example_setup(cls: type[C]) -> type[C]:
+    """``cls`` with ``>>> SETUP`` in its methods' docstrings replaced by :data:`EXAMPLE_SETUP`."""
+    for member in vars(cls).values():
+        if inspect.isfunction(member) and member.__doc__:
+            member.__doc__ = member.__doc__.replace(">>> SETUP", EXAMPLE_SETUP)
+    return cls
+
+
 def _group_names(column: str | tuple[str, ...]) -> tuple[str, ...]:
     return (column,) if isinstance(column, str) else tuple(column)
 
 
+@_with_example_setup
 class DPGroupBy(Generic[TableT]):
     """``frame.dp.groupby(col, keys=[...])``: one row per declared key (empty groups too);
     undeclared keys never appear. One group-by costs ε once (parallel composition).
@@ -500,6 +496,3 @@ class DPGroupBy(Generic[TableT]):
         return None
 
 
-for _method in vars(DPGroupBy).values():
-    if callable(_method) and _method.__doc__:
-        _method.__doc__ = _method.__doc__.replace(">>> SETUP", EXAMPLE_SETUP)

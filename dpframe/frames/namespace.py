@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Generic, overload
+from typing import Any, Generic, overload
 
 import numpy as np
+import pandas as pd
+import polars as pl
 
 from dpframe._validation import check_pure_delta, check_quantile_mechanism
 from dpframe.accounting import _parquet as parquet
@@ -41,10 +43,6 @@ from dpframe.provenance._protect import Session
 from dpframe.provenance._units import count_units
 from dpframe.query import statistics as q_
 from dpframe.release import _pipeline as release
-
-if TYPE_CHECKING:
-    import pandas as pd
-    import polars as pl
 
 __all__ = ["DPGroupBy", "DPNamespace", "Mechanism", "QuantileMechanismName", "dp"]
 

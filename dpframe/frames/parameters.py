@@ -16,8 +16,8 @@ import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["CATEGORICAL", "COMMON", "DESCRIBE", "HISTOGRAM", "MATRIX", "PLANNER", "QUANTILE",
-           "entries", "missing_parameters", "parameter_names",
+__all__ = ["CATEGORICAL", "COMMON", "DESCRIBE", "GROUPED", "GROUPED_QUANTILE", "HISTOGRAM",
+           "MATRIX", "PLANNER", "QUANTILE", "entries", "missing_parameters", "parameter_names",
            "shared_parameters", "with_parameters"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -138,6 +138,23 @@ PLANNER = entries("""
 mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
     The mechanism the answer is for ("auto", the releases' default, picks one per ε and has
     no inverse): pass the same to the release, and check it with ``accuracy`` at the ε found.
+""")
+
+#: The parameters whose meaning per group differs from the frame's.
+GROUPED = entries("""
+min_rows : int, optional
+    A public lower bound on every group's rows, for means.
+""")
+
+#: The quantiles per group: δ only pays for selecting keys, and the rank interval has no
+#: levels (a group's size is private).
+GROUPED_QUANTILE = entries("""
+delta : float, default 0.0
+    Used only to select the keys from the data (none declared for the group column(s));
+    refused (> 0) when the keys are declared: quantiles are pure ε-DP.
+ci : float, optional
+    A confidence level: also release the rank interval's half-width per group, a column
+    ``<name>_rank_error`` (post-processing, no ε; group sizes are private, so no levels).
 """)
 
 
