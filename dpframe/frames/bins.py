@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
+import narwhals as nw
 import numpy as np
 
 from dpframe._validation import check_number
@@ -125,8 +126,6 @@ def bin_step(column: str, edges: Sequence[float], facts: provenance.FrameFacts,
     bin. The frame around the search (the cast to Float64, the test for a missing value, the
     fill) is read from a narwhals expression verified like any derivation; the search itself
     is dpframe's :data:`~dpframe.rowwise.functions.SEARCH_EDGES` node over the inner edges."""
-    import narwhals as nw
-
     inner = tuple(float(e) + 0.0 for e in edges[1:-1])
     x = nw.col(column).cast(nw.Float64)
     present = ~(x.is_null() | x.is_nan()).fill_null(False)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pandas as pd
+
 from dpframe.backends import Backend
 from dpframe.frames.namespace import DPNamespace
 from dpframe.frames.registration import register
@@ -19,7 +21,7 @@ _done: set[str] = set()
 _lock = threading.Lock()
 
 
-class EngineDP(DPNamespace):
+class EngineDP(DPNamespace[Any, pd.DataFrame]):
     """``.dp`` on a DuckDB relation, a PySpark or a Dask DataFrame: aggregates run inside the
     engine; only per-group aggregates are collected; result tables are pandas frames."""
 

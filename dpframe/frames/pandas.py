@@ -10,7 +10,7 @@ from dpframe.frames.registration import register
 __all__ = ["PandasDP"]
 
 
-class PandasDP(DPNamespace):
+class PandasDP(DPNamespace[pd.DataFrame, pd.DataFrame]):
     """``pandas.DataFrame.dp`` — see :class:`dpframe.frames.namespace.DPNamespace`."""
 
 

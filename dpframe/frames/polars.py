@@ -11,11 +11,11 @@ from dpframe.frames.registration import register
 __all__ = ["PolarsDP", "PolarsLazyDP"]
 
 
-class PolarsDP(DPNamespace):
+class PolarsDP(DPNamespace[pl.DataFrame, pl.DataFrame]):
     """``polars.DataFrame.dp`` — see :class:`dpframe.frames.namespace.DPNamespace`."""
 
 
-class PolarsLazyDP(DPNamespace):
+class PolarsLazyDP(DPNamespace[pl.LazyFrame, pl.DataFrame]):
     """``polars.LazyFrame.dp``: aggregates are pushed into the lazy plan; only they are
     collected."""
 

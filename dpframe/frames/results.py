@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import math
 import numbers
+import zoneinfo
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
+import narwhals.stable.v2 as nw
 import numpy as np
+import pandas as pd
+import polars as pl
 
 from dpframe.accounting import _log_schema as log_schema
 from dpframe.accounting._log_schema import LOG_COLUMNS
+from dpframe.accounting.seals import attach_release_log
 from dpframe.backends import Backend
+from dpframe.frames.bins import BIN
 from dpframe.query._keys import Keys
 from dpframe.release._pipeline import Outcome
+from dpframe.report.views import estimate_html
 
-__all__ = ["LOG_COLUMNS", "Estimate", "QuantileEstimate", "describe_frame", "log_frame",
-           "matrix_frame", "to_frame"]
+__all__ = ["LOG_COLUMNS", "Estimate", "QuantileEstimate", "accuracy_table", "bin_edges_columns",
+           "describe_frame", "log_frame", "matrix_frame", "quantile_estimate", "split_table",
+           "to_frame", "with_log"]
+
+T = TypeVar("T")
 
 
 class Estimate:
@@ -224,8 +236,6 @@ class Estimate:
 
     def _repr_html_(self) -> str:
         """Notebooks: the value, its interval as a bar, and the level."""
-        from dpframe.report.views import estimate_html
-
         return estimate_html(self)
 
 
@@ -300,12 +310,6 @@ def _stand_in(dtype: Any, backend: Backend) -> Any:
     (:mod:`dpframe.release._key_observation`): int, float, bool, str, date, datetime (in the
     column's time zone; Spark hands back its session's UTC as the fixed ``datetime.UTC``),
     Decimal, bytes; None for a dtype selection refuses."""
-    import datetime as dt
-    import decimal
-    import zoneinfo
-
-    import narwhals.stable.v2 as nw
-
     if dtype.is_integer():
         return 0
     if dtype.is_float():
@@ -346,8 +350,6 @@ def matrix_frame(matrix: np.ndarray, columns: Sequence[str], backend: Backend,
     rows = [c for _ in parts for c in columns]
     data = {c: [float(v) for _, m in parts for v in m[:, j]] for j, c in enumerate(columns)}
     if backend.results_in == "pandas":
-        import pandas as pd
-
         index: Any = (pd.MultiIndex.from_arrays([labels, rows], names=["statistic", None])
                       if interval is not None else list(columns))
         return pd.DataFrame(data, index=index)
@@ -387,3 +389,55 @@ def log_frame(document: dict[str, Any], backend: Backend | str) -> Any:
     return log_schema.log_frame(document, family)
 
 
+
+
+def with_log(out: Outcome, table: T) -> T:
+    """``table`` carrying the release's log (its key-value metadata when written)."""
+    attach_release_log(table, out.document, release_id=out.release_id)
+    return table
+
+
+def quantile_estimate(values: Mapping[str, np.ndarray], name: str, value: float,
+                      level: float) -> QuantileEstimate:
+    """The ``ci=`` answer of one quantile from the release's public interval columns."""
+    lo, hi = values.get(f"{name}_q_lower"), values.get(f"{name}_q_upper")
+    return QuantileEstimate(
+        value, float(values[f"{name}_rank_error"][0]),
+        None if lo is None else float(lo[0]), None if hi is None else float(hi[0]), level)
+
+
+def bin_edges_columns(table: T, edges: Sequence[float], at: int) -> T:
+    """A per-group histogram's table with the hidden bin index replaced by its public edges
+    ``bin_lower``, ``bin_upper`` (after the ``at`` group columns, whose dtypes are kept)."""
+    frame: Any = table
+    index = np.asarray(frame[BIN], dtype=np.int64)
+    public = np.asarray(edges, dtype=float)
+    lower, upper = public[index], public[index + 1]
+    if isinstance(frame, pd.DataFrame):
+        out = frame.drop(columns=[BIN])
+        out.insert(at, "bin_lower", lower)
+        out.insert(at + 1, "bin_upper", upper)
+        return cast(T, out)
+    return cast(T, frame.drop(BIN).insert_column(at, pl.Series("bin_lower", lower))
+                .insert_column(at + 1, pl.Series("bin_upper", upper)))
+
+
+def accuracy_table(backend: Backend, rows: Sequence[Any]) -> Any:
+    """The planner's rows as a table: ``name, query, epsilon, half_width, alpha, mechanisms,
+    note`` (and a key selection's ``threshold, min_group_half, min_group_1_alpha``)."""
+    fields: tuple[str, ...] = ("name", "query", "epsilon", "half_width", "alpha", "mechanisms",
+                               "note")
+    if any(r.query == "key selection" for r in rows):  # keys selected from the data
+        fields += ("threshold", "min_group_half", "min_group_1_alpha")
+    return backend.table({f: [getattr(r, f) for r in rows] for f in fields})
+
+
+def split_table(backend: Backend, result: Mapping[str, tuple[float, float]],
+                targets: Mapping[str, tuple[Any, float]]) -> Any:
+    """The planner's split of ε as a table ``name, epsilon, half_width, target``."""
+    return backend.table({
+        "name": list(result),
+        "epsilon": [e for e, _ in result.values()],
+        "half_width": [h for _, h in result.values()],
+        "target": [float(targets[n][1]) for n in result],
+    })

@@ -24,7 +24,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from dpframe.accounting.ledger import Budget
+from dpframe.accounting.seals import release_log_of
 from dpframe.errors import DPFrameError, ParameterError
+from dpframe.frames.results import Estimate
+from dpframe.provenance._protect import Session, resolve
 from dpframe.report import views
 
 __all__ = ["View", "columns_of_table", "page", "show"]
@@ -68,21 +74,13 @@ def columns_of_table(table: Any) -> dict[str, list[Any]]:
 def _labelled_index(table: Any) -> list[Any] | None:
     """A pandas table's row labels when they say what a row is (describe, cov: not a plain
     0..n-1 range)."""
-    import sys
-
-    pd = sys.modules.get("pandas")
-    if pd is None or not hasattr(table, "iloc") or isinstance(table.index, pd.RangeIndex):
+    if not hasattr(table, "iloc") or isinstance(table.index, pd.RangeIndex):
         return None
     return [" / ".join(map(str, k)) if isinstance(k, tuple) else k for k in table.index]
 
 
 def show(obj: Any) -> View:
     """A view of ``obj`` (see the module docstring); ParameterError for anything else."""
-    from dpframe.accounting.ledger import Budget
-    from dpframe.accounting.seals import release_log_of
-    from dpframe.frames.results import Estimate
-    from dpframe.provenance._protect import Session, resolve
-
     if isinstance(obj, Estimate):
         return View("estimate", views.estimate_html(obj))
     if isinstance(obj, Budget):
