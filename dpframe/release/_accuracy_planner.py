@@ -25,6 +25,9 @@ from typing import Any
 from dpframe._validation import check_alpha, check_count, check_number
 from dpframe.errors import ParameterError
 from dpframe.mechanisms.accuracy import AccuracyTarget, epsilon_for_half_width, split_epsilon
+from dpframe.mechanisms.accuracy import (  # re-exported: the count rounding rule's old home
+    rounded_half_width as rounded_half_width,
+)
 from dpframe.mechanisms.protocol import Mechanism
 from dpframe.provenance._protect import Session
 from dpframe.query.registry import accuracy_of
