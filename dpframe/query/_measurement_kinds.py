@@ -16,7 +16,12 @@ alike — it asks the kind for the measurement's mechanism before anything is sp
   is built only at draw time from those noisy values (post-processing, no extra ε), and a
   domain that collapses to one point is released as that point, without noise.
 
-A new kind of mechanism is a new subclass here, not a branch in the pipeline.
+The query that plans a measurement names its kind (``Measurement(..., kind=SELECTION)``;
+added noise is the default); :meth:`MeasurementKind.check` refuses a measurement whose fields
+do not fit its kind when it is built. Every mechanism is typed by the one protocol
+:class:`dpframe.mechanisms.protocol.Mechanism`, so a reader (and mypy) can follow a release
+from the query to the draw. A new kind of mechanism is a new subclass here, not a branch in the
+pipeline.
 """
 
 from __future__ import annotations
@@ -24,9 +29,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
+
+from dpframe.mechanisms.protocol import Mechanism
+from dpframe.mechanisms.randomness import RandomState
 
 __all__ = [
     "ADAPTIVE_DOMAIN",
@@ -42,7 +50,7 @@ __all__ = [
 
 #: The request's Laplace-family member at this measurement's ε and δ:
 #: ``(lower, upper, sensitivity)`` → mechanism; ``None`` means the measurement's own value.
-LaplaceFactory = Callable[["float | None", "float | None", "float | None"], Any]
+LaplaceFactory = Callable[["float | None", "float | None", "float | None"], Mechanism]
 
 
 class Measurement(Protocol):
@@ -51,7 +59,7 @@ class Measurement(Protocol):
     @property
     def magnitude(self) -> float | None: ...
     @property
-    def make(self) -> Callable[[float, float], Any] | None: ...
+    def make(self) -> Callable[[float, float], Mechanism] | None: ...
     @property
     def domain_after(self) -> Callable[[Mapping[str, np.ndarray]], tuple[float, float]] | None:
         ...
@@ -65,7 +73,7 @@ class Drawn:
     (``None``: released without noise) and, for a single-point domain, that point."""
 
     value: np.ndarray
-    mechanism: Any
+    mechanism: Mechanism | None
     point: tuple[float, float] | None = None
 
 
@@ -73,26 +81,43 @@ class MeasurementKind(ABC):
     """One way of releasing a measurement (module docstring)."""
 
     @abstractmethod
+    def check(self, m: Measurement) -> None:
+        """Refuse (``TypeError``) a measurement whose fields do not fit this kind: raised
+        while the query plans, from the plan's own structure, before anything is read."""
+
+    @abstractmethod
     def build(self, m: Measurement, epsilon: float, delta: float,
-              laplace: LaplaceFactory) -> Any:
+              laplace: LaplaceFactory) -> Mechanism | None:
         """The mechanism, from public facts only (before anything is read or spent), or
         ``None`` when it can only be built at draw time."""
 
     @abstractmethod
-    def draw(self, m: Measurement, mechanism: Any, exact: np.ndarray,
-             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory, rng: Any) -> Drawn:
+    def draw(self, m: Measurement, mechanism: Mechanism | None, exact: np.ndarray,
+             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory,
+             rng: RandomState) -> Drawn:
         """The released value of ``m`` from its exact statistic (after the read: total)."""
+
+
+def _refuse(kind: str, why: str) -> TypeError:
+    return TypeError(f"a measurement of kind {kind} {why}")
 
 
 class AddedNoise(MeasurementKind):
     """Laplace-family noise added to the clamped exact statistic."""
 
+    def check(self, m: Measurement) -> None:
+        if m.make is not None or m.domain_after is not None or m.sensitivity_after is not None:
+            raise _refuse("added noise", "takes neither make nor domain_after/"
+                          "sensitivity_after (name kind=SELECTION or ADAPTIVE_DOMAIN)")
+
     def build(self, m: Measurement, epsilon: float, delta: float,
-              laplace: LaplaceFactory) -> Any:
+              laplace: LaplaceFactory) -> Mechanism:
         return laplace(None, None, None)
 
-    def draw(self, m: Measurement, mechanism: Any, exact: np.ndarray,
-             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory, rng: Any) -> Drawn:
+    def draw(self, m: Measurement, mechanism: Mechanism | None, exact: np.ndarray,
+             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory,
+             rng: RandomState) -> Drawn:
+        assert mechanism is not None  # built before the read (build)
         lower, upper = mechanism.domain.lower, mechanism.domain.upper
         if exact.size == 1:  # one value (a scalar query): the same clamps, without arrays
             value = min(max(float(exact.reshape(-1)[0]), lower), upper)
@@ -110,26 +135,38 @@ class AddedNoise(MeasurementKind):
 class Selection(MeasurementKind):
     """A noisy choice over the exact statistic with the measurement's own mechanism."""
 
+    def check(self, m: Measurement) -> None:
+        if m.make is None or m.domain_after is not None:
+            raise _refuse("selection", "needs make (its own mechanism) and no domain_after")
+
     def build(self, m: Measurement, epsilon: float, delta: float,
-              laplace: LaplaceFactory) -> Any:
-        assert m.make is not None
+              laplace: LaplaceFactory) -> Mechanism:
+        assert m.make is not None  # check
         return m.make(epsilon, delta)
 
-    def draw(self, m: Measurement, mechanism: Any, exact: np.ndarray,
-             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory, rng: Any) -> Drawn:
-        return Drawn(mechanism.sample(exact, random_state=rng), mechanism)
+    def draw(self, m: Measurement, mechanism: Mechanism | None, exact: np.ndarray,
+             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory,
+             rng: RandomState) -> Drawn:
+        assert mechanism is not None  # built before the read (build)
+        return Drawn(np.asarray(mechanism.sample(exact, random_state=rng)), mechanism)
 
 
 class AdaptiveDomain(MeasurementKind):
     """Added noise on a feasible set read from earlier noisy measurements of the plan."""
 
+    def check(self, m: Measurement) -> None:
+        if m.domain_after is None or m.sensitivity_after is None or m.make is not None:
+            raise _refuse("adaptive domain", "needs domain_after and sensitivity_after, and "
+                          "no make")
+
     def build(self, m: Measurement, epsilon: float, delta: float,
-              laplace: LaplaceFactory) -> Any:
+              laplace: LaplaceFactory) -> None:
         return None
 
-    def draw(self, m: Measurement, mechanism: Any, exact: np.ndarray,
-             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory, rng: Any) -> Drawn:
-        assert m.domain_after is not None and m.sensitivity_after is not None
+    def draw(self, m: Measurement, mechanism: Mechanism | None, exact: np.ndarray,
+             noisy: Mapping[str, np.ndarray], laplace: LaplaceFactory,
+             rng: RandomState) -> Drawn:
+        assert m.domain_after is not None and m.sensitivity_after is not None  # check
         lower, upper = m.domain_after(noisy)
         if not upper > lower:  # a single point: released without noise
             return Drawn(np.full(exact.shape, lower), None, (lower, upper))

@@ -24,17 +24,13 @@ from typing import Any
 
 from dpframe._validation import check_alpha, check_count, check_number
 from dpframe.errors import ParameterError
-from dpframe.mechanisms.accuracy import (
-    ROUNDED,
-    AccuracyTarget,
-    epsilon_for_half_width,
-    half_width,
-    mean_half_width,
-    raw_target,
-    rounded_half_width,
-    split_epsilon,
+from dpframe.mechanisms.accuracy import AccuracyTarget, epsilon_for_half_width, split_epsilon
+from dpframe.mechanisms.accuracy import (  # re-exported: the count rounding rule's old home
+    rounded_half_width as rounded_half_width,
 )
+from dpframe.mechanisms.protocol import Mechanism
 from dpframe.provenance._protect import Session
+from dpframe.query.registry import accuracy_of
 from dpframe.query.statistics import Query
 from dpframe.release._pipeline import GroupBy, plan, plan_release
 
@@ -89,8 +85,7 @@ def accuracy(
     for p in planned:
         mechs = dict(zip((m.name for m in p.plan.measurements), p.mechanisms, strict=True))
         names = ", ".join(sorted({m.name for m in mechs.values() if m is not None}))
-        h, note = _half_width(p.plan.query, mechs, a, p.plan.public_size, min_rows,
-                              p.query, p.bounds)
+        h, note = _half_width(p.plan.query, mechs, a, p.plan.public_size, min_rows, p.bounds)
         out.append(Accuracy(p.name, p.plan.query, p.epsilon, h, a, names, note))
     return out
 
@@ -117,52 +112,14 @@ def _selection_row(frame: Any, session: Session | str | None, rule: Any, alpha: 
                     rule.threshold, float(half), float(sure))
 
 
-#: statistics released as one noisy count per cell (bins, keys): a count's accuracy per cell
-_CELLS = ("histogram", "value_counts")
-
-
-def _half_width(kind: str, mechs: Mapping[str, Any], alpha: float, public: bool,
-                min_rows: int | None, query: Query, bounds: tuple[float, float] | None
+def _half_width(kind: str, mechs: Mapping[str, Mechanism | None], alpha: float,
+                public: bool, min_rows: int | None, bounds: tuple[float, float] | None
                 ) -> tuple[float, str]:
+    """``(h, note)`` of a planned query: exact for an answer from public facts, else the
+    statistic's own accuracy rule (:func:`dpframe.query.registry.accuracy_of`)."""
     if not mechs:  # answered from public facts (a public size): exact, no ε
         return 0.0, "exact: a public value, released without noise and without ε"
-    single = len(mechs) == 1 and None not in mechs.values()
-    if kind == "quantile":
-        return math.nan, _quantile_note(next(iter(mechs.values())), alpha)
-    if single and (kind in ROUNDED or kind in _CELLS):
-        h = half_width(next(iter(mechs.values())), alpha)
-        each = ", each cell" if kind in _CELLS else ""
-        return rounded_half_width(h), (f"exact (one measurement{each}): the noisy count is "
-                                       f"within {h:.4g}, the released integer within "
-                                       f"⌊{h:.4g} + ½⌋")
-    if single and kind in ("sum", "mean", "variance"):
-        return half_width(next(iter(mechs.values())), alpha), "exact (one measurement)"
-    if single and kind == "std":
-        return math.sqrt(half_width(mechs["variance"], alpha)), \
-            "√ of the variance's half-width (|√a − √b| ≤ √|a − b|)"
-    if kind == "mean" and set(mechs) == {"count", "sum"} and bounds is not None:
-        if min_rows is None:
-            return math.nan, ("a private-size mean's accuracy depends on its private size: "
-                              "pass min_rows= (a public lower bound on its rows)")
-        lo, hi = bounds
-        h = mean_half_width(mechs["count"], mechs["sum"], int(min_rows), alpha,
-                            lower=lo, upper=hi, center=lo / 2 + hi / 2)
-        return h, f"holds for every group of at least {int(min_rows)} rows"
-    return math.nan, (f"no half-width before spending for a {'public' if public else 'private'}"
-                      f"-size {kind}; release it with ci= to get an interval")
-
-
-def _quantile_note(release: Any, alpha: float) -> str:
-    """A quantile's accuracy in *ranks*, which does not depend on the data: the mechanism
-    picks a bin whose rank distance exceeds ``r`` with probability at most ``B·e^{−λr}`` (at
-    most ``B`` bins each weighted ``≤ e^{−λr}`` against a bin at distance 0), so with
-    ``r = ln(B/α)/λ`` each level is within ``r`` ranks of its target with probability
-    ``≥ 1 − α``, plus half a bin in value. In values it depends on the data's density."""
-    mech = release.mechanism
-    r = max(math.log(mech.bins / alpha) / lam for lam in mech.coefficients)
-    return (f"data-dependent in values; in ranks: each level within ±{r:.3g} rows of its "
-            f"target rank (probability ≥ {1 - alpha:g}), and within half a bin "
-            f"({release.grid / 2:.3g}) of the chosen bin")
+    return accuracy_of(kind).half_width(kind, mechs, alpha, public, min_rows, bounds)
 
 
 def epsilon_for(
@@ -216,8 +173,7 @@ def split(
                              session=session)
     factor = _group_factor(group_by, frame, session)
     result = split_epsilon(list(reqs.values()), check_number("epsilon", epsilon) * factor)
-    return {name: (eps / factor, rounded_half_width(h)
-                   if getattr(targets[name][0], "kind", None) in (*ROUNDED, *_CELLS) else h)
+    return {name: (eps / factor, accuracy_of(getattr(targets[name][0], "kind", "")).released(h))
             for name, eps, h in zip(reqs, result.epsilons, result.half_widths, strict=True)}
 
 
@@ -250,10 +206,12 @@ def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: flo
     if not ms and planned.plan.public_size:
         raise _PublicValueError(f"{query!r} here is the public size n, released exactly at no ε: "
                            "it needs no epsilon (leave it out of a split)")
-    if planned.plan.query == "quantile":
+    rule = accuracy_of(planned.plan.query)
+    if not rule.in_values:
         raise ParameterError("a quantile's accuracy in values depends on the data; "
                              "accuracy() reports its accuracy in ranks at a given epsilon")
-    if len(ms) != 1 or planned.plan.query == "std" or planned.mechanisms[0] is None:
+    mech = planned.mechanisms[0] if len(ms) == 1 else None
+    if mech is None or not rule.invertible:
         raise ParameterError(
             f"{query!r} here is composed of {len(ms)} measurements; the inverse is available "
             "for answers that are one measurement (counts; public-size sums, means and "
@@ -264,12 +222,11 @@ def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: flo
             f"{query!r} releases one count per cell at a share of its ε; the inverse is "
             "available for it per group (frame.dp.groupby(...).epsilon_for). Use accuracy() "
             "at candidate epsilons instead (its half-width is exact for each cell).")
-    m, mech = ms[0], planned.mechanisms[0]
+    m = ms[0]
     bounded = math.isfinite(m.lower) and math.isfinite(m.upper)
     options = {} if m.magnitude is None or bounded else {"magnitude": m.magnitude}
     return AccuracyTarget(
-        mech.name, float(mech.sensitivity), raw_target(
-            "count" if planned.plan.query in _CELLS else planned.plan.query, float(target)),
+        mech.name, float(mech.sensitivity), rule.raw_target(float(target)),
         lower=m.lower if math.isfinite(m.lower) else None,
         upper=m.upper if math.isfinite(m.upper) else None,
         delta=float(mech.delta) if mech.name == "bounded" else 0.0, alpha=a, options=options,

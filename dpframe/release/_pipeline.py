@@ -60,6 +60,7 @@ from dpframe.errors import (
     warn_user,
 )
 from dpframe.mechanisms import choose_mechanism, make_mechanism
+from dpframe.mechanisms.protocol import Mechanism
 from dpframe.provenance import _units as units
 from dpframe.provenance._protect import DROP, FrameFacts, Session, check_key_list, resolve
 from dpframe.query._keys import Keys, checked_keys, key_kinds, keys_reference
@@ -480,7 +481,7 @@ class Planned:
     query: Query
     plan: Plan
     share: float
-    mechanisms: list[Any]  # one per measurement (None: built after earlier measurements)
+    mechanisms: list[Mechanism | None]  # one per measurement (None: built after earlier ones)
     choices: dict[str, str]  # measurement name -> why "auto" picked its mechanism
     epsilon: float = 0.0  # what this query costs
     bounds: tuple[float, float] | None = None  # of its column, if it has one
@@ -760,7 +761,7 @@ def _laplace(request: Request, m: Measurement, epsilon: float, delta: float,
 
 def _mechanism(request: Request, m: Measurement, epsilon: float, delta: float,
                lower: float | None = None, upper: float | None = None,
-               sensitivity: float | None = None, *, choices: dict[str, str]) -> Any:
+               sensitivity: float | None = None, *, choices: dict[str, str]) -> Mechanism:
     lo = m.lower if lower is None else lower
     hi = m.upper if upper is None else upper
     sens = m.sensitivity if sensitivity is None else sensitivity
@@ -1246,12 +1247,12 @@ def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[Plan
 
 def _draw_all(p: Planned, request: Request, aggs: Mapping[Any, np.ndarray],
               context: _LogContext, entries: list[dict[str, Any]]
-              ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+              ) -> tuple[dict[str, np.ndarray], dict[str, Mechanism | None]]:
     """Every measurement of ``p`` released the one way its kind says
     (:mod:`dpframe.query._measurement_kinds`), in plan order (a later measurement's domain may
     read the earlier noisy values); one log entry each."""
     noisy: dict[str, np.ndarray] = {}
-    used: dict[str, Any] = {}
+    used: dict[str, Mechanism | None] = {}
     for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True):
         eps, dlt = _charged(p, m, request, grouped=False)
         laplace = _laplace(request, m, *_charged(p, m, request, grouped=True), p.choices)
@@ -1265,7 +1266,7 @@ def _draw_all(p: Planned, request: Request, aggs: Mapping[Any, np.ndarray],
 
 
 def _answer(p: Planned, request: Request, noisy: dict[str, np.ndarray],
-            used: Mapping[str, Any], values: dict[str, np.ndarray],
+            used: Mapping[str, Mechanism | None], values: dict[str, np.ndarray],
             intervals: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
     """``p``'s post-processed answer (one column, or one per label) and its interval."""
     answer = np.asarray(p.plan.finalize(noisy), dtype=float)
@@ -1286,8 +1287,8 @@ def _answer(p: Planned, request: Request, noisy: dict[str, np.ndarray],
     values.update(_ci_columns(p, used, answer, request.ci))
 
 
-def _ci_columns(p: Planned, used: Mapping[str, Any], answer: np.ndarray, level: float | None
-                ) -> dict[str, np.ndarray]:
+def _ci_columns(p: Planned, used: Mapping[str, Mechanism | None], answer: np.ndarray,
+                level: float | None) -> dict[str, np.ndarray]:
     """A plan's non-value interval columns (quantiles: the rank interval), computed from the
     level and public parameters only; one value per group."""
     if level is None or p.plan.ci_columns is None:
@@ -1337,7 +1338,7 @@ class _LogContext:
             level=request.ci,
         )
 
-    def entry(self, p: Planned, m: Measurement | None, mech: Any, epsilon: float,
+    def entry(self, p: Planned, m: Measurement | None, mech: Mechanism | None, epsilon: float,
               delta: float, point: tuple[float, float] | None) -> dict[str, Any]:
         cols = p.query.columns_read()
         facts = self.facts

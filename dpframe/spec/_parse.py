@@ -35,15 +35,8 @@ from dpframe._validation import (
 from dpframe.errors import DPFrameError, SpecError
 from dpframe.mechanisms.quantiles import DEFAULT_MAX_CELLS
 from dpframe.provenance._protect import check_key_list, validate_bounds, validate_missing
-from dpframe.query.statistics import (
-    SCALAR_STATISTICS,
-    Query,
-    corr,
-    cov,
-    histogram,
-    proportions,
-    value_counts,
-)
+from dpframe.query.registry import StatisticArguments, spec_statistics
+from dpframe.query.statistics import Query
 from dpframe.release._pipeline import MECHANISMS as RELEASE_MECHANISMS
 
 __all__ = [
@@ -64,21 +57,20 @@ __all__ = [
 
 ENGINES = ("polars", "duckdb", "spark", "dask")
 FORMATS = ("parquet", "csv")
-#: The release statistics of the frame API that take parameters besides one column, and the
-#: parameters each takes, as its builder does: ``dpf.histogram(column, bins=B)``,
-#: ``dpf.value_counts(column, keys=None)``, ``dpf.proportions(column, keys=None)``,
-#: ``dpf.cov(columns)``, ``dpf.corr(columns)`` (:mod:`dpframe.query.statistics`).
+#: The statistics a spec names and the parameters each takes, as its builder does
+#: (``dpf.mean(column)``, ``dpf.histogram(column, bins=B)``, ``dpf.value_counts(column,
+#: keys=None)``, ``dpf.cov(columns)``, ...): the release spec's vocabulary is the registry's
+#: (:func:`dpframe.query.registry.spec_statistics`), so a statistic registered there is a
+#: word here too; built by :func:`library_query`.
+SPEC_PARAMETERS: dict[str, tuple[str, ...]] = {e.name: e.parameters for e in spec_statistics()}
+#: The statistics that take parameters besides one column (histogram, value counts,
+#: proportions, cov, corr).
 PARAMETERS: dict[str, tuple[str, ...]] = {
-    "histogram": ("column", "bins"),
-    "value_counts": ("column", "keys"),
-    "proportions": ("column", "keys"),
-    "cov": ("columns",),
-    "corr": ("columns",),
-}
-#: The statistics a spec names: the library's own
-# (:data:`dpframe.query.statistics.SCALAR_STATISTICS`,
-#: each ``cls(column)``, and :data:`PARAMETERS`), built by :func:`library_query`.
-KINDS = (*SCALAR_STATISTICS, *PARAMETERS)
+    k: ps for k, ps in SPEC_PARAMETERS.items() if ps not in ((), ("column",))}
+KINDS = tuple(SPEC_PARAMETERS)
+#: Each word's query from its parameters, as its builder builds it.
+STATISTIC_BUILDERS: dict[str, Callable[[StatisticArguments], Query]] = {
+    e.name: e.build for e in spec_statistics() if e.build is not None}
 #: The library's mechanisms (:data:`dpframe.release._pipeline.MECHANISMS`). A spec's δ goes to the
 # queries
 #: whose mechanism can use it: ``"bounded"``, and ``"auto"`` (the default), which may choose it.
@@ -335,18 +327,8 @@ def library_query(stat: StatisticSpec) -> Query:
     """The library's query object of a statistic, built as its builder builds it
     (``dpf.mean(column)``, ``dpf.histogram(column, bins=...)``, ``dpf.cov(columns)``, ...;
     the builder checks its arguments, raising :class:`~dpframe.errors.ParameterError`)."""
-    kind = stat.kind
-    if kind == "histogram":
-        assert stat.column is not None and stat.bins is not None
-        return histogram(stat.column, bins=stat.bins)
-    if kind in ("value_counts", "proportions"):
-        assert stat.column is not None
-        build = value_counts if kind == "value_counts" else proportions
-        return build(stat.column, keys=stat.keys)
-    if kind in ("cov", "corr"):
-        return (cov if kind == "cov" else corr)(list(stat.columns))
-    cls = SCALAR_STATISTICS[kind]
-    return cls(stat.column) if stat.column is not None else cls()
+    build = STATISTIC_BUILDERS[stat.kind]
+    return build(StatisticArguments(stat.column, stat.columns, stat.bins, stat.keys))
 
 
 @dataclass(frozen=True)
@@ -747,8 +729,8 @@ def _parameters(c: _Checker, stat: StatisticSpec, given: Mapping[str, Any], shor
     def at(*key: str | int) -> Path_:
         return path if shorthand else (*path, *key)
 
-    needs_column = kind in PARAMETERS or SCALAR_STATISTICS[kind].needs_column
-    allowed = PARAMETERS.get(kind, ("column",) if needs_column else ())
+    allowed = SPEC_PARAMETERS[kind]
+    keyed = "keys" in allowed  # a key column: public keys, no bounds
     for key in given:
         if key not in allowed:
             if key == "column" and not allowed:
@@ -765,7 +747,7 @@ def _parameters(c: _Checker, stat: StatisticSpec, given: Mapping[str, Any], shor
     column = None
     if "column" in given:
         column = c.string(given["column"], at("column"), f"column of {name!r}")
-        if kind not in ("value_counts", "proportions"):
+        if not keyed:
             _need_bounds(c, name, column, at("column"), bounds)
     columns: tuple[str, ...] = ()
     if "columns" in given:
@@ -785,7 +767,7 @@ def _parameters(c: _Checker, stat: StatisticSpec, given: Mapping[str, Any], shor
     if "keys" in given:
         assert column is not None
         keys = _key_list(c, given["keys"], at("keys"), column)
-    elif kind in ("value_counts", "proportions") and column not in declared:
+    elif keyed and column not in declared:
         raise c.fail(at("column"), f"{name!r}: {kind} of {column!r} needs public keys: "
                      f"declare them under [keys] ({column} = [...]) or give the statistic "
                      f"keys = [...], e.g. {_EXAMPLES[kind]}; keys are never read from the data")

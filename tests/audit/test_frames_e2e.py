@@ -29,7 +29,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.mechanisms import laplace as laplace_module
-from dpframe.query import statistics as queries_module
+from dpframe.query import _covariance as queries_module
 
 # CI time: DuckDB adds 35 s (e2e) / 14 s (black box) here; --all-backends runs it
 pytestmark = pytest.mark.default_backends("pandas", "pandas-nullable", "pandas-pyarrow",

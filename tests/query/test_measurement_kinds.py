@@ -1,8 +1,10 @@
-"""Measurement kinds: each measurement names how it is released; the pipeline calls it one way."""
+"""Measurement kinds: each measurement names how it is released (the query names it; nothing
+infers it from which field is set); the pipeline calls it one way."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dpframe.query._measurement_kinds import ADAPTIVE_DOMAIN, ADDED_NOISE, SELECTION, Drawn
 from dpframe.query.statistics import Measurement
@@ -24,10 +26,34 @@ class _Fixed:
 
 
 def test_each_measurement_names_its_kind() -> None:
-    assert _m().kind is ADDED_NOISE
-    assert _m(make=lambda e, d: _Fixed()).kind is SELECTION
-    assert _m(domain_after=lambda noisy: (0.0, 1.0), sensitivity_after=lambda a, b: 1.0
-              ).kind is ADAPTIVE_DOMAIN
+    assert _m().kind is ADDED_NOISE  # the default: added noise
+    assert _m(make=lambda e, d: _Fixed(), kind=SELECTION).kind is SELECTION
+    assert _m(domain_after=lambda noisy: (0.0, 1.0), sensitivity_after=lambda a, b: 1.0,
+              kind=ADAPTIVE_DOMAIN).kind is ADAPTIVE_DOMAIN
+
+
+@pytest.mark.parametrize("fields", [
+    {"make": lambda e, d: _Fixed()},  # a selection's field without naming the kind
+    {"domain_after": lambda noisy: (0.0, 1.0), "sensitivity_after": lambda a, b: 1.0},
+    {"kind": SELECTION},  # a selection without its mechanism
+    {"kind": ADAPTIVE_DOMAIN, "domain_after": lambda noisy: (0.0, 1.0)},
+])
+def test_a_measurement_whose_fields_do_not_fit_its_kind_is_refused(fields: dict) -> None:
+    with pytest.raises(TypeError, match="a measurement of kind"):
+        _m(**fields)
+
+
+def test_the_queries_name_the_kinds_they_plan() -> None:
+    import dpframe as dpf
+    from dpframe.query.statistics import PlanContext
+
+    ctx = PlanContext(size_public=True, n=10, bounds=(0.0, 1.0), column="x",
+                      all_bounds={"x": (0.0, 1.0), "y": (0.0, 1.0)})
+    kinds = {m.name: m.kind for q in (dpf.quantile("x"), dpf.cov(["x", "y"]), dpf.mean("x"))
+             for m in q.plan(ctx).measurements}
+    assert kinds == {"quantile": SELECTION, "variance[x]": ADDED_NOISE,
+                     "variance[y]": ADDED_NOISE, "covariance[x,y]": ADAPTIVE_DOMAIN,
+                     "mean": ADDED_NOISE}
 
 
 def test_added_noise_clamps_into_the_domain_before_sampling() -> None:
@@ -36,7 +62,8 @@ def test_added_noise_clamps_into_the_domain_before_sampling() -> None:
 
 
 def test_a_collapsed_adaptive_domain_is_released_as_its_point_without_noise() -> None:
-    m = _m(domain_after=lambda noisy: (2.0, 2.0), sensitivity_after=lambda a, b: 1.0)
+    m = _m(domain_after=lambda noisy: (2.0, 2.0), sensitivity_after=lambda a, b: 1.0,
+           kind=ADAPTIVE_DOMAIN)
     built: list[object] = []
     drawn = ADAPTIVE_DOMAIN.draw(m, None, np.array([7.0]), {}, lambda *a: built.append(a),
                                  None)
@@ -46,7 +73,7 @@ def test_a_collapsed_adaptive_domain_is_released_as_its_point_without_noise() ->
 
 def test_an_adaptive_domain_builds_its_mechanism_at_draw_time_on_that_domain() -> None:
     m = _m(domain_after=lambda noisy: (-float(noisy["v"][0]), float(noisy["v"][0])),
-           sensitivity_after=lambda a, b: (b - a) / 2)
+           sensitivity_after=lambda a, b: (b - a) / 2, kind=ADAPTIVE_DOMAIN)
     seen: list[tuple[object, ...]] = []
 
     def laplace(*args: object) -> _Fixed:
