@@ -11,7 +11,6 @@ refusals come from names, schemas and the structure of expressions only.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic
 
@@ -124,19 +123,11 @@ def _built(facts: provenance.FrameFacts, new: provenance.FrameFacts,
 def _declare(facts: provenance.FrameFacts, steps: Sequence[derivations.Step],
              bounds: Mapping[str, tuple[float, float]],
              missing: Missing | Mapping[str, Missing] | None) -> provenance.FrameFacts:
-    """Add declared bounds (and missing policies) for columns the derivation produced."""
-    produced = {name for s in steps for name in s.outputs}
-    clean = provenance.validate_bounds(bounds)
-    unknown = [c for c in clean if c not in produced]
-    if unknown:
-        raise ParameterError(
-            f"bounds= names columns this with_columns does not produce: {unknown}; bounds of "
-            "existing columns are declared at dpf.protect"
-        )
-    policies = provenance.validate_missing(provenance.DROP if missing is None else missing,
-                                           clean)
-    return dataclasses.replace(facts, bounds={**facts.bounds, **clean},
-                               missing={**facts.missing, **policies})
+    """Add declared bounds (and missing policies) for columns the derivation produced
+    (:func:`dpframe.provenance.declare_derived`: a bounded column takes this call's
+    ``missing=``, else the word given at protect, else drops missing values with protect's
+    notice)."""
+    return provenance.declare_derived(facts, steps, bounds, missing)
 
 
 class DerivationVerbs(Generic[FrameT]):

@@ -118,8 +118,8 @@ def test_fill_policy_keeps_the_size_public(constructor, bad):
 
 
 @pytest.mark.parametrize(("missing", "fix"), [
-    ("zero", "'drop' or a public fill value"), ({"x": 9.0}, "outside its bounds"),
-    ({"y": 0.0}, "without declared bounds"), ({"x": True}, "'drop' or a number"),
+    ("zero", "a fill word"), ({"x": 9.0}, "outside its bounds"),
+    ({"y": 0.0}, "without declared bounds"), ({"x": True}, "a fill word"),
 ])
 def test_bad_missing_policy_at_protect(constructor, missing, fix):
     with pytest.raises(dpf.ParameterError) as info:

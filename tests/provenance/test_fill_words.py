@@ -15,18 +15,10 @@ import pytest
 from helpers.neighbours import base_data, protect, with_row
 
 import dpframe as dpf
-from dpframe.frames import namespace
 from dpframe.provenance import _protect as provenance
 from dpframe.release._pipeline import exact_measurements
 
 BOUNDS = {"age": (0.0, 100.0), "income": (0.0, 1000.0)}
-
-
-@pytest.fixture(autouse=True)
-def _declare_through_provenance(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``frame.dp.with_columns(bounds=...)`` declares its columns with
-    :func:`provenance.declare_derived` (the frames layer's ``_declare`` delegates to it)."""
-    monkeypatch.setattr(namespace, "_declare", provenance.declare_derived, raising=False)
 
 
 def _notices(call: Any) -> tuple[Any, list[str]]:

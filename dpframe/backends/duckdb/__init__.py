@@ -1,3 +1,5 @@
-"""The DuckDB engine: its adapter (:mod:`~dpframe.backends.duckdb._adapter`:
-``DuckDBBackend``, ``is_duckdb_relation``). Not for users; the registry in
+"""The DuckDB engine, everything that speaks its API: the adapter
+(:mod:`~dpframe.backends.duckdb._adapter`: ``DuckDBBackend``, ``is_duckdb_relation``), the
+row-wise compiler to SQL (:mod:`~dpframe.backends.duckdb._rowwise`) and a spec's input reader
+(:mod:`~dpframe.backends.duckdb._file_input`). Not for users; the registry in
 :mod:`dpframe.backends` names it."""
