@@ -325,7 +325,8 @@ class DPNamespace:
     def quantile(self, column: str, q: float | Sequence[float] = 0.5, *, epsilon: float,
                  delta: float = 0.0, mechanism: QuantileMechanismName = "auto",
                  bins: int | None = None, random_state: Any = None,
-                 session: Session | str | None = None, ci: float | None = None) -> Any:
+                 session: Session | str | None = None, ci: float | None = None,
+                 ci_share: float = 0.5) -> Any:
         """Noisy quantile(s) of a bounded column, inside its bounds.
 
         The exponential mechanism over public bins (docs/privacy.md, section Q): the column is
@@ -358,16 +359,21 @@ class DPNamespace:
         random_state, session
             As for :meth:`mean`.
         ci : float, optional
-            A confidence level: also release the *rank* interval (post-processing, no ε): with
-            probability ≥ ``ci`` the released bin holds rows within ``rank_error`` ranks of the
-            target rank ``q·n`` (docs/privacy.md, section Q.6). Not an interval in values (that
-            would need the data's density).
+            A confidence level: also release an interval in the column's units that contains
+            the sample quantile with probability ≥ ``ci`` for every data set (two bracketing
+            releases at ``ci_share`` of ``epsilon``), and the point's *rank* interval
+            ``rank_error`` (post-processing, no ε): docs/privacy.md, section Q.6.
+        ci_share : float, default 0.5
+            With ``ci``, the share of ``epsilon`` spent on the value interval (a quarter each
+            side by default; the point keeps the rest). 0: no ε for it, the interval is the
+            declared bounds. Ignored without ``ci``.
 
         Returns
         -------
-        float for one level (a ``dpf.QuantileEstimate`` with ``ci``: value, rank_error, and the
-        levels q_lower/q_upper where n is public); for a list, a frame with columns ``q`` and
-        ``quantile`` (and ``rank_error`` with ``ci``), one row per level, whose log travels with it.
+        float for one level (a ``dpf.QuantileEstimate`` with ``ci``: value, lower, upper,
+        rank_error, and the levels q_lower/q_upper where n is public); for a list, a frame with
+        columns ``q`` and ``quantile`` (and ``lower``, ``upper``, ``rank_error`` with ``ci``),
+        one row per level, whose log travels with it.
 
         Examples
         --------
@@ -379,29 +385,33 @@ class DPNamespace:
         """
         check_quantile_mechanism(mechanism)
         check_pure_delta(delta, "quantiles")
-        query = q_.quantile(column, q, bins=bins)
+        query = q_.quantile(column, q, bins=bins, ci_share=ci_share)
         out = release.run(self._frame, {"quantile": query}, epsilon=epsilon,
                           mechanism="auto", random_state=random_state, session=session, ci=ci)
         if query.scalar:
             value = float(out.values["quantile"][0])
             if ci is None:
                 return value
-            return _quantile_estimate(out.values, "quantile", value, float(ci))
+            return _quantile_estimate(out, "quantile", value, float(ci))
         assert query.labels is not None
-        values = [float(out.values[f"quantile[{label}]"][0]) for label in query.labels]
-        data: dict[str, Any] = {"q": list(query.levels), "quantile": values}
+        names = [f"quantile[{label}]" for label in query.labels]
+        data: dict[str, Any] = {"q": list(query.levels),
+                                "quantile": [float(out.values[n][0]) for n in names]}
         if ci is not None:
-            data["rank_error"] = [float(out.values["quantile_rank_error"][0])] * len(values)
+            data["lower"] = [float(out.intervals[n][0][0]) for n in names]
+            data["upper"] = [float(out.intervals[n][1][0]) for n in names]
+            data["rank_error"] = [float(out.values["quantile_rank_error"][0])] * len(names)
         return _table(out, out.backend.table(data))
 
     def median(self, column: str, *, epsilon: float, delta: float = 0.0,
                mechanism: QuantileMechanismName = "auto", bins: int | None = None,
                random_state: Any = None, session: Session | str | None = None,
-               ci: float | None = None) -> Any:
+               ci: float | None = None, ci_share: float = 0.5) -> Any:
         """Noisy median of a bounded column: :meth:`quantile` at 0.5 (a float, or a
         ``dpf.QuantileEstimate`` with ``ci``)."""
         out = self.quantile(column, 0.5, epsilon=epsilon, delta=delta, mechanism=mechanism,
-                            bins=bins, random_state=random_state, session=session, ci=ci)
+                            bins=bins, random_state=random_state, session=session, ci=ci,
+                            ci_share=ci_share)
         return out if ci is not None else float(out)
 
     @overload
@@ -1183,16 +1193,19 @@ class DPGroupBy:
     def quantile(self, column: str, q: float | Sequence[float] = 0.5, *, epsilon: float,
                  bins: int | None = None, delta: float = 0.0,
                  mechanism: QuantileMechanismName = "auto", random_state: Any = None,
-                 session: Session | str | None = None, ci: float | None = None) -> Any:
+                 session: Session | str | None = None, ci: float | None = None,
+                 ci_share: float = 0.5) -> Any:
         """Noisy quantile(s) per group (see :meth:`DPNamespace.quantile`; each group's ranks
         are its own): a column ``quantile``, or ``quantile[<q>]`` per level for a list.
         ``delta`` is used only to select keys from the data (none declared); ``mechanism``:
-        "auto" or "exponential" (the only one for quantiles); ``ci``: a column
+        "auto" or "exponential" (the only one for quantiles); ``ci``: the value interval
+        ``quantile_lower``/``quantile_upper`` (at ``ci_share`` of ε) and a column
         ``quantile_rank_error`` (the rank interval's half-width: group sizes are private, so
         no levels)."""
         check_quantile_mechanism(mechanism)
         self._check_quantile_delta(delta, session)
-        return self._one(q_.quantile(column, q, bins=bins), "quantile", epsilon, delta,
+        return self._one(q_.quantile(column, q, bins=bins, ci_share=ci_share), "quantile",
+                         epsilon, delta,
                          "auto", random_state, session, ci)
 
     def _check_quantile_delta(self, delta: float, session: Session | str | None) -> None:
@@ -1210,11 +1223,13 @@ class DPGroupBy:
     def median(self, column: str, *, epsilon: float, bins: int | None = None,
                delta: float = 0.0, mechanism: QuantileMechanismName = "auto",
                random_state: Any = None, session: Session | str | None = None,
-               ci: float | None = None) -> Any:
-        """Noisy median per group: a column ``median`` (with ``ci``, ``median_rank_error``)."""
+               ci: float | None = None, ci_share: float = 0.5) -> Any:
+        """Noisy median per group: a column ``median`` (with ``ci``, ``median_lower``,
+        ``median_upper`` at ``ci_share`` of ε, and ``median_rank_error``)."""
         check_quantile_mechanism(mechanism)
         self._check_quantile_delta(delta, session)
-        return self._one(q_.median(column, bins=bins), "median", epsilon, delta, "auto",
+        return self._one(q_.median(column, bins=bins, ci_share=ci_share), "median", epsilon,
+                         delta, "auto",
                          random_state, session, ci)
 
     # -- per-group counts over a second column: histogram, value_counts ----------------------
@@ -1383,13 +1398,15 @@ def _group_names(column: str | tuple[str, ...]) -> tuple[str, ...]:
     return (column,) if isinstance(column, str) else tuple(column)
 
 
-def _quantile_estimate(values: Mapping[str, np.ndarray], name: str, value: float,
+def _quantile_estimate(out: release.Outcome, name: str, value: float,
                        level: float) -> results.QuantileEstimate:
-    """The ``ci=`` answer of one quantile from the release's public interval columns."""
+    """The ``ci=`` answer of one quantile: its value interval and rank interval columns."""
+    values = out.values
     lo, hi = values.get(f"{name}_q_lower"), values.get(f"{name}_q_upper")
+    v_lo, v_hi = out.intervals[name]
     return results.QuantileEstimate(
-        value, float(values[f"{name}_rank_error"][0]),
-        None if lo is None else float(lo[0]), None if hi is None else float(hi[0]), level)
+        value, float(v_lo[0]), float(v_hi[0]), level, float(values[f"{name}_rank_error"][0]),
+        None if lo is None else float(lo[0]), None if hi is None else float(hi[0]))
 
 
 def _table(out: release.Outcome, table: Any) -> Any:

@@ -223,8 +223,10 @@ def _check_q(q: Any) -> tuple[list[float], bool]:
     return out, scalar
 
 
-def rank_distances(counts: np.ndarray, q: float) -> np.ndarray:
-    """``d_j = max(L_j − t, t − L_{j+1}, 0)`` with ``t = q·n``, in float64 with error at most
+def rank_distances(counts: np.ndarray, q: float, offset: float | Fraction = 0.0) -> np.ndarray:
+    """``d_j = max(L_j − t, t − L_{j+1}, 0)`` with ``t = q·n + offset`` (``offset`` a public
+    shift of the target rank, 0 for the quantile itself; the bracketing releases of
+    :mod:`dpframe.mechanisms.quantile_intervals` shift it), in float64 with error at most
     ``2^-53 (|d_j| + 1)``: ``t`` is split exactly into ``T + f`` (``T`` integer, ``0 ≤ f < 1``) by
     rational arithmetic, the integer parts are subtracted exactly in int64 and only ``f`` enters
     with one rounding. ``counts`` is (B,) or (G, B)."""
@@ -233,9 +235,10 @@ def rank_distances(counts: np.ndarray, q: float) -> np.ndarray:
     lower_cum = upper_cum - c  # L_j
     n = upper_cum[:, -1]
     qf = Fraction(q)
+    shift = Fraction(offset)
     d = np.empty(c.shape, dtype=float)
     for g in range(c.shape[0]):
-        t = qf * int(n[g])
+        t = qf * int(n[g]) + shift
         whole = math.floor(t)
         frac = float(t - whole)  # in [0, 1), rounded once
         a = (lower_cum[g] - whole).astype(float) - frac
@@ -409,9 +412,15 @@ class QuantileMechanism:
             values, chosen = values[0], chosen[0]
         return QuantileRelease(values, chosen, self.describe(source.kind))
 
-    def rank_error(self, alpha: float) -> float:
-        """A half-width ``r`` (in rows) with ``P(every level's chosen bin has d_j < r) ≥ 1 − α``
+    def rank_error(self, alpha: float, max_rows: int | None = None) -> float:
+        """A half-width ``r`` (in rows) with ``P(every level's chosen bin has d_j ≤ r) ≥ 1 − α``
         — a rank interval, from public parameters only (docs/privacy.md, section Q.6).
+
+        ``max_rows``: a public upper bound ``N`` on the rows counted (the protected size: it
+        bounds every derivation and group). No rank distance exceeds ``n·max(q, 1 − q) ≤
+        N·max(q, 1 − q)`` (``0 ≤ L_j ≤ n``), so ``r`` is clipped there: then the statement
+        holds with probability 1, and ``r`` is at most the largest distance any data set of
+        that size can produce (docs/privacy.md Q.6 on how close this is to the worst case).
 
         With ``K`` levels each gets ``α/K`` (union bound). For one level with rate ``λ``: at
         least one bin has ``d_j = 0`` (the bins' rank spans cover ``[0, n]``), so the
@@ -434,6 +443,8 @@ class QuantileMechanism:
             if log_ratio + 2 * eta > SCORE_CAP:
                 return math.inf  # beyond the score cap: no useful bound
             out = max(out, (log_ratio + 2.0 * eta) / lam)
+        if max_rows is not None:
+            out = min(out, float(max_rows) * max(max(v, 1.0 - v) for v in self.levels))
         return out
 
     def privacy_loss(self) -> float:
