@@ -20,7 +20,11 @@ with ``E_j`` independent Exp(1) drawn from full-precision uniforms with a fair c
 half of the inverse CDF, so ``ln E_j`` is accurate to ``2^-42`` absolute for every draw. The
 computed keys differ from the exact ones by at most ``η`` (:func:`race_error`), which moves every
 output probability by a factor in ``[e^{−2η}, e^{2η}]``: an ε overhead of ``4η`` per quantile
-(about 1e-11), reserved before calibration.
+(about 1e-11), reserved before calibration. With many bins (``B ≥`` :data:`RUNS_MIN_BINS`) the
+race is run over *runs* of bins that share a score (:func:`race_over_runs`: every bin with rows,
+every run of empty bins between two of them, the capped bins below and above the target), a
+run of ``m`` bins keyed ``score + ln E − ln m`` and the bin inside it uniform: the same law at
+``O(log B + rows near the target)`` per draw instead of ``B`` logarithms.
 """
 
 from __future__ import annotations
@@ -74,6 +78,12 @@ SCORE_CAP = 800.0
 LOG_E_MAX = 1421.0
 #: Relative error of numpy's log/log1p on doubles (documented < 1 ulp; measured in the tests).
 LOG_RTOL = 2.0**-52
+#: From this many bins on, the sampler races runs of bins with one score
+#: (:func:`race_over_runs`, one group at a time); below it every bin races, all groups in one
+#: vectorised pass (cheaper for many small groups). Both draw from the same law.
+RUNS_MIN_BINS = 1024
+#: ln of the largest number of bins one run of the sampler can hold (bounds |ln m|)
+LOG_MAX_BINS = math.log(2.0**22) + 1e-9
 NEIGHBOURS = ("replace", "add/remove")
 OUTPUTS = ("midpoint", "uniform")
 
@@ -261,7 +271,10 @@ def race_error(coefficient: float, cap: float = SCORE_CAP) -> float:
     score = (4.0 * cap + coefficient) * 2.0**-53
     log_e = 5.0 * 2.0**-52 + 2.0 * LOG_RTOL * LOG_E_MAX
     total = 2.0**-53 * (cap + LOG_E_MAX + 1.0)
-    return 2.0 * (score + log_e + total)  # factor 2: slack for the bound's own rounding
+    # the run sampler (:func:`race_over_runs`) subtracts ln m, m ≤ B ≤ 2^22: its own rounding
+    # and one more subtraction
+    log_m = LOG_RTOL * LOG_MAX_BINS + 2.0**-53 * (cap + LOG_E_MAX + LOG_MAX_BINS + 1.0)
+    return 2.0 * (score + log_e + total + log_m)  # factor 2: slack for the bound's own rounding
 
 
 def _log_exponentials(source: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
@@ -287,6 +300,110 @@ def log_exponential(u: np.ndarray, log_u: np.ndarray, coin: np.ndarray) -> np.nd
     if tiny.any():
         out = np.where(tiny, log_u - math.log(2.0), out)
     return out
+
+
+def _unit_distances(lo: np.ndarray, hi: np.ndarray, whole: int, frac: float) -> np.ndarray:
+    """``max(lo − t, t − hi, 0)`` for integer rank spans ``[lo, hi]`` and ``t = whole + frac``
+    (``whole`` integer, ``0 ≤ frac < 1``): integer parts exact in int64, one rounding (the
+    error bound of :func:`rank_distances`)."""
+    a = (lo - whole).astype(float) - frac
+    b = (whole - hi).astype(float) + frac
+    return np.maximum(np.maximum(a, b), 0.0)
+
+
+def _uniform_index(m: int, source: RandomSource) -> int:
+    """A uniform integer in ``[0, m)``, exactly: 64-bit words below the largest multiple of
+    ``m`` (rejection; a word is rejected with probability ``< m/2^64``)."""
+    if m <= 1:
+        return 0
+    limit = (2**64 // m) * m
+    while True:
+        w = int(source.words(1)[0])
+        if w < limit:
+            return w % m
+
+
+def race_over_runs(counts: np.ndarray, cum: np.ndarray, q: float, offset: Fraction,
+                   padding: int, coefficient: float, source: RandomSource) -> int:
+    """One draw of the exponential mechanism's bin, racing *runs* of bins that share a score.
+
+    The law is that of the per-bin race (module docstring): bin ``j`` with probability
+    ``∝ exp(−min(λd_j, C))``, the rank spans those of the counts with ``padding`` public rows
+    added to the first and the last bin and the target ``q·(n + 2·padding) + offset`` (0 and 0
+    for the point release; :mod:`dpframe.mechanisms.quantile_intervals` for the brackets).
+    It partitions the bins into *units* of equal score: every bin with at least one row alone;
+    every run of empty bins between two of them (one rank span, so one score); and the bins
+    far enough from the target that their score is the cap ``C`` exactly — all bins below and
+    all above a window of rank distance ``< C/λ + 2``, found by binary search on the
+    cumulative counts (``L_j`` does not decrease), two units. For a unit of ``m`` bins with
+    score ``s``, ``min_{j ∈ unit} (s + ln E_j) = s + ln(E/m)`` in law (the minimum of ``m``
+    independent Exp(1) is Exp(m)) and the winner inside is uniform; so racing the units with
+    keys ``s + ln E − ln m`` and then drawing a uniform bin of the winning unit gives exactly
+    the per-bin law. Its finite precision: the keys err by at most ``η`` of :func:`race_error`
+    (which includes ``ln m`` and its subtraction), so each output probability is within a
+    factor ``e^{±2η}``, the overhead ``4η`` reserved before calibration as before. Cost:
+    ``O(B)`` for the cumulative counts (done once per group by the caller) and
+    ``O(log B + w)`` per draw, ``w`` the bins of the window (at most the rows within ``C/λ``
+    ranks of the target, and the empty runs between them), not ``O(B)`` logarithms.
+    """
+    b = counts.size
+    pad = int(padding)
+    n = int(cum[-1])
+    t = Fraction(q) * (n + 2 * pad) + offset
+    whole = math.floor(t)
+    frac = float(t - whole)
+    reach = SCORE_CAP / coefficient + 2.0
+    t_float = float(t)
+    starts: list[np.ndarray] = [np.array([0])]
+    sizes: list[np.ndarray] = [np.array([1])]
+    los = [np.array([0])]
+    his = [np.array([int(counts[0]) + pad + (pad if b == 1 else 0)])]
+    capped_starts: list[int] = []
+    capped_sizes: list[int] = []
+    if b >= 3:  # interior bins 1 … B−2: spans [cum[j−1] + R, cum[j] + R]
+        # (integer thresholds: cum > x ⟺ cum > ⌊x⌋, cum ≥ x ⟺ cum ≥ ⌈x⌉; no float copy of cum)
+        below = np.int64(max(min(math.floor(t_float - reach - pad), 2**62), -(2**62)))
+        above = np.int64(max(min(math.ceil(t_float + reach - pad), 2**62), -(2**62)))
+        first = max(1, int(np.searchsorted(cum, below, side="right")))
+        last = min(b - 1, int(np.searchsorted(cum, above, side="left")) + 1)
+        last = max(last, first)
+        if first > 1:
+            capped_starts.append(1)
+            capped_sizes.append(first - 1)
+        if last < b - 1:
+            capped_starts.append(last)
+            capped_sizes.append(b - 1 - last)
+        if last > first:
+            nz = np.flatnonzero(counts[first:last]) + first  # bins with rows: one unit each
+            starts.append(nz)
+            sizes.append(np.ones(nz.size, dtype=np.int64))
+            los.append(cum[nz - 1] + pad)
+            his.append(cum[nz] + pad)
+            gap_start = np.concatenate([[first], nz + 1])  # the empty runs between them
+            gap_size = np.concatenate([nz, [last]]) - gap_start
+            gap_start, gap_size = gap_start[gap_size > 0], gap_size[gap_size > 0]
+            starts.append(gap_start)
+            sizes.append(gap_size)
+            gap_rank = cum[gap_start - 1] + pad
+            los.append(gap_rank)
+            his.append(gap_rank)
+    if b >= 2:  # the last bin: span [cum[B−2] + R, n + 2R]
+        starts.append(np.array([b - 1]))
+        sizes.append(np.array([1]))
+        los.append(np.array([int(cum[b - 2]) + pad]))
+        his.append(np.array([n + 2 * pad]))
+    start = np.concatenate(starts)
+    size = np.concatenate(sizes)
+    d = _unit_distances(np.concatenate(los).astype(np.int64),
+                        np.concatenate(his).astype(np.int64), whole, frac)
+    score = np.minimum(coefficient * d, SCORE_CAP)
+    if capped_starts:
+        start = np.concatenate([start, np.asarray(capped_starts)])
+        size = np.concatenate([size, np.asarray(capped_sizes)])
+        score = np.concatenate([score, np.full(len(capped_starts), SCORE_CAP)])
+    keys = score + _log_exponentials(source, score.shape) - np.log(size.astype(float))
+    unit = int(np.argmin(keys))
+    return int(start[unit]) + _uniform_index(int(size[unit]), source)
 
 
 @dataclass(frozen=True)
@@ -363,6 +480,14 @@ class QuantileMechanism:
             return 1.0
         return max(q, 1.0 - q)
 
+    #: public rows added to the first and the last bin before ranking (0: none; the
+    #: bracketing releases of :mod:`dpframe.mechanisms.quantile_intervals` pad)
+    padding: int = 0
+
+    def target_offset(self, level: int) -> Fraction:
+        """The public shift of the target rank (0: the quantile itself)."""
+        return Fraction(0)
+
     @property
     def edges(self) -> np.ndarray:
         return bin_edges(self.lower, self.upper, self.bins)
@@ -400,9 +525,16 @@ class QuantileMechanism:
         c2 = np.atleast_2d(c)
         source = RandomSource(random_state)
         chosen = np.empty((c2.shape[0], len(self.levels)), dtype=np.int64)
-        for i in range(len(self.levels)):
-            keys = self.scores(c2, i) + _log_exponentials(source, c2.shape)
-            chosen[:, i] = np.argmin(keys, axis=1)
+        if self.bins >= RUNS_MIN_BINS:  # one group at a time, racing runs of bins
+            for g in range(c2.shape[0]):
+                cum = np.cumsum(c2[g])
+                for i, q in enumerate(self.levels):
+                    chosen[g, i] = race_over_runs(c2[g], cum, q, self.target_offset(i),
+                                                  self.padding, self.coefficients[i], source)
+        else:  # few bins: every bin races, all groups at once (the same law)
+            for i in range(len(self.levels)):
+                keys = self.scores(c2, i) + _log_exponentials(source, c2.shape)
+                chosen[:, i] = np.argmin(keys, axis=1)
         values = self._value(chosen, source)
         if self.sort and len(self.levels) > 1:  # post-processing: monotone in q
             order = np.argsort(self.levels, kind="stable")
