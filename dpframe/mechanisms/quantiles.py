@@ -203,7 +203,7 @@ def _check_counts(counts: Any, bins: int | None = None) -> np.ndarray:
             raise ParameterError("counts must be exact non-negative integers")
     elif c.dtype.kind not in "iu":
         raise ParameterError(f"counts must be integers, got dtype {c.dtype}")
-    c = c.astype(np.int64)
+    c = c.astype(np.int64, copy=False)
     if (c < 0).any():
         raise ParameterError("counts must be non-negative")
     if bins is not None and c.shape[-1] != bins:
