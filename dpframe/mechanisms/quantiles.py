@@ -323,7 +323,64 @@ def _uniform_index(m: int, source: RandomSource) -> int:
             return w % m
 
 
-def race_over_runs(counts: np.ndarray, cum: np.ndarray, q: float, offset: Fraction,
+class CumulativeCounts:
+    """The cumulative counts ``cum[j] = Σ_{i ≤ j} c_i`` of one group, on demand: block totals
+    from one read-only pass (no ``B``-sized array: at 2^22 bins a fresh cumulative array costs
+    more than the whole draw), exact prefix sums only inside the blocks a draw looks at."""
+
+    BLOCK = 1024
+
+    def __init__(self, counts: np.ndarray) -> None:
+        self.counts = counts
+        self.size = b = counts.size
+        k = self.BLOCK
+        full = b // k * k
+        sums = counts[:full].reshape(-1, k).sum(axis=1) if full else np.zeros(0, np.int64)
+        if full < b:
+            sums = np.append(sums, counts[full:].sum())
+        self.block_end = np.cumsum(sums)  # cum at the last bin of each block
+        self.total = int(self.block_end[-1]) if b else 0
+
+    def searchsorted(self, x: np.int64, side: str) -> int:
+        """``numpy.searchsorted(cum, x, side)`` (``cum`` does not decrease)."""
+        block = int(np.searchsorted(self.block_end, x, side=side))  # type: ignore[call-overload]
+        if block >= self.block_end.size:
+            return self.size
+        lo = block * self.BLOCK
+        local = self.before(lo) + np.cumsum(self.counts[lo:lo + self.BLOCK])
+        return lo + int(np.searchsorted(local, x, side=side))  # type: ignore[call-overload]
+
+    def before(self, j: int) -> int:
+        """``Σ_{i < j} c_i`` (0 for ``j = 0``)."""
+        block = j // self.BLOCK
+        base = int(self.block_end[block - 1]) if block else 0
+        return base + int(self.counts[block * self.BLOCK:j].sum())
+
+    def span(self, lo: int, hi: int) -> np.ndarray:
+        """``cum[lo:hi]``."""
+        return self.before(lo) + np.cumsum(self.counts[lo:hi])
+
+
+def _window_units(counts: np.ndarray, ranks: CumulativeCounts, first: int, last: int,
+                  pad: int) -> tuple[np.ndarray, ...]:
+    """Units of the window ``[first, last)`` of interior bins (``first ≥ 1``): each bin with
+    rows, and each run of empty bins between them; ``(start, size, lo, hi)`` with the padded
+    rank span ``[lo, hi]`` (``[cum[j−1] + R, cum[j] + R]``)."""
+    cum = ranks.span(first - 1, last)  # cum[first − 1 … last − 1]
+    nz = np.flatnonzero(counts[first:last]) + first
+    gap_start = np.concatenate([[first], nz + 1])
+    gap_size = np.concatenate([nz, [last]]) - gap_start
+    keep = gap_size > 0
+    gap_start, gap_size = gap_start[keep], gap_size[keep]
+    gap_rank = cum[gap_start - first] + pad
+    start = np.concatenate([nz, gap_start])
+    size = np.concatenate([np.ones(nz.size, dtype=np.int64), gap_size])
+    lo = np.concatenate([cum[nz - first] + pad, gap_rank])
+    hi = np.concatenate([cum[nz - first + 1] + pad, gap_rank])
+    return start, size, lo, hi
+
+
+def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset: Fraction,
                    padding: int, coefficient: float, source: RandomSource) -> int:
     """One draw of the exponential mechanism's bin, racing *runs* of bins that share a score.
 
@@ -342,65 +399,48 @@ def race_over_runs(counts: np.ndarray, cum: np.ndarray, q: float, offset: Fracti
     the per-bin law. Its finite precision: the keys err by at most ``η`` of :func:`race_error`
     (which includes ``ln m`` and its subtraction), so each output probability is within a
     factor ``e^{±2η}``, the overhead ``4η`` reserved before calibration as before. Cost:
-    ``O(B)`` for the cumulative counts (done once per group by the caller) and
+    one read-only pass over the counts per group (:class:`CumulativeCounts`) and
     ``O(log B + w)`` per draw, ``w`` the bins of the window (at most the rows within ``C/λ``
-    ranks of the target, and the empty runs between them), not ``O(B)`` logarithms.
+    ranks of the target, and the empty runs between them), not ``B`` logarithms.
     """
     b = counts.size
     pad = int(padding)
-    n = int(cum[-1])
+    n = ranks.total
     t = Fraction(q) * (n + 2 * pad) + offset
     whole = math.floor(t)
     frac = float(t - whole)
     reach = SCORE_CAP / coefficient + 2.0
     t_float = float(t)
-    starts: list[np.ndarray] = [np.array([0])]
-    sizes: list[np.ndarray] = [np.array([1])]
-    los = [np.array([0])]
-    his = [np.array([int(counts[0]) + pad + (pad if b == 1 else 0)])]
-    capped_starts: list[int] = []
-    capped_sizes: list[int] = []
-    if b >= 3:  # interior bins 1 … B−2: spans [cum[j−1] + R, cum[j] + R]
-        # (integer thresholds: cum > x ⟺ cum > ⌊x⌋, cum ≥ x ⟺ cum ≥ ⌈x⌉; no float copy of cum)
-        below = np.int64(max(min(math.floor(t_float - reach - pad), 2**62), -(2**62)))
-        above = np.int64(max(min(math.ceil(t_float + reach - pad), 2**62), -(2**62)))
-        first = max(1, int(np.searchsorted(cum, below, side="right")))
-        last = min(b - 1, int(np.searchsorted(cum, above, side="left")) + 1)
-        last = max(last, first)
-        if first > 1:
-            capped_starts.append(1)
-            capped_sizes.append(first - 1)
-        if last < b - 1:
-            capped_starts.append(last)
-            capped_sizes.append(b - 1 - last)
-        if last > first:
-            nz = np.flatnonzero(counts[first:last]) + first  # bins with rows: one unit each
-            starts.append(nz)
-            sizes.append(np.ones(nz.size, dtype=np.int64))
-            los.append(cum[nz - 1] + pad)
-            his.append(cum[nz] + pad)
-            gap_start = np.concatenate([[first], nz + 1])  # the empty runs between them
-            gap_size = np.concatenate([nz, [last]]) - gap_start
-            gap_start, gap_size = gap_start[gap_size > 0], gap_size[gap_size > 0]
-            starts.append(gap_start)
-            sizes.append(gap_size)
-            gap_rank = cum[gap_start - 1] + pad
-            los.append(gap_rank)
-            his.append(gap_rank)
-    if b >= 2:  # the last bin: span [cum[B−2] + R, n + 2R]
+    # the end bins: spans [0, c_0 + R] and [n − c_{B−1} + R, n + 2R] (one span if B = 1)
+    starts, sizes = [np.array([0])], [np.array([1])]
+    los, his = [np.array([0])], [np.array([int(counts[0]) + pad + (pad if b == 1 else 0)])]
+    if b >= 2:
         starts.append(np.array([b - 1]))
         sizes.append(np.array([1]))
-        los.append(np.array([int(cum[b - 2]) + pad]))
+        los.append(np.array([n - int(counts[b - 1]) + pad]))
         his.append(np.array([n + 2 * pad]))
-    start = np.concatenate(starts)
-    size = np.concatenate(sizes)
+    capped_start, capped_size = [], []
+    if b >= 3:  # interior bins 1 … B−2: spans [cum[j−1] + R, cum[j] + R]
+        # (integer thresholds: cum > x ⟺ cum > ⌊x⌋, cum ≥ x ⟺ cum ≥ ⌈x⌉)
+        below = np.int64(max(min(math.floor(t_float - reach - pad), 2**62), -(2**62)))
+        above = np.int64(max(min(math.ceil(t_float + reach - pad), 2**62), -(2**62)))
+        first = max(1, ranks.searchsorted(below, "right"))
+        last = max(first, min(b - 1, ranks.searchsorted(above, "left") + 1))
+        for lo_bin, hi_bin in ((1, first), (last, b - 1)):  # capped: score C exactly
+            if hi_bin > lo_bin:
+                capped_start.append(lo_bin)
+                capped_size.append(hi_bin - lo_bin)
+        if last > first:
+            w_start, w_size, w_lo, w_hi = _window_units(counts, ranks, first, last, pad)
+            starts.append(w_start)
+            sizes.append(w_size)
+            los.append(w_lo)
+            his.append(w_hi)
     d = _unit_distances(np.concatenate(los).astype(np.int64),
                         np.concatenate(his).astype(np.int64), whole, frac)
-    score = np.minimum(coefficient * d, SCORE_CAP)
-    if capped_starts:
-        start = np.concatenate([start, np.asarray(capped_starts)])
-        size = np.concatenate([size, np.asarray(capped_sizes)])
-        score = np.concatenate([score, np.full(len(capped_starts), SCORE_CAP)])
+    score = np.append(np.minimum(coefficient * d, SCORE_CAP), [SCORE_CAP] * len(capped_start))
+    start = np.concatenate([*starts, np.asarray(capped_start, dtype=np.int64)])
+    size = np.concatenate([*sizes, np.asarray(capped_size, dtype=np.int64)])
     keys = score + _log_exponentials(source, score.shape) - np.log(size.astype(float))
     unit = int(np.argmin(keys))
     return int(start[unit]) + _uniform_index(int(size[unit]), source)
@@ -527,9 +567,9 @@ class QuantileMechanism:
         chosen = np.empty((c2.shape[0], len(self.levels)), dtype=np.int64)
         if self.bins >= RUNS_MIN_BINS:  # one group at a time, racing runs of bins
             for g in range(c2.shape[0]):
-                cum = np.cumsum(c2[g])
+                ranks = CumulativeCounts(c2[g])
                 for i, q in enumerate(self.levels):
-                    chosen[g, i] = race_over_runs(c2[g], cum, q, self.target_offset(i),
+                    chosen[g, i] = race_over_runs(c2[g], ranks, q, self.target_offset(i),
                                                   self.padding, self.coefficients[i], source)
         else:  # few bins: every bin races, all groups at once (the same law)
             for i in range(len(self.levels)):

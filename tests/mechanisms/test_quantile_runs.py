@@ -20,6 +20,7 @@ from dpframe.mechanisms.quantiles import (
     LOG_MAX_BINS,
     RUNS_MIN_BINS,
     SCORE_CAP,
+    CumulativeCounts,
     QuantileMechanism,
     _uniform_index,
     race_error,
@@ -64,9 +65,9 @@ CASES = [
 @pytest.mark.parametrize("name, mech", CASES, ids=[c[0] for c in CASES])
 def test_run_race_follows_the_per_bin_law(name, mech):
     counts = _counts(64)
-    cum = np.cumsum(counts)
+    ranks = CumulativeCounts(counts)
     source = RandomSource(2026)
-    draws = np.array([race_over_runs(counts, cum, mech.levels[0], mech.target_offset(0),
+    draws = np.array([race_over_runs(counts, ranks, mech.levels[0], mech.target_offset(0),
                                      mech.padding, mech.coefficients[0], source)
                       for _ in range(2000)])
     observed = np.bincount(draws, minlength=64)
@@ -78,7 +79,7 @@ def test_empty_data_and_tiny_grids():
     for bins in (1, 2, 3, 8):
         mech = QuantileMechanism(1.0, 0.0, 1.0, 0.5, bins=bins)
         counts = np.zeros(bins, dtype=np.int64)
-        draws = [race_over_runs(counts, np.cumsum(counts), 0.5, mech.target_offset(0), 0,
+        draws = [race_over_runs(counts, CumulativeCounts(counts), 0.5, mech.target_offset(0), 0,
                                 mech.coefficients[0], source) for _ in range(500)]
         assert _chi2(np.bincount(draws, minlength=bins), np.full(bins, 1 / bins)) > P_MIN
 
@@ -93,6 +94,20 @@ def test_sample_uses_runs_from_the_threshold_on_and_keeps_the_law():
     # coarse cells (groups of 64 bins) keep the expected counts large
     observed = np.bincount(out.bins[:, 0] // 64, minlength=bins // 64)
     assert _chi2(observed, probs.reshape(-1, 64).sum(axis=1)) > P_MIN
+
+
+@pytest.mark.parametrize("bins", [1, 5, 1024, 3000])
+def test_cumulative_counts_agree_with_numpy(bins):
+    counts = np.random.default_rng(bins).integers(0, 3, bins)
+    cum = np.cumsum(counts)
+    ranks = CumulativeCounts(counts)
+    assert ranks.total == cum[-1]
+    for x in (-1, 0, 1, int(cum[-1]) // 2, int(cum[-1]), int(cum[-1]) + 1):
+        for side in ("left", "right"):
+            assert ranks.searchsorted(np.int64(x), side) == np.searchsorted(cum, x, side=side)
+    for j in {0, 1, bins // 2, bins - 1, bins}:
+        assert ranks.before(j) == (cum[j - 1] if j else 0)
+    np.testing.assert_array_equal(ranks.span(bins // 3, bins), cum[bins // 3:])
 
 
 def test_uniform_index_is_exact_and_in_range():
