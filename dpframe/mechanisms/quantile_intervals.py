@@ -93,7 +93,10 @@ def check_ci_share(ci_share: Any) -> float:
     if isinstance(ci_share, bool) or not isinstance(ci_share, int | float | np.integer
                                                     | np.floating):
         raise ParameterError(f"ci_share must be a number in [0, 1), got {ci_share!r}")
-    s = float(ci_share)
+    try:
+        s = float(ci_share)
+    except OverflowError:
+        s = math.inf
     if not 0.0 <= s < 1.0:
         raise ParameterError(f"ci_share must lie in [0, 1) (the share of the quantile's ε "
                              f"spent on its value interval), got {ci_share!r}")

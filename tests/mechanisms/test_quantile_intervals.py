@@ -160,7 +160,7 @@ def test_neighbours_same_outcome_class_and_bracket_distances_within_sensitivity(
 
 def test_bad_ci_share_refused_before_anything_is_read_or_spent():
     pf = dpf.protect(pd.DataFrame({"x": np.arange(300.0)}), epsilon=10, bounds={"x": (0, 300)})
-    for bad in (-0.1, 1.0, "0.5", True, math.nan):
+    for bad in (-0.1, 1.0, "0.5", True, math.nan, 10**400):
         with pytest.raises(dpf.ParameterError, match="ci_share"):
             pf.dp.median("x", epsilon=1.0, ci=0.9, ci_share=bad)
         with pytest.raises(dpf.ParameterError, match="ci_share"):
