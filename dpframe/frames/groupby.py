@@ -252,7 +252,8 @@ class DPGroupBy(Generic[TableT]):
     def quantile(self, column: str, q: float | Sequence[float] = 0.5, *, epsilon: float,
                  bins: int | None = None, delta: float = 0.0,
                  mechanism: QuantileMechanismName = "auto", random_state: RandomState = None,
-                 session: Session | str | None = None, ci: float | None = None) -> TableT:
+                 session: Session | str | None = None, ci: float | None = None,
+                 ci_share: float = 0.5) -> TableT:
         """Noisy quantile(s) per group (see :meth:`DPNamespace.quantile`; each group's ranks
         are its own): a column ``quantile``, or ``quantile[<q>]`` per level for a list.
 
@@ -264,7 +265,8 @@ class DPGroupBy(Generic[TableT]):
         """
         check_quantile_mechanism(mechanism)
         self._check_quantile_delta(delta, session)
-        return self._one(q_.quantile(column, q, bins=bins), "quantile", epsilon, delta,
+        return self._one(q_.quantile(column, q, bins=bins, ci_share=ci_share), "quantile",
+                         epsilon, delta,
                          "auto", random_state, session, ci)
 
     def _check_quantile_delta(self, delta: float, session: Session | str | None) -> None:
@@ -280,8 +282,9 @@ class DPGroupBy(Generic[TableT]):
     def median(self, column: str, *, epsilon: float, bins: int | None = None,
                delta: float = 0.0, mechanism: QuantileMechanismName = "auto",
                random_state: RandomState = None, session: Session | str | None = None,
-               ci: float | None = None) -> TableT:
-        """Noisy median per group: a column ``median`` (with ``ci``, ``median_rank_error``).
+               ci: float | None = None, ci_share: float = 0.5) -> TableT:
+        """Noisy median per group: a column ``median`` (with ``ci``, ``median_lower``,
+        ``median_upper`` at ``ci_share`` of ε, and ``median_rank_error``).
 
         Examples
         --------
@@ -291,7 +294,8 @@ class DPGroupBy(Generic[TableT]):
         """
         check_quantile_mechanism(mechanism)
         self._check_quantile_delta(delta, session)
-        return self._one(q_.median(column, bins=bins), "median", epsilon, delta, "auto",
+        return self._one(q_.median(column, bins=bins, ci_share=ci_share), "median", epsilon,
+                         delta, "auto",
                          random_state, session, ci)
 
     # -- per-group counts over a second column: histogram, value_counts ----------------------

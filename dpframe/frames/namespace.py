@@ -215,26 +215,26 @@ class DPNamespace(Analyses[TableT], DerivationVerbs[FrameT], Generic[FrameT, Tab
     def quantile(self, column: str, q: float = ..., *, epsilon: float, delta: float = ...,
                  mechanism: QuantileMechanismName = ..., bins: int | None = ...,
                  random_state: RandomState = ..., session: Session | str | None = ...,
-                 ci: None = None) -> float: ...
+                 ci: None = None, ci_share: float = ...) -> float: ...
 
     @overload
     def quantile(self, column: str, q: float = ..., *, epsilon: float, delta: float = ...,
                  mechanism: QuantileMechanismName = ..., bins: int | None = ...,
                  random_state: RandomState = ..., session: Session | str | None = ...,
-                 ci: float) -> QuantileEstimate: ...
+                 ci: float, ci_share: float = ...) -> QuantileEstimate: ...
 
     @overload
     def quantile(self, column: str, q: Sequence[float], *, epsilon: float, delta: float = ...,
                  mechanism: QuantileMechanismName = ..., bins: int | None = ...,
                  random_state: RandomState = ..., session: Session | str | None = ...,
-                 ci: float | None = ...) -> TableT: ...
+                 ci: float | None = ..., ci_share: float = ...) -> TableT: ...
 
     @shared_parameters(QUANTILE)
     def quantile(self, column: str, q: float | Sequence[float] = 0.5, *, epsilon: float,
                  delta: float = 0.0, mechanism: QuantileMechanismName = "auto",
                  bins: int | None = None, random_state: RandomState = None,
-                 session: Session | str | None = None, ci: float | None = None
-                 ) -> float | QuantileEstimate | TableT:
+                 session: Session | str | None = None, ci: float | None = None,
+                 ci_share: float = 0.5) -> float | QuantileEstimate | TableT:
         """Noisy quantile(s) of a bounded column, inside its bounds.
 
         The exponential mechanism over public bins (docs/privacy.md, section Q): the column is
@@ -251,9 +251,10 @@ class DPNamespace(Analyses[TableT], DerivationVerbs[FrameT], Generic[FrameT, Tab
 
         Returns
         -------
-        float for one level (a ``dpf.QuantileEstimate`` with ``ci``: value, rank_error, and the
-        levels q_lower/q_upper where n is public); for a list, a frame with columns ``q`` and
-        ``quantile`` (and ``rank_error`` with ``ci``), one row per level, whose log travels with it.
+        float for one level (a ``dpf.QuantileEstimate`` with ``ci``: value, lower, upper,
+        rank_error, and the levels q_lower/q_upper where n is public); for a list, a frame with
+        columns ``q`` and ``quantile`` (and ``lower``, ``upper``, ``rank_error`` with ``ci``),
+        one row per level, whose log travels with it.
 
         Examples
         --------
@@ -265,45 +266,50 @@ class DPNamespace(Analyses[TableT], DerivationVerbs[FrameT], Generic[FrameT, Tab
         """
         check_quantile_mechanism(mechanism)
         check_pure_delta(delta, "quantiles")
-        query = q_.quantile(column, q, bins=bins)
+        query = q_.quantile(column, q, bins=bins, ci_share=ci_share)
         out = release.run(self._frame, {"quantile": query}, epsilon=epsilon,
                           mechanism="auto", random_state=random_state, session=session, ci=ci)
         if query.scalar:
             value = float(out.values["quantile"][0])
             if ci is None:
                 return value
-            return results.quantile_estimate(out.values, "quantile", value, float(ci))
+            return results.quantile_estimate(out, "quantile", value, float(ci))
         assert query.labels is not None
-        values = [float(out.values[f"quantile[{label}]"][0]) for label in query.labels]
-        data: dict[str, Any] = {"q": list(query.levels), "quantile": values}
+        names = [f"quantile[{label}]" for label in query.labels]
+        data: dict[str, Any] = {"q": list(query.levels),
+                                "quantile": [float(out.values[n][0]) for n in names]}
         if ci is not None:
-            data["rank_error"] = [float(out.values["quantile_rank_error"][0])] * len(values)
+            data["lower"] = [float(out.intervals[n][0][0]) for n in names]
+            data["upper"] = [float(out.intervals[n][1][0]) for n in names]
+            data["rank_error"] = [float(out.values["quantile_rank_error"][0])] * len(names)
         return results.with_log(out, out.backend.table(data))
 
     @overload
     def median(self, column: str, *, epsilon: float, delta: float = ...,
                mechanism: QuantileMechanismName = ..., bins: int | None = ...,
                random_state: RandomState = ..., session: Session | str | None = ...,
-               ci: None = None) -> float: ...
+               ci: None = None, ci_share: float = ...) -> float: ...
 
     @overload
     def median(self, column: str, *, epsilon: float, delta: float = ...,
                mechanism: QuantileMechanismName = ..., bins: int | None = ...,
                random_state: RandomState = ..., session: Session | str | None = ...,
-               ci: float) -> QuantileEstimate: ...
+               ci: float, ci_share: float = ...) -> QuantileEstimate: ...
 
     @shared_parameters(QUANTILE)
     def median(self, column: str, *, epsilon: float, delta: float = 0.0,
                mechanism: QuantileMechanismName = "auto", bins: int | None = None,
                random_state: RandomState = None, session: Session | str | None = None,
-               ci: float | None = None) -> float | QuantileEstimate:
+               ci: float | None = None, ci_share: float = 0.5) -> float | QuantileEstimate:
         """Noisy median of a bounded column: :meth:`quantile` at 0.5 (a float, or a
         ``dpf.QuantileEstimate`` with ``ci``)."""
         if ci is None:
             return self.quantile(column, 0.5, epsilon=epsilon, delta=delta, mechanism=mechanism,
-                                 bins=bins, random_state=random_state, session=session)
+                                 bins=bins, random_state=random_state, session=session,
+                                 ci_share=ci_share)
         return self.quantile(column, 0.5, epsilon=epsilon, delta=delta, mechanism=mechanism,
-                             bins=bins, random_state=random_state, session=session, ci=ci)
+                             bins=bins, random_state=random_state, session=session, ci=ci,
+                             ci_share=ci_share)
 
     @overload
     def std(self, column: str, *, epsilon: float, delta: float = ...,

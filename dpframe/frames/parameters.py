@@ -98,10 +98,14 @@ mechanism : {"auto", "exponential"}, default "auto"
 bins : int, optional
     Number of equal public bins of the bounds (the resolution: (upper − lower)/bins).
 ci : float, optional
-    A confidence level: also release the *rank* interval (post-processing, no ε): with
-    probability ≥ ``ci`` the released bin holds rows within ``rank_error`` ranks of the
-    target rank ``q·n`` (docs/privacy.md, section Q.6). Not an interval in values (that
-    would need the data's density).
+    A confidence level: also release an interval in the column's units that contains the
+    sample quantile with probability ≥ ``ci`` for every data set (two bracketing releases
+    at ``ci_share`` of ``epsilon``), and the point's *rank* interval ``rank_error``
+    (post-processing, no ε): docs/privacy.md, section Q.6.
+ci_share : float, default 0.5
+    With ``ci``, the share of ``epsilon`` spent on the value interval (a quarter each side by
+    default; the point keeps the rest). 0: no ε for it, the interval is the declared bounds.
+    Ignored without ``ci``.
 """)
 
 #: The counts of a numeric column over public bins (``histogram``).

@@ -8,7 +8,7 @@ import math
 import numbers
 import zoneinfo
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import narwhals.stable.v2 as nw
 import numpy as np
@@ -247,22 +247,45 @@ def _num(other: object) -> float | None:
     return float(other) if isinstance(other, numbers.Real) else None
 
 
-class QuantileEstimate(NamedTuple):
-    """A released quantile with its *rank* interval (``ci=`` on ``quantile``/``median``):
-    with probability at least ``level`` the released bin holds rows whose ranks lie within
-    ``rank_error`` of the target rank ``q·n`` (docs/privacy.md, section Q.6). Where ``n`` is
-    public (the protected frame, no dropped rows) the same statement in quantile levels:
-    ``q_lower ≤ level of the released value ≤ q_upper``; None where ``n`` is private. It is
-    not an interval in values: that would need the data's density, which is not released."""
+class QuantileEstimate(Estimate):
+    """A released quantile with its intervals (``ci=`` on ``quantile``/``median``).
 
-    value: float
+    * ``lower``, ``upper`` (as on :class:`Estimate`): an interval *in the column's units*
+      that contains the sample quantile (of the values clamped to the bounds, under every
+      usual definition) with probability at least ``level`` for every data set. It comes
+      from two bracketing releases that spend ``ci_share`` of the query's ε
+      (:mod:`dpframe.mechanisms.quantile_intervals`, docs/privacy.md Q.6); with
+      ``ci_share=0`` it is the declared bounds.
+    * ``rank_error``: the point release's *rank* interval: with probability at least
+      ``level`` its chosen bin holds rows within ``rank_error`` ranks of the target rank
+      ``q·n``. Where ``n`` is public (the protected frame, no dropped rows) the same
+      statement in quantile levels, ``q_lower``/``q_upper``; None where ``n`` is private.
+
+    It behaves as the number ``value`` and unpacks as ``value, lower, upper, level``, like
+    :class:`Estimate`.
+    """
+
+    __slots__ = ("q_lower", "q_upper", "rank_error")
+
     rank_error: float
     q_lower: float | None
     q_upper: float | None
-    level: float
 
-    def __float__(self) -> float:
-        return self.value
+    def __init__(self, value: float, lower: float, upper: float, level: float,
+                 rank_error: float, q_lower: float | None = None,
+                 q_upper: float | None = None) -> None:
+        super().__init__(value, lower, upper, level)
+        object.__setattr__(self, "rank_error", float(rank_error))
+        object.__setattr__(self, "q_lower", None if q_lower is None else float(q_lower))
+        object.__setattr__(self, "q_upper", None if q_upper is None else float(q_upper))
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (QuantileEstimate, (*self._tuple(), self.rank_error, self.q_lower, self.q_upper))
+
+    def __repr__(self) -> str:
+        return (f"QuantileEstimate(value={self.value!r}, lower={self.lower!r}, "
+                f"upper={self.upper!r}, level={self.level!r}, rank_error={self.rank_error!r}, "
+                f"q_lower={self.q_lower!r}, q_upper={self.q_upper!r})")
 
 
 def to_frame(out: Outcome) -> Any:
@@ -397,13 +420,15 @@ def with_log(out: Outcome, table: T) -> T:
     return table
 
 
-def quantile_estimate(values: Mapping[str, np.ndarray], name: str, value: float,
-                      level: float) -> QuantileEstimate:
-    """The ``ci=`` answer of one quantile from the release's public interval columns."""
+def quantile_estimate(out: Outcome, name: str, value: float, level: float
+                      ) -> QuantileEstimate:
+    """The ``ci=`` answer of one quantile: its value interval and rank interval columns."""
+    values = out.values
     lo, hi = values.get(f"{name}_q_lower"), values.get(f"{name}_q_upper")
+    v_lo, v_hi = out.intervals[name]
     return QuantileEstimate(
-        value, float(values[f"{name}_rank_error"][0]),
-        None if lo is None else float(lo[0]), None if hi is None else float(hi[0]), level)
+        value, float(v_lo[0]), float(v_hi[0]), level, float(values[f"{name}_rank_error"][0]),
+        None if lo is None else float(lo[0]), None if hi is None else float(hi[0]))
 
 
 def bin_edges_columns(table: T, edges: Sequence[float], at: int) -> T:

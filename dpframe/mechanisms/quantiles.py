@@ -20,7 +20,11 @@ with ``E_j`` independent Exp(1) drawn from full-precision uniforms with a fair c
 half of the inverse CDF, so ``ln E_j`` is accurate to ``2^-42`` absolute for every draw. The
 computed keys differ from the exact ones by at most ``η`` (:func:`race_error`), which moves every
 output probability by a factor in ``[e^{−2η}, e^{2η}]``: an ε overhead of ``4η`` per quantile
-(about 1e-11), reserved before calibration.
+(about 1e-11), reserved before calibration. With many bins (``B ≥`` :data:`RUNS_MIN_BINS`) the
+race is run over *runs* of bins that share a score (:func:`race_over_runs`: every bin with rows,
+every run of empty bins between two of them, the capped bins below and above the target), a
+run of ``m`` bins keyed ``score + ln E − ln m`` and the bin inside it uniform: the same law at
+``O(log B + rows near the target)`` per draw instead of ``B`` logarithms.
 """
 
 from __future__ import annotations
@@ -74,6 +78,12 @@ SCORE_CAP = 800.0
 LOG_E_MAX = 1421.0
 #: Relative error of numpy's log/log1p on doubles (documented < 1 ulp; measured in the tests).
 LOG_RTOL = 2.0**-52
+#: From this many bins on, the sampler races runs of bins with one score
+#: (:func:`race_over_runs`, one group at a time); below it every bin races, all groups in one
+#: vectorised pass (cheaper for many small groups). Both draw from the same law.
+RUNS_MIN_BINS = 1024
+#: ln of the largest number of bins one run of the sampler can hold (bounds |ln m|)
+LOG_MAX_BINS = math.log(2.0**22) + 1e-9
 NEIGHBOURS = ("replace", "add/remove")
 OUTPUTS = ("midpoint", "uniform")
 
@@ -193,7 +203,7 @@ def _check_counts(counts: Any, bins: int | None = None) -> np.ndarray:
             raise ParameterError("counts must be exact non-negative integers")
     elif c.dtype.kind not in "iu":
         raise ParameterError(f"counts must be integers, got dtype {c.dtype}")
-    c = c.astype(np.int64)
+    c = c.astype(np.int64, copy=False)
     if (c < 0).any():
         raise ParameterError("counts must be non-negative")
     if bins is not None and c.shape[-1] != bins:
@@ -223,8 +233,10 @@ def _check_q(q: Any) -> tuple[list[float], bool]:
     return out, scalar
 
 
-def rank_distances(counts: np.ndarray, q: float) -> np.ndarray:
-    """``d_j = max(L_j − t, t − L_{j+1}, 0)`` with ``t = q·n``, in float64 with error at most
+def rank_distances(counts: np.ndarray, q: float, offset: float | Fraction = 0.0) -> np.ndarray:
+    """``d_j = max(L_j − t, t − L_{j+1}, 0)`` with ``t = q·n + offset`` (``offset`` a public
+    shift of the target rank, 0 for the quantile itself; the bracketing releases of
+    :mod:`dpframe.mechanisms.quantile_intervals` shift it), in float64 with error at most
     ``2^-53 (|d_j| + 1)``: ``t`` is split exactly into ``T + f`` (``T`` integer, ``0 ≤ f < 1``) by
     rational arithmetic, the integer parts are subtracted exactly in int64 and only ``f`` enters
     with one rounding. ``counts`` is (B,) or (G, B)."""
@@ -233,9 +245,10 @@ def rank_distances(counts: np.ndarray, q: float) -> np.ndarray:
     lower_cum = upper_cum - c  # L_j
     n = upper_cum[:, -1]
     qf = Fraction(q)
+    shift = Fraction(offset)
     d = np.empty(c.shape, dtype=float)
     for g in range(c.shape[0]):
-        t = qf * int(n[g])
+        t = qf * int(n[g]) + shift
         whole = math.floor(t)
         frac = float(t - whole)  # in [0, 1), rounded once
         a = (lower_cum[g] - whole).astype(float) - frac
@@ -258,7 +271,10 @@ def race_error(coefficient: float, cap: float = SCORE_CAP) -> float:
     score = (4.0 * cap + coefficient) * 2.0**-53
     log_e = 5.0 * 2.0**-52 + 2.0 * LOG_RTOL * LOG_E_MAX
     total = 2.0**-53 * (cap + LOG_E_MAX + 1.0)
-    return 2.0 * (score + log_e + total)  # factor 2: slack for the bound's own rounding
+    # the run sampler (:func:`race_over_runs`) subtracts ln m, m ≤ B ≤ 2^22: its own rounding
+    # and one more subtraction
+    log_m = LOG_RTOL * LOG_MAX_BINS + 2.0**-53 * (cap + LOG_E_MAX + LOG_MAX_BINS + 1.0)
+    return 2.0 * (score + log_e + total + log_m)  # factor 2: slack for the bound's own rounding
 
 
 def _log_exponentials(source: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
@@ -284,6 +300,150 @@ def log_exponential(u: np.ndarray, log_u: np.ndarray, coin: np.ndarray) -> np.nd
     if tiny.any():
         out = np.where(tiny, log_u - math.log(2.0), out)
     return out
+
+
+def _unit_distances(lo: np.ndarray, hi: np.ndarray, whole: int, frac: float) -> np.ndarray:
+    """``max(lo − t, t − hi, 0)`` for integer rank spans ``[lo, hi]`` and ``t = whole + frac``
+    (``whole`` integer, ``0 ≤ frac < 1``): integer parts exact in int64, one rounding (the
+    error bound of :func:`rank_distances`)."""
+    a = (lo - whole).astype(float) - frac
+    b = (whole - hi).astype(float) + frac
+    return np.maximum(np.maximum(a, b), 0.0)
+
+
+def _uniform_index(m: int, source: RandomSource) -> int:
+    """A uniform integer in ``[0, m)``, exactly: 64-bit words below the largest multiple of
+    ``m`` (rejection; a word is rejected with probability ``< m/2^64``)."""
+    if m <= 1:
+        return 0
+    limit = (2**64 // m) * m
+    while True:
+        w = int(source.words(1)[0])
+        if w < limit:
+            return w % m
+
+
+class CumulativeCounts:
+    """The cumulative counts ``cum[j] = Σ_{i ≤ j} c_i`` of one group, on demand: block totals
+    from one read-only pass (no ``B``-sized array: at 2^22 bins a fresh cumulative array costs
+    more than the whole draw), exact prefix sums only inside the blocks a draw looks at."""
+
+    BLOCK = 1024
+
+    def __init__(self, counts: np.ndarray) -> None:
+        self.counts = counts
+        self.size = b = counts.size
+        k = self.BLOCK
+        full = b // k * k
+        sums = counts[:full].reshape(-1, k).sum(axis=1) if full else np.zeros(0, np.int64)
+        if full < b:
+            sums = np.append(sums, counts[full:].sum())
+        self.block_end = np.cumsum(sums)  # cum at the last bin of each block
+        self.total = int(self.block_end[-1]) if b else 0
+
+    def searchsorted(self, x: np.int64, side: str) -> int:
+        """``numpy.searchsorted(cum, x, side)`` (``cum`` does not decrease)."""
+        block = int(np.searchsorted(self.block_end, x, side=side))  # type: ignore[call-overload]
+        if block >= self.block_end.size:
+            return self.size
+        lo = block * self.BLOCK
+        local = self.before(lo) + np.cumsum(self.counts[lo:lo + self.BLOCK])
+        return lo + int(np.searchsorted(local, x, side=side))  # type: ignore[call-overload]
+
+    def before(self, j: int) -> int:
+        """``Σ_{i < j} c_i`` (0 for ``j = 0``)."""
+        block = j // self.BLOCK
+        base = int(self.block_end[block - 1]) if block else 0
+        return base + int(self.counts[block * self.BLOCK:j].sum())
+
+    def span(self, lo: int, hi: int) -> np.ndarray:
+        """``cum[lo:hi]``."""
+        return self.before(lo) + np.cumsum(self.counts[lo:hi])
+
+
+def _window_units(counts: np.ndarray, ranks: CumulativeCounts, first: int, last: int,
+                  pad: int) -> tuple[np.ndarray, ...]:
+    """Units of the window ``[first, last)`` of interior bins (``first ≥ 1``): each bin with
+    rows, and each run of empty bins between them; ``(start, size, lo, hi)`` with the padded
+    rank span ``[lo, hi]`` (``[cum[j−1] + R, cum[j] + R]``)."""
+    cum = ranks.span(first - 1, last)  # cum[first − 1 … last − 1]
+    nz = np.flatnonzero(counts[first:last]) + first
+    gap_start = np.concatenate([[first], nz + 1])
+    gap_size = np.concatenate([nz, [last]]) - gap_start
+    keep = gap_size > 0
+    gap_start, gap_size = gap_start[keep], gap_size[keep]
+    gap_rank = cum[gap_start - first] + pad
+    start = np.concatenate([nz, gap_start])
+    size = np.concatenate([np.ones(nz.size, dtype=np.int64), gap_size])
+    lo = np.concatenate([cum[nz - first] + pad, gap_rank])
+    hi = np.concatenate([cum[nz - first + 1] + pad, gap_rank])
+    return start, size, lo, hi
+
+
+def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset: Fraction,
+                   padding: int, coefficient: float, source: RandomSource) -> int:
+    """One draw of the exponential mechanism's bin, racing *runs* of bins that share a score.
+
+    The law is that of the per-bin race (module docstring): bin ``j`` with probability
+    ``∝ exp(−min(λd_j, C))``, the rank spans those of the counts with ``padding`` public rows
+    added to the first and the last bin and the target ``q·(n + 2·padding) + offset`` (0 and 0
+    for the point release; :mod:`dpframe.mechanisms.quantile_intervals` for the brackets).
+    It partitions the bins into *units* of equal score: every bin with at least one row alone;
+    every run of empty bins between two of them (one rank span, so one score); and the bins
+    far enough from the target that their score is the cap ``C`` exactly — all bins below and
+    all above a window of rank distance ``< C/λ + 2``, found by binary search on the
+    cumulative counts (``L_j`` does not decrease), two units. For a unit of ``m`` bins with
+    score ``s``, ``min_{j ∈ unit} (s + ln E_j) = s + ln(E/m)`` in law (the minimum of ``m``
+    independent Exp(1) is Exp(m)) and the winner inside is uniform; so racing the units with
+    keys ``s + ln E − ln m`` and then drawing a uniform bin of the winning unit gives exactly
+    the per-bin law. Its finite precision: the keys err by at most ``η`` of :func:`race_error`
+    (which includes ``ln m`` and its subtraction), so each output probability is within a
+    factor ``e^{±2η}``, the overhead ``4η`` reserved before calibration as before. Cost:
+    one read-only pass over the counts per group (:class:`CumulativeCounts`) and
+    ``O(log B + w)`` per draw, ``w`` the bins of the window (at most the rows within ``C/λ``
+    ranks of the target, and the empty runs between them), not ``B`` logarithms.
+    """
+    b = counts.size
+    pad = int(padding)
+    n = ranks.total
+    t = Fraction(q) * (n + 2 * pad) + offset
+    whole = math.floor(t)
+    frac = float(t - whole)
+    reach = SCORE_CAP / coefficient + 2.0
+    t_float = float(t)
+    # the end bins: spans [0, c_0 + R] and [n − c_{B−1} + R, n + 2R] (one span if B = 1)
+    starts, sizes = [np.array([0])], [np.array([1])]
+    los, his = [np.array([0])], [np.array([int(counts[0]) + pad + (pad if b == 1 else 0)])]
+    if b >= 2:
+        starts.append(np.array([b - 1]))
+        sizes.append(np.array([1]))
+        los.append(np.array([n - int(counts[b - 1]) + pad]))
+        his.append(np.array([n + 2 * pad]))
+    capped_start, capped_size = [], []
+    if b >= 3:  # interior bins 1 … B−2: spans [cum[j−1] + R, cum[j] + R]
+        # (integer thresholds: cum > x ⟺ cum > ⌊x⌋, cum ≥ x ⟺ cum ≥ ⌈x⌉)
+        below = np.int64(max(min(math.floor(t_float - reach - pad), 2**62), -(2**62)))
+        above = np.int64(max(min(math.ceil(t_float + reach - pad), 2**62), -(2**62)))
+        first = max(1, ranks.searchsorted(below, "right"))
+        last = max(first, min(b - 1, ranks.searchsorted(above, "left") + 1))
+        for lo_bin, hi_bin in ((1, first), (last, b - 1)):  # capped: score C exactly
+            if hi_bin > lo_bin:
+                capped_start.append(lo_bin)
+                capped_size.append(hi_bin - lo_bin)
+        if last > first:
+            w_start, w_size, w_lo, w_hi = _window_units(counts, ranks, first, last, pad)
+            starts.append(w_start)
+            sizes.append(w_size)
+            los.append(w_lo)
+            his.append(w_hi)
+    d = _unit_distances(np.concatenate(los).astype(np.int64),
+                        np.concatenate(his).astype(np.int64), whole, frac)
+    score = np.append(np.minimum(coefficient * d, SCORE_CAP), [SCORE_CAP] * len(capped_start))
+    start = np.concatenate([*starts, np.asarray(capped_start, dtype=np.int64)])
+    size = np.concatenate([*sizes, np.asarray(capped_size, dtype=np.int64)])
+    keys = score + _log_exponentials(source, score.shape) - np.log(size.astype(float))
+    unit = int(np.argmin(keys))
+    return int(start[unit]) + _uniform_index(int(size[unit]), source)
 
 
 @dataclass(frozen=True)
@@ -360,6 +520,14 @@ class QuantileMechanism:
             return 1.0
         return max(q, 1.0 - q)
 
+    #: public rows added to the first and the last bin before ranking (0: none; the
+    #: bracketing releases of :mod:`dpframe.mechanisms.quantile_intervals` pad)
+    padding: int = 0
+
+    def target_offset(self, level: int) -> Fraction:
+        """The public shift of the target rank (0: the quantile itself)."""
+        return Fraction(0)
+
     @property
     def edges(self) -> np.ndarray:
         return bin_edges(self.lower, self.upper, self.bins)
@@ -397,9 +565,16 @@ class QuantileMechanism:
         c2 = np.atleast_2d(c)
         source = RandomSource(random_state)
         chosen = np.empty((c2.shape[0], len(self.levels)), dtype=np.int64)
-        for i in range(len(self.levels)):
-            keys = self.scores(c2, i) + _log_exponentials(source, c2.shape)
-            chosen[:, i] = np.argmin(keys, axis=1)
+        if self.bins >= RUNS_MIN_BINS:  # one group at a time, racing runs of bins
+            for g in range(c2.shape[0]):
+                ranks = CumulativeCounts(c2[g])
+                for i, q in enumerate(self.levels):
+                    chosen[g, i] = race_over_runs(c2[g], ranks, q, self.target_offset(i),
+                                                  self.padding, self.coefficients[i], source)
+        else:  # few bins: every bin races, all groups at once (the same law)
+            for i in range(len(self.levels)):
+                keys = self.scores(c2, i) + _log_exponentials(source, c2.shape)
+                chosen[:, i] = np.argmin(keys, axis=1)
         values = self._value(chosen, source)
         if self.sort and len(self.levels) > 1:  # post-processing: monotone in q
             order = np.argsort(self.levels, kind="stable")
@@ -409,9 +584,15 @@ class QuantileMechanism:
             values, chosen = values[0], chosen[0]
         return QuantileRelease(values, chosen, self.describe(source.kind))
 
-    def rank_error(self, alpha: float) -> float:
-        """A half-width ``r`` (in rows) with ``P(every level's chosen bin has d_j < r) ≥ 1 − α``
+    def rank_error(self, alpha: float, max_rows: int | None = None) -> float:
+        """A half-width ``r`` (in rows) with ``P(every level's chosen bin has d_j ≤ r) ≥ 1 − α``
         — a rank interval, from public parameters only (docs/privacy.md, section Q.6).
+
+        ``max_rows``: a public upper bound ``N`` on the rows counted (the protected size: it
+        bounds every derivation and group). No rank distance exceeds ``n·max(q, 1 − q) ≤
+        N·max(q, 1 − q)`` (``0 ≤ L_j ≤ n``), so ``r`` is clipped there: then the statement
+        holds with probability 1, and ``r`` is at most the largest distance any data set of
+        that size can produce (docs/privacy.md Q.6 on how close this is to the worst case).
 
         With ``K`` levels each gets ``α/K`` (union bound). For one level with rate ``λ``: at
         least one bin has ``d_j = 0`` (the bins' rank spans cover ``[0, n]``), so the
@@ -434,6 +615,8 @@ class QuantileMechanism:
             if log_ratio + 2 * eta > SCORE_CAP:
                 return math.inf  # beyond the score cap: no useful bound
             out = max(out, (log_ratio + 2.0 * eta) / lam)
+        if max_rows is not None:
+            out = min(out, float(max_rows) * max(max(v, 1.0 - v) for v in self.levels))
         return out
 
     def privacy_loss(self) -> float:

@@ -102,10 +102,17 @@ class Bins:
         return self.upper * 0.5 - self.lower * 0.5
 
     def index(self, values: np.ndarray) -> np.ndarray:
-        """Bin of each (non-missing) value, as int64 (the numpy twin of :meth:`expression`)."""
+        """Bin of each (non-missing) value, as int64 (the numpy twin of :meth:`expression`):
+        the same IEEE operations in the same order, in place on one float copy (one
+        temporary per block instead of six)."""
         x = np.clip(values.astype(np.float64, copy=False), self.lower, self.upper)
-        j = np.floor((x * 0.5 - self.half_lower) / self.half_width * self.count)
-        return np.minimum(j, self.count - 1).astype(np.int64)
+        x *= 0.5
+        x -= self.half_lower
+        x /= self.half_width
+        x *= self.count
+        np.floor(x, out=x)
+        np.minimum(x, self.count - 1, out=x)
+        return x.astype(np.int64)
 
     def expression(self, x: Any) -> Any:
         """Bin of each row of the narwhals Float64 expression ``x`` (no missing values)."""

@@ -79,6 +79,8 @@ class PlanContext:
     epsilon: float | None = None
     #: the keys declared at protect, per column (public; a value-count query's default keys)
     keys: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    #: the release's ``ci=`` level (None: no interval): quantiles plan their bracketing releases
+    ci: float | None = None
 
     @property
     def rows_per_unit(self) -> int:

@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from dpframe._validation import check_number, is_real_number
 from dpframe.errors import ParameterError
 from dpframe.mechanisms.domains import interval
-from dpframe.mechanisms.protocol import Mechanism
+from dpframe.mechanisms.quantile_intervals import check_ci_share
 from dpframe.mechanisms.quantiles import (
     DEFAULT_MAX_CELLS,
     MAX_QUANTILE_BINS,
@@ -28,6 +28,7 @@ from dpframe.query._plans import (
     Query,
     require_bounds,
 )
+from dpframe.query._quantile_plan import quantile_plan_fields
 
 __all__ = ["Quantile", "QuantileSelection", "median", "quantile"]
 
@@ -56,7 +57,7 @@ class Quantile(Query):
     kind = "quantile"
 
     def __init__(self, column: str, q: float | Sequence[float] = 0.5,
-                 bins: int | None = None) -> None:
+                 bins: int | None = None, ci_share: float = 0.5) -> None:
         super().__init__(column)
         levels = [q] if np.ndim(q) == 0 else list(np.asarray(q, dtype=object).ravel())
         checked = []
@@ -77,6 +78,7 @@ class Quantile(Query):
         self.levels = tuple(checked)
         self.scalar = np.ndim(q) == 0
         self.bins = None if bins is None else int(bins)
+        self.ci_share = check_ci_share(ci_share)
 
     def __repr__(self) -> str:
         q = self.levels[0] if self.scalar else list(self.levels)
@@ -124,32 +126,11 @@ class Quantile(Query):
             f"exponential mechanism on the rank distance over {count} equal public bins of "
             f"[{lo:g}, {hi:g}] (levels {', '.join(f'{v:g}' for v in levels)}, ε split evenly, "
             f"{neighbours} neighbours); the chosen bin's midpoint, sorted over levels")
-        scalar = self.scalar
-        size_public = ctx.size_public and not ctx.grouped
-        n_public = ctx.n
-        # with ci=: the rank interval (docs/privacy.md Q.6). Its half-width r depends only on
-        # public parameters (ε share, bins, levels, α); the levels q ± r/n only where n is
-        # public (the protected frame with no dropped rows), else the half-width alone
-        def ci_columns(used: Mapping[str, Mechanism | None], level: float) -> dict[str, float]:
-            release = used["quantile"]
-            assert isinstance(release, QuantileSelection)  # built by make
-            r = release.mechanism.rank_error(1.0 - level)
-            out = {"rank_error": r}
-            if size_public and len(levels) == 1 and n_public > 0:
-                out["q_lower"] = max(0.0, levels[0] - r / n_public)
-                out["q_upper"] = min(1.0, levels[0] + r / n_public)
-            return out
-
-        plan = Plan(self.kind, self.column, (m,),
-                    lambda v: v["quantile"][:, 0] if scalar else v["quantile"], formulation,
-                    labels=self.labels, ci_columns=ci_columns,
-                    interval_note="rank interval released (post-processing, no ε): with "
-                    "probability ≥ the level the chosen bin holds rows within <name>_rank_error "
-                    "ranks of the target rank q·n" + (
-                        " (levels <name>_q_lower, <name>_q_upper)" if size_public
-                        and len(levels) == 1 else "")
-                    + "; not a value interval (docs/privacy.md Q.6)")
-        return plan
+        # with ci=: a value interval from two bracketing releases at ci_share of the ε, and
+        # the point's rank interval (docs/privacy.md Q.6, dpframe.mechanisms.quantile_intervals)
+        return Plan(self.kind, self.column, **quantile_plan_fields(
+            self, m, formulation, ctx, k, neighbours, count,
+            lambda mech: QuantileSelection(mech, k)))
 
 
 def _level_labels(levels: Sequence[float]) -> tuple[str, ...]:
@@ -189,18 +170,20 @@ class QuantileSelection:
                           dtype=float)
 
 
-def quantile(column: str, q: float | Sequence[float] = 0.5, *, bins: int | None = None
-             ) -> Quantile:
+def quantile(column: str, q: float | Sequence[float] = 0.5, *, bins: int | None = None,
+             ci_share: float = 0.5) -> Quantile:
     """Query builder: quantile(s) of ``column`` at level(s) ``q`` in [0, 1] (a list of levels
     gives one answer per level, named ``<name>[<q>]``); ``bins``: public equal bins of the
     bounds (default from public facts: ``2^⌈log₂(8·ε·n)⌉`` within ``[2^16, 2^22]``, ``n`` the
     protected size and ``ε`` the release's, fewer for many groups; docs/frames.md "Quantile
     resolution"). In ``release(..., ci=level)`` it adds the rank interval's columns
     ``<name>_rank_error`` (and ``<name>_q_lower``/``<name>_q_upper`` where ``n`` is public):
-    docs/privacy.md Q.6."""
-    return Quantile(column, q, bins)
+    docs/privacy.md Q.6; and ``ci_share`` of its ε (default 0.5) buys the value interval
+    ``<name>_lower``/``<name>_upper``."""
+    return Quantile(column, q, bins, ci_share)
 
 
-def median(column: str, *, bins: int | None = None) -> Quantile:
-    """Query builder: median of ``column`` (the 0.5 quantile)."""
-    return Quantile(column, 0.5, bins)
+def median(column: str, *, bins: int | None = None, ci_share: float = 0.5) -> Quantile:
+    """Query builder: median of ``column`` (the 0.5 quantile); ``ci_share`` as for
+    :func:`quantile`."""
+    return Quantile(column, 0.5, bins, ci_share)

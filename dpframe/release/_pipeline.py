@@ -605,7 +605,7 @@ def _plan_context(facts: FrameFacts, request: Request, q: Query, read: Sequence[
         drops=bool(drops), n_groups=n_groups, all_bounds={c: facts.bounds[c] for c in read},
         unit=unit,
         units_public=unit is not None and facts.size_public, epsilon=request.epsilon,
-        keys=facts.keys,
+        keys=facts.keys, ci=request.ci,
     )
 
 
@@ -1302,10 +1302,10 @@ def _interval_text(level: float | None, p: Planned) -> str | None:
     """The log's ``interval`` field: what ``ci=`` released for this query, truthfully."""
     if level is None:
         return None
+    if p.plan.interval_note:  # the plan says what it released (quantiles: brackets, ranks)
+        return f"{level:g} {p.plan.interval_note.replace('<name>', p.name)}"
     if p.plan.interval is not None:
         return f"{level:g} confidence interval released (post-processing, no ε)"
-    if p.plan.interval_note:  # not a value interval (quantiles: a rank interval)
-        return f"{level:g} {p.plan.interval_note.replace('<name>', p.name)}"
     return "none: this statistic has no interval (ci= ignored for it)"
 
 

@@ -168,8 +168,9 @@ def _build(name: str, keys: list[str], cells: list[tuple[tuple[str | None, ...],
                                                           float | None, float | None,
                                                           float | None]],
            steps: list[dict[str, Any]]) -> Query:
-    """One query from its cells: interval ends (``x_lower``/``x_upper`` beside ``x``) and a
-    quantile's ``rank_error`` folded into their statistic's rows. Ends are paired with their
+    """One query from its cells: interval ends (``x_lower``/``x_upper`` beside ``x``; a
+    quantile table's ``lower``/``upper``) and a quantile's ``rank_error`` folded into their
+    statistic's rows. Ends are paired with their
     statistic by the names they were released under, so a rename (even a swap) keeps each
     interval with its value."""
     source = {s: _renamed_from(s, steps) for _, s, _, _, _ in cells}
@@ -183,6 +184,9 @@ def _build(name: str, keys: list[str], cells: list[tuple[tuple[str | None, ...],
             ends.setdefault((k, m["base"]), {})[m["end"]] = v
         elif source[s] == "rank_error" and "quantile" in released:
             ends.setdefault((k, "quantile"), {})["rank"] = v
+        elif source[s] in ("lower", "upper") and "quantile" in released:
+            # a list of quantile levels: its value interval's ends are columns of their own
+            ends.setdefault((k, "quantile"), {})[source[s]] = v
         else:
             if source[s] not in order:
                 order.append(source[s])

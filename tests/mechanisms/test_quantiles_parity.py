@@ -84,48 +84,73 @@ def test_rank_interval_covers_in_simulation():
     assert misses / 300 <= 0.1
 
 
-def test_median_ci_gives_a_rank_interval_in_levels_on_the_protected_frame():
+def test_median_ci_gives_a_value_interval_and_a_rank_interval_in_levels():
     pf = _frame()
     est = pf.dp.median("x", epsilon=1.0, ci=0.95, random_state=1)
-    assert isinstance(est, dpf.QuantileEstimate) and float(est) == est.value
-    mech = QuantileMechanism(1.0, 0, 100, 0.5, bins=default_bins(3000, 1.0))
-    assert est.rank_error == pytest.approx(mech.rank_error(0.05))
+    assert isinstance(est, dpf.QuantileEstimate) and isinstance(est, dpf.Estimate)
+    assert float(est) == est.value and 0 <= est.lower <= est.upper <= 100
+    _, lower, upper, level = est  # unpacks as an Estimate
+    assert (lower, upper, level) == (est.lower, est.upper, 0.95)
+    # the point keeps 1 − ci_share of ε (0.5 by default); its rank interval at that share,
+    # clipped at the largest rank distance of 3000 rows
+    mech = QuantileMechanism(0.5, 0, 100, 0.5, bins=default_bins(3000, 1.0))
+    assert est.rank_error == pytest.approx(min(mech.rank_error(0.05), 1500))
     assert est.q_lower == pytest.approx(0.5 - est.rank_error / 3000)
     assert est.q_upper == pytest.approx(0.5 + est.rank_error / 3000)
     assert est.level == 0.95
+    entries = pf.dp.session.ledger.snapshot_document()["entries"][-3:]
+    assert [e["part"] for e in entries] == ["quantile", "lower_bracket", "upper_bracket"]
+    assert [e["epsilon"] for e in entries] == [0.5, 0.25, 0.25]
+    assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)
+
+
+def test_ci_share_zero_spends_nothing_on_the_interval_and_states_the_bounds():
+    pf = _frame()
+    est = pf.dp.median("x", epsilon=1.0, ci=0.9, ci_share=0, random_state=1)
+    assert (est.lower, est.upper) == (0.0, 100.0)
+    entries = pf.dp.session.ledger.snapshot_document()["entries"]
+    assert [e["part"] for e in entries] == ["quantile"] and entries[0]["epsilon"] == 1.0
+    with pytest.raises(dpf.ParameterError, match="ci_share"):
+        pf.dp.median("x", epsilon=1.0, ci=0.9, ci_share=1.0)
+    assert pf.dp.budget.epsilon_spent == pytest.approx(1.0)
 
 
 def test_private_size_gives_the_rank_error_only():
     pf = _frame(missing={})
     est = pf.dp.median("x", epsilon=1.0, ci=0.9, random_state=1)
     assert est.q_lower is None and est.q_upper is None and est.rank_error > 0
+    assert est.lower <= est.upper
 
 
 def test_median_in_release_with_ci_gets_its_interval_and_a_truthful_log():
     pf = _frame()
     table = pf.dp.release({"m": dpf.median("x"), "avg": dpf.mean("x")}, epsilon=1.0, ci=0.95,
                           random_state=2)
-    assert {"m", "m_rank_error", "m_q_lower", "m_q_upper", "avg_lower", "avg_upper"} <= set(
-        table.columns)
+    assert {"m", "m_lower", "m_upper", "m_rank_error", "m_q_lower", "m_q_upper", "avg_lower",
+            "avg_upper"} <= set(table.columns)
     assert list(table.columns).index("m") < list(table.columns).index("m_rank_error")
-    entries = pf.dp.session.ledger.snapshot_document()["entries"][-2:]
-    notes = {e["name"]: e["interval"] for e in entries}
-    assert "rank interval" in notes["m"] and "not a value interval" in notes["m"]
-    assert "m_rank_error" in notes["m"] and "m_q_lower" in notes["m"]
-    assert notes["avg"].startswith("0.95 confidence interval released")
+    entries = pf.dp.session.ledger.snapshot_document()["entries"]
+    notes = {(e["name"], e["part"]): e["interval"] for e in entries}
+    assert "value interval m_lower, m_upper from two bracketing releases" in notes["m", "quantile"]
+    assert "m_rank_error" in notes["m", "quantile"] and "m_q_lower" in notes["m", "quantile"]
+    assert notes["m", "upper_bracket"] == notes["m", "quantile"]
+    assert notes["avg", "mean"].startswith("0.95 confidence interval released")
 
 
 def test_several_levels_and_groups_with_ci():
     pf = _frame()
     levels = pf.dp.quantile("x", [0.25, 0.75], epsilon=1.0, ci=0.9, random_state=3)
-    assert list(levels.columns) == ["q", "quantile", "rank_error"]
+    assert list(levels.columns) == ["q", "quantile", "lower", "upper", "rank_error"]
     assert levels["rank_error"].nunique() == 1
+    assert (levels["lower"] <= levels["upper"]).all() and levels["lower"].is_monotonic_increasing
     grouped = pf.dp.groupby("g").median("x", epsilon=1.0, ci=0.9, random_state=3)
-    assert "median_rank_error" in grouped.columns and len(grouped) == 3
+    assert {"median_lower", "median_upper", "median_rank_error"} <= set(grouped.columns)
+    assert len(grouped) == 3
     assert "median_q_lower" not in grouped.columns  # group sizes are private
     table = pf.dp.release({"qs": dpf.quantile("x", [0.1, 0.9])}, epsilon=1.0, ci=0.9,
                           random_state=4)
-    assert list(table.columns) == ["qs[0.1]", "qs[0.9]", "qs_rank_error"]
+    assert list(table.columns) == ["qs[0.1]", "qs[0.1]_lower", "qs[0.1]_upper", "qs[0.9]",
+                                   "qs[0.9]_lower", "qs[0.9]_upper", "qs_rank_error"]
 
 
 def test_without_ci_nothing_is_added_and_the_log_says_no_interval():
