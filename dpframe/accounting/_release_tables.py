@@ -1,21 +1,11 @@
-"""A whole analysis in one file: the tidy long release table, and post-processing that keeps a
-release table verifiable (issue 23).
+"""A whole analysis in one file: the tidy release table, and post-processing that keeps a
+release table verifiable (issues 23 and 33).
 
-**The long table** (:func:`concat_releases`; ``dpframe release`` writes the same table). One
-row per cell of the release tables it combines, with the columns :data:`LONG_COLUMNS`::
+**The tidy table** (:func:`concat_releases`; ``dpframe release`` writes the same table): one row
+per released statistic and key, with the columns :data:`TIDY_COLUMNS` and then one column per
+key name (text; null where the row's query has no such key)::
 
     query      the name of the release table (a mapping's key; "release <id>" for a sequence)
-    group_by   the names of the row's label columns, comma-joined (null: the table has one row
-               and no labels)
-    group      the row's labels (str of each, joined by ", "; null where a label is missing)
-    statistic  the cell's column name in the release table
-    value      the cell's value (float64)
-
-**The tidy form** (``concat_releases(..., form="tidy")``): one row per released statistic and
-key, with the columns :data:`TIDY_COLUMNS` and then one column per key name (text; null where
-the row's query has no such key)::
-
-    query      the name of the release table
     statistic  the statistic's column name in the release table
     value      its value (float64)
     lower      the lower end of its interval (float64; null where none was released)
@@ -28,6 +18,17 @@ An interval's ends (``count_lower``, ``count_upper`` beside ``count``) become th
 labelled ``statistic`` = estimate/lower/upper) becomes one row per cell with its interval. A
 key named like a fixed column is written ``key_<name>``. The concat step of a tidy table also
 records which release each query came from (``"releases": {query: [ids]}``).
+
+**The long table** of earlier versions (``concat_releases(..., form="long")``, and files written
+before): one row per cell of the release tables it combines, with the columns
+:data:`LONG_COLUMNS`::
+
+    query      the name of the release table
+    group_by   the names of the row's label columns, comma-joined (null: the table has one row
+               and no labels)
+    group      the row's labels (str of each, joined by ", "; null where a label is missing)
+    statistic  the cell's column name in the release table (interval ends on rows of their own)
+    value      the cell's value (float64)
 
 A release table's *label columns* are what names its rows: the group-by key columns its log
 names, a histogram's ``bin_lower``/``bin_upper``, the levels ``q`` of a table of quantiles,
@@ -73,7 +74,7 @@ from dpframe.accounting.seals import attach_release_log, check_seal, release_log
 from dpframe.errors import IntegrityError, ParameterError
 
 __all__ = ["LONG_COLUMNS", "TIDY_COLUMNS", "concat_releases", "long_columns", "release_rows",
-           "rename_release", "round_release", "sort_release", "tidy_rows"]
+           "rename_release", "round_release", "sort_release", "tidy_rows", "tidy_table"]
 
 #: The long table's columns (the ``dpframe release`` output file's, too).
 LONG_COLUMNS = ("query", "group_by", "group", "statistic", "value")
@@ -274,7 +275,9 @@ def _number(value: Any) -> float | None:
     return None if v != v else v
 
 
-def _arrow_tidy(rows: list[dict[str, Any]]) -> Any:
+def tidy_table(rows: list[dict[str, Any]]) -> Any:
+    """The tidy table of ``rows`` (:func:`tidy_rows`) as a pyarrow Table: the fixed columns,
+    then one text column per key in order of first appearance."""
     import pyarrow as pa
 
     keys = list(dict.fromkeys(k for r in rows for k in r if k not in TIDY_COLUMNS))
@@ -408,10 +411,10 @@ def _signing_key(docs: list[dict[str, Any]], tables: list[Any], key: bytes | str
 
 
 def concat_releases(tables: Any, *, key: bytes | str | None = None,
-                    form: str = "long") -> Any:
-    """One sealed long release table (:data:`LONG_COLUMNS`, the format of ``dpframe
-    release``'s output file) holding every cell of ``tables``: one release table, a list of
-    them (queries named ``"release <id>"``) or a dict ``{name: table}``, of one ledger, in any
+                    form: str = "tidy") -> Any:
+    """One sealed table (the tidy form, module docstring: :data:`TIDY_COLUMNS` and one column
+    per key, the format of ``dpframe release``'s output file) holding every cell of ``tables``:
+    one release table, a list of them (queries named ``"release <id>"``) or a dict ``{name: table}``, of one ledger, in any
     mix of kinds — ``release``, group-by results, ``describe``, ``corr``/``cov`` matrices,
     ``histogram``, ``value_counts``, post-processed tables and earlier long tables.
 
@@ -421,9 +424,10 @@ def concat_releases(tables: Any, *, key: bytes | str | None = None,
     ``postprocessing`` = the inputs' recorded steps (each with its query's name) then a
     ``concat`` step, and the seals of the releases they came from in ``derived_from``.
     Write it with ``dpf.write_parquet`` (or pandas ``to_parquet``) and ``dpf.read_log``
-    verifies it. ``key``: sign it (required when an input is signed). ``form="tidy"``: the
-    tidy table instead (module docstring: ``value``, ``lower``, ``upper`` and one column per
-    key), which takes release tables and tidy tables (not the long form)."""
+    verifies it. ``key``: sign it (required when an input is signed). ``form="long"``: the
+    long table of earlier versions instead (:data:`LONG_COLUMNS`: interval ends on rows of their
+    own, keys joined in one text column), which takes release tables and long tables; the tidy
+    form takes release tables and tidy tables."""
     if form not in ("long", "tidy"):
         raise ParameterError('concat_releases: form must be "long" or "tidy"')
     named = _named(tables)
@@ -442,11 +446,13 @@ def concat_releases(tables: Any, *, key: bytes | str | None = None,
             str(i) for i in doc.get("release_ids") or [])
         if form == "tidy" and _is_long(table):
             raise ParameterError(
-                "concat_releases(form='tidy') takes release tables and tidy tables; a long "
-                "table joins form='long' only (its keys share one text column)"
+                "concat_releases takes release tables and tidy tables; a long table (written "
+                "by an earlier dpframe) joins concat_releases(..., form='long') only (its keys "
+                "share one text column)"
             )
         if form == "long" and _is_tidy(table):
-            raise ParameterError("a tidy table joins concat_releases(form='tidy') only")
+            raise ParameterError("a tidy table joins concat_releases(...) in its default "
+                                 "form='tidy' only")
         part = (tidy_rows(query, table, doc) if form == "tidy"
                 else long_columns(query, table, doc))
         if _is_long(table) or _is_tidy(table):
@@ -470,7 +476,7 @@ def concat_releases(tables: Any, *, key: bytes | str | None = None,
     if form == "tidy":
         steps.append({"op": "concat", "queries": queries, "form": "tidy",
                       "releases": {q: releases.get(q, []) for q in queries}})
-        arrow = _arrow_tidy([r for p in parts for r in p])
+        arrow = tidy_table([r for p in parts for r in p])
     else:
         steps.append({"op": "concat", "queries": queries})
         arrow = _arrow_long(parts)

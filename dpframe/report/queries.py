@@ -148,11 +148,18 @@ def _cells(columns: Mapping[str, Sequence[Any]]) -> list[_Cell]:
                 names.append(c)
     for i in range(n):
         present = used.get(str(columns["query"][i]), [])
-        out.append((str(columns["query"][i]), present,
+        out.append((str(columns["query"][i]), [_key_name(c) for c in present],
                     tuple(_text(columns[c][i]) for c in present),
                     str(columns["statistic"][i]), _num(columns["value"][i]),
                     _num(columns["lower"][i]), _num(columns["upper"][i])))
     return out
+
+
+def _key_name(column: str) -> str:
+    """A tidy table's key column as the release table named it: a key named like a fixed column
+    (``statistic`` of a ``describe``) is written ``key_<name>``."""
+    bare = column[len("key_"):] if column.startswith("key_") else column
+    return bare if bare in TIDY else column
 
 
 def _renamed_from(name: str, steps: Sequence[Mapping[str, Any]]) -> str:

@@ -63,7 +63,9 @@ __all__ = [
 ]
 
 #: Columns of the output file: one row per (query, group, statistic).
-OUTPUT_COLUMNS = ("query", "group_by", "group", "statistic", "value")
+#: the output file's fixed columns (the tidy table of ``dpf.concat_releases``), then one column
+#: per key name
+OUTPUT_COLUMNS = ("query", "statistic", "value", "lower", "upper")
 #: Parquet key-value metadata key holding the spec's text.
 SPEC_KEY = b"dpframe.cli.spec"
 
@@ -510,28 +512,23 @@ class RunResult:
 
 
 def _long_rows(query: str, group_by: str | None, table: Any) -> list[dict[str, Any]]:
-    """The output file's rows for one query: the long table of ``dpf.concat_releases``
-    (:func:`dpframe.accounting._release_tables.release_rows`, one implementation for both)."""
-    from dpframe.accounting._release_tables import release_rows
+    """The output file's rows for one query: the tidy table of ``dpf.concat_releases``
+    (:func:`dpframe.accounting._release_tables.tidy_rows`, one implementation for both)."""
+    from dpframe.accounting._release_tables import tidy_rows
 
-    return release_rows(query, table)
+    return tidy_rows(query, table)
 
 
 def _write(folder: _OutputFolder, name: str, rows: list[dict[str, Any]],
            documents: list[dict[str, Any]], spec_text: str) -> Any:
-    """Write the long table with a sealed log (:mod:`dpframe.accounting.seals`): the latest of the
+    """Write the tidy table with a sealed log (:mod:`dpframe.accounting.seals`): the latest of the
     releases' logs, naming all their release ids, sealed to exactly the values written; the
     spec's text goes along under ``dpframe.spec._parse``. Atomic (temporary file, then rename)."""
-    import polars as pl
-
     from dpframe.accounting._parquet import LOG_KEY
+    from dpframe.accounting._release_tables import tidy_table
     from dpframe.accounting.seals import sealed_document
 
-    frame = pl.DataFrame(rows, schema={"query": pl.String, "group_by": pl.String,
-                                       "group": pl.String, "statistic": pl.String,
-                                       "value": pl.Float64}, orient="row")
-    frame = frame.select(list(OUTPUT_COLUMNS))
-    table = frame.to_arrow()
+    table = tidy_table(rows)
     # the spec's text is part of what the seal covers (every metadata key a reader sees)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            SPEC_KEY: spec_text.encode()})
@@ -546,7 +543,7 @@ def _write(folder: _OutputFolder, name: str, rows: list[dict[str, Any]],
             **(table.schema.metadata or {}),
             LOG_KEY: json.dumps(sealed, allow_nan=False).encode()})
     folder.write(name, table)
-    return frame.to_pandas()
+    return table.to_pandas()
 
 
 def _check_run_budget(spec: ReleaseSpec, plan: Any, session: Any, remaining: Any) -> None:
@@ -728,7 +725,7 @@ def _print_summary(result: RunResult, spec: ReleaseSpec, out: Any) -> None:
     import pandas as pd
 
     with pd.option_context("display.width", 160, "display.max_rows", 200):
-        shown = result.table.astype({"group_by": object, "group": object}).fillna("-")
+        shown = result.table.astype(object).where(result.table.notna(), "-")
         print("", shown.to_string(index=False), "", sep="\n", file=out)
     b = result.budget
     print(f"spent ε = {math.fsum(result.spent.values()):.6g} in {len(result.spent)} releases; "

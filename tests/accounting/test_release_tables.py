@@ -7,6 +7,7 @@ and names the writer to use."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,9 +16,20 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpframe as dpf
-from dpframe.accounting._release_tables import LONG_COLUMNS, release_rows
+from dpframe.accounting._release_tables import (
+    LONG_COLUMNS,
+    TIDY_COLUMNS,
+    release_rows,
+    tidy_rows,
+)
 from dpframe.accounting.seals import release_log_of
 from dpframe.spec._run import OUTPUT_COLUMNS, _long_rows
+
+
+def _long_concat(tables: Any, **options: Any) -> Any:
+    """``concat_releases`` in the long form of earlier versions (what most of this file
+    checks; the tidy default has its own tests, tests/report/test_analysis.py too)."""
+    return dpf.concat_releases(tables, form="long", **options)
 
 KEY = b"steward-key"
 
@@ -77,10 +89,10 @@ def _wide_cells(table):
 @pytest.mark.parametrize("lib", ["pandas", "polars"])
 def test_long_table_holds_every_cell_of_every_table(analyses, lib):
     _, tables = analyses[lib]
-    long = dpf.concat_releases(tables)
+    long = _long_concat(tables)
     assert type(long) is type(tables["overall"])
     pdf = _pandas(long)
-    assert list(pdf.columns) == list(LONG_COLUMNS) == list(OUTPUT_COLUMNS)
+    assert list(pdf.columns) == list(LONG_COLUMNS)
     assert pdf["value"].dtype == np.float64
     for name, table in tables.items():
         part = pdf[pdf["query"] == name]
@@ -98,23 +110,34 @@ def test_long_table_holds_every_cell_of_every_table(analyses, lib):
 
 
 def test_pandas_and_polars_give_the_same_long_table(analyses):
-    a = dpf.concat_releases(analyses["pandas"][1])
-    b = dpf.concat_releases(analyses["polars"][1]).to_pandas()
+    a = _long_concat(analyses["pandas"][1])
+    b = _long_concat(analyses["polars"][1]).to_pandas()
     pd.testing.assert_frame_equal(a, b)
 
 
-def test_cli_rows_are_the_long_table(analyses):
+def test_cli_rows_are_the_tidy_table(analyses):
+    """``dpframe release`` writes the table ``concat_releases`` gives by default: the tidy one
+    (value, lower, upper, one column per key)."""
     _, tables = analyses["polars"]
     rows = _long_rows("by_g", "g", tables["by_g"])
-    assert rows == release_rows("by_g", tables["by_g"])
-    long = dpf.concat_releases({"by_g": tables["by_g"]})
-    assert rows == long.to_dicts()
+    assert rows == tidy_rows("by_g", tables["by_g"])
+    tidy = dpf.concat_releases({"by_g": tables["by_g"]})
+    assert list(tidy.columns[:5]) == list(TIDY_COLUMNS) == list(OUTPUT_COLUMNS)
+    assert rows == tidy.to_dicts()
+
+
+def test_the_long_form_is_still_written_on_request(analyses):
+    """Files of earlier versions hold the long table; ``form="long"`` still writes it."""
+    _, tables = analyses["polars"]
+    long = _long_concat({"by_g": tables["by_g"]})
+    assert long.columns == list(LONG_COLUMNS)
+    assert release_rows("by_g", tables["by_g"]) == long.to_dicts()
 
 
 @pytest.mark.parametrize("lib", ["pandas", "polars"])
 def test_concat_round_trip_verifies_and_tampering_is_detected(analyses, tmp_path, lib):
     _, tables = analyses[lib]
-    long = dpf.concat_releases(tables)
+    long = _long_concat(tables)
     path = tmp_path / "all.parquet"
     dpf.write_parquet(long, path)
     doc = dpf.read_log(path)
@@ -141,27 +164,27 @@ def test_concat_round_trip_verifies_and_tampering_is_detected(analyses, tmp_path
     with pytest.raises(dpf.IntegrityError, match="altered"):
         dpf.read_log(tmp_path / "forged.parquet")
     # a long table is an input like any other: its rows are kept, names must stay distinct
-    again = dpf.concat_releases([long])
+    again = _long_concat([long])
     assert _pandas(again).equals(_pandas(long))
     with pytest.raises(dpf.ParameterError, match="twice"):
-        dpf.concat_releases({"corr": tables["corr"], "again": long})
+        _long_concat({"corr": tables["corr"], "again": long})
 
 
 def test_concat_refusals(analyses):
     pf, tables = analyses["pandas"]
     with pytest.raises(dpf.ParameterError, match="single released number"):
-        dpf.concat_releases([tables["overall"], pf.dp.mean("x", epsilon=0.1, random_state=0)])
+        _long_concat([tables["overall"], pf.dp.mean("x", epsilon=0.1, random_state=0)])
     with pytest.raises(dpf.ParameterError, match="not a release table"):
-        dpf.concat_releases([tables["overall"], pd.DataFrame({"n": [1.0]})])
+        _long_concat([tables["overall"], pd.DataFrame({"n": [1.0]})])
     with pytest.raises(dpf.IntegrityError, match="round_release"):
-        dpf.concat_releases([tables["overall"].round(1)])
+        _long_concat([tables["overall"].round(1)])
     with pytest.raises(dpf.ParameterError, match="twice"):
-        dpf.concat_releases([tables["corr"], tables["corr"]])
+        _long_concat([tables["corr"], tables["corr"]])
     with pytest.raises(dpf.ParameterError, match="at least one"):
-        dpf.concat_releases([])
+        _long_concat([])
     other = dpf.protect(pd.DataFrame(_data()), epsilon=1.0, bounds={"x": (0, 10)})
     with pytest.raises(dpf.ParameterError, match="one ledger"):
-        dpf.concat_releases([tables["overall"], other.dp.release({"n": dpf.count()},
+        _long_concat([tables["overall"], other.dp.release({"n": dpf.count()},
                                                                  epsilon=0.1)])
 
 
@@ -188,7 +211,7 @@ def test_postprocessing_keeps_verification_and_records_steps(analyses, tmp_path,
                                                  {"m": "mean_y"}), "mean_y", descending=True)
     assert release_log_of(replay)["seal"]["table"] == doc["seal"]["table"]
     # a post-processed table still goes into the long table, its steps named by query
-    long = dpf.concat_releases({"by_g": done, "corr": tables["corr"]})
+    long = _long_concat({"by_g": done, "corr": tables["corr"]})
     steps = release_log_of(long)["postprocessing"]
     assert steps[0] == {"op": "round", "decimals": {"n": 1, "m": 1}, "query": "by_g"}
     assert set(_pandas(long).loc[lambda f: f["query"] == "by_g", "statistic"]) == {"n",
@@ -284,7 +307,7 @@ def test_inspect_shows_the_recorded_steps(analyses, tmp_path, capsys):
     from dpframe.cli import main
 
     _, tables = analyses["polars"]
-    done = dpf.round_release(dpf.concat_releases({"corr": tables["corr"]}), 3)
+    done = dpf.round_release(_long_concat({"corr": tables["corr"]}), 3)
     dpf.write_parquet(done, tmp_path / "a.parquet")
     assert main(["inspect", str(tmp_path / "a.parquet")]) == 0
     out = capsys.readouterr().out
@@ -304,13 +327,13 @@ def test_steward_replays_the_recorded_steps_on_the_original_files(analyses, tmp_
     for name in ("by_g", "corr"):
         dpf.write_parquet(tables[name], tmp_path / f"{name}.parquet")
     published = dpf.sort_release(dpf.round_release(
-        dpf.concat_releases({"by_g": tables["by_g"], "corr": tables["corr"]}), 2), "value")
+        _long_concat({"by_g": tables["by_g"], "corr": tables["corr"]}), 2), "value")
     dpf.write_parquet(published, tmp_path / "published.parquet")
     claimed = dpf.read_log(tmp_path / "published.parquet")
     originals = {n: dpf.read_release(tmp_path / f"{n}.parquet", as_frame=lib)
                  for n in ("by_g", "corr")}
     assert type(originals["corr"]) is type(tables["corr"])
-    replayed = dpf.sort_release(dpf.round_release(dpf.concat_releases(originals), 2), "value")
+    replayed = dpf.sort_release(dpf.round_release(_long_concat(originals), 2), "value")
     assert release_log_of(replayed)["seal"]["table"] == claimed["seal"]["table"]
     assert release_log_of(replayed)["derived_from"] == claimed["derived_from"]
     other = "polars" if lib == "pandas" else "pandas"

@@ -134,8 +134,8 @@ def test_tidy_form_one_row_per_value_with_its_interval_and_keys(analysis, capsys
     assert release_log_of(rounded)["postprocessing"][-1]["op"] == "round"
     with pytest.raises(dpf.ParameterError, match="form"):
         dpf.concat_releases(made, form="wide")
-    with pytest.raises(dpf.ParameterError, match="long table joins form='long'"):
-        dpf.concat_releases({"a": dpf.concat_releases(made)}, form="tidy")
+    with pytest.raises(dpf.ParameterError, match=r"joins concat_releases\(..., form='long'\)"):
+        dpf.concat_releases({"a": dpf.concat_releases(made, form="long")})
 
 
 def test_a_file_written_before_still_reads(tmp_path, capsys):

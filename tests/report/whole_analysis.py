@@ -62,8 +62,8 @@ def write_files(directory: Path, made: dict[str, Any] | None = None) -> dict[str
                                                          "mean_age": "mean_income"})
     files = {"long": directory / "long.parquet", "tidy": directory / "tidy.parquet",
              "renamed": directory / "renamed.parquet"}
-    dpf.write_parquet(dpf.concat_releases(made), files["long"])
+    dpf.write_parquet(dpf.concat_releases(made, form="long"), files["long"])
     dpf.write_parquet(dpf.concat_releases(made, form="tidy"), files["tidy"])
-    dpf.write_parquet(dpf.concat_releases({**made, "income_by_sex": swapped}),
+    dpf.write_parquet(dpf.concat_releases({**made, "income_by_sex": swapped}, form="long"),
                       files["renamed"])
     return files

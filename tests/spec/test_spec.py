@@ -84,9 +84,9 @@ def test_example_spec_dry_run_then_run(tmp_path, capsys):
     assert code == 0, err
     output = tmp_path / "release_data" / "release.parquet"
     table = pl.read_parquet(output)
-    assert table.columns == ["query", "group_by", "group", "statistic", "value"]
+    assert table.columns[:5] == ["query", "statistic", "value", "lower", "upper"]
     by_region = table.filter(pl.col("query") == "by_region")
-    assert sorted(set(by_region["group"])) == sorted(["Northeast", "Midwest", "South", "West"])
+    assert sorted(set(by_region["region"])) == sorted(["Northeast", "Midwest", "South", "West"])
     assert len(table.filter(pl.col("query") == "by_education")) == 7
     assert np.isfinite(table["value"].to_numpy()).all()
 
@@ -442,7 +442,7 @@ def test_other_engines(engine, tmp_path, capsys):
     code, _, err = _cli([str(tmp_path / "spec.toml")], capsys)
     assert code == 0, err
     table = pl.read_parquet(tmp_path / "out.parquet")
-    assert table.filter(pl.col("query") == "n")["group"].to_list() == ["a", "b"]
+    assert table.filter(pl.col("query") == "n")["region"].to_list() == ["a", "b"]
     assert table.filter(pl.col("query") == "m")["statistic"].to_list() == [
         "mean_age", "mean_income"]
     assert len(dpf.read_log(tmp_path / "out.parquet")["entries"]) == 1 + 2 + 1
@@ -779,7 +779,8 @@ def test_frame_statistics_dry_run_and_run_agree(tmp_path, capsys):
     }
     long = dpf.concat_releases(tables)
     long = long if isinstance(long, pl.DataFrame) else pl.from_pandas(long)
-    shape = ["query", "group_by", "group", "statistic"]
+    shape = [c for c in written.columns if c not in ("value", "lower", "upper")]
+    assert written.columns == long.columns
     assert written.select(shape).to_dicts() == long.select(shape).to_dicts()
     assert written.filter(pl.col("statistic").str.starts_with("ages["))["statistic"].to_list() \
         == ["ages[0,25]", "ages[25,50]", "ages[50,75]", "ages[75,100]"]
