@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -86,6 +87,22 @@ class Keys(tuple[Any, ...]):
         return low, table
 
     @functools.cached_property
+    def fingerprint(self) -> tuple[str, int, str] | None:
+        """A small hashable stand-in for the keys' exact contents, values *and* types, built
+        once: ``("keys", len, SHA-256 reference)`` where the log's JSON tells every key apart
+        (each key, or each part of a key tuple, an exact ``int``, ``str``, ``float`` or
+        ``bool``: JSON writes ``1``, ``1.0``, ``true`` and ``"1"`` differently), else None.
+        Two lists with the same fingerprint are the same keys of the same types (up to a
+        SHA-256 collision), so a cache keyed on it (the plan cache) needs no per-key work on
+        a repeated query. The keys are public; nothing here reads data."""
+        leaves = self.kinds
+        if leaves == {tuple}:
+            leaves = frozenset(map(type, itertools.chain.from_iterable(self)))
+        if not leaves <= _JSON_EXACT:
+            return None
+        return ("keys", len(self), self.reference[0])
+
+    @functools.cached_property
     def matched_dtypes(self) -> set[tuple[str, str]]:
         """``(column, dtype)`` pairs these keys were checked against (the check is a pass
         over every key; its outcome depends only on the keys and the dtype)."""
@@ -95,6 +112,9 @@ class Keys(tuple[Any, ...]):
 #: The widest key range, per key, that :attr:`Keys.int_lookup` builds a table for (8 bytes per
 #: integer of the range: 100,000 keys spread over 400,000 integers cost a 3.2 MB table).
 LOOKUP_SPAN_PER_KEY = 4
+
+#: Key types whose JSON is one-to-one (so the reference tells two key lists apart).
+_JSON_EXACT = frozenset({int, str, float, bool})
 
 _CHECKED = object()  # private: a Keys built by checked_keys carries it
 
