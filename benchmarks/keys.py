@@ -27,21 +27,16 @@ import argparse
 import gc
 import json
 import os
-import platform
-import statistics
-import subprocess
-import time
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+from benchmarks.paired import HERE, agree, header, paired
+
 DEFAULT_CASES = ("polars-int:1000000:100000,polars-str:1000000:100000,pandas:1000000:100000,"
                  "polars-int:10000000:100000,polars-int:10000000:1000000,"
                  "polars-str:10000000:1000000,pandas:10000000:1000000")
 LOWER, UPPER = 0.0, 100.0
-AGREE = 0.20
 
 
 def _data(rows: int, n_keys: int) -> tuple[Any, Any]:
@@ -88,25 +83,6 @@ def _protected(engine: str, k: Any, x: Any, keys: list[Any]) -> Any:
                            missing={"x": 0.0}, keys={"k": keys})
 
 
-def _paired(make: Callable[[], dict[str, Callable[[], Any]]], rounds: int
-            ) -> dict[str, Any]:
-    """``rounds`` paired rounds of the variants ``make()`` returns (called once per round: a
-    warm case returns the same callables, a cold one new frames), the order alternating."""
-    times: dict[str, list[float]] = {"dp": [], "native": []}
-    for r in range(rounds):
-        variants = make()
-        for side in (("dp", "native") if r % 2 == 0 else ("native", "dp")):
-            t = time.perf_counter()
-            variants[side]()
-            times[side].append(time.perf_counter() - t)
-        del variants
-    ratios = sorted(d / n for d, n in zip(times["dp"], times["native"], strict=True))
-    return {"dp_ms": statistics.median(times["dp"]) * 1e3,
-            "native_ms": statistics.median(times["native"]) * 1e3,
-            "ratio": statistics.median(ratios), "ratio_low": ratios[0],
-            "ratio_high": ratios[-1]}
-
-
 def measure_case(engine: str, rows: int, n_keys: int, rounds: int, cold_rounds: int
                  ) -> dict[str, Any]:
     k, x = _data(rows, n_keys)
@@ -117,7 +93,7 @@ def measure_case(engine: str, rows: int, n_keys: int, rounds: int, cold_rounds: 
                      "native": _native(engine, _frame(engine, k, x), keys)}
     for fn in warm_variants.values():  # warm-up
         fn()
-    warm = _paired(dict(warm_variants).copy, rounds)
+    warm = paired(dict(warm_variants).copy, rounds)
     warm_variants.clear()  # (the protected frame's memory goes before the cold rounds)
     gc.collect()
 
@@ -127,21 +103,8 @@ def measure_case(engine: str, rows: int, n_keys: int, rounds: int, cold_rounds: 
         return {"dp": lambda: new.dp.groupby("k").mean("x", epsilon=1.0),
                 "native": _native(engine, _frame(engine, k, x), _keys(engine, n_keys))}
 
-    cold = _paired(fresh, cold_rounds)
+    cold = paired(fresh, cold_rounds)
     return {"engine": engine, "rows": rows, "keys": n_keys, "warm": warm, "cold": cold}
-
-
-def _header(rounds: int, cold_rounds: int) -> dict[str, Any]:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=HERE.parent, check=False).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "dpframe"],
-                           capture_output=True, text=True, cwd=HERE.parent,
-                           check=False).stdout.strip()
-    return {"commit": (commit or "?") + (" + uncommitted changes" if dirty else ""),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-            "load_before": round(os.getloadavg()[0], 2), "rounds": rounds,
-            "cold_rounds": cold_rounds, "ledger": "in-memory",
-            "time": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
 def render(runs: list[dict[str, Any]]) -> str:
@@ -173,8 +136,7 @@ def render(runs: list[dict[str, Any]]) -> str:
         row = f"| {case['engine']} | {case['rows']:,} | {case['keys']:,} | " + " | ".join(cells)
         if len(last) == 2 and j < len(last[0]["cases"]):
             a, b = last[0]["cases"][j], case
-            ok = all(abs(a[w]["ratio"] - b[w]["ratio"]) <= AGREE * min(a[w]["ratio"],
-                     b[w]["ratio"]) for w in ("warm", "cold"))
+            ok = all(agree(a[w]["ratio"], b[w]["ratio"]) for w in ("warm", "cold"))
             row += f" | {'yes' if ok else 'no'}"
         lines.append(row + " |")
     return "\n".join(lines) + "\n"
@@ -188,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-rounds", type=int, default=3)
     parser.add_argument("--no-record", action="store_true", help="print only")
     args = parser.parse_args(argv)
-    run: dict[str, Any] = {"header": _header(args.rounds, args.cold_rounds), "cases": []}
+    run: dict[str, Any] = {"header": header(args.rounds, args.cold_rounds), "cases": []}
     for spec in args.cases.split(","):
         engine, rows, n_keys = spec.split(":")
         result = measure_case(engine, int(rows), int(n_keys), args.rounds, args.cold_rounds)

@@ -728,6 +728,8 @@ def pandas_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarray 
         codes = _arrow_string_codes(key_col, keys)
         if codes is not None:
             return codes
+        if isinstance(key_col.array, pd.arrays.IntegerArray):
+            return _masked_int_codes(key_col.array, keys)
         if not isinstance(key_col.dtype, np.dtype):
             # an extension column (Arrow dates, decimals, ...) would be converted value by
             # value to Python objects here, which fails on some values (a date past year
@@ -739,6 +741,30 @@ def pandas_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarray 
         return np.asarray(declared.get_indexer(key_col), dtype=np.int64)
     except (TypeError, ValueError, IndexError):  # pragma: no cover - unusual key columns
         return None
+
+
+def _masked_int_codes(array: Any, keys: Sequence[Any]) -> np.ndarray | None:
+    """Codes of a pandas nullable integer column (``Int64`` and the like: a numpy array of
+    values and a mask of missing ones, as a histogram's bin column holds its dropped rows):
+    looked up as :func:`_lookup_codes` or in the keys' hash index, -1 where a value is
+    missing. None for keys that are not all ``int`` (then the engine matches them)."""
+    if key_kinds(keys) != {int}:
+        return None
+    import pandas as pd
+
+    missing = np.asarray(array.isna(), dtype=bool)
+    values = np.asarray(array.to_numpy(dtype=np.int64, na_value=0))  # (the numpy dtype:
+    lookup = _int_lookup(keys, values.dtype)  # every nullable integer fits int64 but UInt64)
+    if array.dtype.numpy_dtype == np.uint64:
+        return None
+    if lookup is not None:
+        codes = _lookup_codes(values, lookup)
+    else:
+        declared = keys.pandas_index if isinstance(keys, Keys) else pd.Index(list(keys))
+        codes = np.asarray(declared.get_indexer(values), dtype=np.int64)
+    if missing.any():
+        codes[missing] = -1
+    return codes
 
 
 def polars_codes(key_col: Any, keys: Sequence[Any]) -> np.ndarray | None:

@@ -804,11 +804,15 @@ class DPNamespace:
     def _binned(self, column: str, edges: list[float], session: Session | str | None) -> Any:
         """This frame with the hidden bin column (:func:`dpframe.frames.bins.bin_step`)."""
         facts = provenance.resolve(self._frame, session)
-        backend = facts.dataset.backend
-        schema = backend.polars_schema(facts.data)
-        steps = [bins_.bin_step(column, edges, facts, schema)]
-        backend.rowwise.check(steps)
-        return self._built(facts, facts.after(steps), steps, schema)
+
+        def build() -> Any:
+            backend = facts.dataset.backend
+            schema = backend.polars_schema(facts.data)
+            steps = [bins_.bin_step(column, edges, facts, schema)]
+            backend.rowwise.check(steps)
+            return self._built(facts, facts.after(steps), steps, schema)
+
+        return bins_.binned_frame(facts, column, edges, build)  # made once per frame and edges
 
     # -- accuracy before spending -----------------------------------------------------------
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
