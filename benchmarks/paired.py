@@ -22,22 +22,29 @@ AGREE = 0.20
 
 
 def paired(make: Callable[[], dict[str, Callable[[], Any]]], rounds: int
-            ) -> dict[str, Any]:
+           ) -> dict[str, Any]:
     """``rounds`` paired rounds of the variants ``make()`` returns (called once per round: a
-    warm case returns the same callables, a cold one new frames), the order alternating."""
+    warm case returns the same callables, a cold one new frames), the order alternating.
+    Wall times decide the ratio; the process CPU time of each side (all threads) is kept
+    beside it, since on a loaded machine a call longer than a scheduler slice waits for a
+    core several times over (wall ≫ CPU) while a short one rarely does."""
     times: dict[str, list[float]] = {"dp": [], "native": []}
+    cpu: dict[str, list[float]] = {"dp": [], "native": []}
     for r in range(rounds):
         variants = make()
         for side in (("dp", "native") if r % 2 == 0 else ("native", "dp")):
-            t = time.perf_counter()
+            c, t = time.process_time(), time.perf_counter()
             variants[side]()
             times[side].append(time.perf_counter() - t)
+            cpu[side].append(time.process_time() - c)
         del variants
     ratios = sorted(d / n for d, n in zip(times["dp"], times["native"], strict=True))
     return {"dp_ms": statistics.median(times["dp"]) * 1e3,
             "native_ms": statistics.median(times["native"]) * 1e3,
             "ratio": statistics.median(ratios), "ratio_low": ratios[0],
-            "ratio_high": ratios[-1]}
+            "ratio_high": ratios[-1],
+            "dp_cpu_ms": statistics.median(cpu["dp"]) * 1e3,
+            "native_cpu_ms": statistics.median(cpu["native"]) * 1e3}
 
 
 def header(rounds: int, cold_rounds: int) -> dict[str, Any]:
@@ -62,8 +69,11 @@ def agree(a: float, b: float) -> bool:
 
 def cell(r: dict[str, Any]) -> str:
     """``dp / native ms, ratio× (low–high)``."""
-    return (f"{r['dp_ms']:.2f} / {r['native_ms']:.2f} ms, {r['ratio']:.2f}× "
+    text = (f"{r['dp_ms']:.2f} / {r['native_ms']:.2f} ms, {r['ratio']:.2f}× "
             f"({r['ratio_low']:.2f}–{r['ratio_high']:.2f})")
+    if "dp_cpu_ms" in r:
+        text += f"; CPU {r['dp_cpu_ms']:.2f} / {r['native_cpu_ms']:.2f} ms"
+    return text
 
 
 def run_cases(cases: list[tuple[str, Callable[[], dict[str, Callable[[], Any]]],

@@ -752,11 +752,15 @@ def _masked_int_codes(array: Any, keys: Sequence[Any]) -> np.ndarray | None:
         return None
     import pandas as pd
 
-    missing = np.asarray(array.isna(), dtype=bool)
-    values = np.asarray(array.to_numpy(dtype=np.int64, na_value=0))  # (the numpy dtype:
-    lookup = _int_lookup(keys, values.dtype)  # every nullable integer fits int64 but UInt64)
     if array.dtype.numpy_dtype == np.uint64:
         return None
+    # the values and missing-value mask the array holds (no copy; a missing slot's value is
+    # arbitrary and overwritten below), or pandas' own conversion where they are not exposed
+    values, missing = getattr(array, "_data", None), getattr(array, "_mask", None)
+    if not (isinstance(values, np.ndarray) and isinstance(missing, np.ndarray)):
+        missing = np.asarray(array.isna(), dtype=bool)
+        values = np.asarray(array.to_numpy(dtype=np.int64, na_value=0))
+    lookup = _int_lookup(keys, values.dtype)
     if lookup is not None:
         codes = _lookup_codes(values, lookup)
     else:
