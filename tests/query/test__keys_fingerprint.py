@@ -58,3 +58,30 @@ def test_a_repeated_groupby_reuses_its_plan_and_a_mutated_list_changes_nothing()
     b = grouped.mean("x", epsilon=0.5, random_state=2)
     assert a.equals(b) and a["g"].to_list() == [4, 3]
     assert len(release._PLANS.get(facts)) == 2
+
+
+def test_long_key_lists_of_one_type_are_interned_by_content():
+    keys = list(range(2000))
+    first = checked_keys(keys)
+    assert checked_keys(list(range(2000))) is first  # equal content: the same object
+    assert first.checked and first.kinds == {int}
+    keys[0] = -1  # a list mutated after it was passed: new content, a new checked list
+    other = checked_keys(keys)
+    assert other is not first and other[0] == -1 and first[0] == 0
+    words = [str(i) for i in range(2000)]
+    assert checked_keys(words) is checked_keys(list(words))
+    mixed = [float(i) for i in range(2000)]  # floats (0.0 == -0.0): never interned
+    assert checked_keys(mixed) is not checked_keys(mixed)
+    assert checked_keys([1, 2]) is not checked_keys([1, 2])  # short lists: rebuilt
+
+
+def test_a_new_groupby_per_query_with_the_same_keys_reuses_them():
+    rng = np.random.default_rng(2)
+    frame = pl.DataFrame({"g": rng.integers(0, 1500, 3000), "x": rng.uniform(0, 1, 3000)})
+    pf = dpf.protect(frame, epsilon=10.0, bounds={"x": (0, 1)}, missing={"x": 0.0})
+    keys = list(range(1500))
+    a = pf.dp.groupby("g", keys=keys)
+    a.count(epsilon=0.5)
+    b = pf.dp.groupby("g", keys=list(keys))
+    b.count(epsilon=0.5)
+    assert a._declared() is b._declared()
