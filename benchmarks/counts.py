@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-rounds", type=int, default=3)
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)  # (Polars' cut: renamed)
     run = {"header": header(args.rounds, args.cold_rounds)}
     run["cases"] = run_cases(cases(args.engines.split(","), args.small, args.large),
                              args.rounds, args.cold_rounds)

@@ -122,7 +122,7 @@ def render(runs: list[dict[str, Any]]) -> str:
                      f"{h['rounds']} warm and {h['cold_rounds']} cold rounds")
     lines += ["", "| engine | rows | keys | " + " | ".join(
         f"run {i}: {w}" for i in range(1, len(last) + 1) for w in ("warm", "cold"))
-        + (" | agree (20 %) |" if len(last) == 2 else " |"),
+        + (" | runs agree within 20 % |" if len(last) == 2 else " |"),
         "|---|---|---|" + "---|" * (2 * len(last)) + ("---|" if len(last) == 2 else "")]
     for j, case in enumerate(last[-1]["cases"]):
         cells = []
@@ -136,8 +136,9 @@ def render(runs: list[dict[str, Any]]) -> str:
         row = f"| {case['engine']} | {case['rows']:,} | {case['keys']:,} | " + " | ".join(cells)
         if len(last) == 2 and j < len(last[0]["cases"]):
             a, b = last[0]["cases"][j], case
-            ok = all(agree(a[w]["ratio"], b[w]["ratio"]) for w in ("warm", "cold"))
-            row += f" | {'yes' if ok else 'no'}"
+            row += " | " + ", ".join(
+                f"{w} {'yes' if agree(a[w]['ratio'], b[w]['ratio']) else 'no'}"
+                for w in ("warm", "cold"))
         lines.append(row + " |")
     return "\n".join(lines) + "\n"
 

@@ -118,7 +118,7 @@ def record(name: str, title: str, note: str, run: dict[str, Any], save: bool) ->
                      f"{h['rounds']} warm and {h['cold_rounds']} cold rounds, "
                      f"{h['ledger']} ledger")
     cols = [f"run {i}: {w}" for i in range(1, len(last) + 1) for w in ("warm", "cold")]
-    lines += ["", "| case | " + " | ".join(cols) + (" | agree (20 %) |" if len(last) == 2
+    lines += ["", "| case | " + " | ".join(cols) + (" | runs agree within 20 % |" if len(last) == 2
                                                     else " |"),
               "|---|" + "---|" * len(cols) + ("---|" if len(last) == 2 else "")]
     for j, row in enumerate(last[-1]["cases"]):
@@ -129,9 +129,9 @@ def record(name: str, title: str, note: str, run: dict[str, Any], save: bool) ->
         line = f"| {row['case']} | " + " | ".join(cells)
         if len(last) == 2 and j < len(last[0]["cases"]):
             a = last[0]["cases"][j]
-            line += " | " + ("yes" if all(agree(a[w]["ratio"], row[w]["ratio"])
-                                          for w in ("warm", "cold") if w in row and w in a)
-                             else "no")
+            line += " | " + ", ".join(
+                f"{w} {'yes' if agree(a[w]['ratio'], row[w]['ratio']) else 'no'}"
+                for w in ("warm", "cold") if w in row and w in a)
         lines.append(line + " |")
     text = "\n".join(lines) + "\n"
     if save:
