@@ -115,13 +115,14 @@ def render(runs: list[dict[str, Any]]) -> str:
              "`python -m benchmarks.keys` (see its docstring). Paired rounds, medians; "
              "in-memory ledger. Targets (issue 34): 100,000 keys ≤ 1.3× native, 1,000,000 "
              "keys ≤ 2× native.", ""]
-    for i, run in enumerate(last, 1):
+    first = len(runs) - len(last) + 1  # (runs are numbered from the first recorded)
+    for i, run in enumerate(last, first):
         h = run["header"]
         lines.append(f"- run {i}: {h['time']}, commit {h['commit']}, {h['machine']}, load "
                      f"{h['load_before']} before / {h.get('load_after', '?')} after, "
                      f"{h['rounds']} warm and {h['cold_rounds']} cold rounds")
     lines += ["", "| engine | rows | keys | " + " | ".join(
-        f"run {i}: {w}" for i in range(1, len(last) + 1) for w in ("warm", "cold"))
+        f"run {i}: {w}" for i in range(first, first + len(last)) for w in ("warm", "cold"))
         + (" | runs agree within 20 % |" if len(last) == 2 else " |"),
         "|---|---|---|" + "---|" * (2 * len(last)) + ("---|" if len(last) == 2 else "")]
     for j, case in enumerate(last[-1]["cases"]):

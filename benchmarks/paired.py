@@ -109,15 +109,26 @@ def record(name: str, title: str, note: str, run: dict[str, Any], save: bool) ->
     path = HERE / f"results-{name}.json"
     runs = json.loads(path.read_text())["runs"] if save and path.exists() else []
     runs.append(run)
+    text = render_runs(runs, title, note)
+    if save:
+        path.write_text(json.dumps({"runs": runs}, indent=1))
+        (HERE / f"RESULTS-{name}.md").write_text(text)
+    return text
+
+
+def render_runs(runs: list[dict[str, Any]], title: str, note: str) -> str:
+    """The last two of ``runs`` side by side (see :func:`record`)."""
     last = runs[-2:]
     lines = [f"# {title}", "", note, ""]
-    for i, r in enumerate(last, 1):
+    first = len(runs) - len(last) + 1  # (runs are numbered from the first recorded)
+    for i, r in enumerate(last, first):
         h = r["header"]
         lines.append(f"- run {i}: {h['time']}, commit {h['commit']}, {h['machine']}, load "
                      f"{h['load_before']} before / {h.get('load_after', '?')} after, "
                      f"{h['rounds']} warm and {h['cold_rounds']} cold rounds, "
                      f"{h['ledger']} ledger")
-    cols = [f"run {i}: {w}" for i in range(1, len(last) + 1) for w in ("warm", "cold")]
+    cols = [f"run {i}: {w}" for i in range(first, first + len(last))
+            for w in ("warm", "cold")]
     lines += ["", "| case | " + " | ".join(cols) + (" | runs agree within 20 % |" if len(last) == 2
                                                     else " |"),
               "|---|" + "---|" * len(cols) + ("---|" if len(last) == 2 else "")]
@@ -133,8 +144,4 @@ def record(name: str, title: str, note: str, run: dict[str, Any], save: bool) ->
                 f"{w} {'yes' if agree(a[w]['ratio'], row[w]['ratio']) else 'no'}"
                 for w in ("warm", "cold") if w in row and w in a)
         lines.append(line + " |")
-    text = "\n".join(lines) + "\n"
-    if save:
-        path.write_text(json.dumps({"runs": runs}, indent=1))
-        (HERE / f"RESULTS-{name}.md").write_text(text)
-    return text
+    return "\n".join(lines) + "\n"
