@@ -433,6 +433,10 @@ def _numpy_sums(
         assert isinstance(group_by, str)
         if method != "numpy" and backend.leaves_group_by(len(keys or ()), n_rows):
             return None  # few keys for many rows: e.g. Polars' parallel group-by is faster
+        if all(a.kind == "rows" and not drops(a.column, columns, missing) for a in aggs):
+            counts = _small_range_counts(backend.numpy_column(native, group_by), keys)
+            if counts is not None:  # rows per key only (a value count, a grouped count)
+                return {a: counts.copy() for a in aggs}
         codes = backend.key_codes(native, group_by, keys or ())
         if codes is None:
             return None
@@ -447,6 +451,40 @@ def _numpy_sums(
         mine = [a for a in aggs if a.column == column and a not in all_rows]
         _column_kernel(values, mine, missing.get(column, DROP), codes, n_groups, out)
     return out
+
+
+#: The widest integer key range (cells of :attr:`Keys.int_lookup`'s table) counted directly by
+#: :func:`_small_range_counts`: a per-block ``bincount`` of that many cells stays in cache.
+SMALL_RANGE_CELLS = 4096
+
+
+def _small_range_counts(values: Any, keys: Sequence[Any] | None) -> np.ndarray | None:
+    """Rows per declared key of a plain numpy integer key column whose keys span at most
+    :data:`SMALL_RANGE_CELLS` integers, without a code per row: each block's offsets from the
+    lowest key (as unsigned integers, a value below it wrapping to above the range), capped
+    at the table's last cell (every value outside the range, as in :func:`_lookup_codes`),
+    are counted with one ``bincount`` per block, and each declared key takes its cell's
+    count. The same counts as looking every row up and counting the codes (one pass instead
+    of three, and no int64 code array the size of the column). None where this does not
+    apply (then the codes are looked up)."""
+    if not (isinstance(values, np.ndarray) and isinstance(keys, Keys) and values.ndim == 1):
+        return None
+    lookup = _int_lookup(keys, values.dtype)
+    if lookup is None or lookup[1].size > SMALL_RANGE_CELLS:
+        return None
+    low, table = lookup
+    last = np.uint64(table.size - 1)
+    shift = np.uint64(low % (1 << 64))
+    cells = np.zeros(table.size, dtype=np.int64)
+    for start in range(0, values.size, _BLOCK):
+        block = values[start : start + _BLOCK].astype(np.int64, copy=False)
+        offset = block.view(np.uint64) - shift
+        np.minimum(offset, last, out=offset)
+        cells += np.bincount(offset.view(np.int64), minlength=table.size)
+    counts = np.zeros(len(keys), dtype=np.float64)
+    declared = table >= 0
+    counts[table[declared]] = cells[declared]
+    return counts
 
 
 def _key_counts(codes: np.ndarray, n_groups: int) -> np.ndarray:
