@@ -433,6 +433,10 @@ def _numpy_sums(
         assert isinstance(group_by, str)
         if method != "numpy" and backend.leaves_group_by(len(keys or ()), n_rows):
             return None  # few keys for many rows: e.g. Polars' parallel group-by is faster
+        if all(a.kind == "rows" and not drops(a.column, columns, missing) for a in aggs):
+            counts = _small_range_counts(backend.numpy_column(native, group_by), keys)
+            if counts is not None:  # rows per key only (a value count, a grouped count)
+                return {a: counts.copy() for a in aggs}
         codes = backend.key_codes(native, group_by, keys or ())
         if codes is None:
             return None
@@ -447,6 +451,40 @@ def _numpy_sums(
         mine = [a for a in aggs if a.column == column and a not in all_rows]
         _column_kernel(values, mine, missing.get(column, DROP), codes, n_groups, out)
     return out
+
+
+#: The widest integer key range (cells of :attr:`Keys.int_lookup`'s table) counted directly by
+#: :func:`_small_range_counts`: a per-block ``bincount`` of that many cells stays in cache.
+SMALL_RANGE_CELLS = 4096
+
+
+def _small_range_counts(values: Any, keys: Sequence[Any] | None) -> np.ndarray | None:
+    """Rows per declared key of a plain numpy integer key column whose keys span at most
+    :data:`SMALL_RANGE_CELLS` integers, without a code per row: each block's offsets from the
+    lowest key (as unsigned integers, a value below it wrapping to above the range), capped
+    at the table's last cell (every value outside the range, as in :func:`_lookup_codes`),
+    are counted with one ``bincount`` per block, and each declared key takes its cell's
+    count. The same counts as looking every row up and counting the codes (one pass instead
+    of three, and no int64 code array the size of the column). None where this does not
+    apply (then the codes are looked up)."""
+    if not (isinstance(values, np.ndarray) and isinstance(keys, Keys) and values.ndim == 1):
+        return None
+    lookup = _int_lookup(keys, values.dtype)
+    if lookup is None or lookup[1].size > SMALL_RANGE_CELLS:
+        return None
+    low, table = lookup
+    last = np.uint64(table.size - 1)
+    shift = np.uint64(low % (1 << 64))
+    cells = np.zeros(table.size, dtype=np.int64)
+    for start in range(0, values.size, _BLOCK):
+        block = values[start : start + _BLOCK].astype(np.int64, copy=False)
+        offset = block.view(np.uint64) - shift
+        np.minimum(offset, last, out=offset)
+        cells += np.bincount(offset.view(np.int64), minlength=table.size)
+    counts = np.zeros(len(keys), dtype=np.float64)
+    declared = table >= 0
+    counts[table[declared]] = cells[declared]
+    return counts
 
 
 def _key_counts(codes: np.ndarray, n_groups: int) -> np.ndarray:
@@ -728,6 +766,8 @@ def pandas_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarray 
         codes = _arrow_string_codes(key_col, keys)
         if codes is not None:
             return codes
+        if isinstance(key_col.array, pd.arrays.IntegerArray):
+            return _masked_int_codes(key_col.array, keys)
         if not isinstance(key_col.dtype, np.dtype):
             # an extension column (Arrow dates, decimals, ...) would be converted value by
             # value to Python objects here, which fails on some values (a date past year
@@ -739,6 +779,34 @@ def pandas_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarray 
         return np.asarray(declared.get_indexer(key_col), dtype=np.int64)
     except (TypeError, ValueError, IndexError):  # pragma: no cover - unusual key columns
         return None
+
+
+def _masked_int_codes(array: Any, keys: Sequence[Any]) -> np.ndarray | None:
+    """Codes of a pandas nullable integer column (``Int64`` and the like: a numpy array of
+    values and a mask of missing ones, as a histogram's bin column holds its dropped rows):
+    looked up as :func:`_lookup_codes` or in the keys' hash index, -1 where a value is
+    missing. None for keys that are not all ``int`` (then the engine matches them)."""
+    if key_kinds(keys) != {int}:
+        return None
+    import pandas as pd
+
+    if array.dtype.numpy_dtype == np.uint64:
+        return None
+    # the values and missing-value mask the array holds (no copy; a missing slot's value is
+    # arbitrary and overwritten below), or pandas' own conversion where they are not exposed
+    values, missing = getattr(array, "_data", None), getattr(array, "_mask", None)
+    if not (isinstance(values, np.ndarray) and isinstance(missing, np.ndarray)):
+        missing = np.asarray(array.isna(), dtype=bool)
+        values = np.asarray(array.to_numpy(dtype=np.int64, na_value=0))
+    lookup = _int_lookup(keys, values.dtype)
+    if lookup is not None:
+        codes = _lookup_codes(values, lookup)
+    else:
+        declared = keys.pandas_index if isinstance(keys, Keys) else pd.Index(list(keys))
+        codes = np.asarray(declared.get_indexer(values), dtype=np.int64)
+    if missing.any():
+        codes[missing] = -1
+    return codes
 
 
 def polars_codes(key_col: Any, keys: Sequence[Any]) -> np.ndarray | None:

@@ -21,13 +21,14 @@ import dataclasses
 import itertools
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 import narwhals as nw
 import numpy as np
 
+from dpframe._util.identity import IdentityMap
 from dpframe._validation import check_number
 from dpframe.errors import ParameterError
 from dpframe.provenance import _derivations as derivations
@@ -35,8 +36,8 @@ from dpframe.provenance import _protect as provenance
 from dpframe.rowwise.functions import SEARCH_EDGES
 from dpframe.rowwise.nodes import Call, When, walk
 
-__all__ = ["BIN", "MAX_BINS", "bin_step", "equal_width_edges", "histogram_edges",
-           "public_edges"]
+__all__ = ["BIN", "MAX_BINS", "bin_step", "binned_frame", "equal_width_edges",
+           "histogram_edges", "public_edges"]
 
 #: The hidden column holding each row's bin.
 BIN = "__dpframe_bin"
@@ -143,3 +144,34 @@ def bin_step(column: str, edges: Sequence[float], facts: provenance.FrameFacts,
                    if isinstance(node, Call) and node.name == "BooleanFunction.IsNull")
     search = Call(tree.then.dtype, SEARCH_EDGES, (subject,), (inner,))
     return dataclasses.replace(step, columns=((name, dataclasses.replace(tree, then=search)),))
+
+
+#: Binned frames already made, per frame (its facts, by identity) and (column, edges); an entry
+#: leaves with its frame's facts. At most :data:`BINNED_PER_FRAME` per frame (an in-memory
+#: frame's binned copy holds one more integer column).
+_BINNED: IdentityMap[dict[tuple[str, tuple[float, ...]], Any]] = IdentityMap()
+BINNED_PER_FRAME = 4
+
+
+def binned_frame(facts: provenance.FrameFacts, column: str, edges: Sequence[float],
+                 build: Callable[[], Any]) -> Any:
+    """The frame with the hidden bin column of ``column`` over ``edges``, built by ``build``
+    (:func:`bin_step`, verified and compiled like any derivation) once per frame and edges.
+
+    The binned frame is a function of the frame's private data (which never changes after
+    protect: releases read dpframe's snapshot) and of public facts (the column, the edges,
+    the missing-value rule), so a repeated ``histogram`` reuses it: no second verification
+    or evaluation of the step, and its release finds the plan made for the first one. It is
+    a derived frame, not a result (it draws from the same ledger; nothing released is
+    cached)."""
+    key = (column, tuple(edges))
+    per_frame = _BINNED.get(facts)
+    if per_frame is None:
+        per_frame = {}
+        _BINNED.set(facts, per_frame)
+    found = per_frame.get(key)
+    if found is None:
+        found = build()
+        if len(per_frame) < BINNED_PER_FRAME:
+            per_frame[key] = found
+    return found

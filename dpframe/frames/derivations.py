@@ -99,13 +99,18 @@ def derive(frame: object, verb: str, exprs: Sequence[object],
 
 def binned(frame: object, column: str, edges: list[float],
            session: Session | str | None) -> Any:
-    """``frame`` with the hidden bin column (:func:`dpframe.frames.bins.bin_step`)."""
+    """``frame`` with the hidden bin column (:func:`dpframe.frames.bins.bin_step`), made once per
+    frame, column and edges (:func:`dpframe.frames.bins.binned_frame`)."""
     facts = provenance.resolve(frame, session)
-    backend = facts.dataset.backend
-    schema = backend.polars_schema(facts.data)
-    steps = [bins_.bin_step(column, edges, facts, schema)]
-    backend.rowwise.check(steps)
-    return _built(facts, facts.after(steps), steps, schema)
+
+    def build() -> Any:
+        backend = facts.dataset.backend
+        schema = backend.polars_schema(facts.data)
+        steps = [bins_.bin_step(column, edges, facts, schema)]
+        backend.rowwise.check(steps)
+        return _built(facts, facts.after(steps), steps, schema)
+
+    return bins_.binned_frame(facts, column, edges, build)
 
 
 def _built(facts: provenance.FrameFacts, new: provenance.FrameFacts,

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,6 +89,22 @@ class Keys(tuple[Any, ...]):
         return low, table
 
     @functools.cached_property
+    def fingerprint(self) -> tuple[str, int, str] | None:
+        """A small hashable stand-in for the keys' exact contents, values *and* types, built
+        once: ``("keys", len, SHA-256 reference)`` where the log's JSON tells every key apart
+        (each key, or each part of a key tuple, an exact ``int``, ``str``, ``float`` or
+        ``bool``: JSON writes ``1``, ``1.0``, ``true`` and ``"1"`` differently), else None.
+        Two lists with the same fingerprint are the same keys of the same types (up to a
+        SHA-256 collision), so a cache keyed on it (the plan cache) needs no per-key work on
+        a repeated query. The keys are public; nothing here reads data."""
+        leaves = self.kinds
+        if leaves == {tuple}:
+            leaves = frozenset(map(type, itertools.chain.from_iterable(self)))
+        if not leaves <= _JSON_EXACT:
+            return None
+        return ("keys", len(self), self.reference[0])
+
+    @functools.cached_property
     def matched_dtypes(self) -> set[tuple[str, str]]:
         """``(column, dtype)`` pairs these keys were checked against (the check is a pass
         over every key; its outcome depends only on the keys and the dtype)."""
@@ -96,15 +115,49 @@ class Keys(tuple[Any, ...]):
 #: integer of the range: 100,000 keys spread over 400,000 integers cost a 3.2 MB table).
 LOOKUP_SPAN_PER_KEY = 4
 
+#: Key types whose JSON is one-to-one (so the reference tells two key lists apart).
+_JSON_EXACT = frozenset({int, str, float, bool})
+
 _CHECKED = object()  # private: a Keys built by checked_keys carries it
 
 
 def checked_keys(keys: Sequence[Any]) -> Keys:
     """``keys`` (already checked by the caller: distinct, no missing values) as a
-    :class:`Keys` marked checked."""
-    out = Keys(keys)
+    :class:`Keys` marked checked. A long list of keys all of one exact type ``int`` or
+    ``str`` is interned (:data:`INTERNED_LISTS`): a group-by that passes the same
+    ``keys=[...]`` on every query (a new ``frame.dp.groupby(col, keys=keys)`` each time) gets
+    the same object back, with its log reference, fingerprint and lookup tables already
+    built, after one hash and one comparison in C instead of a rebuild."""
+    items = tuple(keys)
+    kinds = frozenset(map(type, items))
+    interned = len(items) >= INTERN_MIN_KEYS and (kinds == {int} or kinds == {str})
+    if interned:
+        # equal tuples of one such type hold the same values of the same type (no 1 == True
+        # or 0.0 == -0.0 here), so the content is the whole key; a list the user mutates
+        # later is a new content and finds (or makes) another entry
+        with _INTERN_LOCK:
+            found = _INTERNED.get(items)
+            if found is not None:
+                _INTERNED.move_to_end(items)
+                return found
+    out = Keys(items)
     out.__dict__["_checked"] = _CHECKED
+    out.__dict__["kinds"] = kinds  # (the cached property's value, computed above)
+    if interned:
+        with _INTERN_LOCK:
+            _INTERNED[items] = out
+            while len(_INTERNED) > INTERNED_LISTS:
+                _INTERNED.popitem(last=False)
     return out
+
+
+#: Key lists at least this long are interned by :func:`checked_keys` (shorter ones cost
+#: little to rebuild).
+INTERN_MIN_KEYS = 1000
+#: The most interned key lists kept (the least recently used leaves first).
+INTERNED_LISTS = 8
+_INTERNED: OrderedDict[tuple[Any, ...], Keys] = OrderedDict()
+_INTERN_LOCK = threading.Lock()
 
 
 def key_kinds(keys: Sequence[Any]) -> frozenset[type]:

@@ -897,6 +897,8 @@ def _typed(value: Any) -> Any:
     its type; raises ``TypeError`` for anything it cannot represent faithfully."""
     if isinstance(value, str | int | float | bool | type(None)):
         return (type(value), value)
+    if isinstance(value, Keys) and value.fingerprint is not None:
+        return value.fingerprint  # built once per key list: no per-key work per query
     if isinstance(value, dict):
         return ("dict", tuple((_typed(k), _typed(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
