@@ -12,16 +12,22 @@ input file before it spends.
 * The output is written atomically: a failed write leaves the previous file intact and no
   temporary file behind.
 
-Every run is a real ``python -m dpframe release`` subprocess; where a file must change at an
-exact moment of the run, a small driver script swaps it from inside that subprocess.
+Every run goes through the command's own entry point, ``dpframe.cli.main(["release", ...])``,
+in this process (working directory, stdout and stderr switched for the call: the same code
+a ``python -m dpframe release`` subprocess runs, without an interpreter start of about two
+seconds per run; the subprocess entry point itself is tested in ``test_spec.py`` and
+``tests/cli/test_main.py``). Where a file must change at an exact moment of the run, the
+function reached at that moment is wrapped with ``monkeypatch``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +37,7 @@ import pytest
 import dpframe as dpf
 from dpframe.accounting.durable import read_ledger_file
 
-ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
 SPEC = """\
 [input]
@@ -88,6 +93,29 @@ def _setup(tmp_path: Path, *, input: str = "data.parquet", output: str = "out.pa
 
 
 def _release(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``dpframe release *args`` run in ``cwd`` through ``dpframe.cli.main``, in this process:
+    its exit code, stdout and stderr (what the subprocess would give)."""
+    from dpframe.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(["release", *args])
+            except SystemExit as exit_:  # argparse's usage errors
+                code = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["dpframe", "release", *args], code, out.getvalue(),
+                                       err.getvalue())
+
+
+def _release_in_new_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m dpframe release *args``: for a second run that releases from the same input
+    files, which a protected frame of an earlier run in this process still reads (protect
+    refuses a second budget over them in one process)."""
     return subprocess.run([sys.executable, "-m", "dpframe", "release", *args],
                           capture_output=True, text=True, env=ENV, cwd=cwd, timeout=300)
 
@@ -247,49 +275,48 @@ def test_a_file_replaced_after_the_dry_run_is_checked_again(tmp_path):
     assert not (tmp_path / "ledger.jsonl").exists()
 
 
-#: runs the release in this subprocess, swapping ``part-1.parquet`` for ``REPLACEMENT`` right
-#: after the schema check (``after_check``) or after the first release (``between``)
-DRIVER = textwrap.dedent("""\
-    import shutil, sys
+def _drive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str,
+           replacement: pl.DataFrame) -> subprocess.CompletedProcess[str]:
+    """The release, with ``part-1.parquet`` swapped for ``replacement`` right after the schema
+    check (``after_check``: ``source_facts`` returned) or after the first release (``between``:
+    the second query is being built)."""
     import dpframe.spec._run as run
-    when, replacement = sys.argv[1], sys.argv[2]
-    if when == "after_check":
-        real = run.source_facts
-        def hooked(*args, **kwargs):
-            facts = real(*args, **kwargs)
-            shutil.copy(replacement, "part-1.parquet")
-            return facts
-        run.source_facts = hooked
-    else:
-        real_build, calls = run.build_queries, []
-        def hooked(q):
-            calls.append(q.name)
-            if len(calls) == 2:
-                shutil.copy(replacement, "part-1.parquet")
-            return real_build(q)
-        run.build_queries = hooked
-    from dpframe.cli import main
-    sys.exit(main(["release", "spec.toml", "--noise-seed", "1"]))
-""")
 
-
-def _drive(tmp_path: Path, when: str, replacement: pl.DataFrame
-           ) -> subprocess.CompletedProcess[str]:
     _setup(tmp_path, input="part-*.parquet", files=2)
     replacement.write_parquet(tmp_path / "replacement.parquet")
-    (tmp_path / "driver.py").write_text(DRIVER)
-    return subprocess.run([sys.executable, "driver.py", when, "replacement.parquet"],
-                          capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=300)
+
+    def swap() -> None:
+        shutil.copy(tmp_path / "replacement.parquet", tmp_path / "part-1.parquet")
+
+    if when == "after_check":
+        real_facts = run.source_facts
+
+        def facts_then_swap(*args, **kwargs):
+            facts = real_facts(*args, **kwargs)
+            swap()
+            return facts
+        monkeypatch.setattr(run, "source_facts", facts_then_swap)
+    else:
+        real_build, calls = run.build_queries, []
+
+        def build_after_swap(q):
+            calls.append(q.name)
+            if len(calls) == 2:
+                swap()
+            return real_build(q)
+        monkeypatch.setattr(run, "build_queries", build_after_swap)
+    return _release("spec.toml", "--noise-seed", "1", cwd=tmp_path)
 
 
 @pytest.mark.parametrize("replacement", [_frame(seed=7, income="salary"), _frame(seed=7)],
                          ids=["other-schema", "same-schema"])
 def test_a_file_replaced_after_the_check_stops_the_run_with_nothing_spent(tmp_path,
+                                                                           monkeypatch,
                                                                            replacement):
     """Swapped between the schema check and protect: whatever the new file holds (another
     schema, which protect cannot read; or the same schema with other rows), the run stops
     with one fixed message before any release. Nothing spent, no output, no partial file."""
-    proc = _drive(tmp_path, "after_check", replacement)
+    proc = _drive(tmp_path, monkeypatch, "after_check", replacement)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == (
         f"error: SourceChangedError: the input files ({tmp_path}/part-*.parquet) changed "
@@ -301,11 +328,11 @@ def test_a_file_replaced_after_the_check_stops_the_run_with_nothing_spent(tmp_pa
     assert not list(tmp_path.glob("out.parquet*"))
 
 
-def test_a_file_replaced_between_releases_keeps_what_was_spent(tmp_path):
+def test_a_file_replaced_between_releases_keeps_what_was_spent(tmp_path, monkeypatch):
     """Swapped after the first query was released: the library refuses the second before it
     reserves anything (SourceChangedError, no data quoted); the first query's ε is spent and
     its values are in ``out.parquet.partial``; no ``out.parquet``."""
-    proc = _drive(tmp_path, "between", _frame(seed=7))
+    proc = _drive(tmp_path, monkeypatch, "between", _frame(seed=7))
     assert proc.returncode == 1
     assert "SourceChangedError" in proc.stderr and "Nothing was read or spent" in proc.stderr
     assert _spent(tmp_path / "ledger.jsonl") == pytest.approx(0.5)
@@ -323,37 +350,35 @@ def test_output_is_replaced_atomically(tmp_path):
     assert _release("spec.toml", "--noise-seed", "1", cwd=tmp_path).returncode == 0
     out = tmp_path / "out.parquet"
     first = os.stat(out).st_ino
-    assert _release("spec.toml", "--noise-seed", "2", cwd=tmp_path).returncode == 0
+    assert _release_in_new_process("spec.toml", "--noise-seed", "2",
+                                   cwd=tmp_path).returncode == 0
     assert os.stat(out).st_ino != first
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "data.parquet", "ledger.jsonl", "ledger.jsonl.head", "out.parquet", "spec.toml"]
 
 
-def test_a_failed_write_leaves_the_previous_output_and_no_temporary_file(tmp_path):
+def test_a_failed_write_leaves_the_previous_output_and_no_temporary_file(tmp_path,
+                                                                       monkeypatch):
     """The Parquet writer fails half-way (after writing some bytes): the previous output is
     byte-for-byte intact and no temporary file remains."""
+    import pyarrow.parquet as pq
+
     _setup(tmp_path)
-    assert _release("spec.toml", "--noise-seed", "1", cwd=tmp_path).returncode == 0
+    assert _release_in_new_process("spec.toml", "--noise-seed", "1",
+                                   cwd=tmp_path).returncode == 0
     before = (tmp_path / "out.parquet").read_bytes()
-    (tmp_path / "driver.py").write_text(textwrap.dedent("""\
-        import sys
-        import pyarrow.parquet as pq
-        def failing(table, where, **kwargs):
-            where.write(b"PAR1 half a file")  # the temporary file dpframe opened
-            raise OSError(28, "No space left on device")
-        pq.write_table = failing
-        from dpframe.cli import main
-        sys.exit(main(["release", "spec.toml", "--noise-seed", "2"]))
-    """))
-    proc = subprocess.run([sys.executable, "driver.py"], capture_output=True, text=True,
-                          env=ENV, cwd=tmp_path, timeout=300)
+
+    def failing(table, where, **kwargs):
+        where.write(b"PAR1 half a file")  # the temporary file dpframe opened
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(pq, "write_table", failing)
+    proc = _release("spec.toml", "--noise-seed", "2", cwd=tmp_path)
     assert proc.returncode == 1 and "No space left on device" in proc.stderr
     assert "writing" in proc.stdout and "the released values (spent, noisy) are:" in proc.stdout
     assert "n  -  n = " in proc.stdout and "m  -  m = " in proc.stdout  # not lost
     assert (tmp_path / "out.parquet").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "data.parquet", "driver.py", "ledger.jsonl", "ledger.jsonl.head", "out.parquet",
-        "spec.toml"]
+        "data.parquet", "ledger.jsonl", "ledger.jsonl.head", "out.parquet", "spec.toml"]
 
 
 # -- the ledger head: a run prints it, --expect-head checks it -------------------------------
@@ -370,12 +395,16 @@ def test_expect_head_refuses_a_rolled_back_ledger(tmp_path):
     first = _release("spec.toml", "--noise-seed", "1", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     head1 = re.search(r"ledger head: ([0-9]+:[0-9a-f]{32})", first.stdout).group(1)
-    inspected = subprocess.run([sys.executable, "-m", "dpframe", "inspect", str(ledger),
-                                "--head"], capture_output=True, text=True, env=ENV)
-    assert inspected.stdout.strip() == head1 and head1.startswith("2:")
+    from dpframe.cli import main
+
+    inspected = io.StringIO()
+    with contextlib.redirect_stdout(inspected):
+        assert main(["inspect", str(ledger), "--head"]) == 0
+    assert inspected.getvalue().strip() == head1 and head1.startswith("2:")
     shutil.copy(ledger, tmp_path / "backup")
     shutil.copy(head_file, tmp_path / "backup.head")
-    second = _release("spec.toml", "--noise-seed", "2", "--expect-head", head1, cwd=tmp_path)
+    second = _release_in_new_process("spec.toml", "--noise-seed", "2", "--expect-head", head1,
+                                     cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     head2 = re.search(r"ledger head: ([0-9]+:[0-9a-f]{32})", second.stdout).group(1)
     assert head2.startswith("4:")
@@ -391,8 +420,8 @@ def test_expect_head_refuses_a_rolled_back_ledger(tmp_path):
         in dry.stdout
     bad = _release("spec.toml", "--expect-head", "4:xyz", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("error: arguments: --expect-head")
-    assert _release("spec.toml", "--noise-seed", "3", "--expect-head", head1,
-                    cwd=tmp_path).returncode == 0
+    assert _release_in_new_process("spec.toml", "--noise-seed", "3", "--expect-head", head1,
+                                   cwd=tmp_path).returncode == 0
     assert _spent(ledger) == pytest.approx(2.0)  # the rolled-back state plus this run
 
 

@@ -14,14 +14,11 @@ spent, and a folder swapped during the run cannot redirect the write (issue 30, 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 
 import polars as pl
 import pytest
 
-from .test_run import ENV, _release, _setup, _snapshot, _spent
+from .test_run import _release, _setup, _snapshot, _spent
 
 
 @pytest.mark.parametrize("output", ["data", ".", "data/"])
@@ -76,32 +73,26 @@ def test_an_output_folder_that_cannot_be_created_is_refused_before_spending(tmp_
     assert not (tmp_path / "ledger.jsonl").exists()
 
 
-#: runs the release in this subprocess; after the first query is released, moves the output
-#: folder ``out`` away and puts a symlink to the ledger's folder (the working folder) in its
-#: place. The output is named like the ledger, so a rename by path would replace the ledger.
-SWAP = textwrap.dedent("""\
-    import os, sys
-    import dpframe.spec._run as run
-    real_build, calls = run.build_queries, []
-    def hooked(q):
-        calls.append(q.name)
-        if len(calls) == 2:
-            os.rename("out", "out.moved")
-            os.symlink(os.getcwd(), "out")
-        return real_build(q)
-    run.build_queries = hooked
-    from dpframe.cli import main
-    sys.exit(main(["release", "spec.toml", "--noise-seed", "1"]))
-""")
-
-
 def test_an_output_folder_swapped_for_a_symlink_during_the_run_does_not_redirect_the_write(
-        tmp_path):
+        tmp_path, monkeypatch):
+    """After the first query is released (the second is being built), the output folder
+    ``out`` is moved away and a symlink to the ledger's folder (the working folder) put in its
+    place. The output is named like the ledger, so a rename by path would replace the
+    ledger."""
+    import dpframe.spec._run as run
+
     _setup(tmp_path, output="out/ledger.jsonl")
     (tmp_path / "out").mkdir()
-    (tmp_path / "driver.py").write_text(SWAP)
-    proc = subprocess.run([sys.executable, "driver.py"], capture_output=True, text=True,
-                          env=ENV, cwd=tmp_path, timeout=300)
+    real_build, calls = run.build_queries, []
+
+    def build_after_swap(q):
+        calls.append(q.name)
+        if len(calls) == 2:
+            os.rename(tmp_path / "out", tmp_path / "out.moved")
+            os.symlink(tmp_path, tmp_path / "out")
+        return real_build(q)
+    monkeypatch.setattr(run, "build_queries", build_after_swap)
+    proc = _release("spec.toml", "--noise-seed", "1", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out").is_symlink()
     # the ledger is intact (the whole run's ε in it), the output went to the folder checked
@@ -111,30 +102,23 @@ def test_an_output_folder_swapped_for_a_symlink_during_the_run_does_not_redirect
     assert sorted(p.name for p in (tmp_path / "out.moved").iterdir()) == ["ledger.jsonl"]
 
 
-
-#: swaps the output folder for a symlink to the ledger's folder right after the schema check
-#: (after check_output, before the output folder is opened)
-SWAP_EARLY = textwrap.dedent("""\
-    import os, sys
+def test_an_output_folder_swapped_before_it_is_opened_is_refused_before_spending(
+        tmp_path, monkeypatch):
+    """The output folder swapped for a symlink to the ledger's folder right after the schema
+    check (after check_output, before the output folder is opened)."""
     import dpframe.spec._run as run
-    real = run.source_facts
-    def hooked(*args, **kwargs):
-        facts = real(*args, **kwargs)
-        os.rename("out", "out.moved")
-        os.symlink(os.getcwd(), "out")
-        return facts
-    run.source_facts = hooked
-    from dpframe.cli import main
-    sys.exit(main(["release", "spec.toml", "--noise-seed", "1"]))
-""")
 
-
-def test_an_output_folder_swapped_before_it_is_opened_is_refused_before_spending(tmp_path):
     _setup(tmp_path, output="out/ledger.jsonl")
     (tmp_path / "out").mkdir()
-    (tmp_path / "driver.py").write_text(SWAP_EARLY)
-    proc = subprocess.run([sys.executable, "driver.py"], capture_output=True, text=True,
-                          env=ENV, cwd=tmp_path, timeout=300)
+    real_facts = run.source_facts
+
+    def facts_then_swap(*args, **kwargs):
+        facts = real_facts(*args, **kwargs)
+        os.rename(tmp_path / "out", tmp_path / "out.moved")
+        os.symlink(tmp_path, tmp_path / "out")
+        return facts
+    monkeypatch.setattr(run, "source_facts", facts_then_swap)
+    proc = _release("spec.toml", "--noise-seed", "1", cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "now names the ledger" in proc.stderr and "Nothing was read or spent" in proc.stderr
     assert not (tmp_path / "ledger.jsonl").exists()
