@@ -414,9 +414,10 @@ def concat_releases(tables: Any, *, key: bytes | str | None = None,
                     form: str = "tidy") -> Any:
     """One sealed table (the tidy form, module docstring: :data:`TIDY_COLUMNS` and one column
     per key, the format of ``dpframe release``'s output file) holding every cell of ``tables``:
-    one release table, a list of them (queries named ``"release <id>"``) or a dict ``{name: table}``, of one ledger, in any
-    mix of kinds — ``release``, group-by results, ``describe``, ``corr``/``cov`` matrices,
-    ``histogram``, ``value_counts``, post-processed tables and earlier long tables.
+    one release table, a list of them (queries named ``"release <id>"``) or a dict
+    ``{name: table}``, of one ledger, in any mix of kinds — ``release``, group-by results,
+    ``describe``, ``corr``/``cov`` matrices, ``histogram``, ``value_counts``, post-processed
+    tables and earlier tidy tables.
 
     Every table must still match its own log (edited tables are refused: use the
     post-processing functions of this module). The result is a frame of the first table's
