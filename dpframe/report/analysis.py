@@ -56,7 +56,10 @@ def _level(entries: Sequence[dict[str, Any]]) -> str:
             level = float(head)
         except ValueError:
             continue
-        kind = "rank interval" if "rank" in text else "intervals"
+        # a quantile logged before issue 33 released a rank interval only; since, a value
+        # interval too (its note names "value interval")
+        kind = ("rank interval" if "rank" in text and "value interval" not in text
+                else "intervals")
         return f"{level:.0%} {kind}"
     return "no intervals released"
 
@@ -300,8 +303,10 @@ def _legend(q: Query) -> str:
         items.append(_level(q.entries))
     ranks = [r for s in q.stats for r in s.rank_error if r is not None]
     if ranks:
-        items.append(f"rank error ± {fmt(max(ranks))} ranks (an interval in ranks, not in "
-                     "the column's units)")
+        values = any(lo is not None for s in q.stats for lo in s.lower)
+        items.append(f"rank error ± {fmt(max(ranks))} ranks" + (
+            " (the point's rank interval; the whiskers are the interval in the column's units)"
+            if values else " (an interval in ranks, not in the column's units)"))
     steps = [s for s in q.steps if s.get("op") != "concat"]
     if steps:
         items.append("post-processing: " + "; ".join(_step_text(s) for s in steps))
