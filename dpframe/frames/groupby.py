@@ -290,7 +290,7 @@ class DPGroupBy(Generic[TableT]):
         --------
         >>> SETUP
         >>> list(pf.dp.groupby("g").median("x", epsilon=1, ci=0.9).columns)
-        ['g', 'median', 'median_rank_error']
+        ['g', 'median', 'median_lower', 'median_upper', 'median_rank_error']
         """
         check_quantile_mechanism(mechanism)
         self._check_quantile_delta(delta, session)
