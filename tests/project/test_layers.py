@@ -159,10 +159,28 @@ ENGINE_NAME_EXCEPTIONS: dict[str, str] = {
 }
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the import statements under ``if TYPE_CHECKING:`` (types for the checker,
+    never imported when the code runs: allowed anywhere)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+                "TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt)
+                       if isinstance(n, ast.Import | ast.ImportFrom))
+    return out
+
+
 def _engine_branches(source: str) -> Iterator[str]:
     """Where ``source`` imports an engine library, asks a detector, or compares an adapter's
-    name or family (or a ``backend``/``engine`` value) with an engine name."""
-    for node in ast.walk(ast.parse(source)):
+    name or family (or a ``backend``/``engine`` value) with an engine name, or sniffs a module
+    name. Allowed and not reported: imports under ``if TYPE_CHECKING:`` (never run), and
+    pyarrow (file I/O and Arrow buffers: a base library, not an engine)."""
+    tree = ast.parse(source)
+    typing_only = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [
                 node.module or ""]
@@ -243,4 +261,7 @@ def test_the_engine_branch_check_finds_branches():
                "u = type(t).__module__.split('.')[0] == 'polars'\n"
                "module = type(t).__module__\nr = module.partition('.')[0] in ('polars',)\n")
     assert len(list(_engine_branches(snippet))) == 9
+    allowed = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import duckdb\n"
+               "import pyarrow.parquet as pq\n")
+    assert not list(_engine_branches(allowed))
     assert not list(_engine_branches("x = backend.lazy\ny = mech.name == 'bounded'\n"))
