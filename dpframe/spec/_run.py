@@ -674,9 +674,13 @@ def _run(spec: ReleaseSpec, target: Path, folder: _OutputFolder,
         frame_out = _write(folder, target.name, rows, documents, spec.text)
     except BaseException:  # the values are released and spent: do not lose them
         print(f"  writing {target} failed; the released values (spent, noisy) are:", file=out)
+        fixed = ("query", "statistic", "value", "lower", "upper")
         for r in rows:
-            print(f"    {r['query']}  {r['group'] or '-'}  {r['statistic']} = {r['value']!r}",
-                  file=out)
+            keys = ", ".join(f"{k}={v}" for k, v in r.items() if k not in fixed and v is not None)
+            interval = (f" [{r['lower']!r}, {r['upper']!r}]" if r.get("lower") is not None
+                        else "")
+            print(f"    {r['query']}  {keys or '-'}  {r['statistic']} = {r['value']!r}"
+                  f"{interval}", file=out)
         raise
     from dpframe.accounting.durable import head_digest
 
