@@ -1,29 +1,8 @@
 r"""A durable, append-only, hash-chained ledger that fails closed (issue 11).
 
 :class:`DurableLedger` is a :class:`dpframe.accounting.ledger.Ledger` whose commits are written to
-disk *before* they take effect. Two files make up one ledger (see docs/ledger.md):
-
-``PATH`` — the **ledger file**, one JSON object per ``\n``-terminated line (UTF-8)::
-
-    {"type": "header", "format": "dpframe-ledger", "version": 2, "ledger_id": "<32 hex>",
-     "created": "...", "epsilon": "1/1", "delta": "0/1", "epsilon_float": 1.0,
-     "delta_float": 0.0, "seq": 0, "prev": "", "hash": "<sha256>"}
-    {"type": "release", "ledger_id": "<32 hex>", "seq": 1, "pid": 4242, "epsilon": "1/10",
-     "delta": "0/1", "entries": [...], "keys": {...} (only new key lists),
-     "prev": "<hash of line seq-1>", "hash": "<sha256>"}
-
-``keys`` holds the group-key lists that this release's entries refer to (``group_keys`` =
-``"sha256:<hex>"``, :class:`dpframe.accounting.ledger.Ledger`) and that no earlier line holds: each
-list is written once per ledger. ``hash`` is the SHA-256 of the line's canonical JSON without
-``hash`` (sorted keys, no spaces), and ``prev`` is the previous line's ``hash``: every line is
-bound to all lines before it,
-the header (which holds the budget and the random ``ledger_id``) included. Release ``seq``
-numbers are 1, 2, 3, ... with no gap; ``seq`` is the release id.
-
-``PATH.head`` — the **head file**, the commit counter: two fixed 512-byte slots, each a
-self-checked JSON ``{"ledger_id", "seq", "hash", "check"}`` naming the last committed line.
-Commit ``n`` overwrites slot ``n % 2`` in place and ``fsync``-s it, so a torn slot write leaves
-the other slot (``n - 1``) intact. The head file is also the lock file.
+disk *before* they take effect. Two files make up one ledger (see docs/ledger.md), the ledger
+file and its head file (their format: :mod:`dpframe.accounting._ledger_format`).
 
 **Commit protocol** (:meth:`DurableLedger.commit`), with the exclusive lock held:
 
@@ -40,25 +19,7 @@ A new ledger is built in a temporary file (header, ``fsync``), the head file is 
 (``fsync``), the ledger is ``link``-ed to ``PATH`` (never overwriting anything) and the
 directory is ``fsync``-ed.
 
-**What is detected** (:class:`~dpframe.errors.LedgerError`, on open or on the next operation;
-nothing is ever read as less spent): a changed, inserted, removed or reordered line anywhere
-(hash chain, ``seq``); truncation that drops committed lines (the head file names a later
-``seq``/``hash``); a missing, foreign, empty or damaged header; a foreign or empty file at
-``PATH``; a missing, damaged or foreign head file next to a ledger; a ledger file deleted while
-its head file remains; either file deleted, replaced or truncated while a session has it open.
-
-**What is recovered** (recorded in :attr:`DurableLedger.recovered`): an *unterminated* last
-line beyond the head's ``seq`` (a crash during step 4: that release never returned, so it is cut
-off) and one complete line beyond the head's ``seq`` (a crash between the two ``fsync``-s: it
-is kept, counted as spent, and the head is rolled forward).
-
-**What is not detected**: replacing *both* files by an older copy of both (a rollback to a
-backup) or deleting both; someone who rewrites the whole chain and the head file consistently
-(the hashes carry no key). Compare the ``ledger_id``, release ids and chain hashes in released
-Parquet files (``python -m dpframe inspect``) with the ledger to catch those, or archive a
-head digest elsewhere (:func:`ledger_head`, ``dpframe inspect LEDGER --head``) and open the
-ledger with ``expect_head=`` (:func:`check_expected_head`): a ledger behind that digest, or
-diverged from it (a clone that spent separately), is refused.
+What is detected, what is recovered and what is not: :mod:`dpframe.accounting._ledger_chain`.
 
 **Errors while writing.** If the append fails, the partial line is cut off and nothing is
 spent. If an ``fsync`` fails (``EIO``), the value is *not* returned but the release may already
@@ -80,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import secrets
@@ -92,6 +52,30 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpframe.accounting._ledger_chain import (
+    _Chain,
+    _check_against_head,
+    _load,
+    check_expected_head,
+    check_ledger_head,
+    head_digest,
+    ledger_head,
+    read_ledger_file,
+)
+from dpframe.accounting._ledger_files import _fsync_dir, _ino, _open_existing
+from dpframe.accounting._ledger_format import (
+    _SLOT,
+    FORMAT,
+    FORMAT_VERSION,
+    HEAD_SUFFIX,
+    _check_header,
+    _encode,
+    _frac,
+    _head_slot,
+    _read_head,
+    check_location,
+    head_path,
+)
 from dpframe.accounting._log_entries import frozen_entries
 from dpframe.accounting.ledger import LOG_VERSION, Ledger, Reservation, _stamp
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
@@ -110,349 +94,6 @@ __all__ = [
     "read_ledger_file",
 ]
 
-FORMAT = "dpframe-ledger"
-FORMAT_VERSION = 2
-HEAD_FORMAT = "dpframe-ledger-head"
-HEAD_SUFFIX = ".head"
-_SLOT = 512
-
-
-def head_path(path: str | os.PathLike[str]) -> Path:
-    """The head file (commit counter and lock) of the ledger file ``path``."""
-    p = Path(path)
-    return p.with_name(p.name + HEAD_SUFFIX)
-
-
-def check_location(path: object) -> Path:
-    """``path`` as a ledger file path, or a :class:`ParameterError` that says what is wrong
-    with it: a path (str or ``os.PathLike``) naming a file, not a folder, in a folder that
-    exists. Reads only the file system's names, never a ledger."""
-    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
-        raise ParameterError(f"a ledger path must be a str or os.PathLike, got {path!r}")
-    text = os.fspath(path)
-    if not isinstance(text, str) or not text or not Path(text).name or text.endswith(os.sep):
-        raise ParameterError(
-            f"a ledger path must name a file, e.g. 'ledgers/survey.jsonl', got {path!r}"
-        )
-    p = Path(text)
-    if p.is_dir():
-        raise ParameterError(
-            f"the ledger path {text!r} is a folder; name a file inside it, e.g. "
-            f"{os.path.join(text, 'ledger.jsonl')!r}"
-        )
-    if not p.parent.is_dir():
-        raise ParameterError(
-            f"the folder {str(p.parent)!r} of ledger path {text!r} does not exist (or is not a "
-            "folder); create it first"
-        )
-    return p
-
-
-# -- records ---------------------------------------------------------------------------------
-def _canon(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
-
-
-def _hash(record: dict[str, Any]) -> str:
-    return hashlib.sha256(_canon({k: v for k, v in record.items() if k != "hash"})).hexdigest()
-
-
-def _encode(record: dict[str, Any]) -> bytes:
-    rec = dict(record)
-    rec["hash"] = _hash(rec)
-    return _canon(rec) + b"\n"
-
-
-def _frac(s: Any) -> Fraction:
-    return Fraction(str(s))
-
-
-def _parse(line: bytes) -> dict[str, Any] | None:
-    """The record of one complete line, or None if it is not a correctly hashed record."""
-    try:
-        rec = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        return None
-    if not isinstance(rec, dict) or rec.get("hash") != _hash(rec):
-        return None
-    return rec
-
-
-def _check_header(raw: bytes, where: str) -> dict[str, Any]:
-    rec = _parse(raw)
-    if rec is None or rec.get("type") != "header" or rec.get("format") != FORMAT:
-        try:
-            probe = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            probe = None
-        if isinstance(probe, dict) and probe.get("format") == FORMAT:
-            if probe.get("version") not in (None, FORMAT_VERSION):
-                raise LedgerError(
-                    f"{where} has ledger format version {probe.get('version')!r}; this dpframe "
-                    f"reads version {FORMAT_VERSION} (older files have no hash chain: start a "
-                    "new ledger and keep the old file as a record)"
-                )
-            raise LedgerError(f"{where}: the ledger header is damaged; restore it from a backup")
-        raise LedgerError(
-            f"{where} is not a dpframe ledger file (no valid header line); dpframe never "
-            "overwrites it — choose another path or move the file away"
-        )
-    if rec.get("version") != FORMAT_VERSION:
-        raise LedgerError(
-            f"{where} has ledger format version {rec.get('version')!r}; this dpframe reads "
-            f"version {FORMAT_VERSION}"
-        )
-    if rec.get("seq") != 0 or rec.get("prev") != "" or not isinstance(rec.get("ledger_id"), str):
-        raise LedgerError(f"{where}: the ledger header is damaged; restore it from a backup")
-    return rec
-
-
-class _Chain:
-    """Verified state of a ledger file read so far: the header, spent ε/δ, the hash of each
-    line (index = seq), and the byte offset of the end of the last complete line."""
-
-    def __init__(self, header: dict[str, Any], header_bytes: bytes) -> None:
-        self.header = header
-        self.header_bytes = header_bytes
-        self.ledger_id: str = header["ledger_id"]
-        self.hashes: list[str] = [header["hash"]]
-        self.offset = len(header_bytes)
-        self.eps = Fraction(0)
-        self.dlt = Fraction(0)
-
-    @property
-    def seq(self) -> int:
-        return len(self.hashes) - 1
-
-    def extend(self, data: bytes, where: str) -> tuple[list[dict[str, Any]], bytes]:
-        """Verify and add the complete lines of ``data`` (bytes after :attr:`offset`); return
-        the new records and the unterminated tail (not added)."""
-        lines = data.split(b"\n")
-        complete, tail = lines[:-1], lines[-1]
-        out: list[dict[str, Any]] = []
-        for raw in complete:
-            rec = _parse(raw)
-            seq = self.seq + 1
-            if rec is None:
-                raise LedgerError(
-                    f"ledger file {where} is damaged at release {seq} (line {seq + 1}: a "
-                    "complete line that does not match its hash, so not a torn write); restore "
-                    "it from a backup — dpframe will not guess the spent budget"
-                )
-            if (rec.get("type") != "release" or rec.get("seq") != seq
-                    or rec.get("prev") != self.hashes[-1]
-                    or rec.get("ledger_id") != self.ledger_id):
-                raise LedgerError(
-                    f"ledger file {where} is damaged at line {seq + 1}: expected release {seq} "
-                    f"chained to the previous line, found release {rec.get('seq')!r} — a line "
-                    "is missing, duplicated, reordered or from another ledger"
-                )
-            self.eps += _frac(rec["epsilon"])
-            self.dlt += _frac(rec["delta"])
-            self.hashes.append(rec["hash"])
-            self.offset += len(raw) + 1
-            out.append(rec)
-        return out, tail
-
-
-# -- the head file -----------------------------------------------------------------------------
-def _head_slot(ledger_id: str, seq: int, chain_hash: str) -> bytes:
-    body = {"format": HEAD_FORMAT, "ledger_id": ledger_id, "seq": seq, "hash": chain_hash}
-    body["check"] = hashlib.sha256(_canon(body)).hexdigest()
-    raw = _canon(body)
-    return raw + b" " * (_SLOT - 1 - len(raw)) + b"\n"
-
-
-def _read_head(data: bytes, where: str) -> dict[str, Any]:
-    """The newest valid slot of a head file's bytes; LedgerError if none is valid."""
-    slots = []
-    for i in range(2):
-        raw = data[i * _SLOT:(i + 1) * _SLOT].strip()
-        try:
-            body = json.loads(raw.decode("ascii"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            continue
-        if not isinstance(body, dict) or body.get("format") != HEAD_FORMAT:
-            continue
-        check = body.pop("check", None)
-        if check == hashlib.sha256(_canon(body)).hexdigest() and isinstance(body.get("seq"), int):
-            slots.append(body)
-    if not slots:
-        raise LedgerError(
-            f"{where}: the ledger's head file (commit counter) is missing, empty or damaged; "
-            "without it, dropped releases could not be detected. Restore it from a backup"
-        )
-    if len(slots) == 2 and (slots[0]["ledger_id"] != slots[1]["ledger_id"]
-                            or abs(slots[0]["seq"] - slots[1]["seq"]) > 1):
-        raise LedgerError(f"{where}: the head file's two slots disagree; it was modified")
-    return max(slots, key=lambda s: s["seq"])
-
-
-def _check_against_head(chain: _Chain, head: dict[str, Any], tail: bytes, where: str) -> str:
-    """Compare a verified chain (and its unterminated tail) with the head file. Returns
-    ``"ok"``, ``"cut"`` (the tail is a torn, never acknowledged release) or ``"forward"`` (one
-    complete line beyond the head: the head must be rolled forward). Raises otherwise."""
-    if head["ledger_id"] != chain.ledger_id:
-        raise LedgerError(
-            f"{where}: the head file belongs to ledger {head['ledger_id']!r}, the ledger file "
-            f"to {chain.ledger_id!r}; one of them was replaced"
-        )
-    seq = head["seq"]
-    if seq > chain.seq:
-        raise LedgerError(
-            f"{where} ends at release {chain.seq} but releases up to {seq} were committed: "
-            f"{seq - chain.seq} acknowledged release(s) are missing (the file was truncated or "
-            "replaced by an older copy); restore it from a backup"
-        )
-    if chain.hashes[seq] != head["hash"]:
-        raise LedgerError(
-            f"{where}: release {seq} does not match the head file's hash; the file was "
-            "rewritten or replaced"
-        )
-    if seq == chain.seq:
-        return "cut" if tail else "ok"
-    if seq == chain.seq - 1 and not tail:
-        return "forward"
-    raise LedgerError(
-        f"{where} has releases beyond the head file's release {seq} that no crash can leave; "
-        "the head file was replaced by an older copy or the ledger was edited"
-    )
-
-
-def _unreadable(where: str, exc: OSError) -> LedgerError:
-    return LedgerError(
-        f"cannot read {where} ({exc.strerror or type(exc).__name__}): give this user read "
-        "permission on the ledger and its head file, or name the ledger's path correctly"
-    )
-
-
-def read_ledger_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Verify a ledger (file and head file) without modifying either.
-
-    Returns ``{"ledger_id", "header", "releases", "epsilon_spent", "delta_spent",
-    "torn_tail_bytes", "valid_bytes", "head_seq", "chain_hash"}`` (spent amounts as exact
-    :class:`~fractions.Fraction`; ``torn_tail_bytes`` > 0 when a crash left a release that
-    was never returned, which the next session cuts off). Raises :class:`LedgerError` for any
-    other damage (see the module docstring)."""
-    where = os.fspath(path)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        extra = " (its head file remains: it was deleted)" if head_path(path).exists() else ""
-        raise LedgerError(f"ledger file {where} does not exist{extra}") from None
-    except OSError as exc:
-        raise _unreadable(where, exc) from None
-    try:
-        head_data = head_path(path).read_bytes()
-    except FileNotFoundError:
-        head_data = b""
-    except OSError as exc:
-        raise _unreadable(str(head_path(path)), exc) from None
-    try:
-        chain, records, tail = _load(data, where)
-        head = _read_head(head_data, where)
-        state = _check_against_head(chain, head, tail, where)
-    except (ValueError, TypeError, KeyError, ArithmeticError) as exc:  # a well-hashed but
-        # ill-typed record (only someone recomputing the hashes writes one): damaged
-        raise LedgerError(f"{where}: a ledger record is damaged ({type(exc).__name__}); "
-                          "restore the ledger from a backup") from exc
-    return {
-        "ledger_id": chain.ledger_id,
-        "header": chain.header,
-        "releases": records,
-        "epsilon_spent": chain.eps,
-        "delta_spent": chain.dlt,
-        "torn_tail_bytes": len(tail) if state == "cut" else 0,
-        "valid_bytes": chain.offset,
-        "head_seq": head["seq"],
-        "chain_hash": chain.hashes[-1],
-    }
-
-
-# -- head digests: rollback and clone detection ------------------------------------------------
-#: hex digits of a line hash kept in a head digest (128 bits)
-HEAD_DIGEST_HEX = 32
-
-
-def head_digest(seq: int, chain_hash: str) -> str:
-    """The short commit digest of a ledger state: ``"<seq>:<first 32 hex of line seq's
-    hash>"``. A line's hash covers its ``prev`` (the hash of the line before), so it commits
-    to the header (budget, ledger id) and every release up to ``seq``; a ledger *extends* the
-    digest when its line ``seq`` has that hash."""
-    return f"{seq}:{chain_hash[:HEAD_DIGEST_HEX]}"
-
-
-def ledger_head(path: str | os.PathLike[str]) -> str:
-    """The head digest of the ledger at ``path`` (verified with :func:`read_ledger_file`;
-    a complete line beyond the head file's count, which the next session keeps, is included)
-    — what a steward archives elsewhere after a run, to pass later as
-    ``dpf.Session(path, expect_head=...)``."""
-    info = read_ledger_file(path)
-    return head_digest(len(info["releases"]), info["chain_hash"])
-
-
-def check_expected_head(hashes: list[str], expected: str, where: str) -> None:
-    """Refuse (:class:`LedgerError`) a ledger whose chain (``hashes[seq]`` = hash of line
-    ``seq``) does not contain the ``expected`` head digest: it ends before that release
-    (**behind**: rolled back to an older copy, or deleted and created again) or holds a
-    different line there (**diverged**: a copy that spent separately, another ledger, or a
-    rewritten history). A ledger equal to or ahead of the digest passes."""
-    from dpframe._validation import check_head
-
-    seq, prefix = check_head(expected)
-    last = len(hashes) - 1
-    if seq > last:
-        raise LedgerError(
-            f"{where} is BEHIND the expected head {expected!r}: it ends at release {last}, "
-            f"but release {seq} was committed when that head was recorded. It was rolled back "
-            "to an older copy (or deleted and created again), so it shows less spent than was "
-            "spent; restore the newer files. Nothing was read or spent"
-        )
-    if not hashes[seq].startswith(prefix):
-        raise LedgerError(
-            f"{where} has DIVERGED from the expected head {expected!r}: its release {seq} is "
-            "not the one recorded (a copy of the ledger that spent separately, another ledger "
-            "at this path, or a rewritten history); its spending is not the recorded one. "
-            "Nothing was read or spent"
-        )
-
-
-def check_ledger_head(path: str | os.PathLike[str], expected: str) -> None:
-    """Refuse (:class:`LedgerError`; :class:`~dpframe.errors.ParameterError` for a malformed
-    digest) the ledger at ``path`` unless it exists and contains the head digest
-    ``expected`` (:func:`check_expected_head`). Reads both files, modifies neither."""
-    from dpframe._validation import check_head
-
-    check_head(expected)
-    where = os.fspath(path)
-    if not os.path.lexists(path):
-        raise LedgerError(
-            f"{where} does not exist, but a head {expected!r} of it was recorded: the ledger "
-            "was deleted or moved. Restore it; a new ledger here would start the budget again"
-        )
-    try:
-        info = read_ledger_file(path)
-    except OSError as exc:
-        raise LedgerError(f"cannot read the ledger {where}: {exc.strerror or exc}") from None
-    hashes = [info["header"]["hash"], *(r["hash"] for r in info["releases"])]
-    check_expected_head(hashes, expected, where)
-
-
-def _load(data: bytes, where: str) -> tuple[_Chain, list[dict[str, Any]], bytes]:
-    if not data:
-        raise LedgerError(
-            f"{where} is empty, but a dpframe ledger is never empty (it is created whole); "
-            "it was truncated — restore it from a backup"
-        )
-    first, sep, _ = data.partition(b"\n")
-    if not sep:
-        _check_header(first, where)  # a clear message for foreign files
-        raise LedgerError(f"{where}: the ledger header is truncated; restore it from a backup")
-    header = _check_header(first, where)
-    chain = _Chain(header, first + b"\n")
-    records, tail = chain.extend(data[chain.offset:], where)
-    return chain, records, tail
-
 
 # -- fork support ------------------------------------------------------------------------------
 _open_ledgers: weakref.WeakSet[DurableLedger] = weakref.WeakSet()
@@ -464,35 +105,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _ino(st: os.stat_result) -> tuple[int, int]:
-    return (st.st_dev, st.st_ino)
-
-
-def _open_existing(path: Path, flags: int, ledger: Path) -> int:
-    """``os.open`` of an existing ledger or head file; a file this process may not open
-    (no permission, a read-only file system) is a :class:`LedgerError` naming the fix.
-    ``FileNotFoundError`` passes through (the callers tell what a missing file means)."""
-    try:
-        return os.open(path, flags)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise LedgerError(
-            f"cannot open {path} of the ledger {ledger} for reading and writing "
-            f"({exc.strerror or type(exc).__name__}): dpframe appends every release to the "
-            "ledger and its head file. Give this user read and write permission on both (and "
-            "a writable file system), or name another ledger path; nothing was read or spent"
-        ) from None
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class DurableLedger(Ledger):

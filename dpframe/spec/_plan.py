@@ -1,6 +1,6 @@
 """The plan of a release spec, from public facts only: budget split, mechanisms, accuracy.
 
-:func:`plan_release` turns a checked :class:`~dpframe.spec._parse.ReleaseSpec` and the
+:func:`plan_release` turns a checked :class:`~dpframe.spec._model.ReleaseSpec` and the
 :class:`SourceFacts` of its input (column names and types from the file schema, and the public
 row count ``n`` when the files' metadata holds it) into a :class:`ReleasePlan`: per query and
 measurement the ε and δ charged, the mechanism, its sensitivity, output domain, scale and a
@@ -39,7 +39,8 @@ from typing import Any
 
 from dpframe.errors import DPFrameError, PrivateSizeWarning, SpecError
 from dpframe.mechanisms.accuracy import half_width
-from dpframe.spec._parse import Condition, QuerySpec, ReleaseSpec, StatisticSpec, library_query
+from dpframe.spec._model import Condition, QuerySpec, ReleaseSpec, StatisticSpec
+from dpframe.spec._vocabulary import library_query
 
 __all__ = [
     "ACCURACY_METHOD",
@@ -220,37 +221,33 @@ def _where(spec: ReleaseSpec, exc: DPFrameError, named: Mapping[str, tuple[Any, 
 
 
 # -- filters and queries ---------------------------------------------------------------------
+#: Each filter operator (:data:`dpframe.spec._filters.FILTER_OPS`) as a narwhals expression of
+#: the column and the condition's value.
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "==": lambda col, v: col == v,
+    "!=": lambda col, v: col != v,
+    "<": lambda col, v: col < v,
+    "<=": lambda col, v: col <= v,
+    ">": lambda col, v: col > v,
+    ">=": lambda col, v: col >= v,
+    "in": lambda col, v: col.is_in(list(v)),
+    "not in": lambda col, v: ~col.is_in(list(v)),
+    "between": lambda col, v: col.is_between(v[0], v[1], closed="both"),
+    "is null": lambda col, _: col.is_null(),
+    "is not null": lambda col, _: ~col.is_null(),
+}
+
+
 def _expr(c: Condition) -> Any:
     import narwhals as nw
 
     if c.any_of:
         return reduce(lambda a, b: a | b, (_expr(x) for x in c.any_of))
     assert c.column is not None
-    col = nw.col(c.column)
-    op, v = c.op, c.value
-    if op == "==":
-        return col == v
-    if op == "!=":
-        return col != v
-    if op == "<":
-        return col < v
-    if op == "<=":
-        return col <= v
-    if op == ">":
-        return col > v
-    if op == ">=":
-        return col >= v
-    if op == "in":
-        return col.is_in(list(v))
-    if op == "not in":
-        return ~col.is_in(list(v))
-    if op == "between":
-        return col.is_between(v[0], v[1], closed="both")
-    if op == "is null":
-        return col.is_null()
-    if op == "is not null":
-        return ~col.is_null()
-    raise AssertionError(op)  # pragma: no cover - checked by the parser
+    build = _OPERATORS.get(c.op or "")
+    if build is None:
+        raise AssertionError(c.op)  # pragma: no cover - checked by the parser
+    return build(nw.col(c.column), c.value)
 
 
 def compile_filter(conditions: tuple[Condition, ...]) -> list[Any]:
@@ -273,7 +270,7 @@ def describe_filter(conditions: tuple[Condition, ...]) -> str | None:
 
 def build_queries(q: QuerySpec) -> tuple[dict[str, Any], dict[str, float]]:
     """The ``{name: dpf.count()/dpf.mean(col)/dpf.histogram(col, bins=B)/...}`` of one query
-    (the library's own query objects, :func:`dpframe.spec._parse.library_query`) and its
+    (the library's own query objects, :func:`dpframe.spec._vocabulary.library_query`) and its
     weights."""
     return ({s.name: library_query(s) for s in q.statistics},
             {s.name: s.weight for s in q.statistics})

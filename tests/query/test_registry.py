@@ -52,7 +52,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     # the variance by name; the rule could move to query/_accuracy.SquareRoot
     ("spec/_plan.py", "std"): "a std's target is its variance's h²",
     # message text: how each spec word with parameters is written (not a branch)
-    **{("spec/_parse.py", name): "an example in a message (_EXAMPLES)"
+    **{("spec/_statistics.py", name): "an example in a message (_EXAMPLES)"
        for name in ("histogram", "value_counts", "proportions", "cov", "corr")},
 }
 

@@ -1,0 +1,55 @@
+"""The ``[bounds]``, ``[keys]`` and ``[missing]`` tables of a release spec, each checked by the
+library's own check (:mod:`dpframe.provenance._protect`)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dpframe.provenance._protect import check_key_list, validate_bounds, validate_missing
+from dpframe.spec._toml import Path_, _Checker
+
+
+def _bounds(c: _Checker, raw: Any) -> dict[str, tuple[float, float]]:
+    """``[bounds]``, each checked by :func:`dpframe.provenance._protect.validate_bounds`."""
+    t = c.table(raw, ("bounds",), "[bounds]")
+    if not t:
+        raise c.fail(("bounds",), "[bounds] is empty; declare public bounds, e.g. age = [0, 120]")
+    return {col: c.library(functools.partial(_one, validate_bounds, col), pair,
+                           ("bounds", col), f"bounds.{col}") for col, pair in t.items()}
+
+
+def _one(check: Callable[..., Mapping[str, Any]], column: str, value: Any,
+         extra: tuple[Any, ...] = ()) -> Any:
+    """``check({column: value}, *extra)[column]``: a library check of one column's entry."""
+    return check({column: value}, *extra)[column]
+
+
+def _key_list(c: _Checker, raw: Any, path: Path_, column: str) -> tuple[Any, ...]:
+    """Public keys: :func:`dpframe.provenance._protect.check_key_list`, and TOML values of one
+    kind."""
+    raw = c.library(functools.partial(check_key_list, column), raw, path, f"keys of {column!r}")
+    for i, k in enumerate(raw):
+        if not isinstance(k, str | int | float | bool) or (isinstance(k, float)
+                                                          and not math.isfinite(k)):
+            raise c.fail((*path, i), f"key {k!r} of {column!r} must be a string or a finite "
+                         "number")
+    kinds = {str if isinstance(k, str) else bool if isinstance(k, bool) else float for k in raw}
+    if len(kinds) > 1:
+        raise c.fail(path, f"keys of {column!r} mix types: {raw!r}")
+    return tuple(raw)
+
+
+def _keys(c: _Checker, raw: Any, path: Path_) -> dict[str, tuple[Any, ...]]:
+    t = c.table(raw, path, "[keys]")
+    return {col: _key_list(c, keys, (*path, col), col) for col, keys in t.items()}
+
+
+def _missing(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]]
+             ) -> dict[str, str | float]:
+    """``[missing]``, each rule checked by :func:`dpframe.provenance._protect.validate_missing`."""
+    t = c.table(raw, ("missing",), "[missing]")
+    return {col: c.library(functools.partial(_one, validate_missing, col, extra=(bounds,)), rule,
+                           ("missing", col), f"missing.{col}") for col, rule in t.items()}
