@@ -15,6 +15,7 @@ in the types the Polars reference gives every node.
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from dpframe.backends.duckdb._sql_types import (
     _LAST_DAY,
     _MICROS_PER_DAY,
     _PER_SECOND,
+    _TEMPORAL_LITERALS,
     _double,
     _dtype,
     _duck,
@@ -103,9 +105,6 @@ class _Compiler:
 
     def literal(self, value: Any, dtype: Any) -> str:
         """An exactly typed literal."""
-        import datetime as dt
-        import decimal
-
         kind = _kind(dtype)
         if value is None:
             return _null(dtype)
@@ -121,29 +120,12 @@ class _Compiler:
             return f"CAST({_text(str(value))} AS VARCHAR)"
         if kind == "decimal" and isinstance(value, decimal.Decimal | int):
             return f"CAST('{value}' AS {_duck(dtype)})"
-        if kind == "date":
-            if isinstance(value, dt.date):
-                return f"CAST('{value.isoformat()}' AS DATE)"
-            if isinstance(value, int):
-                return f"CAST(DATE '1970-01-01' + {int(value)} AS DATE)"
-        if kind == "datetime":
-            duck = _duck(dtype)
-            if isinstance(value, dt.datetime) and value.tzinfo is None:
-                return f"CAST(TIMESTAMP '{value.isoformat(sep=' ')}' AS {duck})"
-            if isinstance(value, int):
-                micros = value * 10**6 // _PER_SECOND[_unit(dtype)]
-                if _unit(dtype) == "ns":
-                    return f"make_timestamp_ns(CAST('{int(value)}' AS BIGINT))"
-                return f"CAST(make_timestamp(CAST('{micros}' AS BIGINT)) AS {duck})"
-        if kind == "time":
-            if isinstance(value, dt.time) and value.tzinfo is None:
-                return f"CAST(TIME '{value.isoformat()}' AS TIME_NS)"
-            if isinstance(value, int):
-                micros = value // 1000
-                return (f"CAST(TIME '00:00:00' + to_microseconds(CAST('{micros}' AS BIGINT)) "
-                        "AS TIME_NS)")
-        raise _RefusalError(f"the literal {value!r} of type {dtype}", "use a number, string, "
-                            "boolean, date or naive datetime literal")
+        temporal = _TEMPORAL_LITERALS.get(kind)
+        sql = temporal(value, dtype) if temporal is not None else None
+        if sql is None:
+            raise _RefusalError(f"the literal {value!r} of type {dtype}", "use a number, "
+                                "string, boolean, date or naive datetime literal")
+        return sql
 
     # -- casts --------------------------------------------------------------------------------
 
@@ -160,41 +142,51 @@ class _Compiler:
         target = _duck(dst)
         if d == "float":
             return self.to_float(sql, src, dst)
-        if d == "int":
-            if s == "int":
-                return f"TRY_CAST({sql} AS {target})"
-            if s == "bool":
-                return f"CAST({sql} AS {target})"
-            if s in ("float", "decimal"):
-                return f"TRY_CAST(trunc({sql}) AS {target})"
-            if s == "str":
-                return f"TRY_CAST({self.parse_int(sql, dst)} AS {target})"
-            if s in ("date", "datetime"):
-                return f"TRY_CAST({self.physical(sql, src)} AS {target})"
-        if d in ("date", "datetime") and s in ("int", "bool"):
-            return self.from_physical(sql, src, dst)
-        if d == "bool" and s in ("int", "float", "decimal"):
-            return f"({sql} <> 0)"
-        if d == "str" and s in ("int", "bool"):
-            return f"CAST({sql} AS VARCHAR)"
-        if d == "decimal" and s == "int":
-            return f"TRY_CAST({sql} AS {target})"
-        if d == "decimal" and s == "decimal":  # fewer decimals: half to even, as Polars
-            scale = getattr(dst, "scale", 0)
-            if scale < getattr(src, "scale", 0):
-                return f"TRY_CAST(round_even({sql}, {scale}) AS {target})"
-            return f"TRY_CAST({sql} AS {target})"
-        if d == "str" and s == "decimal":  # DuckDB writes 0.5 as .5 when precision = scale
-            return f"regexp_replace(CAST({sql} AS VARCHAR), '^(-?)\\.', '\\10.')"
-        if d == "datetime" and s in ("date", "datetime"):
-            return self.to_datetime(sql, src, dst)
-        if d == "date" and s == "datetime":
-            return self.to_date(sql, src)
-        if d == "time" and s == "datetime":
-            return self.time_of(sql, src)
+        to = {"int": self.cast_to_int, "bool": _cast_to_bool, "str": _cast_to_str,
+              "decimal": _cast_to_decimal, "date": self.cast_to_date,
+              "datetime": self.cast_to_datetime, "time": self.cast_to_time}.get(d)
+        converted = to(sql, src, dst, target) if to is not None else None
+        if converted is not None:
+            return converted
         raise _RefusalError(f"casting {src} to {dst}", _CAST_INSTEAD.get((s, d), "cast through a "
                             "type DuckDB and Polars convert alike (numbers, booleans, integers to "
                             "String), or use a Polars frame"))
+
+    # Each cast to one destination kind (``target``: its DuckDB type): the SQL, or None if the
+    # source kind does not convert (then ``cast`` refuses).
+
+    def cast_to_int(self, sql: str, src: Any, dst: Any, target: str) -> str | None:
+        s = _kind(src)
+        if s == "int":
+            return f"TRY_CAST({sql} AS {target})"
+        if s == "bool":
+            return f"CAST({sql} AS {target})"
+        if s in ("float", "decimal"):
+            return f"TRY_CAST(trunc({sql}) AS {target})"
+        if s == "str":
+            return f"TRY_CAST({self.parse_int(sql, dst)} AS {target})"
+        if s in ("date", "datetime"):
+            return f"TRY_CAST({self.physical(sql, src)} AS {target})"
+        return None
+
+    def cast_to_date(self, sql: str, src: Any, dst: Any, target: str) -> str | None:
+        s = _kind(src)
+        if s in ("int", "bool"):
+            return self.from_physical(sql, src, dst)
+        if s == "datetime":
+            return self.to_date(sql, src)
+        return None
+
+    def cast_to_datetime(self, sql: str, src: Any, dst: Any, target: str) -> str | None:
+        s = _kind(src)
+        if s in ("int", "bool"):
+            return self.from_physical(sql, src, dst)
+        if s in ("date", "datetime"):
+            return self.to_datetime(sql, src, dst)
+        return None
+
+    def cast_to_time(self, sql: str, src: Any, dst: Any, target: str) -> str | None:
+        return self.time_of(sql, src) if _kind(src) == "datetime" else None
 
     def to_float(self, sql: str, src: Any, dst: Any) -> str:
         s = _kind(src)
@@ -488,6 +480,31 @@ class _Compiler:
         else:
             raise _RefusalError(f"the operator {op}", "use a Polars frame")
         return f"TRY_CAST(TRY({exact}) AS {_duck(out)})"
+
+
+def _cast_to_bool(sql: str, src: Any, dst: Any, target: str) -> str | None:
+    return f"({sql} <> 0)" if _kind(src) in ("int", "float", "decimal") else None
+
+
+def _cast_to_str(sql: str, src: Any, dst: Any, target: str) -> str | None:
+    s = _kind(src)
+    if s in ("int", "bool"):
+        return f"CAST({sql} AS VARCHAR)"
+    if s == "decimal":  # DuckDB writes 0.5 as .5 when precision = scale
+        return f"regexp_replace(CAST({sql} AS VARCHAR), '^(-?)\\.', '\\10.')"
+    return None
+
+
+def _cast_to_decimal(sql: str, src: Any, dst: Any, target: str) -> str | None:
+    s = _kind(src)
+    if s == "int":
+        return f"TRY_CAST({sql} AS {target})"
+    if s == "decimal":  # fewer decimals: half to even, as Polars
+        scale = getattr(dst, "scale", 0)
+        if scale < getattr(src, "scale", 0):
+            return f"TRY_CAST(round_even({sql}, {scale}) AS {target})"
+        return f"TRY_CAST({sql} AS {target})"
+    return None
 
 
 def _fits(dtype: Any, out: Any) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import math
 from typing import Any
 
@@ -152,6 +153,41 @@ def _int(value: int, duck: str) -> str:
 
 def _null(dtype: Any) -> str:
     return "NULL" if _kind(dtype) == "null" else f"CAST(NULL AS {_duck(dtype)})"
+
+
+def _date_literal(value: Any, dtype: Any) -> str | None:
+    if isinstance(value, dt.date):
+        return f"CAST('{value.isoformat()}' AS DATE)"
+    if isinstance(value, int):
+        return f"CAST(DATE '1970-01-01' + {int(value)} AS DATE)"
+    return None
+
+
+def _datetime_literal(value: Any, dtype: Any) -> str | None:
+    duck = _duck(dtype)
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        return f"CAST(TIMESTAMP '{value.isoformat(sep=' ')}' AS {duck})"
+    if isinstance(value, int):
+        micros = value * 10**6 // _PER_SECOND[_unit(dtype)]
+        if _unit(dtype) == "ns":
+            return f"make_timestamp_ns(CAST('{int(value)}' AS BIGINT))"
+        return f"CAST(make_timestamp(CAST('{micros}' AS BIGINT)) AS {duck})"
+    return None
+
+
+def _time_literal(value: Any, dtype: Any) -> str | None:
+    if isinstance(value, dt.time) and value.tzinfo is None:
+        return f"CAST(TIME '{value.isoformat()}' AS TIME_NS)"
+    if isinstance(value, int):
+        micros = value // 1000
+        return (f"CAST(TIME '00:00:00' + to_microseconds(CAST('{micros}' AS BIGINT)) "
+                "AS TIME_NS)")
+    return None
+
+
+#: Exactly typed literals of the temporal kinds: the SQL, or None for a value of another form.
+_TEMPORAL_LITERALS = {"date": _date_literal, "datetime": _datetime_literal,
+                      "time": _time_literal}
 
 
 def _powi(base: float, exponent: int) -> float:

@@ -8,6 +8,7 @@ accepts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from dpframe.backends.spark._sql_types import (
@@ -37,34 +38,10 @@ def _convert(sql: str, source: Any, target: Any) -> str:
         return f"CAST({sql} AS {dst.sql})"
     if dst.kind in ("int", "uint"):
         return _to_integer(sql, source, src, target, dst)
-    if dst.kind == "float":
-        if src.kind in ("int", "uint", "bool", "float"):
-            return f"CAST({sql} AS {dst.sql})"
-        if src.kind == "str" and dst.bits == 64:
-            return _string_to_double(sql)
-        if src.kind == "decimal" and dst.bits == 64:
-            return f"CAST({sql} AS DOUBLE)"
-    elif dst.kind == "bool":
-        if src.kind in ("int", "uint", "float"):
-            return f"CAST({sql} AS BOOLEAN)"
-    elif dst.kind == "str":
-        if src.kind in ("int", "uint", "bool"):
-            return f"CAST({sql} AS STRING)"
-    elif dst.kind == "date":
-        if src.kind == "datetime":
-            return f"CAST({_local_ntz(sql, src)} AS DATE)"
-    elif dst.kind == "datetime" and dst.tz is None:
-        if src.kind == "date":
-            return (f"(CASE WHEN {_days_guard(sql, *_MICRO_DAYS)} "
-                    f"THEN CAST({sql} AS TIMESTAMP_NTZ) END)")
-        if src.kind == "datetime":
-            return f"timestampadd(MICROSECOND, unix_micros({sql}), {_EPOCH_NTZ})"
-    elif dst.kind == "decimal":
-        if src.kind in ("int", "uint", "bool"):
-            return f"try_cast({sql} AS {dst.sql})"
-        if src.kind == "decimal" and src.scale <= dst.scale and (
-                src.precision - src.scale <= dst.precision - dst.scale):
-            return f"CAST({sql} AS {dst.sql})"
+    to = _CASTS_TO.get(dst.kind)
+    converted = to(sql, src, dst) if to is not None else None
+    if converted is not None:
+        return converted
     raise _refuse(f"a cast from {source} to {target}", _CAST_ADVICE)
 
 
@@ -110,3 +87,58 @@ def _local_ntz(sql: str, info: _Info) -> str:
     return (f"(CASE WHEN unix_micros({sql}) >= {lo} AND unix_micros({sql}) <= {hi} "
             f"THEN timestampadd(MICROSECOND, {micros}, {_EPOCH_NTZ}) END)")
 
+
+# Each cast to one destination kind: the SQL, or None if the source kind does not convert (then
+# _convert refuses).
+
+def _to_float(sql: str, src: _Info, dst: _Info) -> str | None:
+    if src.kind in ("int", "uint", "bool", "float"):
+        return f"CAST({sql} AS {dst.sql})"
+    if src.kind == "str" and dst.bits == 64:
+        return _string_to_double(sql)
+    if src.kind == "decimal" and dst.bits == 64:
+        return f"CAST({sql} AS DOUBLE)"
+    return None
+
+
+def _to_boolean(sql: str, src: _Info, dst: _Info) -> str | None:
+    if src.kind in ("int", "uint", "float"):
+        return f"CAST({sql} AS BOOLEAN)"
+    return None
+
+
+def _to_string(sql: str, src: _Info, dst: _Info) -> str | None:
+    if src.kind in ("int", "uint", "bool"):
+        return f"CAST({sql} AS STRING)"
+    return None
+
+
+def _to_date(sql: str, src: _Info, dst: _Info) -> str | None:
+    if src.kind == "datetime":
+        return f"CAST({_local_ntz(sql, src)} AS DATE)"
+    return None
+
+
+def _to_naive_datetime(sql: str, src: _Info, dst: _Info) -> str | None:
+    if dst.tz is not None:
+        return None
+    if src.kind == "date":
+        return (f"(CASE WHEN {_days_guard(sql, *_MICRO_DAYS)} "
+                f"THEN CAST({sql} AS TIMESTAMP_NTZ) END)")
+    if src.kind == "datetime":
+        return f"timestampadd(MICROSECOND, unix_micros({sql}), {_EPOCH_NTZ})"
+    return None
+
+
+def _to_decimal(sql: str, src: _Info, dst: _Info) -> str | None:
+    if src.kind in ("int", "uint", "bool"):
+        return f"try_cast({sql} AS {dst.sql})"
+    if src.kind == "decimal" and src.scale <= dst.scale and (
+            src.precision - src.scale <= dst.precision - dst.scale):
+        return f"CAST({sql} AS {dst.sql})"
+    return None
+
+
+_CASTS_TO: dict[str, Callable[[str, _Info, _Info], str | None]] = {
+    "float": _to_float, "bool": _to_boolean, "str": _to_string, "date": _to_date,
+    "datetime": _to_naive_datetime, "decimal": _to_decimal}

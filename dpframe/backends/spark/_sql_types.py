@@ -69,6 +69,31 @@ def _name(dtype: Any) -> str:
     return dtype.__name__ if isinstance(dtype, type) else type(dtype).__name__
 
 
+#: The Spark representation of the dtypes without parameters (other than integers).
+_FIXED_INFOS = {"Float64": _Info("float", "DOUBLE", bits=64),
+                "Float32": _Info("float", "FLOAT", bits=32),
+                "Boolean": _Info("bool", "BOOLEAN", 0, 1), "String": _Info("str", "STRING"),
+                "Date": _Info("date", "DATE"), "Null": _Info("null", "VOID")}
+
+
+def _datetime_info(dtype: Any) -> _Info:
+    unit = getattr(dtype, "time_unit", "us")
+    if unit != "us":
+        raise _refuse(f"a Datetime with {unit!r} precision", "Spark timestamps hold "
+                      "microseconds: use Datetime('us')")
+    tz = getattr(dtype, "time_zone", None)
+    return _Info("datetime", "TIMESTAMP" if tz else "TIMESTAMP_NTZ", tz=tz)
+
+
+def _decimal_info(dtype: Any) -> _Info:
+    precision = getattr(dtype, "precision", None) or 38
+    scale = getattr(dtype, "scale", 0) or 0
+    if not 0 <= scale <= precision <= 38:
+        raise _refuse(f"the type {dtype}", "use a Decimal of at most 38 digits")
+    return _Info("decimal", f"DECIMAL({precision},{scale})", precision=precision,
+                 scale=scale)
+
+
 def _info(dtype: Any) -> _Info:
     """The Spark representation of ``dtype``; refuses dtypes Spark cannot hold exactly."""
     name = _name(dtype)
@@ -78,32 +103,12 @@ def _info(dtype: Any) -> _Info:
     if name in _UINT_TYPES:
         sql, bits = _UINT_TYPES[name]
         return _Info("uint", sql, 0, 2**bits - 1)
-    if name == "Float64":
-        return _Info("float", "DOUBLE", bits=64)
-    if name == "Float32":
-        return _Info("float", "FLOAT", bits=32)
-    if name == "Boolean":
-        return _Info("bool", "BOOLEAN", 0, 1)
-    if name == "String":
-        return _Info("str", "STRING")
-    if name == "Date":
-        return _Info("date", "DATE")
-    if name == "Null":
-        return _Info("null", "VOID")
+    if name in _FIXED_INFOS:
+        return _FIXED_INFOS[name]
     if name == "Datetime":
-        unit = getattr(dtype, "time_unit", "us")
-        if unit != "us":
-            raise _refuse(f"a Datetime with {unit!r} precision", "Spark timestamps hold "
-                          "microseconds: use Datetime('us')")
-        tz = getattr(dtype, "time_zone", None)
-        return _Info("datetime", "TIMESTAMP" if tz else "TIMESTAMP_NTZ", tz=tz)
+        return _datetime_info(dtype)
     if name == "Decimal":
-        precision = getattr(dtype, "precision", None) or 38
-        scale = getattr(dtype, "scale", 0) or 0
-        if not 0 <= scale <= precision <= 38:
-            raise _refuse(f"the type {dtype}", "use a Decimal of at most 38 digits")
-        return _Info("decimal", f"DECIMAL({precision},{scale})", precision=precision,
-                     scale=scale)
+        return _decimal_info(dtype)
     if name in ("UInt64", "Int128", "UInt128"):
         raise _refuse(f"the 64-bit unsigned or 128-bit integer type {dtype}",
                       "cast to Int64 (values that do not fit become missing) or to Float64")
