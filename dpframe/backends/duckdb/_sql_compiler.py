@@ -557,5 +557,3 @@ _INSTEAD: dict[str, str] = {
     **{name: "DuckDB relations hold no Polars lists here; use a Polars frame"
        for name in FUNCTIONS if name.startswith("ListFunction.")},
 }
-
-

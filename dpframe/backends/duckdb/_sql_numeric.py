@@ -544,4 +544,3 @@ def _is_in(c: _Compiler, node: Call) -> str:
         return f"(CASE WHEN {x} IS NULL THEN {if_null} ELSE FALSE END)"
     return c.let(x, lambda v: (f"(CASE WHEN {v} IS NULL THEN {if_null} "
                                f"ELSE coalesce({v} IN ({', '.join(present)}), FALSE) END)"))
-

@@ -118,4 +118,3 @@ def _rewrite(pattern: str, value: str) -> str:
                                 "rewrites reach groups 0-9 only)", "use at most nine groups")
         out.append(f"\\{index}")
     return "".join(out)
-

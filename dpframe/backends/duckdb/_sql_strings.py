@@ -257,4 +257,3 @@ def _find(c: _Compiler, node: Call) -> str:
     return c.let(s, lambda v: (
         f"(CASE WHEN regexp_matches({v}, {_text(pattern)}) "
         f"THEN TRY_CAST(strlen(regexp_extract({v}, {prefixed}, 1)) AS {out}) END)"))
-

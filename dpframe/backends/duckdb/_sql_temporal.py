@@ -101,4 +101,3 @@ def _truncate(c: _Compiler, node: Call) -> str:
                 f"(DATE '1970-01-01' + {days[0]}) AND (DATE '1970-01-01' + {days[1]}) "
                 f"THEN {result} END)")
     return c.let(sql, body)
-

@@ -260,6 +260,5 @@ _REFUSED = {
 }
 
 
-
 #: The table of functions, filled by :mod:`._rowwise` (which imports every handler).
 _CALLS: dict[str, Callable[[Call], str]] = {}

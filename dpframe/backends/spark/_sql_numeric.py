@@ -448,4 +448,3 @@ def _is_in(node: Call) -> str:
             f"{x} IN ({', '.join(_literal(v, source) for v in present)})")
     missing = ("TRUE" if None in items else "FALSE") if nulls_equal else "NULL"
     return f"(CASE WHEN {x} IS NULL THEN {missing} ELSE {test} END)"
-

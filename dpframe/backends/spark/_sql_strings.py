@@ -251,4 +251,3 @@ def _case(fn: str) -> Callable[[Call], str]:
     def build(node: Call) -> str:
         return f"{fn}({_string_subject(node)})"
     return build
-

@@ -125,4 +125,3 @@ def _truncate(node: Call) -> str:
     second = f"CAST(extract(SECOND FROM {x}) * 1000000 AS BIGINT)"
     drop = template.format(t=x, s=second)
     return f"(CASE WHEN {guard} THEN timestampadd(MICROSECOND, -({drop}), {x}) END)"
-

@@ -275,4 +275,3 @@ _CHRONO_DAYS = (-96465292, 95026236)
 _CHRONO_MICROS = (-8334601228800000000, 8210266876799999999)
 #: Dates whose midnight is a representable microsecond timestamp.
 _MICRO_DAYS = (-106751991, 106751991)
-
