@@ -3,7 +3,9 @@
 * :mod:`~dpframe.accounting.ledger` — the in-memory ledger and its ``Budget`` (public as
   ``dpf.Budget``), ``Ledger``, ``Reservation``;
 * :mod:`~dpframe.accounting.durable` — the durable ledger on disk: ``DurableLedger``,
-  ``open_ledger``, ``read_ledger_file``, ``ledger_head`` (docs/ledger.md);
+  ``open_ledger``, ``read_ledger_file``, ``ledger_head`` (docs/ledger.md), over its file
+  format (``_ledger_format``), chain verification (``_ledger_chain``) and file handling
+  (``_ledger_files``);
 * :mod:`~dpframe.accounting.seals` — seals of release tables: ``sign_release`` (public as
   ``dpf.sign_release``), ``release_log_of``, ``check_seal``;
 * :mod:`~dpframe.accounting.steward` — the steward's checks of files and ledgers:

@@ -1,7 +1,11 @@
 """The release spec, ``dpframe release spec.toml`` (docs/release-spec.md): not for users as
 modules (the command is the interface).
 
-* :mod:`~dpframe.spec._parse` — the TOML spec read and checked (``parse_spec``, ``load_spec``);
+* :mod:`~dpframe.spec._parse` — the TOML spec read and checked (``parse_spec``, ``load_spec``),
+  section by section: ``_toml`` (reading, line-mapped errors), ``_model`` (the checked spec's
+  dataclasses), ``_input``, ``_columns`` (bounds, keys, missing), ``_queries`` and
+  ``_statistics`` (each ``[[query]]``), ``_filters``, ``_vocabulary`` (the statistic words, from
+  the query registry);
 * :mod:`~dpframe.spec._plan` — its plan through :func:`dpframe.release._pipeline.plan` (the dry
   run);
 * :mod:`~dpframe.spec._run` — the run (``run_spec``) and the ``release`` command's parser.
