@@ -107,7 +107,7 @@ def test_the_binding_rereads_the_content_before_each_release(tmp_path, monkeypat
     every bound file, before each release (never skipped because the metadata is unchanged)."""
     import polars as pl
 
-    from dpframe.provenance import _protect as provenance
+    from dpframe.provenance import _binding as provenance
 
     path = tmp_path / "people.parquet"
     _write(path, _values())

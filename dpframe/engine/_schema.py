@@ -1,0 +1,83 @@
+"""A frame's schema (column name → narwhals dtype, from the schema only: no data is read)
+and its engine's name for the log.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import narwhals.stable.v2 as nw
+
+from dpframe._util.identity import IdentityMap
+from dpframe.engine._row_expressions import is_numeric
+from dpframe.errors import UnsupportedInputError
+
+__all__ = ["engine_name", "frame_columns", "validate_column"]
+
+
+_NAMES_LOCK = threading.Lock()
+_ENGINE_NAMES: dict[type, str] = {}
+
+
+def engine_name(native: Any) -> str:
+    """The engine and its version for the log (``"pandas 3.1.1"``, ``"polars-lazy 2.1.0"``);
+    computed once per frame type."""
+    with _NAMES_LOCK:
+        cached = _ENGINE_NAMES.get(type(native))
+    if cached is not None:
+        return cached
+    obj = nw.from_native(native)
+    impl = obj.implementation
+    name = str(impl.name).lower()
+    if isinstance(obj, nw.LazyFrame):
+        name += "-lazy"
+    try:
+        version = ".".join(str(v) for v in impl._backend_version())
+    except Exception:  # pragma: no cover - narwhals internals vary
+        version = ""
+    name = f"{name} {version}".strip()
+    with _NAMES_LOCK:
+        _ENGINE_NAMES[type(native)] = name
+    return name
+
+
+#: Schemas of frames whose schema cannot change (private snapshots, immutable plans), so a
+#: release does not convert a wide frame's schema again on every query.
+_SCHEMAS: IdentityMap[dict[str, Any]] = IdentityMap()
+
+
+def frame_columns(native: Any, *, immutable: bool = False) -> dict[str, Any]:
+    """Column name → narwhals dtype, from the schema only (no data is read). ``immutable``:
+    the caller knows ``native``'s schema can never change (dpframe's private snapshot of an
+    in-memory frame, a lazy plan); it is then converted once and remembered."""
+    if immutable:
+        known = _SCHEMAS.get(native)
+        if known is not None:
+            return known
+    obj = nw.from_native(native)
+    schema = obj.collect_schema() if isinstance(obj, nw.LazyFrame) else obj.schema
+    out = dict(schema.items())
+    if immutable:
+        _SCHEMAS.set(native, out)
+    return out
+
+
+def validate_column(native: Any, column: str, *, numeric: bool = True,
+                    columns: Mapping[str, Any] | None = None) -> Any:
+    """Raise :class:`UnsupportedInputError` unless ``column`` exists (and is numeric); return
+    its narwhals dtype. ``columns``: the schema if the caller already read it."""
+    cols = frame_columns(native) if columns is None else columns
+    if column not in cols:
+        shown = ", ".join(map(repr, list(cols)[:20]))
+        raise UnsupportedInputError(
+            f"column {column!r} is not in the frame; available columns: {shown}"
+        )
+    if numeric and not is_numeric(cols[column]):
+        raise UnsupportedInputError(
+            f"column {column!r} has dtype {cols[column]}, not a numeric type; cast it to a "
+            "number (e.g. frame.dp.with_columns(nw.col(...).cast(nw.Float64))) and declare "
+            "its bounds"
+        )
+    return cols[column]
