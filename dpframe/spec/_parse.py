@@ -37,7 +37,7 @@ from dpframe.mechanisms.quantiles import DEFAULT_MAX_CELLS
 from dpframe.provenance._protect import check_key_list, validate_bounds, validate_missing
 from dpframe.query.registry import StatisticArguments, spec_statistics
 from dpframe.query.statistics import Query
-from dpframe.release._pipeline import MECHANISMS as RELEASE_MECHANISMS
+from dpframe.release._request import MECHANISMS as RELEASE_MECHANISMS
 
 __all__ = [
     "ENGINES",
