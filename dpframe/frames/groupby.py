@@ -43,7 +43,7 @@ from dpframe.provenance._units import count_units
 from dpframe.query import statistics as q_
 from dpframe.release import _accuracy_planner as planner
 from dpframe.release import _pipeline as release
-from dpframe.release._pipeline import Outcome
+from dpframe.release._outcome import Outcome
 
 __all__ = ["DPGroupBy"]
 

@@ -21,7 +21,7 @@ from dpframe.accounting.seals import attach_release_log
 from dpframe.backends import Backend
 from dpframe.frames.bins import BIN
 from dpframe.query._keys import Keys
-from dpframe.release._pipeline import Outcome
+from dpframe.release._outcome import Outcome
 from dpframe.report.views import estimate_html
 
 __all__ = ["LOG_COLUMNS", "Estimate", "QuantileEstimate", "accuracy_table", "bin_edges_columns",

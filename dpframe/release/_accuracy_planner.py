@@ -29,10 +29,11 @@ from dpframe.mechanisms.accuracy import (  # re-exported: the count rounding rul
     rounded_half_width as rounded_half_width,
 )
 from dpframe.mechanisms.protocol import Mechanism
-from dpframe.provenance._protect import Session
+from dpframe.provenance._protect import Session, resolve
 from dpframe.query.registry import accuracy_of
 from dpframe.query.statistics import Query
-from dpframe.release._pipeline import GroupBy, plan, plan_release
+from dpframe.release._pipeline import plan, plan_release
+from dpframe.release._records import GroupBy
 
 __all__ = ["Accuracy", "accuracy", "epsilon_for", "split"]
 
@@ -99,8 +100,6 @@ def _selection_row(frame: Any, session: Session | str | None, rule: Any, alpha: 
     the smallest group kept with probability ``q ≥ ½`` is ``⌈t* + δ_t + b·ln(1/(2(1 − q)))⌉``
     (:meth:`~dpframe.mechanisms.selection.SelectionRule.smallest_kept`). Groups count rows, or
     persons (distinct privacy units, after keeping k rows per person) on a frame with one."""
-    from dpframe.provenance._protect import resolve
-
     counted = "rows" if resolve(frame, session).unit is None else "persons"
     half, sure = rule.smallest_kept(0.5), rule.smallest_kept(1.0 - alpha)
     note = (f"key selection: a group is kept iff its noisy count (Laplace, scale "
@@ -182,8 +181,6 @@ def _group_factor(group_by: GroupBy | None, frame: Any, session: Session | str |
     """Each group's share of ε: 1/2, or 1/(2·min(g, k)) with a privacy unit (privacy.md §U.4)."""
     if group_by is None:
         return 1.0
-    from dpframe.provenance._protect import resolve
-
     unit = resolve(frame, session).unit
     return 0.5 / (1 if unit is None else unit.touched_groups)
 

@@ -32,9 +32,14 @@ from typing import Any
 import numpy as np
 
 from dpframe.accounting._log_schema import LogRecord
-from dpframe.errors import ReleaseFailedError
+from dpframe.errors import EngineTimeoutError, ReleaseFailedError
+from dpframe.provenance import _units as units
+from dpframe.provenance._protect import FrameFacts
+from dpframe.release._engine_pass import TIMEOUT_FIX, timeout_text
+from dpframe.release._entries import LogContext
+from dpframe.release._records import Request
 
-__all__ = ["failure_entry", "failure_error", "quiet"]
+__all__ = ["charge_failure", "failure_entry", "failure_error", "quiet"]
 
 
 def failure_entry(*, what: str, names: Sequence[str], epsilon: float,
@@ -107,3 +112,40 @@ def quiet() -> Iterator[None]:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         yield
+
+
+def charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list[str],
+                   failure: str, reservation: Any, delta: float,
+                   timeout: float | None = None) -> None:
+    """A release failed after the read: spend its reservation, log the failure, and raise
+    the one fixed error (outside the ``except`` block, so nothing chains to the original).
+    ``failure == "timeout"``: the engine timeout expired
+    (:func:`~dpframe.release._engine_pass.engine_pass`); the entry says so and does not lock the
+    ledger (a timeout is a function of the elapsed time, which the
+    caller sees anyway: docs/audit.md leaves timing out of scope), the error names the
+    setting."""
+    context = LogContext.of(frame, facts, request)
+    entry = failure_entry(
+        what="release", names=names, epsilon=request.epsilon,
+        delta=delta, engine=context.engine, random_source=context.random_source,
+        derivation=context.derivation,
+        group_by=None if context.group_by is None else str(context.group_by),
+        keys_ref=context.keys_ref,
+        unit_fields=units.describe(facts.unit, context.group_by is not None))
+    if failure == "timeout":
+        entry = {**entry, "query": "timed-out release",
+                 "mechanism": "none (timed out: nothing was released)",
+                 "formulation": timeout_text(timeout, context.engine) + (
+                     "; the aggregation had been submitted, so the reserved budget is spent; "
+                     "its late result, if any, was discarded")}
+    facts.dataset.ledger.commit(reservation, [entry])
+    if failure == "timeout":
+        raise EngineTimeoutError(
+            f"{timeout_text(timeout, context.engine)}: every worker may have died, or the "
+            f"job needs longer. The aggregation had been submitted, so this release's reserved "
+            f"budget (epsilon={request.epsilon:.6g}, delta={delta:.3g}) is spent and the log "
+            f"records a timed-out release; its late result, if any, is discarded. "
+            f"{TIMEOUT_FIX}")
+    if failure in ("KeyboardInterrupt", "SystemExit"):
+        raise KeyboardInterrupt if failure == "KeyboardInterrupt" else SystemExit(1)
+    raise failure_error("release", names, request.epsilon, delta)

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from dpframe.errors import SpecError
-from dpframe.release._pipeline import MECHANISMS as RELEASE_MECHANISMS
+from dpframe.release._request import MECHANISMS as RELEASE_MECHANISMS
 from dpframe.spec._toml import Path_, _Locator
 
-#: The library's mechanisms (:data:`dpframe.release._pipeline.MECHANISMS`). A spec's δ goes to
+#: The library's mechanisms (:data:`dpframe.release._request.MECHANISMS`). A spec's δ goes to
 #: the queries whose mechanism can use it: ``"bounded"``, and ``"auto"`` (the default), which
 #: may choose it.
 MECHANISMS = RELEASE_MECHANISMS

@@ -513,7 +513,7 @@ def _plan_query(spec: ReleaseSpec, q: QuerySpec, frames: Sequence[Any], eps_q: f
     n, or stand-ins at each of :data:`SAMPLE_N` when n is unknown (then n-dependent numbers
     are shown as formulas in n); ``weights``: the statistics' ε's for a query with target
     accuracies (else their weights)."""
-    from dpframe.release._pipeline import charged_delta
+    from dpframe.release._mechanisms import charged_delta
 
     dlt_q = spec.query_delta(q)
     weights = weights_of(q) if weights is None else weights

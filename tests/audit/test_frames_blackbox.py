@@ -16,7 +16,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.mechanisms.audit import audit
-from dpframe.release import _pipeline as release_module
+from dpframe.release import _mechanisms as release_module
 
 #: statistical: every audit draws N = 50,000 releases per neighbour (still run by CI)
 pytestmark = [pytest.mark.slow,

@@ -10,7 +10,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.query._keys import Keys, keys_reference
-from dpframe.release import _pipeline as release
+from dpframe.release import _key_checks as release
 
 
 def test_keys_is_the_tuple_of_its_keys():

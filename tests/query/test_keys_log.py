@@ -13,7 +13,7 @@ import polars as pl
 
 import dpframe as dpf
 from dpframe.accounting.durable import read_ledger_file
-from dpframe.release._pipeline import keys_reference
+from dpframe.query._keys import keys_reference
 
 KEYS = [f"k{i}" for i in range(50)]
 

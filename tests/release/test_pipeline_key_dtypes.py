@@ -213,7 +213,7 @@ def test_64_bit_keys_at_the_ends_of_their_range_are_answered():
 def test_the_fast_paths_refuse_exactly_what_the_tick_check_refuses():
     import narwhals.stable.v2 as nw
 
-    from dpframe.release._pipeline import _bad_temporal_keys
+    from dpframe.release._key_checks import _bad_temporal_keys
 
     class NoOffset(dt.tzinfo):
         def utcoffset(self, when):
