@@ -28,6 +28,8 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from dpframe.errors import LedgerError
+
 __all__ = ["LIVE_BUDGET", "PROTECTED_MEMORY", "MemoryRegistry", "Range", "arrow_ranges",
            "own_arrow", "own_arrow_columns", "own_cells", "refuse_protected_memory"]
 
@@ -180,7 +182,6 @@ def refuse_protected_memory(ranges: Iterable[Range]) -> None:
     what a plan collected at protect turned out to hand back (a Python scan or function
     returning a protected frame's buffers, which its structure does not show). Addresses only:
     no value is compared."""
-    from dpframe.errors import LedgerError
 
     if PROTECTED_MEMORY.overlaps(ranges):
         raise LedgerError(LIVE_BUDGET)

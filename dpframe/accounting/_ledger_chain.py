@@ -30,6 +30,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpframe._validation import check_head
 from dpframe.accounting._ledger_format import _check_header, _frac, _parse, _read_head, head_path
 from dpframe.errors import LedgerError
 
@@ -191,7 +192,6 @@ def check_expected_head(hashes: list[str], expected: str, where: str) -> None:
     (**behind**: rolled back to an older copy, or deleted and created again) or holds a
     different line there (**diverged**: a copy that spent separately, another ledger, or a
     rewritten history). A ledger equal to or ahead of the digest passes."""
-    from dpframe._validation import check_head
 
     seq, prefix = check_head(expected)
     last = len(hashes) - 1
@@ -215,7 +215,6 @@ def check_ledger_head(path: str | os.PathLike[str], expected: str) -> None:
     """Refuse (:class:`LedgerError`; :class:`~dpframe.errors.ParameterError` for a malformed
     digest) the ledger at ``path`` unless it exists and contains the head digest
     ``expected`` (:func:`check_expected_head`). Reads both files, modifies neither."""
-    from dpframe._validation import check_head
 
     check_head(expected)
     where = os.fspath(path)

@@ -31,8 +31,15 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from dpframe.accounting._log_schema import log_frame
 from dpframe.accounting.ledger import LOG_VERSION
-from dpframe.accounting.seals import LEGACY_SCHEMES, RELEASE_ATTRS_KEY, check_seal, release_log_of
+from dpframe.accounting.seals import (
+    LEGACY_SCHEMES,
+    RELEASE_ATTRS_KEY,
+    attach_sealed,
+    check_seal,
+    release_log_of,
+)
 from dpframe.errors import (
     IntegrityError,
     LedgerError,
@@ -448,7 +455,6 @@ def read_log(
         verify_release(doc, file.table, file.metadata, key=key, where=where, file=file)
     if as_frame is None:
         return doc
-    from dpframe.accounting._log_schema import log_frame
 
     try:
         return log_frame(doc, as_frame)
@@ -472,7 +478,6 @@ def read_release(path: str | os.PathLike[str], *, as_frame: str = "pandas",
     pandas (its seal covers the pandas metadata), one written from Polars as Polars; the
     other library is refused (:class:`~dpframe.errors.IntegrityError`, naming the one to
     use). Raises what :func:`read_log` raises."""
-    from dpframe.accounting.seals import attach_sealed
 
     if as_frame not in ("pandas", "polars"):
         raise ParameterError(f"as_frame must be 'pandas' or 'polars', got {as_frame!r}")

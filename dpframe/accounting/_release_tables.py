@@ -70,6 +70,7 @@ from typing import Any
 import numpy as np
 
 from dpframe._util.tables import is_pandas_table, is_polars_table
+from dpframe.accounting._log_entries import canonical_json
 from dpframe.accounting.seals import attach_release_log, check_seal, release_log_of
 from dpframe.errors import IntegrityError, ParameterError
 
@@ -362,7 +363,6 @@ def _combined_document(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], list
             "concat_releases joins releases of one ledger only; keep releases of different "
             "ledgers in separate files"
         )
-    from dpframe.accounting._log_entries import canonical_json
 
     latest = max(docs, key=lambda d: len(d.get("entries") or []))
     history = list(latest.get("entries") or [])

@@ -52,6 +52,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpframe._validation import check_head
 from dpframe.accounting._ledger_chain import (
     _Chain,
     _check_against_head,
@@ -130,7 +131,6 @@ class DurableLedger(Ledger):
         expect_head: str | None = None,
     ) -> None:
         if expect_head is not None:
-            from dpframe._validation import check_head
 
             check_head(expect_head)
         self.path = check_location(path)

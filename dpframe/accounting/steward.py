@@ -32,6 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from dpframe.accounting import _log_view as logview
+from dpframe.accounting._parquet import (
+    find_log,
+    pandas_metadata_of,
+    read_release_file,
+    verify_release,
+)
+from dpframe.accounting.durable import FORMAT, head_path, read_ledger_file
+from dpframe.accounting.seals import table_digest
+from dpframe.errors import IntegrityError, LedgerError, ReleaseFileError
 
 __all__ = ["check_against_ledger", "file_kind", "inspect_file", "inspect_release", "spending"]
 
@@ -100,8 +109,6 @@ def inspect_file(path: str | Path, *, key: bytes | str | None = None,
 def file_kind(path: Path) -> str:
     """``"release"`` (a Parquet file) or ``"ledger"`` (a dpframe ledger file), from the
     file's first bytes; anything else is a :class:`~dpframe.errors.ReleaseFileError`."""
-    from dpframe.accounting.durable import FORMAT, head_path
-    from dpframe.errors import ReleaseFileError
 
     with open(path, "rb") as fh:
         start = fh.read(4096)
@@ -122,7 +129,6 @@ def inspect_release(path: str | Path, *, key: bytes | str | None = None,
     (:func:`dpframe.accounting._parquet.read_release_file`) and the log document the report
     describes (``{}`` if the log is not valid JSON) — so a page drawn from them shows the bytes that
     were verified."""
-    from dpframe.accounting._parquet import read_release_file
 
     path = Path(path)
     file = read_release_file(path)
@@ -143,8 +149,6 @@ def check_against_ledger(document: dict[str, Any], ledger: str | Path) -> dict[s
     release's chain position (``chain.seq``) with the same hash, and its entries up to that
     position equal the log's. Otherwise ``detail`` says what differs: a ledger rolled back to
     an older copy, rewritten, or another ledger."""
-    from dpframe.accounting.durable import read_ledger_file
-    from dpframe.errors import LedgerError
 
     out: dict[str, Any] = {"ledger_file": str(ledger), "matches": False, "detail": None}
     try:
@@ -179,9 +183,6 @@ def _canon(obj: Any) -> str:
 
 
 def _inspect_release(path: Path, key: bytes | str | None, file: Any) -> dict[str, Any]:
-    from dpframe.accounting._parquet import find_log, pandas_metadata_of, verify_release
-    from dpframe.accounting.seals import table_digest
-    from dpframe.errors import IntegrityError
 
     metadata, table = file.metadata, file.table
     report: dict[str, Any] = {"file": str(path), "kind": "release", "verified": False,
@@ -268,8 +269,6 @@ def _clean_entries(raw: Any) -> tuple[list[dict[str, Any]], int]:
 
 
 def _inspect_ledger(path: Path) -> dict[str, Any]:
-    from dpframe.accounting.durable import read_ledger_file
-    from dpframe.errors import LedgerError
 
     report: dict[str, Any] = {"file": str(path), "kind": "ledger", "verified": False,
                               "error": None}

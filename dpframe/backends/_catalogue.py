@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpframe.backends.duckdb import _rowwise as duckdb_target
+from dpframe.backends.spark import _rowwise as spark_target
 from dpframe.rowwise.functions import FUNCTIONS, OPERATORS
 
 __all__ = ["catalogue_markdown"]
@@ -15,8 +17,6 @@ def catalogue_markdown() -> str:
     """The table of operators and functions for ``docs/frames.md`` ("What each function
     computes"): what users write, what dpframe computes, and whether DuckDB and Spark compile
     it (every function runs on Polars, pandas and Dask). A test keeps the docs equal to it."""
-    from dpframe.backends.duckdb import _rowwise as duckdb_target
-    from dpframe.backends.spark import _rowwise as spark_target
 
     def mark(name: str, target: Any) -> str:
         if name not in target.SUPPORTED:

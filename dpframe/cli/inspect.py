@@ -13,9 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dpframe.accounting import _log_view as logview
 from dpframe.accounting import steward as steward
+from dpframe.accounting.durable import ledger_head
 from dpframe.accounting.steward import inspect_file
-from dpframe.errors import DPFrameError
+from dpframe.errors import DPFrameError, LedgerError
+from dpframe.frames.show import columns_of_table
+from dpframe.report.queries import is_long, queries_of_long
 
 __all__ = ["add_parser", "checked", "print_head", "queries_of_file", "run"]
 
@@ -130,9 +134,6 @@ def queries_of_file(table: Any, document: dict[str, Any]) -> list[dict[str, Any]
     """The queries of a whole-analysis file (a long table, ``dpf.concat_releases``): per query
     its release id(s), ε, δ, and per column the statistic it holds as released (after
     ``dpf.rename_release`` a column's released name); empty for a single release table."""
-    from dpframe.accounting import _log_view as logview
-    from dpframe.frames.show import columns_of_table
-    from dpframe.report.queries import is_long, queries_of_long
 
     if table is None:
         return []
@@ -191,8 +192,6 @@ def print_head(path: Path, *, as_json: bool = False, out: Any = None) -> int:
     """``inspect LEDGER --head``: print the ledger's head digest
     (:func:`dpframe.accounting.durable.ledger_head`) and return the exit status: 0 verified, 2 the
     ledger does not verify, 1 not a ledger file."""
-    from dpframe.accounting.durable import ledger_head
-    from dpframe.errors import LedgerError
 
     out = sys.stdout if out is None else out
     with open(path, "rb") as fh:

@@ -22,6 +22,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import dpframe as dpf
+from dpframe import __version__
+from dpframe.cli.inspect import add_parser as _add_inspect
+from dpframe.cli.inspect import run as _run_inspect
+from dpframe.cli.report import add_parser as _add_report
+from dpframe.cli.report import run as _run_report
+from dpframe.datasets import CENSUS_BOUNDS, CENSUS_KEYS, census
+from dpframe.errors import DPFrameError, ParameterError
+from dpframe.spec._run import add_release_parser, release_command
+
 __all__ = ["build_parser", "main", "run_demo"]
 
 # Share of the total epsilon spent by each step of the demo; 10 % is left unspent on purpose,
@@ -96,7 +106,6 @@ def _seed(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m dpframe`` argument parser."""
-    from dpframe import __version__
 
     parser = argparse.ArgumentParser(
         prog="python -m dpframe",
@@ -189,13 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="protect a pandas DataFrame, or a Polars LazyFrame inside a dpf.Session "
         "(default: %(default)s)",
     )
-    from dpframe.spec._run import add_release_parser
 
     add_release_parser(sub)
-    from dpframe.cli.inspect import add_parser as _add_inspect
 
     _add_inspect(sub)
-    from dpframe.cli.report import add_parser as _add_report
 
     _add_report(sub)
     return parser
@@ -224,7 +230,6 @@ def _as_pandas(frame: Any) -> Any:
 
 def _demo_output(output: str | Path) -> Path:
     """The demo's output file, refused before anything is released if it is a folder."""
-    from dpframe.errors import ParameterError
 
     path = Path(output)
     if path.name in ("", ".", "..") or path.is_dir():
@@ -254,9 +259,6 @@ def run_demo(
     """
     import pandas as pd
 
-    import dpframe as dpf
-    from dpframe.datasets import CENSUS_BOUNDS, CENSUS_KEYS, census
-    from dpframe.errors import ParameterError
 
     if backend not in ("pandas", "polars"):
         raise ParameterError(f"backend must be 'pandas' or 'polars', got {backend!r}")
@@ -463,11 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     if args.command == "release":
-        from dpframe.spec._run import release_command
 
         return release_command(args)
     if args.command == "inspect":
-        from dpframe.cli.inspect import run as _run_inspect
 
         try:
             return _run_inspect(args)
@@ -475,10 +475,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream
             return 0
     if args.command == "report":
-        from dpframe.cli.report import run as _run_report
 
         return _run_report(args)
-    from dpframe.errors import DPFrameError
 
     try:
         run_demo(

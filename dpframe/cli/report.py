@@ -20,7 +20,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from dpframe.accounting.steward import file_kind, inspect_release
 from dpframe.cli.inspect import checked
+from dpframe.errors import ReleaseFileError
 from dpframe.frames.show import columns_of_table, page
 from dpframe.report import views
 from dpframe.report.svg import el, esc
@@ -97,8 +99,6 @@ def build_report(path: str | Path, *, key: bytes | str | None = None,
     """The page for a released Parquet file, and the ``inspect`` report it is built from
     (``report["verified"]``). Raises :class:`~dpframe.errors.DPFrameError` (or OSError) when
     the file cannot be read as a release."""
-    from dpframe.accounting.steward import file_kind, inspect_release
-    from dpframe.errors import ReleaseFileError
 
     path = Path(path)
     if file_kind(path) == "ledger":

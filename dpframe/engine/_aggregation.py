@@ -68,6 +68,7 @@ from dpframe.engine._key_codes import polars_codes as polars_codes
 from dpframe.engine._schema import engine_name as engine_name
 from dpframe.engine._schema import frame_columns as frame_columns
 from dpframe.engine._schema import validate_column as validate_column
+from dpframe.engine._tick_keys import key_tick
 from dpframe.errors import ParameterError
 from dpframe.query._aggregates import Agg, Bins, FixedPoint
 
@@ -175,7 +176,6 @@ def _temporal_groups_as_ticks(native: Any, backend: FrameEngine,
     """pandas and Dask: the frame with its date/datetime group columns as integer ticks, the
     positions of the declared keys that have a tick in those columns, and those keys as
     ticks (:mod:`dpframe.engine._tick_keys`); None without temporal group columns."""
-    from dpframe.engine._tick_keys import key_tick
 
     cols = _group_columns(group_by)
     schema = frame_columns(native) if columns is None else columns

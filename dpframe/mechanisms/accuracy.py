@@ -24,7 +24,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dpframe.errors import ParameterError
-from dpframe.mechanisms.intervals import _snap_radius, _x_range
+from dpframe.mechanisms.domains import resolve_domain
+from dpframe.mechanisms.intervals import (
+    _conditioned_above,
+    _conditioned_below,
+    _snap_radius,
+    _x_range,
+)
+from dpframe.mechanisms.laplace import make_mechanism
 
 __all__ = [
     "ROUNDED",
@@ -95,7 +102,6 @@ def miss_probability(mechanism: Any, x: Any, h: float) -> np.ndarray:
         if math.isfinite(lo) and math.isfinite(hi):
             n_below, n_above, c = _bounded_interval_miss(x, h, b, lo, hi)
             return (n_below + n_above) / c
-        from dpframe.mechanisms.intervals import _conditioned_above, _conditioned_below
 
         comps = mechanism.domain.components
         return (_conditioned_below(comps, b, x, x - h)
@@ -183,7 +189,6 @@ def half_width(mechanism: Any, alpha: float = 0.05) -> float:
 
 def _mechanism_at(kind: str, epsilon: float, sensitivity: float, lower: float | None,
                   upper: float | None, delta: float, options: Mapping[str, Any]) -> Any:
-    from dpframe.mechanisms.laplace import make_mechanism
 
     return make_mechanism(kind, epsilon=epsilon, sensitivity=sensitivity, lower=lower,
                           upper=upper, delta=delta, **options)
@@ -514,7 +519,6 @@ def choose_mechanism(
     from certified brackets of the closed forms (:func:`worst_case_mse`). The truncated and
     plain mechanisms are pure ε-DP and ignore ``delta``; the bounded one uses it.
     """
-    from dpframe.mechanisms.domains import resolve_domain
 
     dom = resolve_domain(lower, upper, None)
     names = ["bounded", "truncated"]

@@ -61,7 +61,7 @@ from scipy import stats
 
 from dpframe.errors import ParameterError
 from dpframe.mechanisms.certificate import worst_case_loss
-from dpframe.mechanisms.domains import FeasibleSet, real_line
+from dpframe.mechanisms.domains import FeasibleSet, half_line, interval, real_line, union
 from dpframe.mechanisms.laplace import BoundedLaplace, Laplace, TruncatedLaplace
 
 __all__ = [
@@ -515,7 +515,6 @@ def report(n: int = 200_000, alpha: float = 0.01, random_state: int = 0) -> str:
     """Certify and audit every mechanism on an interval, a half-line and a union
     (ε = 1, Δ = 1) at the boundary pair; a Markdown table. ``python -m
     dpframe.mechanisms.audit``."""
-    from dpframe.mechanisms.domains import half_line, interval, union
 
     domains = {
         "[0, 10]": (interval(0.0, 10.0), (0.0, 1.0)),

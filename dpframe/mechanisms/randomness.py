@@ -22,6 +22,8 @@ from typing import Union
 
 import numpy as np
 
+from dpframe.errors import ParameterError
+
 __all__ = ["RandomSource", "RandomState"]
 
 RandomState = Union[int, np.random.Generator, None]  # noqa: UP007 - runtime alias
@@ -56,7 +58,6 @@ class RandomSource:
               and random_state >= 0):
             self._rng = np.random.default_rng(int(random_state))
         else:
-            from dpframe.errors import ParameterError
 
             raise ParameterError(
                 "random_state must be None (secure), a non-negative int seed or a numpy "

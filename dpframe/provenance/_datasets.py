@@ -15,6 +15,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpframe._validation import check_head
+from dpframe.accounting.durable import check_ledger_head, check_location
 from dpframe.accounting.ledger import Budget, Ledger
 from dpframe.backends import Backend
 from dpframe.errors import (
@@ -93,7 +95,6 @@ class Session:
     def __init__(self, name: str | None = None, *, path: str | os.PathLike[str] | None = None,
                  expect_head: str | None = None) -> None:
         if path is not None:
-            from dpframe.accounting.durable import check_location
 
             check_location(path)  # a clear error now, not at the first protect
         if expect_head is not None:
@@ -157,8 +158,6 @@ def _check_expected_head(path: str | os.PathLike[str] | None, expect_head: str) 
     """``Session(path, expect_head=...)``: the ledger at ``path`` exists and its history
     contains ``expect_head`` (:func:`dpframe.accounting.durable.check_expected_head`), read without
     modifying it."""
-    from dpframe._validation import check_head
-    from dpframe.accounting.durable import check_ledger_head
 
     check_head(expect_head)
     if path is None:

@@ -48,6 +48,7 @@ from typing import Any
 from dpframe._util.forking import check_polars_usable
 from dpframe._util.polars_plan import all_nodes, visitor
 from dpframe.backends.polars._memory import arrow_chunks
+from dpframe.backends.polars._rowwise import apply_step
 from dpframe.errors import DerivationError, NoLedgerError
 from dpframe.rowwise.functions import FUNCTIONS
 from dpframe.rowwise.nodes import Cast, Col, RowExpr, walk
@@ -310,7 +311,6 @@ def probe_steps(schema: Any, steps: Sequence[Step]) -> None:
     (they cannot happen); this catches the type-level ones. Cached per plan."""
     import polars as pl
 
-    from dpframe.backends.polars._rowwise import apply_step
 
     key = repr((sorted((str(k), str(v)) for k, v in dict(schema).items()),
                 [(s.kind, s.predicate, s.columns) for s in steps]))
@@ -343,7 +343,6 @@ def compiled_schema(schema: Any, steps: Iterable[Step]) -> dict[str, Any]:
     Float64 even on integers, for example)."""
     import polars as pl
 
-    from dpframe.backends.polars._rowwise import apply_step
 
     frame = pl.LazyFrame(schema=schema)
     for step in steps:

@@ -23,8 +23,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from dpframe.accounting.durable import open_ledger
 from dpframe.accounting.ledger import Ledger
 from dpframe.backends import Backend, backend_of
+from dpframe.engine import _aggregation as engine
 from dpframe.engine._bounding import UnitBound
 from dpframe.errors import (
     DPFrameError,
@@ -36,6 +38,7 @@ from dpframe.errors import (
     warn_user,
 )
 from dpframe.provenance import _derivations as derivations
+from dpframe.provenance import _units as units
 from dpframe.provenance._binding import SourceBinding as SourceBinding
 from dpframe.provenance._datasets import Dataset as Dataset
 from dpframe.provenance._datasets import Session as Session
@@ -297,11 +300,9 @@ def protect(
     check_readers(frame, backend)
     schema = backend.schema(frame)
     _check_columns(schema, [*clean_bounds, *clean_keys])
-    from dpframe.engine import _aggregation as engine
 
     for col in clean_bounds:
         engine.validate_column(frame, col)
-    from dpframe.provenance import _units as units
 
     declared_unit = units.validate_unit(privacy_unit, max_rows_per_unit, max_groups_per_unit,
                                         schema, backend)
@@ -331,7 +332,6 @@ def protect(
         unit = UnitBound(column, k, g, n_units)
     sess = lookup_session(session) or current_session() or Session()
     if sess.path is not None:
-        from dpframe.accounting.durable import open_ledger
 
         ledger: Ledger = open_ledger(epsilon, delta, path=sess.path,
                                      expect_head=sess.expect_head)

@@ -13,6 +13,7 @@ import numpy as np
 
 from dpframe._validation import check_names
 from dpframe.errors import ParameterError, UnsupportedInputError
+from dpframe.mechanisms import matrices as analyses
 from dpframe.mechanisms.intervals import (
     component_level,
     confidence_interval,
@@ -75,7 +76,6 @@ class Covariance(Query):
         return tuple(self.columns)
 
     def plan(self, ctx: PlanContext) -> Plan:
-        from dpframe.mechanisms import matrices as analyses
 
         n, bounds = ctx.n, ctx.all_bounds
         if ctx.grouped:

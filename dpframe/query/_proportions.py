@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpframe.errors import ParameterError, PrivateSizeError
+from dpframe.mechanisms import matrices as analyses
 from dpframe.mechanisms.intervals import (
     component_level,
     confidence_interval,
@@ -56,7 +57,6 @@ class Proportions(Query):
         self.remainder = int(remainder)
 
     def plan(self, ctx: PlanContext) -> Plan:
-        from dpframe.mechanisms import matrices as analyses
 
         method, rem = self.method, self.remainder
         released = ctx.n_groups - (1 if method == "all_but_one" else 0)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpframe.errors import ParameterError
+from dpframe.mechanisms import matrices as analyses
 from dpframe.mechanisms.intervals import (
     composed_interval,
 )
@@ -82,7 +83,6 @@ class KeyProportions(ValueCounts):
 
     def plan(self, ctx: PlanContext) -> Plan:
 
-        from dpframe.mechanisms import matrices as analyses
 
         counts = super().plan(ctx)
         name = counts.measurements[0].name

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dpframe.accounting import _log_view as logview
+from dpframe.accounting.steward import spending
 from dpframe.report.analysis import analysis_html
 from dpframe.report.queries import is_long, queries_of_long, query_of_table
 from dpframe.report.svg import IntervalRow, bar_chart, el, esc, fmt, interval_chart
@@ -226,7 +227,6 @@ def budget_html(document: Mapping[str, Any], *, last: int = 30, heading: str = "
                 names: Mapping[int, str] | None = None) -> str:
     """ε and δ spent of the budget, ε per release (the ``last`` ones; labelled by ``names``,
     the query each release is in the file as, where given) and per column."""
-    from dpframe.accounting.steward import spending
 
     summary = spending(document.get("entries"))
     raw = document.get("budget")
@@ -281,7 +281,6 @@ def measurements_html(measurements: Sequence[Mapping[str, Any]],
 def log_html(columns: Mapping[str, list[Any]], *, last: int = 200) -> str:
     """A log frame (``frame.dp.log``, ``dpf.read_log(..., as_frame=...)``) as the readable
     columns: its ``last`` measurements, then its ε by release and by column."""
-    from dpframe.accounting.steward import spending
 
     n = len(next(iter(columns.values()), []))
     entries = [{c: _plain(columns[c][i]) for c in columns} for i in range(n)]

@@ -37,8 +37,13 @@ from dataclasses import asdict, dataclass, replace
 from functools import reduce
 from typing import Any
 
+import dpframe as dpf
 from dpframe.errors import DPFrameError, PrivateSizeWarning, SpecError
 from dpframe.mechanisms.accuracy import half_width
+from dpframe.provenance._protect import resolve
+from dpframe.release._accuracy_planner import accuracy, epsilon_for
+from dpframe.release._mechanisms import charged_delta
+from dpframe.release._pipeline import plan
 from dpframe.spec._model import Condition, QuerySpec, ReleaseSpec, StatisticSpec
 from dpframe.spec._vocabulary import library_query
 
@@ -362,7 +367,6 @@ _ADAPTIVE = ("domain ±√(product of the released variances); scale and ±95% f
 # -- planning through the library -------------------------------------------------------------
 def protect_input(spec: ReleaseSpec, frame: Any, session: Any) -> Any:
     """``dpf.protect`` with the spec's budget, bounds, keys and missing-value rules."""
-    import dpframe as dpf
 
     return dpf.protect(frame, epsilon=spec.epsilon, delta=spec.delta, bounds=dict(spec.bounds),
                        keys={k: list(v) for k, v in spec.keys.items()} or None,
@@ -380,8 +384,6 @@ def stand_in(spec: ReleaseSpec, facts: SourceFacts, n: int) -> Any:
     of literals, not of a frame's buffers: protect refuses memory a protected frame holds.)"""
     import polars as pl
 
-    import dpframe as dpf
-    from dpframe.provenance._protect import resolve
 
     row = pl.LazyFrame().select([pl.lit(None, dtype=t).alias(c) for c, t in facts.columns.items()])
     try:
@@ -416,7 +418,6 @@ def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, frame:
     """The ε (charged to the ledger) at which ``stat`` reaches its target half-width at the
     query's level: :func:`dpframe.release._accuracy_planner.epsilon_for` on the query's frame (a std
     within ``h`` needs its variance within ``h²``, see the module docstring)."""
-    from dpframe.release._accuracy_planner import epsilon_for
 
     assert stat.target is not None
     kind, target = stat.kind, stat.target
@@ -436,7 +437,6 @@ def _planned(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float, dlt_q: f
     """:func:`dpframe.release._pipeline.plan` of the query's release (the run makes the same call's
     release); a refusal names the line of the one statistic the library refuses on its own,
     else of the one column its message names, else the query's."""
-    from dpframe.release._pipeline import plan
 
     stats = build_queries(q)[0]
     try:
@@ -495,7 +495,6 @@ def _reached(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float,
     """The half-width of each statistic of a query with targets at the query's level, at the
     ε's the targets set: :func:`dpframe.release._accuracy_planner.accuracy` (a count's released
     integer, a std's square root of its variance's)."""
-    from dpframe.release._accuracy_planner import accuracy
 
     stats = build_queries(q)[0]
     try:
@@ -513,7 +512,6 @@ def _plan_query(spec: ReleaseSpec, q: QuerySpec, frames: Sequence[Any], eps_q: f
     n, or stand-ins at each of :data:`SAMPLE_N` when n is unknown (then n-dependent numbers
     are shown as formulas in n); ``weights``: the statistics' ε's for a query with target
     accuracies (else their weights)."""
-    from dpframe.release._mechanisms import charged_delta
 
     dlt_q = spec.query_delta(q)
     weights = weights_of(q) if weights is None else weights

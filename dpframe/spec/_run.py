@@ -34,9 +34,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import dpframe as dpf
+from dpframe._validation import check_head
+from dpframe.accounting._parquet import LOG_KEY
+from dpframe.accounting._release_tables import tidy_rows, tidy_table
+from dpframe.accounting.durable import check_ledger_head, head_digest, head_path, read_ledger_file
+from dpframe.accounting.seals import release_log_of, sealed_document
 from dpframe.backends import backend_named
 from dpframe.backends._file_inputs import CSV_POLARS
-from dpframe.errors import BudgetExceededError, DPFrameError, SourceChangedError
+from dpframe.errors import BudgetExceededError, DPFrameError, ParameterError, SourceChangedError
 from dpframe.spec._parse import InputSpec, ReleaseSpec, SpecError, load_spec
 from dpframe.spec._plan import (
     ReleasePlan,
@@ -254,7 +260,6 @@ def check_output(spec: ReleaseSpec, target: Path, files: list[str],
     input file (``files``); or that the input's glob would read on the next run. The same
     holds for ``<output>.partial``, written when a run stops after some releases. Paths are
     compared after resolving symlinks and ``..``, and by inode where both files exist."""
-    from dpframe.accounting.durable import head_path
 
     _check_output_place(spec, target, from_arguments=from_arguments)
     ledger = spec.ledger
@@ -362,7 +367,6 @@ class _OutputFolder:
 
     def _is_ledger(self, spec: ReleaseSpec, st: os.stat_result | None) -> bool:
         """The opened folder and name are the ledger's or its head file's (by inode)."""
-        from dpframe.accounting.durable import head_path
 
         here = os.fstat(self.fd)
         for path in (spec.ledger, head_path(spec.ledger)):
@@ -424,7 +428,6 @@ def ledger_status(spec: ReleaseSpec, expect_head: str | None = None) -> dict[str
 
     path = spec.ledger
     if expect_head is not None:
-        from dpframe.accounting.durable import check_ledger_head
 
         try:
             check_ledger_head(path, expect_head)
@@ -435,7 +438,6 @@ def ledger_status(spec: ReleaseSpec, expect_head: str | None = None) -> dict[str
         return {"exists": False, "epsilon_spent": 0.0, "delta_spent": 0.0, "fits": True,
                 "note": "no ledger file yet: the first run creates it with the total budget"}
     try:
-        from dpframe.accounting.durable import read_ledger_file
 
         info = read_ledger_file(path)
     except Exception as exc:
@@ -514,7 +516,6 @@ class RunResult:
 def _long_rows(query: str, group_by: str | None, table: Any) -> list[dict[str, Any]]:
     """The output file's rows for one query: the tidy table of ``dpf.concat_releases``
     (:func:`dpframe.accounting._release_tables.tidy_rows`, one implementation for both)."""
-    from dpframe.accounting._release_tables import tidy_rows
 
     return tidy_rows(query, table)
 
@@ -524,9 +525,6 @@ def _write(folder: _OutputFolder, name: str, rows: list[dict[str, Any]],
     """Write the tidy table with a sealed log (:mod:`dpframe.accounting.seals`): the latest of the
     releases' logs, naming all their release ids, sealed to exactly the values written; the
     spec's text goes along under ``dpframe.spec._parse``. Atomic (temporary file, then rename)."""
-    from dpframe.accounting._parquet import LOG_KEY
-    from dpframe.accounting._release_tables import tidy_table
-    from dpframe.accounting.seals import sealed_document
 
     table = tidy_table(rows)
     # the spec's text is part of what the seal covers (every metadata key a reader sees)
@@ -569,7 +567,6 @@ def _release_all(spec: ReleaseSpec, pf: Any, by_name: Mapping[str, Any], rng: An
     """Release every query of the spec: the long table's rows, the ε spent per query and the
     log documents. If a release fails, what was released before it (and spent) is written to
     ``<output>.partial`` and the failure is raised."""
-    from dpframe.accounting.seals import release_log_of
 
     rows: list[dict[str, Any]] = []
     spent: dict[str, float] = {}
@@ -650,7 +647,6 @@ def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool =
 def _run(spec: ReleaseSpec, target: Path, folder: _OutputFolder,
          checked: dict[str, tuple[int, int, int, int]], facts: SourceFacts, rng: Any,
          out: Any, expect_head: str | None, t0: float) -> RunResult:
-    import dpframe as dpf
 
     spec.ledger.parent.mkdir(parents=True, exist_ok=True)
     session = dpf.Session(path=spec.ledger, expect_head=expect_head)
@@ -682,7 +678,6 @@ def _run(spec: ReleaseSpec, target: Path, folder: _OutputFolder,
             print(f"    {r['query']}  {keys or '-'}  {r['statistic']} = {r['value']!r}"
                   f"{interval}", file=out)
         raise
-    from dpframe.accounting.durable import head_digest
 
     chain = session.ledger.snapshot_document().get("chain") or {}  # as of our last commit
     head = head_digest(chain["seq"], chain["hash"]) if "seq" in chain else None
@@ -750,8 +745,6 @@ def release_command(args: argparse.Namespace, out: Any = None, err: Any = None) 
         if args.rows is not None and args.rows < 1:
             raise SpecError(f"--rows must be ≥ 1, got {args.rows}", source="arguments")
         if args.expect_head is not None:
-            from dpframe._validation import check_head
-            from dpframe.errors import ParameterError
 
             try:
                 check_head(args.expect_head)

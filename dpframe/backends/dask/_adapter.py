@@ -14,7 +14,10 @@ from dpframe._util.identity import IdentityMap
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._text import invalid_pandas_column, text_dtype
 from dpframe.backends.dask import _rowwise as dask_rowwise
+from dpframe.backends.dask._file_input import read_file
+from dpframe.backends.dask._partitions import dask_sums
 from dpframe.backends.pandas._memory import own_pandas
+from dpframe.backends.pandas._rowwise import polars_schema
 from dpframe.engine import _aggregation as engine
 from dpframe.engine import _tick_keys as tick_keys
 from dpframe.errors import UnsupportedInputError
@@ -40,7 +43,6 @@ class DaskBackend(Backend):
     detect = staticmethod(is_dask_frame)
 
     def read_file(self, path: str, fmt: str, declared: Mapping[str, str]) -> Any:
-        from dpframe.backends.dask._file_input import read_file
 
         return read_file(path, fmt, declared)
 
@@ -61,7 +63,6 @@ class DaskBackend(Backend):
         for the additive kinds; None for others (the narwhals expressions run)."""
         if not all(a.kind in ADDITIVE_KINDS for a in aggs):
             return None
-        from dpframe.backends.dask._partitions import dask_sums
 
         in_memory = functools.partial(engine.aggregate, backend=registered("pandas"))
         return dask_sums(frame, aggs, missing, group_by, keys, partition_sums=in_memory)
@@ -103,7 +104,6 @@ class DaskBackend(Backend):
         return bool(flags.compute().any())
 
     def polars_schema(self, frame: Any) -> dict[str, Any]:
-        from dpframe.backends.pandas._rowwise import polars_schema
 
         return polars_schema(frame._meta)
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpframe.backends._base import Backend
+from dpframe.backends.duckdb._file_input import read_file
 from dpframe.errors import UnsupportedInputError
 from dpframe.rowwise.engines import SQLTarget
 
@@ -32,7 +33,6 @@ class DuckDBBackend(Backend):
     detect = staticmethod(is_duckdb_relation)
 
     def read_file(self, path: str, fmt: str, declared: Mapping[str, str]) -> Any:
-        from dpframe.backends.duckdb._file_input import read_file
 
         return read_file(path, fmt, declared)
 

@@ -11,6 +11,7 @@ import datetime as dt
 import math
 from typing import Any
 
+from dpframe.backends.polars._rowwise import to_polars
 from dpframe.errors import DerivationError
 from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When
 
@@ -237,7 +238,6 @@ def _reference_types(expr: RowExpr) -> dict[int, Any]:
     child standing in as a column of the child's reference dtype, so that typing stays
     linear in the size of the tree. Mostly the node's dtype; where the reference computes in
     another type (and what depends on it), Polars' type rules decide."""
-    from dpframe.backends.polars._rowwise import to_polars
 
     pl = _polars()
     types: dict[int, Any] = {}

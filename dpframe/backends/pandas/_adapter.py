@@ -12,6 +12,8 @@ from dpframe.backends._base import Backend, duplicate_names
 from dpframe.backends._private import private, private_column
 from dpframe.backends._text import invalid_pandas_column
 from dpframe.backends.pandas import _rowwise as pandas_rowwise
+from dpframe.backends.pandas._memory import hand_out_pandas, own_pandas, pandas_ranges
+from dpframe.backends.pandas._rowwise import polars_schema
 from dpframe.engine import _aggregation as engine
 from dpframe.engine import _tick_keys as tick_keys
 from dpframe.engine._bounding import Bounding, bound_pandas
@@ -51,13 +53,11 @@ class PandasBackend(Backend):
         return private_column(frame, column, "dtype", lambda: frame[column].dtype)
 
     def polars_schema(self, frame: Any) -> dict[str, Any]:
-        from dpframe.backends.pandas._rowwise import polars_schema
 
         return polars_schema(frame)
 
     def buffer_ranges(self, frame: Any) -> list[tuple[int, int]]:
         """numpy-backed and Arrow-backed columns (:func:`_memory.pandas_ranges`)."""
-        from dpframe.backends.pandas._memory import pandas_ranges
 
         return pandas_ranges(frame)
 
@@ -68,7 +68,6 @@ class PandasBackend(Backend):
         lists or arrays the user can change in place. Every numpy array of the copy is
         read-only, its Arrow buffers too: no view taken from it (or from a frame derived from
         it) can write it."""
-        from dpframe.backends.pandas._memory import own_pandas
 
         return private(own_pandas(frame))
 
@@ -81,7 +80,6 @@ class PandasBackend(Backend):
         place, and a read-only flag can be set back), copies of the Arrow columns pyarrow
         computed (writable through ``np.frombuffer``) and of object columns' cells, so the
         arrays the copy keeps are reachable from dpframe alone."""
-        from dpframe.backends.pandas._memory import hand_out_pandas, own_pandas
 
         if not _pandas_copy_on_write():  # (the user's frame stays writable: pandas writes
             return private(own_pandas(frame))  # it in place)

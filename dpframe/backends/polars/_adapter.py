@@ -11,11 +11,16 @@ from typing import Any
 
 import numpy as np
 
+from dpframe._util.forking import check_polars_usable
 from dpframe._util.identity import IdentityMap
+from dpframe._util.memory import refuse_protected_memory
+from dpframe._util.polars_plan import in_memory_rows, reads_only_files, scan_nodes
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._private import private, private_column
 from dpframe.backends._text import valid_arrow
 from dpframe.backends.polars import _rowwise as polars_rowwise
+from dpframe.backends.polars._file_input import read_file
+from dpframe.backends.polars._memory import own_polars, polars_plan_ranges, polars_ranges
 from dpframe.engine import _aggregation as engine
 from dpframe.engine._bounding import Bounding, bound_polars
 from dpframe.errors import UnsupportedInputError
@@ -47,12 +52,10 @@ class _Polars(Backend):
 
     def read_file(self, path: str, fmt: str, declared: Mapping[str, str]) -> Any:
         """A LazyFrame for either Polars adapter (specs read lazily)."""
-        from dpframe.backends.polars._file_input import read_file
 
         return read_file(path, fmt, declared)
 
     def check_usable(self) -> None:
-        from dpframe._util.forking import check_polars_usable
 
         check_polars_usable()  # (a fork child of a process that ran Polars would hang)
 
@@ -140,7 +143,6 @@ class PolarsBackend(_Polars):
 
     def buffer_ranges(self, frame: Any) -> list[tuple[int, int]]:
         """Every chunk's Arrow buffers (:func:`_memory.polars_ranges`)."""
-        from dpframe.backends.polars._memory import polars_ranges
 
         return polars_ranges(frame)
 
@@ -150,7 +152,6 @@ class PolarsBackend(_Polars):
         ``pl.from_arrow``, ``pl.from_pandas``), whatever the dtype (Decimal, strings, lists,
         structs as much as numbers), and the user can still write those arrays. The copy is
         in memory Polars allocated, which it hands out read-only."""
-        from dpframe.backends.polars._memory import own_polars
 
         return private(own_polars(frame))
 
@@ -185,7 +186,6 @@ class PolarsLazyBackend(_Polars):
 
     def buffer_ranges(self, frame: Any) -> list[tuple[int, int]]:
         """The in-memory data the plan holds (:func:`_memory.polars_plan_ranges`)."""
-        from dpframe.backends.polars._memory import polars_plan_ranges
 
         return polars_plan_ranges(frame)
 
@@ -203,9 +203,6 @@ class PolarsLazyBackend(_Polars):
         (:func:`_memory.own_polars`) and releases read that copy's ``.lazy()`` plan.
         What the collection hands back is first checked against protected memory: a Python
         scan or function that returns a protected frame's buffers opens no second budget."""
-        from dpframe._util.memory import refuse_protected_memory
-        from dpframe._util.polars_plan import reads_only_files
-        from dpframe.backends.polars._memory import own_polars, polars_ranges
 
         if reads_only_files(frame):
             return frame
@@ -235,7 +232,6 @@ class PolarsLazyBackend(_Polars):
 
     def reads_other_files(self, frame: Any) -> bool:
         """A scan of files of another format than CSV."""
-        from dpframe._util.polars_plan import scan_nodes
 
         return any(node.scan_type and str(node.scan_type[0]) != "csv"
                    for node in scan_nodes(frame))
@@ -278,7 +274,6 @@ _SMALL_IN_MEMORY: IdentityMap[bool] = IdentityMap()
 def _small_in_memory(lazy: Any) -> bool:
     """``lazy`` reads only in-memory frames, of at most :data:`IN_MEMORY_ROWS` rows in all;
     remembered per plan (a protected LazyFrame is immutable)."""
-    from dpframe._util.polars_plan import in_memory_rows
 
     known = _SMALL_IN_MEMORY.get(lazy)
     if known is not None:
@@ -292,7 +287,6 @@ def _small_in_memory(lazy: Any) -> bool:
 
 def _csv_scans(lazy: Any) -> list[dict[str, Any]]:
     """The options of every CSV scan in a LazyFrame's plan (from Polars' plan visitor)."""
-    from dpframe._util.polars_plan import scan_nodes
 
     found = []
     for node in scan_nodes(lazy):

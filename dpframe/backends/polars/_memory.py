@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dpframe._util.memory import Range, arrow_ranges, own_arrow_columns, own_cells
+from dpframe._util.polars_plan import held_memory
 
 __all__ = ["anchored_series", "arrow_chunks", "own_polars", "polars_plan_ranges",
            "polars_ranges"]
@@ -92,7 +93,6 @@ def polars_plan_ranges(frame: Any) -> list[Range]:
     :func:`dpframe._util.polars_plan.held_memory`). No plan is run."""
     import polars as pl
 
-    from dpframe._util.polars_plan import held_memory
 
     out: list[Range] = []
     for held in held_memory(frame):

@@ -26,7 +26,8 @@ from typing import Any
 from dpframe.rowwise.calendar import PER_DAY, safe_days
 from dpframe.rowwise.engines import RowwiseTarget
 from dpframe.rowwise.functions import SEARCH_EDGES
-from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When
+from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When, walk
+from dpframe.rowwise.reading import int_range
 
 __all__ = ["SUPPORTED", "TARGET", "PolarsTarget", "apply_step", "to_polars"]
 
@@ -147,7 +148,6 @@ def _binary(c: _Compiler, expr: Binary) -> Any:
 
 
 def _reads_column(expr: RowExpr) -> bool:
-    from dpframe.rowwise.nodes import walk
 
     return any(isinstance(node, Col) for node in walk(expr))
 
@@ -191,7 +191,6 @@ def _guarded(x: Any, op: str, c: int, dtype: Any, *, literal_on_left: bool) -> A
     """``x op c`` (or ``c op x``) where x's exact range keeps the result in ``dtype``."""
     import polars as pl
 
-    from dpframe.rowwise.reading import int_range
 
     lo, hi = int_range(dtype)
     if op == "Plus":
@@ -232,7 +231,6 @@ _ARITH: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _smallest(dtype: Any) -> int:
-    from dpframe.rowwise.reading import int_range
 
     return int_range(dtype)[0]
 

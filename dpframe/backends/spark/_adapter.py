@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from dpframe.backends._base import Backend
+from dpframe.backends.spark._file_input import read_file
+from dpframe.backends.spark._sql import job_group, spark_sums
 from dpframe.query._aggregates import Agg
 from dpframe.rowwise.engines import SQLTarget
 
@@ -37,7 +39,6 @@ class SparkBackend(Backend):
     detect = staticmethod(is_spark_frame)
 
     def read_file(self, path: str, fmt: str, declared: Mapping[str, str]) -> Any:
-        from dpframe.backends.spark._file_input import read_file
 
         return read_file(path, fmt, declared)
 
@@ -47,7 +48,6 @@ class SparkBackend(Backend):
     def pass_hooks(self) -> tuple[Callable[[], None] | None, Callable[[], None] | None] | None:
         """Every pass under the engine timeout, in a job group of its own that is cancelled
         when the wait gives up (:func:`dpframe.backends.spark._sql.job_group`)."""
-        from dpframe.backends.spark._sql import job_group
 
         return job_group() or (None, None)
 
@@ -57,7 +57,6 @@ class SparkBackend(Backend):
         """The same arithmetic as Spark SQL text (:mod:`dpframe.backends.spark._sql`:
         building narwhals expressions costs a JVM round trip per operation here), or None
         when a declared key cannot be written as a literal (the narwhals path then runs)."""
-        from dpframe.backends.spark._sql import spark_sums
 
         return spark_sums(frame, aggs, columns, missing, group_by, keys)
 

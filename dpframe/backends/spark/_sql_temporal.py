@@ -8,6 +8,7 @@ from typing import Any
 from dpframe.backends.spark._sql_casts import _local_ntz
 from dpframe.backends.spark._sql_compiler import _literal_arg, _subject
 from dpframe.backends.spark._sql_types import _CHRONO_DAYS, _days_guard, _Info, _info, _refuse
+from dpframe.rowwise.calendar import safe_days
 from dpframe.rowwise.nodes import Call
 
 #: Temporal fields: the Spark expression of the naive local time ``{t}`` (or a date), and
@@ -85,7 +86,6 @@ _CLOCK_UNITS = {
 
 def _safe_days_guard(day: str, dtype: Any) -> str:
     """The reference's safe days for truncation (:func:`dpframe.rowwise.calendar.safe_days`)."""
-    from dpframe.rowwise.calendar import safe_days
 
     days = safe_days(dtype)
     assert days is not None
