@@ -78,7 +78,7 @@ from dpframe.accounting._ledger_format import (
     head_path,
 )
 from dpframe.accounting._log_entries import frozen_entries
-from dpframe.accounting.ledger import LOG_VERSION, Ledger, Reservation, _stamp
+from dpframe.accounting.ledger import Ledger, Reservation, _stamp
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
 
 __all__ = [
@@ -527,15 +527,8 @@ class DurableLedger(Ledger):
         """The log document as of this process's last operation, with ``chain``: the seq and
         hash of the ledger's last line it includes (compare them with the ledger file)."""
         with self._lock:
-            entries, keys = self._log_snapshot()
-            return {
-                "version": LOG_VERSION,
-                "ledger_id": self.id,
-                "budget": dict(self.budget_doc),
-                "entries": entries,
-                "keys": keys,
-                "chain": {"seq": self._doc_chain[0], "hash": self._doc_chain[1]},
-            }
+            return {**self._document(),
+                    "chain": {"seq": self._doc_chain[0], "hash": self._doc_chain[1]}}
 
     def __reduce__(self) -> Any:
         """Pickling (e.g. to a ``spawn``-ed process) reopens the same ledger by path there;

@@ -310,14 +310,18 @@ class Ledger:
         """A copy of the log document as it is now (entries are never mutated after commit,
         so copying the list is enough)."""
         with self._lock:
-            entries, keys = self._log_snapshot()
-            return {
-                "version": LOG_VERSION,
-                "ledger_id": self.id,
-                "budget": dict(self.budget_doc),
-                "entries": entries,
-                "keys": keys,
-            }
+            return self._document()
+
+    def _document(self) -> dict[str, Any]:
+        """The log document as it is now; the caller holds ``self._lock``."""
+        entries, keys = self._log_snapshot()
+        return {
+            "version": LOG_VERSION,
+            "ledger_id": self.id,
+            "budget": dict(self.budget_doc),
+            "entries": entries,
+            "keys": keys,
+        }
 
 
 def _stamp(entries: list[dict[str, Any]], ledger_id: Any, release_id: int) -> None:
