@@ -513,7 +513,7 @@ class RunResult:
     head: str | None = None
 
 
-def _long_rows(query: str, group_by: str | None, table: Any) -> list[dict[str, Any]]:
+def _output_rows(query: str, table: Any) -> list[dict[str, Any]]:
     """The output file's rows for one query: the tidy table of ``dpf.concat_releases``
     (:func:`dpframe.accounting._release_tables.tidy_rows`, one implementation for both)."""
 
@@ -590,7 +590,7 @@ def _release_all(spec: ReleaseSpec, pf: Any, by_name: Mapping[str, Any], rng: An
             if doc is not None:
                 documents.append(doc)
             spent[q.name] = qp.epsilon
-            rows.extend(_long_rows(q.name, q.group_by, table))
+            rows.extend(_output_rows(q.name, table))
             print(f"  released {q.name!r}: ε = {qp.epsilon:.6g}, δ = {qp.delta:.3g}", file=out)
     except BaseException:
         if rows:  # what was released (and spent) is not lost

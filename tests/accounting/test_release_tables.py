@@ -23,7 +23,7 @@ from dpframe.accounting._release_tables import (
     tidy_rows,
 )
 from dpframe.accounting.seals import release_log_of
-from dpframe.spec._run import OUTPUT_COLUMNS, _long_rows
+from dpframe.spec._run import OUTPUT_COLUMNS, _output_rows
 
 
 def _long_concat(tables: Any, **options: Any) -> Any:
@@ -119,7 +119,7 @@ def test_cli_rows_are_the_tidy_table(analyses):
     """``dpframe release`` writes the table ``concat_releases`` gives by default: the tidy one
     (value, lower, upper, one column per key)."""
     _, tables = analyses["polars"]
-    rows = _long_rows("by_g", "g", tables["by_g"])
+    rows = _output_rows("by_g", tables["by_g"])
     assert rows == tidy_rows("by_g", tables["by_g"])
     tidy = dpf.concat_releases({"by_g": tables["by_g"]})
     assert list(tidy.columns[:5]) == list(TIDY_COLUMNS) == list(OUTPUT_COLUMNS)
