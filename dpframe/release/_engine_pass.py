@@ -11,6 +11,7 @@ import contextvars
 import math
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,36 @@ _DEFAULT_TIMEOUT = 600.0
 TIMEOUT_FIX = (f"Check the cluster's workers; for jobs that need more time set the "
                 f"environment variable {ENGINE_TIMEOUT} to a number of seconds (default "
                 f"{_DEFAULT_TIMEOUT:g}; docs/engines.md, 'When the cluster dies')")
+
+
+_PASS_THREADS: set[int] = set()  # idents of running pass threads (their warnings are dropped)
+_HOOK_LOCK = threading.Lock()
+
+
+def _drop_pass_warnings() -> None:
+    """Route every warning through a filter that drops those raised on an engine-pass thread.
+
+    While the caller waits, :func:`~dpframe.release._safety_net.quiet` (a process-wide filter)
+    hides an engine's warnings, which depend on the values. A pass abandoned on timeout keeps
+    running after the caller left ``quiet()``; its warnings must still reach nobody. Python's
+    filter list is shared by all threads (before 3.14), so a per-thread filter is not
+    available: instead the module-level ``warnings._showwarnmsg`` — the one function both the
+    C and the Python ``warn`` call to show a warning, also under ``catch_warnings(record=True)``
+    — is wrapped once, and drops a warning whose thread is a pass thread. Other threads'
+    warnings pass through unchanged. (A warning an engine raises on a worker thread of its own
+    pool, e.g. Dask's threaded scheduler, is not on the pass thread and is not covered.)"""
+    with _HOOK_LOCK:
+        shown = warnings._showwarnmsg  # type: ignore[attr-defined]
+        if getattr(shown, "_dpframe_pass_filter", False):
+            return
+
+        def show(message: Any) -> None:
+            if threading.get_ident() in _PASS_THREADS:
+                return
+            shown(message)
+
+        show._dpframe_pass_filter = True  # type: ignore[attr-defined]
+        warnings._showwarnmsg = show  # type: ignore[attr-defined]
 
 
 def engine_timeout() -> float:
@@ -65,13 +96,18 @@ def engine_pass(hooks: tuple[Callable[[], None] | None, Callable[[], None] | Non
     enter, cancel = hooks
     box: dict[str, Any] = {}
 
+    _drop_pass_warnings()
+
     def target() -> None:
+        _PASS_THREADS.add(threading.get_ident())
         try:
             if enter is not None:
                 enter()
             box["value"] = work()
         except BaseException as exc:  # handed to the waiting thread (or dropped if late)
             box["error"] = exc
+        finally:
+            _PASS_THREADS.discard(threading.get_ident())
 
     thread = threading.Thread(target=contextvars.copy_context().run, args=(target,),
                               name="dpframe-engine-pass", daemon=True)

@@ -347,14 +347,11 @@ def test_a_grandchild_of_a_process_that_ran_polars_is_refused(tmp_path: Any) -> 
 
 
 # -- 7. engine timeout: the abandoned pass runs outside quiet() --------------------------------
-@pytest.mark.xfail(strict=True, reason="review: release.run's quiet() (a process-wide warnings "
-                   "filter) ends when engine_pass gives up waiting, but the abandoned pass "
-                   "thread keeps running: any warning it raises afterwards (an engine's "
-                   "warning depends on the values, safety_net.quiet) reaches the caller. Fix "
-                   "idea: the pass thread's work under a warnings filter of its own "
-                   "(catch_warnings in the thread: Python < 3.14 shares one filter list, so "
-                   "rather swallow through a thread-checking showwarning)")
 def test_an_abandoned_engine_pass_warns_nobody(monkeypatch: Any) -> None:
+    """release.run's quiet() (a process-wide warnings filter) ends when engine_pass gives up
+    waiting, but the abandoned pass thread keeps running: a warning it raises afterwards (an
+    engine's warning depends on the values) must reach nobody, even a caller recording every
+    warning. engine_pass drops warnings raised on its pass threads."""
     import threading
     import time
 
