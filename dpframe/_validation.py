@@ -24,7 +24,6 @@ __all__ = [
     "check_labels",
     "check_names",
     "check_number",
-    "check_pure_delta",
     "check_quantile_mechanism",
     "check_seed",
     "is_real_number",
@@ -138,16 +137,6 @@ def check_quantile_mechanism(value: Any) -> str:
             "mechanism='auto' or mechanism='exponential'")
     raise ParameterError(f"unknown mechanism {value!r} for a quantile; choose 'auto' or "
                          "'exponential' (the only mechanism for quantiles)")
-
-
-def check_pure_delta(value: Any, what: str) -> float:
-    """``delta=`` of a pure ε-DP statistic (``what``): a number, and 0."""
-    d = check_number("delta", value)
-    if d != 0:
-        raise ParameterError(
-            f"{what} are pure ε-differentially private (the exponential mechanism uses no δ, "
-            f"so none would be spent usefully): pass delta=0 (got {value!r})")
-    return 0.0
 
 
 def check_seed(name: str, value: Any) -> int:
