@@ -24,6 +24,7 @@ __all__ = [
     "check_labels",
     "check_names",
     "check_number",
+    "check_quantile_delta",
     "check_quantile_mechanism",
     "check_seed",
     "is_real_number",
@@ -137,6 +138,19 @@ def check_quantile_mechanism(value: Any) -> str:
             "mechanism='auto' or mechanism='exponential'")
     raise ParameterError(f"unknown mechanism {value!r} for a quantile; choose 'auto' or "
                          "'exponential' (the only mechanism for quantiles)")
+
+
+def check_quantile_delta(mechanism: Any, delta: Any) -> float:
+    """``delta=`` of a quantile: in [0, 1); as for the Laplace family, a δ > 0 with a named
+    mechanism that uses none (``"exponential"``, like ``"truncated"``) is refused; under
+    ``"auto"`` it is the most the release may spend, charged only where something uses it (a
+    key selection; never the quantile itself)."""
+    d = check_delta(delta)
+    if d > 0 and mechanism == "exponential":
+        raise ParameterError(
+            "mechanism='exponential' does not use delta; pass delta=0 (or mechanism='auto', "
+            "under which a delta is charged only where it is used, e.g. to select keys)")
+    return d
 
 
 def check_seed(name: str, value: Any) -> int:

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from dpframe._validation import (
     check_column,
     check_names,
+    check_quantile_delta,
     check_quantile_mechanism,
 )
 from dpframe.backends import backend_of
@@ -262,6 +263,7 @@ class DPGroupBy(Generic[TableT]):
         ['g', 'quantile[0.25]', 'quantile[0.75]']
         """
         check_quantile_mechanism(mechanism)
+        check_quantile_delta(mechanism, delta)
         return self._one(q_.quantile(column, q, bins=bins, ci_share=ci_share), "quantile",
                          epsilon, delta,
                          "auto", random_state, session, ci)
@@ -281,6 +283,7 @@ class DPGroupBy(Generic[TableT]):
         ['g', 'median', 'median_lower', 'median_upper', 'median_rank_error']
         """
         check_quantile_mechanism(mechanism)
+        check_quantile_delta(mechanism, delta)
         return self._one(q_.median(column, bins=bins, ci_share=ci_share), "median", epsilon,
                          delta, "auto",
                          random_state, session, ci)

@@ -93,7 +93,8 @@ q : float or list of float, default 0.5
 epsilon : float
     The privacy budget this release spends (> 0), for all levels together.
 delta : float, default 0.0
-    Accepted as everywhere, never charged: the exponential mechanism is pure ε-DP.
+    Under "auto", accepted as everywhere and never charged: the exponential mechanism is
+    pure ε-DP. With "exponential" named, only 0 (as "truncated" takes no δ).
 mechanism : {"auto", "exponential"}, default "auto"
     The exponential mechanism is the only one for quantiles (both names select it); the
     Laplace names ("bounded", "truncated", "laplace") are refused with a ParameterError.
@@ -157,7 +158,7 @@ min_rows : int, optional
 GROUPED_QUANTILE = entries("""
 delta : float, default 0.0
     Charged only to select the keys from the data (none declared for the group column(s));
-    the quantiles themselves are pure ε-DP and charged no δ.
+    the quantiles themselves are pure ε-DP and charged no δ. With "exponential" named, only 0.
 ci : float, optional
     A confidence level: also release the rank interval's half-width per group, a column
     ``<name>_rank_error`` (post-processing, no ε; group sizes are private, so no levels).

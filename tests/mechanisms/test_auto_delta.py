@@ -93,7 +93,8 @@ def test_private_size_mean_charges_delta_only_when_worth_it(change: float | None
 def test_quantiles_accept_delta_everywhere_and_are_never_charged_for_it() -> None:
     """The median/δ inconsistency resolved one way: ``.dp.median``, ``.dp.quantile``, a
     group-by with declared keys and ``release`` all answer a δ > 0 exactly as δ = 0 (same
-    seeded values) and charge no δ; a bad δ is refused before anything is spent."""
+    seeded values) and charge no δ; a bad δ, or δ > 0 with a named mechanism that uses none
+    (as with the Laplace family's "truncated"), is refused before anything is spent."""
     answers = []
     for delta in (0.0, 1e-6):
         pf = _protect(_frame())
@@ -114,6 +115,14 @@ def test_quantiles_accept_delta_everywhere_and_are_never_charged_for_it() -> Non
             pf.dp.median("x", epsilon=0.5, delta=bad)
         with pytest.raises(dpf.ParameterError):
             pf.dp.groupby("g").median("x", epsilon=0.5, delta=bad)
+    # as mechanism="truncated" with δ > 0: naming a mechanism that uses no δ and passing one
+    for call in (lambda: pf.dp.median("x", epsilon=0.5, delta=1e-6, mechanism="exponential"),
+                 lambda: pf.dp.groupby("g").quantile("x", 0.5, epsilon=0.5, delta=1e-6,
+                                                     mechanism="exponential"),
+                 lambda: pf.dp.release({"m": dpf.median("x")}, epsilon=0.5, delta=1e-6,
+                                       mechanism="truncated")):
+        with pytest.raises(dpf.ParameterError, match="does not use delta"):
+            call()
     assert pf.dp.budget.epsilon_spent == 0.0
 
 
