@@ -24,7 +24,7 @@ __all__ = [
     "check_labels",
     "check_names",
     "check_number",
-    "check_pure_delta",
+    "check_quantile_delta",
     "check_quantile_mechanism",
     "check_seed",
     "is_real_number",
@@ -140,14 +140,17 @@ def check_quantile_mechanism(value: Any) -> str:
                          "'exponential' (the only mechanism for quantiles)")
 
 
-def check_pure_delta(value: Any, what: str) -> float:
-    """``delta=`` of a pure ε-DP statistic (``what``): a number, and 0."""
-    d = check_number("delta", value)
-    if d != 0:
+def check_quantile_delta(mechanism: Any, delta: Any) -> float:
+    """``delta=`` of a quantile: in [0, 1); as for the Laplace family, a δ > 0 with a named
+    mechanism that uses none (``"exponential"``, like ``"truncated"``) is refused; under
+    ``"auto"`` it is the most the release may spend, charged only where something uses it (a
+    key selection; never the quantile itself)."""
+    d = check_delta(delta)
+    if d > 0 and mechanism == "exponential":
         raise ParameterError(
-            f"{what} are pure ε-differentially private (the exponential mechanism uses no δ, "
-            f"so none would be spent usefully): pass delta=0 (got {value!r})")
-    return 0.0
+            "mechanism='exponential' does not use delta; pass delta=0 (or mechanism='auto', "
+            "under which a delta is charged only where it is used, e.g. to select keys)")
+    return d
 
 
 def check_seed(name: str, value: Any) -> int:

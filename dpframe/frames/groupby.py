@@ -18,8 +18,7 @@ from typing import Any, Generic, TypeVar
 from dpframe._validation import (
     check_column,
     check_names,
-    check_number,
-    check_pure_delta,
+    check_quantile_delta,
     check_quantile_mechanism,
 )
 from dpframe.backends import backend_of
@@ -264,19 +263,10 @@ class DPGroupBy(Generic[TableT]):
         ['g', 'quantile[0.25]', 'quantile[0.75]']
         """
         check_quantile_mechanism(mechanism)
-        self._check_quantile_delta(delta, session)
+        check_quantile_delta(mechanism, delta)
         return self._one(q_.quantile(column, q, bins=bins, ci_share=ci_share), "quantile",
                          epsilon, delta,
                          "auto", random_state, session, ci)
-
-    def _check_quantile_delta(self, delta: float, session: Session | str | None) -> None:
-        """Quantiles are pure ε-DP: a δ > 0 is accepted only to select the keys from the data
-        (none declared for a group column), never charged for nothing (public facts only)."""
-        if check_number("delta", delta) == 0:
-            return
-        known = provenance.resolve(self._frame, session).keys
-        if self._keys is not None or all(c in known for c in _group_names(self._column)):
-            check_pure_delta(delta, "quantiles with declared keys")
 
     @shared_parameters(GROUPED_QUANTILE, QUANTILE)
     def median(self, column: str, *, epsilon: float, bins: int | None = None,
@@ -293,7 +283,7 @@ class DPGroupBy(Generic[TableT]):
         ['g', 'median', 'median_lower', 'median_upper', 'median_rank_error']
         """
         check_quantile_mechanism(mechanism)
-        self._check_quantile_delta(delta, session)
+        check_quantile_delta(mechanism, delta)
         return self._one(q_.median(column, bins=bins, ci_share=ci_share), "median", epsilon,
                          delta, "auto",
                          random_state, session, ci)

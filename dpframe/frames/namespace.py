@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from dpframe._validation import check_pure_delta, check_quantile_mechanism
+from dpframe._validation import check_quantile_delta, check_quantile_mechanism
 from dpframe.accounting import _parquet as parquet
 from dpframe.accounting.ledger import Budget
 from dpframe.accounting.seals import release_log_of
@@ -265,9 +265,9 @@ class DPNamespace(Analyses[TableT], DerivationVerbs[FrameT], Generic[FrameT, Tab
         True
         """
         check_quantile_mechanism(mechanism)
-        check_pure_delta(delta, "quantiles")
+        check_quantile_delta(mechanism, delta)
         query = q_.quantile(column, q, bins=bins, ci_share=ci_share)
-        out = release.run(self._frame, {"quantile": query}, epsilon=epsilon,
+        out = release.run(self._frame, {"quantile": query}, epsilon=epsilon, delta=delta,
                           mechanism="auto", random_state=random_state, session=session, ci=ci)
         if query.scalar:
             value = float(out.values["quantile"][0])

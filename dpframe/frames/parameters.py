@@ -48,7 +48,9 @@ queries : dict of str to query
 epsilon : float
     The privacy budget this release spends (> 0).
 delta : float, default 0.0
-    Its δ (only the bounded mechanism uses one; "auto" weighs it in its choice).
+    The most δ it may spend: only the bounded mechanism uses δ, and "auto" runs it at δ
+    only where that lowers the worst-case RMSE by at least 1 % (``DELTA_MIN_GAIN``);
+    a measurement that uses no δ is charged none.
 weights : dict or list of float, optional
     Relative shares of ε (and δ); even by default.
 mechanism : {"auto", "bounded", "truncated", "laplace"}, default "auto"
@@ -91,7 +93,8 @@ q : float or list of float, default 0.5
 epsilon : float
     The privacy budget this release spends (> 0), for all levels together.
 delta : float, default 0.0
-    Quantiles are pure ε-DP: only 0 is accepted.
+    Under "auto", accepted as everywhere and never charged: the exponential mechanism is
+    pure ε-DP. With "exponential" named, only 0 (as "truncated" takes no δ).
 mechanism : {"auto", "exponential"}, default "auto"
     The exponential mechanism is the only one for quantiles (both names select it); the
     Laplace names ("bounded", "truncated", "laplace") are refused with a ParameterError.
@@ -154,8 +157,8 @@ min_rows : int, optional
 #: levels (a group's size is private).
 GROUPED_QUANTILE = entries("""
 delta : float, default 0.0
-    Used only to select the keys from the data (none declared for the group column(s));
-    refused (> 0) when the keys are declared: quantiles are pure ε-DP.
+    Charged only to select the keys from the data (none declared for the group column(s));
+    the quantiles themselves are pure ε-DP and charged no δ. With "exponential" named, only 0.
 ci : float, optional
     A confidence level: also release the rank interval's half-width per group, a column
     ``<name>_rank_error`` (post-processing, no ε; group sizes are private, so no levels).

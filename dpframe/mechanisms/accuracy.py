@@ -34,6 +34,7 @@ from dpframe.mechanisms.intervals import (
 from dpframe.mechanisms.laplace import make_mechanism
 
 __all__ = [
+    "DELTA_MIN_GAIN",
     "ROUNDED",
     "AccuracyTarget",
     "EpsilonSplit",
@@ -493,17 +494,29 @@ def worst_case_mse(mechanism: Any, rtol: float = MSE_RTOL) -> WorstCaseMSE:
 
 
 class MechanismChoice(NamedTuple):
-    """The choice of :func:`choose_mechanism`: ``name``, a ``reason`` for the log, and the
-    certified worst-case MSE bracket of every candidate."""
+    """The choice of :func:`choose_mechanism`: ``name``, a ``reason`` for the log, the
+    certified worst-case MSE bracket of every candidate (``"bounded"`` at the δ asked for, and
+    ``"bounded at δ=0"`` when that δ is positive), and ``delta``, the δ the chosen mechanism
+    uses (and its release is charged): positive only for ``"bounded"`` when δ buys at least
+    :data:`DELTA_MIN_GAIN` of worst-case RMSE."""
 
     name: str
     reason: str
     worst_case_mse: dict[str, WorstCaseMSE]
+    delta: float = 0.0
 
 
 #: Worst-case MSEs closer than this (relative) are a tie: the snapping overhead (≤ 1e-6 ε of
 #: scale) and the snapping grid move errors by about that much, which the closed forms exclude.
 TIE_RTOL = 1e-5
+
+#: ``"auto"`` spends δ only when the bounded mechanism at δ has a certified worst-case RMSE at
+#: least this much (relative) below the best pure ε-DP candidate's (docs/privacy.md, I.5): δ
+#: enters the bounded scale only as ``ε − ln(1 − δ)``, a gain of about δ/ε, so at the usual
+#: δ ≪ 1/n it buys nothing visible, while it is the only currency of key selection.
+DELTA_MIN_GAIN = 0.01
+
+_PURE_BOUNDED = "bounded at δ=0"
 
 
 def choose_mechanism(
@@ -515,41 +528,63 @@ def choose_mechanism(
     **options: Any,
 ) -> MechanismChoice:
     """Data-independent choice between ``"bounded"`` and ``"truncated"`` (and ``"laplace"``
-    where the domain is unbounded): the one whose worst-case MSE over the domain is smaller,
-    from certified brackets of the closed forms (:func:`worst_case_mse`). The truncated and
-    plain mechanisms are pure ε-DP and ignore ``delta``; the bounded one uses it.
+    where the domain is unbounded), from certified brackets of the closed-form worst-case MSEs
+    (:func:`worst_case_mse`), in two steps:
+
+    1. among the pure ε-DP candidates (the truncated and plain mechanisms, and the bounded one
+       at δ = 0), the one whose worst-case MSE is smaller (ties: :data:`TIE_RTOL`);
+    2. with ``delta > 0``, the bounded mechanism at ``delta`` replaces it only if its worst-case
+       RMSE is certainly at least :data:`DELTA_MIN_GAIN` below the step-1 winner's (upper
+       bracket against lower bracket); else no δ is used, and none is charged.
     """
 
     dom = resolve_domain(lower, upper, None)
-    names = ["bounded", "truncated"]
-    if not dom.is_bounded:
-        names.append("laplace")
+    names = ["bounded", "truncated"] + ([] if dom.is_bounded else ["laplace"])
     brackets: dict[str, WorstCaseMSE] = {}
     refused: list[str] = []
     for name in names:
-        d = delta if name == "bounded" else 0.0
         try:
-            m = _mechanism_at(name, epsilon, sensitivity, lower, upper, d, options)
+            m = _mechanism_at(name, epsilon, sensitivity, lower, upper, 0.0, options)
         except ParameterError as exc:  # e.g. the bounded mechanism when Δ exceeds the width
             refused.append(f"{name} not applicable ({exc})")
             continue
         brackets[name] = worst_case_mse(m)
     if not brackets:
         raise ParameterError("no mechanism accepts these parameters: " + "; ".join(refused))
-    names = list(brackets)
-    best_upper = min(brackets[n].upper for n in names)
-    tied = [n for n in names if brackets[n].lower * (1.0 - TIE_RTOL) <= best_upper]
-    tie = len(tied) > 1
-    # on a tie: the clamped mechanism is pointwise no worse than the plain one (clamping
-    # towards a convex set that holds the true value never moves away from it); on the real
-    # line the two coincide and the plain name is used
-    order = (("laplace", "truncated", "bounded") if dom.kind == "real-line"
-             else ("truncated", "laplace", "bounded"))
-    winner = next(n for n in order if n in tied)
-    parts = [f"{n}: worst-case RMSE {math.sqrt(brackets[n].upper):.6g}"
-             f" (at true value {brackets[n].argmax:.6g})" for n in names]
-    verdict = (f"tie within {TIE_RTOL:g} (relative) between {', '.join(tied)}: {winner}"
-               if tie else f"{winner} has the smaller worst-case MSE")
+    winner, verdict = _pure_winner(brackets, dom.kind == "real-line")
+    used = 0.0
+    if delta > 0 and "bounded" in brackets:
+        spent = worst_case_mse(_mechanism_at("bounded", epsilon, sensitivity, lower, upper,
+                                             delta, options))
+        gain = 1.0 - math.sqrt(spent.upper / brackets[winner].lower)
+        brackets = {(_PURE_BOUNDED if n == "bounded" else n): b for n, b in brackets.items()}
+        brackets["bounded"] = spent
+        if gain >= DELTA_MIN_GAIN:
+            winner, used = "bounded", delta
+            verdict = (f"bounded at δ={delta:g}: its worst-case RMSE is {gain:.3g} (relative) "
+                       f"below the best pure ε-DP one's, ≥ {DELTA_MIN_GAIN:g}: δ spent")
+        else:
+            by = f"{gain:.3g} (relative) lower, < {DELTA_MIN_GAIN:g}" if gain > 0 else "no lower"
+            verdict += (f"; δ not spent: at δ={delta:g} the bounded worst-case RMSE would be "
+                        + by)
+    parts = [f"{n if n != 'bounded' or delta == 0 else f'bounded at δ={delta:g}'}: worst-case"
+             f" RMSE {math.sqrt(b.upper):.6g} (at true value {b.argmax:.6g})"
+             for n, b in brackets.items()]
     reason = (f"auto mechanism on {dom} with ε={epsilon:g}, Δ={sensitivity:g}, δ={delta:g}: "
               + "; ".join(parts + refused) + f" → {verdict}")
-    return MechanismChoice(winner, reason, brackets)
+    return MechanismChoice(winner, reason, brackets, used)
+
+
+def _pure_winner(brackets: Mapping[str, WorstCaseMSE], real_line: bool) -> tuple[str, str]:
+    """The candidate (all at δ = 0) with the smaller worst-case MSE, and why. On a tie
+    (:data:`TIE_RTOL`): the clamped mechanism is pointwise no worse than the plain one
+    (clamping towards a convex set that holds the true value never moves away from it); on
+    the real line the laws coincide and the plain name is used."""
+    best_upper = min(b.upper for b in brackets.values())
+    tied = [n for n, b in brackets.items() if b.lower * (1.0 - TIE_RTOL) <= best_upper]
+    order = (("laplace", "truncated", "bounded") if real_line
+             else ("truncated", "laplace", "bounded"))
+    winner = next(n for n in order if n in tied)
+    if len(tied) > 1:
+        return winner, f"tie within {TIE_RTOL:g} (relative) between {', '.join(tied)}: {winner}"
+    return winner, f"{winner} has the smaller worst-case MSE"

@@ -22,13 +22,21 @@ from dpframe.release._records import Planned, Request
 
 
 def mark_pure(p: Planned) -> None:
-    """Note the measurements whose mechanism, built before the read, uses no δ (a
-    Laplace-family member other than bounded, which "auto" may pick): a pure ε-DP release
-    composes with δ = 0, so its share of δ is not charged. A mechanism built after earlier
-    measurements (None here) or of another family keeps its share: charged, conservatively."""
+    """Note the measurements whose mechanism, built before the read, uses no δ (the truncated
+    and plain Laplace mechanisms, the bounded one at δ = 0, which "auto" runs where δ would buy
+    less than ``DELTA_MIN_GAIN``, and the exponential mechanism of quantiles): a pure ε-DP
+    release composes with δ = 0, so its share of δ is not charged. A mechanism built after
+    earlier measurements (None here) or of another family keeps its share: charged,
+    conservatively."""
     p.pure = frozenset(m.name for m, mech in zip(p.plan.measurements, p.mechanisms,
-                                                 strict=True)
-                       if getattr(mech, "name", None) in ("truncated", "laplace"))
+                                                 strict=True) if _uses_no_delta(mech))
+
+
+def _uses_no_delta(mechanism: object) -> bool:
+    name = getattr(mechanism, "name", None)
+    if name in ("truncated", "laplace"):
+        return True
+    return name in ("bounded", "exponential-quantile") and getattr(mechanism, "delta", 1) == 0
 
 
 def release_delta(planned: Sequence[Planned], request: Request) -> float:
@@ -89,20 +97,22 @@ def _mechanism(request: Request, m: Measurement, epsilon: float, delta: float,
     magnitude = None if math.isfinite(lo) and math.isfinite(hi) else m.magnitude
     name = request.mechanism
     if name == "auto":
-        name, choices[m.name] = _auto(epsilon, sens, lo, hi, delta)
+        name, choices[m.name], delta = _auto(epsilon, sens, lo, hi, delta)
     return make_mechanism(name, epsilon=epsilon, sensitivity=sens, lower=lo, upper=hi,
                           delta=delta if name == "bounded" else 0.0, magnitude=magnitude)
 
 
 @functools.lru_cache(maxsize=1024)
 def _auto(epsilon: float, sensitivity: float, lower: float, upper: float, delta: float
-          ) -> tuple[str, str]:
+          ) -> tuple[str, str, float]:
     """``mechanism="auto"``: the mechanism with the smaller certified worst-case MSE over the
-    output domain, from public facts only (:func:`dpframe.mechanisms.choose_mechanism`)."""
+    output domain, from public facts only, and the δ it uses: ``delta`` only where the bounded
+    mechanism at ``delta`` beats every pure ε-DP candidate's worst-case RMSE by at least
+    ``DELTA_MIN_GAIN`` (:func:`dpframe.mechanisms.choose_mechanism`), else 0."""
     choice = choose_mechanism(epsilon, sensitivity,
                               lower if math.isfinite(lower) else None,
                               upper if math.isfinite(upper) else None, delta)
-    return choice.name, choice.reason
+    return choice.name, choice.reason, choice.delta
 
 
 def draw_all(p: Planned, request: Request, aggs: Mapping[Any, np.ndarray],

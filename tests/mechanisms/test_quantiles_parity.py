@@ -171,7 +171,6 @@ def test_quantile_mechanism_names_accepted(mechanism):
     ({"mechanism": "bounded"}, "exponential mechanism"),
     ({"mechanism": "laplace"}, "does not apply to quantiles"),
     ({"mechanism": "nope"}, "unknown mechanism"),
-    ({"delta": 1e-6}, "pure ε-differentially private"),
     ({"delta": "0"}, "must be a number"),
 ])
 def test_bad_mechanism_or_delta_refused_before_spending(kwargs, match):
@@ -184,18 +183,19 @@ def test_bad_mechanism_or_delta_refused_before_spending(kwargs, match):
     assert pf.dp.budget.epsilon_spent == 0
 
 
-def test_grouped_delta_only_for_key_selection():
-    pf = _frame()  # keys of g declared at protect: a δ would buy nothing
-    with pytest.raises(dpf.ParameterError, match="declared keys are pure"):
-        pf.dp.groupby("g").median("x", epsilon=1.0, delta=1e-6)
-    with pytest.raises(dpf.ParameterError, match="declared keys are pure"):
-        pf.dp.groupby("g", keys=[0, 1, 2]).quantile("x", 0.5, epsilon=1.0, delta=1e-6)
-    assert pf.dp.budget.epsilon_spent == 0 and pf.dp.budget.delta_spent == 0
+def test_grouped_delta_charged_only_for_key_selection():
+    """Issue 33 item 7: a δ is accepted as by every statistic and charged only where used —
+    never by the (pure ε-DP) quantiles, by a key selection when keys come from the data."""
+    pf = _frame()  # keys of g declared at protect: a δ buys nothing and is not charged
+    pf.dp.groupby("g").median("x", epsilon=1.0, delta=1e-6)
+    pf.dp.groupby("g", keys=[0, 1, 2]).quantile("x", 0.5, epsilon=1.0, delta=1e-6)
+    assert pf.dp.budget.epsilon_spent == 2.0 and pf.dp.budget.delta_spent == 0
     x = np.random.default_rng(0).normal(50, 12, 3000)
     sel = dpf.protect(pd.DataFrame({"x": x, "g": np.arange(3000) % 2}), epsilon=100,
                       delta=1e-3, bounds={"x": (0, 100)}, missing={"x": 0.0})
     out = sel.dp.groupby("g").median("x", epsilon=1.0, delta=1e-6, random_state=0)
     assert "median" in out.columns  # keys selected from the data: δ pays for the selection
+    assert sel.dp.budget.delta_spent == 1e-6
 
 
 def test_rank_error_is_public():
