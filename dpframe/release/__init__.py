@@ -18,3 +18,7 @@
 * :mod:`~dpframe.release._accuracy_planner` — accuracy and ε for a target half-width
   (``frame.dp.accuracy``, ``epsilon_for``, ``split``).
 """
+
+from dpframe.release._pipeline import plan, run
+
+__all__ = ["plan", "run"]

