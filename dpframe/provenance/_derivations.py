@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,52 +186,88 @@ def walk_lazy_plan(lazy: Any, origin: str = "polars") -> tuple[str, list[Step], 
     while True:
         node = nt.view_current_node()
         kind = type(node).__name__
-        if kind in _SOURCES:
-            raise NoLedgerError(
-                "this LazyFrame does not derive from a protected frame: its plan reaches its "
-                "source without passing through a frame returned by dpf.protect, so it has no "
-                "privacy budget. Build derived LazyFrames from the protected LazyFrame itself "
-                "(lf.filter(...), lf.with_columns(...), lf.dp.filter(...)). Nothing was read or "
-                "spent."
-            )
         if kind == "Filter":
             marker = _marker_of(nt, node.predicate.node)
             if marker is not None:
-                steps.reverse()
-                nt.set_node(nt.get_inputs()[0])
-                if steps:
-                    probe_steps(dict(nt.get_schema()), steps)
-                return marker, steps, _signature(nt)
-            predicate = read_expression(nt, node.predicate.node, "filter", origin=origin)
-            steps.append(Step("filter", predicate=predicate))
-        elif kind in ("HStack", "Select"):
-            verb = "with_columns" if kind == "HStack" else "select"
-            outputs: dict[str, str | None] = {}
-            casts = set()
-            columns: list[tuple[str, RowExpr]] = []
-            for expr in node.exprs if kind == "HStack" else node.expr:
-                name = str(expr.output_name)
-                tree = read_expression(nt, expr.node, f"{verb}({name!r})", origin=origin)
-                columns.append((name, tree))
-                outputs[name] = _copied_column(tree)
-                if outputs[name] is not None and isinstance(tree, Cast):
-                    casts.add(name)
-            if kind == "Select" and not any(_reads_column(t) for _, t in columns):
-                raise DerivationError(
-                    "select(): no output reads a column, so the result is a single row made of "
-                    "literals, not one row per input row. " + _ALLOWED_NOTE
-                    + "Nothing was read or spent."
-                )
-            steps.append(Step(verb, outputs, frozenset(casts), columns=tuple(columns)))
-        elif kind == "SimpleProjection":
-            schema = nt.get_schema()
-            steps.append(Step.copying({str(c): str(c) for c in schema}, dict(schema)))
-        else:
-            raise DerivationError(_refused_node(kind))
+                return _at_marker(nt, marker, steps)
+        steps.append(_step_of(nt, node, kind, origin))
         inputs = nt.get_inputs()
         if len(inputs) != 1:  # pragma: no cover - every accepted node has one input
             raise DerivationError(_refused_node(kind))
         nt.set_node(inputs[0])
+
+
+def _at_marker(nt: Any, marker: str, steps: list[Step]) -> tuple[str, list[Step], str]:
+    """The walk's end at a marker's filter: the steps above it bottom-up (probed on the schema
+    beneath the marker) and the signature of the plan beneath it."""
+    steps.reverse()
+    nt.set_node(nt.get_inputs()[0])
+    if steps:
+        probe_steps(dict(nt.get_schema()), steps)
+    return marker, steps, _signature(nt)
+
+
+def _step_of(nt: Any, node: Any, kind: str, origin: str) -> Step:
+    """The verified step of one plan node (not a marker's filter), by its kind
+    (:data:`_NODE_STEPS`); a source without a marker, or a node that is not row-wise, is
+    refused."""
+    read = _NODE_STEPS.get(kind)
+    if read is not None:
+        return read(nt, node, origin)
+    if kind in _SOURCES:
+        raise NoLedgerError(
+            "this LazyFrame does not derive from a protected frame: its plan reaches its "
+            "source without passing through a frame returned by dpf.protect, so it has no "
+            "privacy budget. Build derived LazyFrames from the protected LazyFrame itself "
+            "(lf.filter(...), lf.with_columns(...), lf.dp.filter(...)). Nothing was read or "
+            "spent."
+        )
+    raise DerivationError(_refused_node(kind))
+
+
+def _filter_step(nt: Any, node: Any, origin: str) -> Step:
+    predicate = read_expression(nt, node.predicate.node, "filter", origin=origin)
+    return Step("filter", predicate=predicate)
+
+
+def _projection_step(nt: Any, node: Any, origin: str) -> Step:
+    """``with_columns`` (an ``HStack`` node) or ``select`` (a ``Select`` node): each output's
+    verified tree, which outputs copy a column (and which of those copies are casts); a select
+    none of whose outputs reads a column (one row of literals) is refused."""
+    stacked = type(node).__name__ == "HStack"
+    verb = "with_columns" if stacked else "select"
+    outputs: dict[str, str | None] = {}
+    casts = set()
+    columns: list[tuple[str, RowExpr]] = []
+    for expr in node.exprs if stacked else node.expr:
+        name = str(expr.output_name)
+        tree = read_expression(nt, expr.node, f"{verb}({name!r})", origin=origin)
+        columns.append((name, tree))
+        outputs[name] = _copied_column(tree)
+        if outputs[name] is not None and isinstance(tree, Cast):
+            casts.add(name)
+    if not stacked and not any(_reads_column(t) for _, t in columns):
+        raise DerivationError(
+            "select(): no output reads a column, so the result is a single row made of "
+            "literals, not one row per input row. " + _ALLOWED_NOTE
+            + "Nothing was read or spent."
+        )
+    return Step(verb, outputs, frozenset(casts), columns=tuple(columns))
+
+
+def _projection_copy(nt: Any, node: Any, origin: str) -> Step:
+    """A ``SimpleProjection``: the columns kept, each a copy of itself."""
+    schema = nt.get_schema()
+    return Step.copying({str(c): str(c) for c in schema}, dict(schema))
+
+
+#: How each row-wise node kind of a Polars plan becomes a step.
+_NODE_STEPS: dict[str, Callable[[Any, Any, str], Step]] = {
+    "Filter": _filter_step,
+    "HStack": _projection_step,
+    "Select": _projection_step,
+    "SimpleProjection": _projection_copy,
+}
 
 
 _SOURCES = frozenset({"Scan", "DataFrameScan", "PythonScan"})

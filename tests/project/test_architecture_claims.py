@@ -10,6 +10,7 @@ import ast
 import functools
 import importlib
 import re
+import tomllib
 
 from .test_layers import LAYERS, MODULES, PACKAGE
 
@@ -125,3 +126,10 @@ def test_every_package_says_its_job():
               and not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))]
     assert not silent, f"packages whose __init__.py has no docstring: {silent}"
 
+
+def test_the_complexity_limit_has_no_exemption_in_the_package():
+    lint = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+    assert "C901" in lint["select"] and lint["mccabe"]["max-complexity"] <= 15
+    exempt = [path for path, codes in lint.get("per-file-ignores", {}).items()
+              if path.startswith("dpframe") and "C901" in codes]
+    assert not exempt, f"modules exempt from the complexity limit: {exempt}"
