@@ -47,8 +47,7 @@ from typing import Any
 
 from dpframe._util.forking import check_polars_usable
 from dpframe._util.polars_plan import all_nodes, visitor
-from dpframe.backends.polars._memory import arrow_chunks
-from dpframe.backends.polars._rowwise import apply_step
+from dpframe.backends import apply_step, arrow_chunks
 from dpframe.errors import DerivationError, NoLedgerError
 from dpframe.rowwise.functions import FUNCTIONS
 from dpframe.rowwise.nodes import Cast, Col, RowExpr, walk

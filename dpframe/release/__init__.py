@@ -19,6 +19,13 @@
   (``frame.dp.accuracy``, ``epsilon_for``, ``split``).
 """
 
-from dpframe.release._pipeline import plan, run
+from dpframe.release._accuracy_planner import accuracy, epsilon_for, split
+from dpframe.release._mechanisms import charged_delta
+from dpframe.release._outcome import Outcome
+from dpframe.release._pipeline import declared_keys, evaluate_derivation, plan, run
+from dpframe.release._request import MECHANISMS
 
-__all__ = ["plan", "run"]
+__all__ = [
+    "MECHANISMS", "Outcome", "accuracy", "charged_delta", "declared_keys", "epsilon_for",
+    "evaluate_derivation", "plan", "run", "split",
+]
