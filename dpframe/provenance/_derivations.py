@@ -41,9 +41,9 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpframe._util.forking import check_polars_usable
 from dpframe._util.polars_plan import all_nodes, visitor
@@ -51,7 +51,10 @@ from dpframe.backends import apply_step, arrow_chunks
 from dpframe.errors import DerivationError, NoLedgerError
 from dpframe.rowwise.functions import FUNCTIONS
 from dpframe.rowwise.nodes import Cast, Col, RowExpr, walk
-from dpframe.rowwise.reading import ALLOWED_NOTE, read_expression, sample_value
+from dpframe.rowwise.reading import ALLOWED_NOTE, PolarsDtype, read_expression, sample_value
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
     "MARKER_PREFIX",
@@ -92,7 +95,7 @@ class Step:
     columns: tuple[tuple[str, RowExpr], ...] = field(default=(), compare=False)
 
     @classmethod
-    def copying(cls, outputs: dict[str, str], schema: Any) -> Step:
+    def copying(cls, outputs: dict[str, str], schema: Mapping[str, PolarsDtype]) -> Step:
         """A ``select`` of existing columns, renamed as ``outputs`` says (new -> old)."""
         return cls("select", dict(outputs), columns=tuple(
             (new, Col(schema[old], old)) for new, old in outputs.items()))
@@ -103,7 +106,8 @@ def new_marker() -> str:
     return MARKER_PREFIX + secrets.token_hex(16)
 
 
-def add_marker(lazy: Any, marker: str, anchor: Any = None) -> Any:
+def add_marker(lazy: pl.LazyFrame, marker: str, anchor: pl.Series | None = None
+               ) -> pl.LazyFrame:
     """``lazy`` with the always-true marker filter on top. ``anchor``: a one-value String Series
     holding ``marker`` to use as the right-hand side (the plan then holds it, and what its
     memory keeps alive); without it, a plain literal (Polars' optimiser drops that filter)."""
@@ -168,7 +172,7 @@ def _literal_text(value: Any) -> Any:
     return series.item()
 
 
-def walk_lazy_plan(lazy: Any, origin: str = "polars") -> tuple[str, list[Step], str]:
+def walk_lazy_plan(lazy: pl.LazyFrame, origin: str = "polars") -> tuple[str, list[Step], str]:
     """Walk ``lazy``'s plan down to its nearest dpframe marker.
 
     Returns the marker, the verified steps above it (bottom-up) and the signature of the plan
@@ -294,13 +298,13 @@ def _refused_node(kind: str) -> str:
     )
 
 
-def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str
-                       ) -> tuple[list[Step], dict[str, Any]]:
-    """Verify ``exprs`` (narwhals or Polars expressions) for ``verb`` (``"filter"`` or
-    ``"with_columns"``) against a frame with the Polars ``schema``, without any data: the
-    expressions are applied to an empty LazyFrame and its plan is walked. Returns the steps
-    and the output schema (Polars dtypes): the dtypes the derived columns must have, whatever
-    the values."""
+def verify_expressions(schema: Mapping[str, PolarsDtype], exprs: Iterable[object],
+                       verb: str) -> tuple[list[Step], dict[str, pl.DataType]]:
+    """Verify ``exprs`` (narwhals or Polars expressions; anything else is refused) for ``verb``
+    (``"filter"`` or ``"with_columns"``) against a frame with the Polars ``schema``, without any
+    data: the expressions are applied to an empty LazyFrame and its plan is walked. Returns the
+    steps and the output schema (Polars dtypes): the dtypes the derived columns must have,
+    whatever the values."""
     import narwhals as nw
     import polars as pl
 
@@ -338,7 +342,7 @@ _PROBED: dict[str, bool] = {}
 _PROBED_LOCK = threading.Lock()
 
 
-def probe_steps(schema: Any, steps: Sequence[Step]) -> None:
+def probe_steps(schema: Mapping[str, PolarsDtype], steps: Sequence[Step]) -> None:
     """Run dpframe's compilation of ``steps`` on two public rows (one typical value of each
     column's dtype, and missing values): an operation Polars supports for no value of a type
     (``dt.hour()`` of a Date, a String cast to Boolean) fails here, before any data is read,
@@ -372,7 +376,8 @@ def probe_steps(schema: Any, steps: Sequence[Step]) -> None:
         _PROBED[key] = True
 
 
-def compiled_schema(schema: Any, steps: Iterable[Step]) -> dict[str, Any]:
+def compiled_schema(schema: Mapping[str, PolarsDtype], steps: Iterable[Step]
+                    ) -> dict[str, pl.DataType]:
     """The Polars schema of ``steps`` as dpframe compiles them, applied to a frame with
     ``schema`` (no data): the dtypes derived columns have whatever the values (``**`` is
     Float64 even on integers, for example)."""
@@ -385,7 +390,7 @@ def compiled_schema(schema: Any, steps: Iterable[Step]) -> dict[str, Any]:
     return dict(frame.collect_schema().items())
 
 
-def plan_markers(lazy: Any) -> set[str]:
+def plan_markers(lazy: pl.LazyFrame) -> set[str]:
     """Every dpframe marker anywhere in ``lazy``'s plan (is it derived from protected data?)."""
     found = set()
     for nt, node in all_nodes(lazy):
@@ -401,7 +406,7 @@ _CHILDREN = ("left", "right", "expr", "input", "predicate", "truthy", "falsy", "
              "partition_by", "order_by", "by", "idx", "arguments", "offset", "length")
 
 
-def plan_signature(lazy: Any) -> str:
+def plan_signature(lazy: pl.LazyFrame) -> str:
     """A canonical description of ``lazy``'s whole plan: node kinds, schemas, expressions,
     scanned paths, and for in-memory frames their shape and the address of their first numeric
     buffer (their identity while they live; Polars frames are immutable). Computed from the

@@ -11,13 +11,21 @@ for every engine; which functions an engine can run is checked when the tree is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from dpframe.errors import DerivationError
 from dpframe.rowwise.functions import FUNCTIONS, MAX_WIDTH, OPERATORS
 from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When
 
-__all__ = ["ALLOWED_NOTE", "read_expression", "sample_value"]
+if TYPE_CHECKING:
+    import polars as pl
+    from polars.datatypes import DataTypeClass
+
+__all__ = ["ALLOWED_NOTE", "PolarsDtype", "read_expression", "sample_value"]
+
+#: A Polars dtype as schemas hold it: an instance (``pl.Datetime("us")``) or a class
+#: (``pl.Int64``, whose type is Polars' ``DataTypeClass``).
+PolarsDtype: TypeAlias = "pl.DataType | DataTypeClass"
 
 ALLOWED_NOTE = (
     "dpframe answers derived frames only when it can verify from their structure that every "
@@ -313,7 +321,7 @@ def _cast_is_safe(source: Any, target: Any) -> bool:
     return bool(source == target)
 
 
-def int_range(dtype: Any) -> tuple[int, int]:
+def int_range(dtype: PolarsDtype) -> tuple[int, int]:
     """The smallest and largest value of a Polars integer dtype (128-bit ones included)."""
     name = str(dtype)
     bits = int(name.lstrip("UInt").lstrip("Int") or 64)
@@ -425,7 +433,7 @@ def _check_clip_bounds(args: tuple[RowExpr, ...], reader: _Reader) -> None:
         )
 
 
-def castable(dtype: Any) -> bool:
+def castable(dtype: PolarsDtype) -> bool:
     """Whether casts from or to ``dtype`` are accepted: numbers (Decimal included), booleans,
     strings, categoricals and dates/times. Casts of nested or binary values (a List or Binary
     value to String, ...) fail on some values (bytes that are not UTF-8, ...): refused."""
@@ -456,7 +464,7 @@ def _check_cast_exists(source: Any, target: Any, reader: _Reader) -> None:
                             "on any value; cast through another type.") from None
 
 
-def sample_value(dtype: Any) -> Any:
+def sample_value(dtype: PolarsDtype) -> Any:
     """One typical, public value of a Polars ``dtype`` (a Python object), for trying an
     operation on a row that is not data: Polars refuses some operations only when a non-missing
     value reaches them (a categorical cast to a number, the maximum of nested lists). None
