@@ -2,13 +2,12 @@
 with the test that checks it): the layers table is the one tests/project/test_layers.py
 enforces, every module and name the page mentions exists, no module is over 800 lines, every
 package says its job, and the complexity limit holds for every module. Read from the source
-(``ast``) and pyproject.toml; nothing of the package is imported but its packages."""
+(``ast``) and pyproject.toml; nothing of the package is imported."""
 
 from __future__ import annotations
 
 import ast
 import functools
-import importlib
 import re
 import tomllib
 
@@ -38,49 +37,53 @@ def _current_text() -> str:
     return "\n".join([head, *kept, sep + tail])
 
 
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """What a module defines or imports at its top (or under a top-level ``if``/``try``)."""
+    names: set[str] = set()
+    body = list(tree.body)
+    for node in body:
+        if isinstance(node, ast.If | ast.Try):
+            body.extend([*node.body, *node.orelse])
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
 @functools.cache
-def _index() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Top-level names per module stem, and attribute names per class, of every module."""
+def _index() -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, set[str]]]:
+    """Names per module, per module stem, and attribute names per class, of every module."""
+    modules: dict[str, set[str]] = {}
     stems: dict[str, set[str]] = {}
     classes: dict[str, set[str]] = {}
     for module, path in MODULES.items():
         tree = _tree(module)
-        names = stems.setdefault(path.stem, set())
+        modules[module] = _top_level_names(tree)
+        stems.setdefault(path.stem, set()).update(modules[module])
         for node in tree.body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                names.add(node.name)
-            elif isinstance(node, ast.Assign | ast.AnnAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names.update(t.id for t in targets if isinstance(t, ast.Name))
             if isinstance(node, ast.ClassDef):
-                members = classes.setdefault(node.name, set())
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                        members.add(item.name)
-                    elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                        members.add(item.target.id)
-                    elif isinstance(item, ast.Assign):
-                        members.update(t.id for t in item.targets if isinstance(t, ast.Name))
-    return stems, classes
+                classes.setdefault(node.name, set()).update(_top_level_names(
+                    ast.Module(body=node.body, type_ignores=[])))
+    return modules, stems, classes
 
 
 def _resolves(name: str) -> bool:
     """``name`` (``pkg.module.attr``, ``module_stem.attr`` or ``Class.member``) is a name of
-    dpframe."""
+    dpframe (read from the source: a module's top-level names, a class's members)."""
+    modules, stems, classes = _index()
     parts = name.removeprefix("dpframe.").split(".")
     if parts[0] in TOP_PACKAGES:
-        for i in range(len(parts), 0, -1):
-            try:
-                obj = importlib.import_module("dpframe." + ".".join(parts[:i]))
-            except ImportError:
-                continue
-            for attr in parts[i:]:
-                if not hasattr(obj, attr):
-                    return False
-                obj = getattr(obj, attr)
+        i = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in MODULES)
+        rest = parts[i:]
+        if not rest:
             return True
-        return False
-    stems, classes = _index()
+        if rest[0] not in modules[".".join(parts[:i])]:
+            return False
+        return len(rest) == 1 or rest[1] in classes.get(rest[0], {rest[1]})
     head, attr = parts[-2], parts[-1]
     return attr in stems.get(head, set()) or attr in classes.get(head, set())
 
