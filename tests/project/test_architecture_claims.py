@@ -11,7 +11,7 @@ import functools
 import re
 import tomllib
 
-from .test_layers import LAYERS, MODULES, PACKAGE, _tree
+from ._layers import LAYERS, MODULES, PACKAGE, parsed
 
 DOC = PACKAGE.parent / "docs" / "architecture.md"
 PYPROJECT = PACKAGE.parent / "pyproject.toml"
@@ -61,7 +61,7 @@ def _index() -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, set[st
     stems: dict[str, set[str]] = {}
     classes: dict[str, set[str]] = {}
     for module, path in MODULES.items():
-        tree = _tree(module)
+        tree = parsed(module)
         modules[module] = _top_level_names(tree)
         stems.setdefault(path.stem, set()).update(modules[module])
         for node in tree.body:
@@ -109,7 +109,8 @@ def test_every_dotted_name_the_page_uses_exists():
 
 
 def test_the_layers_table_is_the_enforced_one():
-    """The "Layers" table lists, top first, the packages of test_layers.py's ``LAYERS``."""
+    """The "Layers" table lists, top first, the packages of ``LAYERS``
+    (tests/project/_layers.py)."""
     section = _doc().split("## Layers", 1)[1].split("\n#", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")][1:]
     documented = [set(re.findall(r"`(\w+)/`", row.split("|")[2])) for row in rows]
@@ -126,7 +127,7 @@ def test_no_module_is_over_800_lines():
 
 def test_every_package_says_its_job():
     silent = [m or "dpframe" for m, p in MODULES.items() if p.name == "__init__.py"
-              and not ast.get_docstring(_tree(m))]
+              and not ast.get_docstring(parsed(m))]
     assert not silent, f"packages whose __init__.py has no docstring: {silent}"
 
 

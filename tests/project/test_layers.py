@@ -5,70 +5,18 @@ each other, however indirectly. Read from the source (``ast``), nothing imported
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "dpframe"
-
-#: Bottom first, by package (docs/architecture.md, "Layers"): a module belongs to the first entry
-#: naming it or a package holding it, so a new module in a package needs no line here. Loose
-#: modules at the top of ``dpframe/`` are only the ones DESIGN §6 lists.
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("errors", "_validation", "_typing", "_util", "datasets")),
-    ("mechanisms and accounting", ("mechanisms", "accounting")),
-    ("query", ("query",)),
-    ("row-wise semantics", ("rowwise",)),
-    ("engine", ("engine",)),
-    ("backends", ("backends",)),
-    ("provenance", ("provenance",)),
-    ("release", ("release",)),
-    ("views", ("report",)),
-    ("surface", ("frames",)),
-    # spec/ runs a spec through the public API (``import dpframe as dpf``, the root package,
-    # which registers frames/): it shares the top layer with the commands
-    ("spec and command line", ("spec", "cli", "__main__", "")),
-]
-
-#: The only modules loose at the top of ``dpframe/`` (DESIGN §6); everything else is in a package.
-LOOSE = frozenset({"", "__main__", "errors", "_validation", "_typing", "datasets"})
-
-
-def _modules() -> dict[str, Path]:
-    out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
-
-
-MODULES = _modules()
-
-
-@functools.cache
-def _tree(module: str) -> ast.Module:
-    """The parsed source of ``module`` (parsed once for every check)."""
-    return ast.parse(MODULES[module].read_text(encoding="utf-8"))
-
-
-def _layer(module: str) -> int:
-    for i, (_name, members) in enumerate(LAYERS):
-        for member in members:
-            if module == member or (member and module.startswith(member + ".")):
-                return i
-    raise AssertionError(
-        f"dpframe.{module} is in no layer of tests/project/test_layers.py: place it")
+from ._layers import LAYERS, LOOSE, MODULES, PACKAGE, layer, parsed
 
 
 def _imports(module: str) -> Iterator[tuple[str, int]]:
     """Every dpframe module ``module`` imports (and the line), anywhere in its source."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(_tree(module)):
+    for node in ast.walk(parsed(module)):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".") if package else []
@@ -99,14 +47,14 @@ def test_only_the_listed_modules_are_loose():
 
 def test_every_module_has_a_layer():
     for module in MODULES:
-        _layer(module)
+        layer(module)
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_imports_point_down(module):
-    upward = [f"line {line}: dpframe.{target} ({LAYERS[_layer(target)][0]})"
-              for target, line in _imports(module) if _layer(target) > _layer(module)]
-    assert not upward, (f"dpframe.{module} ({LAYERS[_layer(module)][0]}) imports upward: "
+    upward = [f"line {line}: dpframe.{target} ({LAYERS[layer(target)][0]})"
+              for target, line in _imports(module) if layer(target) > layer(module)]
+    assert not upward, (f"dpframe.{module} ({LAYERS[layer(module)][0]}) imports upward: "
                         + "; ".join(upward))
 
 
@@ -313,7 +261,7 @@ def _private_imports(module: str, tree: ast.AST) -> Iterator[tuple[str, int]]:
 def test_no_private_import_across_packages():
     """A package uses another through the names its ``__init__.py`` exports, never through
     that package's ``_``-prefixed modules or names (only the listed exceptions)."""
-    found = {(m, t): line for m in MODULES for t, line in _private_imports(m, _tree(m))}
+    found = {(m, t): line for m in MODULES for t, line in _private_imports(m, parsed(m))}
     new = [f"dpframe.{m} line {line}: {t}" for (m, t), line in sorted(found.items())
            if (m, t) not in PRIVATE_IMPORT_EXCEPTIONS]
     assert not new, ("imports of another package's private modules or names (export the name "

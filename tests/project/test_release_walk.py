@@ -8,7 +8,7 @@ another) is recorded with its caller, in order. Three things are checked on that
   the mechanism's draw and the log, each step entered from ``release/`` (the engine's read
   through the frame's adapter), in that order;
 * **``release/`` is the only orchestrator**: no package below it calls into another package at
-  the same or a higher layer (tests/project/test_layers.py's ``LAYERS``) — except through a
+  the same or a higher layer (``LAYERS`` in tests/project/_layers.py) — except through a
   *callback passed down*: the function called is held by one of the caller's arguments (a
   function, a bound method, a ``functools.partial``, or an object whose class defines it, such
   as the frame's adapter). Each such site is listed in :data:`CALLBACKS` with its reason, and a
@@ -38,7 +38,7 @@ import pytest
 
 import dpframe as dpf
 
-from .test_layers import LAYERS
+from ._layers import layer
 
 ROOT = Path(dpf.__file__).resolve().parent
 DOC = ROOT.parent / "docs" / "architecture.md"
@@ -75,14 +75,7 @@ def _package(module: str) -> str:
     return module.split(".")[0]
 
 
-def _layer(module: str) -> int:
-    for i, (_name, members) in enumerate(LAYERS):
-        if any(module == m or (m and module.startswith(m + ".")) for m in members):
-            return i
-    raise AssertionError(f"dpframe.{module} is in no layer")
-
-
-RELEASE = _layer("release")
+RELEASE = layer("release")
 
 
 def _station(module: str) -> str:
@@ -152,8 +145,8 @@ def _trace(run: Any) -> list[Call]:
         if caller is None or _station(caller) == _station(callee):
             return
         via = None
-        if (_layer(caller) < RELEASE and _package(callee) != _package(caller)
-                and _layer(callee) >= _layer(caller)):
+        if (layer(caller) < RELEASE and _package(callee) != _package(caller)
+                and layer(callee) >= layer(caller)):
             via = _argument_holding(back, frame.f_code) or "?"
         calls.append(Call(caller, back.f_code.co_qualname, callee, frame.f_code.co_qualname,
                           via))
