@@ -6,12 +6,14 @@ __version__ = "0.1.0"
 
 from dpframe import errors as errors
 from dpframe import frames as _frames  # noqa: F401 - registers the .dp namespaces
-from dpframe.accounting._parquet import read_log, read_release, write_parquet
-from dpframe.accounting._release_tables import (
+from dpframe.accounting import (
     concat_releases,
+    read_log,
+    read_release,
     rename_release,
     round_release,
     sort_release,
+    write_parquet,
 )
 from dpframe.accounting.ledger import Budget
 from dpframe.accounting.seals import sign_release
@@ -39,8 +41,7 @@ from dpframe.errors import (
 from dpframe.frames.namespace import dp
 from dpframe.frames.results import Estimate, QuantileEstimate
 from dpframe.frames.show import show
-from dpframe.provenance._protect import Session, protect
-from dpframe.provenance._units import count_units
+from dpframe.provenance import Session, count_units, protect
 from dpframe.query.statistics import (
     corr,
     count,

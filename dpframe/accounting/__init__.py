@@ -16,3 +16,21 @@
   post-processing (``_release_tables``: ``dpf.concat_releases``, ``dpf.round_release``,
   ``dpf.rename_release``, ``dpf.sort_release``).
 """
+
+from dpframe.accounting._log_schema import LOG_COLUMNS, LogRecord, log_frame
+from dpframe.accounting._log_view import columns_of, declared_bounds, statistic
+from dpframe.accounting._parquet import LOG_KEY, read_log, read_release, write_parquet
+from dpframe.accounting._release_tables import (
+    concat_releases,
+    rename_release,
+    round_release,
+    sort_release,
+    tidy_rows,
+    tidy_table,
+)
+
+__all__ = [
+    "LOG_COLUMNS", "LOG_KEY", "LogRecord", "columns_of", "concat_releases", "declared_bounds",
+    "log_frame", "read_log", "read_release", "rename_release", "round_release", "sort_release",
+    "statistic", "tidy_rows", "tidy_table", "write_parquet",
+]

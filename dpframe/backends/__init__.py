@@ -25,22 +25,27 @@ from typing import Any
 import numpy as np
 
 from dpframe.backends._base import Backend, registered
+from dpframe.backends._file_inputs import CSV_POLARS
 from dpframe.backends.dask._adapter import DaskBackend, is_dask_frame
 from dpframe.backends.duckdb._adapter import DuckDBBackend, duckdb_parse, is_duckdb_relation
 from dpframe.backends.pandas._adapter import PandasBackend, is_pandas_frame
+from dpframe.backends.pandas._memory import pandas_ranges
 from dpframe.backends.polars._adapter import (
     PolarsBackend,
     PolarsLazyBackend,
     is_polars_eager,
     is_polars_lazy,
 )
+from dpframe.backends.polars._memory import anchored_series, arrow_chunks
+from dpframe.backends.polars._rowwise import apply_step
 from dpframe.backends.spark._adapter import SparkBackend, is_spark_frame
-from dpframe.engine._bounding import Bounding
+from dpframe.engine import Bounding
 from dpframe.errors import UnsupportedInputError
-from dpframe.query._aggregates import Agg
+from dpframe.query import Agg
 
 __all__ = [
     "BACKENDS",
+    "CSV_POLARS",
     "DASK",
     "DUCKDB",
     "PANDAS",
@@ -49,6 +54,9 @@ __all__ = [
     "SPARK",
     "Backend",
     "aggregate",
+    "anchored_series",
+    "apply_step",
+    "arrow_chunks",
     "backend_named",
     "backend_of",
     "duckdb_parse",
@@ -58,6 +66,7 @@ __all__ = [
     "is_polars_eager",
     "is_polars_lazy",
     "is_spark_frame",
+    "pandas_ranges",
 ]
 
 PANDAS: Backend = PandasBackend()

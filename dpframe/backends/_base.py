@@ -18,10 +18,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpframe.engine import Bounding
 from dpframe.engine import _aggregation as engine
-from dpframe.engine._bounding import Bounding
 from dpframe.errors import UnsupportedInputError
-from dpframe.query._aggregates import Agg
+from dpframe.query import Agg
 from dpframe.rowwise.engines import RowwiseTarget
 
 __all__ = ["Backend", "duplicate_names", "registered"]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dpframe.accounting import _log_view as logview
+from dpframe import accounting as logview
 from dpframe.accounting import steward as steward
 from dpframe.accounting.durable import ledger_head
 from dpframe.accounting.steward import inspect_file

@@ -30,7 +30,7 @@ from dpframe.cli.report import add_parser as _add_report
 from dpframe.cli.report import run as _run_report
 from dpframe.datasets import CENSUS_BOUNDS, CENSUS_KEYS, census
 from dpframe.errors import DPFrameError, ParameterError
-from dpframe.spec._run import add_release_parser, release_command
+from dpframe.spec import add_release_parser, release_command
 
 __all__ = ["build_parser", "main", "run_demo"]
 

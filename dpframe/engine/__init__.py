@@ -12,3 +12,50 @@
 * :mod:`~dpframe.engine._bounding` — privacy-unit bounding (at most k rows and g groups per unit);
 * :mod:`~dpframe.engine._tick_keys` — date/datetime group keys matched as integer ticks.
 """
+
+from dpframe.engine._aggregation import (
+    POLARS_ROWS_PER_KEY,
+    aggregate,
+    engine_name,
+    frame_columns,
+    pandas_codes,
+    pandas_view,
+    polars_codes,
+    polars_view,
+    validate_column,
+)
+from dpframe.engine._bounding import Bounding, UnitBound, bound_pandas, bound_polars, release_seed
+from dpframe.engine._row_expressions import ROUNDER, aligned, is_float, is_present
+from dpframe.engine._tick_keys import (
+    arrow_ticks,
+    column_kind,
+    partitions_with_ticks,
+    temporal_key_fits,
+    with_ticks,
+)
+
+__all__ = [
+    "POLARS_ROWS_PER_KEY",
+    "ROUNDER",
+    "Bounding",
+    "UnitBound",
+    "aggregate",
+    "aligned",
+    "arrow_ticks",
+    "bound_pandas",
+    "bound_polars",
+    "column_kind",
+    "engine_name",
+    "frame_columns",
+    "is_float",
+    "is_present",
+    "pandas_codes",
+    "pandas_view",
+    "partitions_with_ticks",
+    "polars_codes",
+    "polars_view",
+    "release_seed",
+    "temporal_key_fits",
+    "validate_column",
+    "with_ticks",
+]

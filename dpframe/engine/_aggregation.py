@@ -70,7 +70,7 @@ from dpframe.engine._schema import frame_columns as frame_columns
 from dpframe.engine._schema import validate_column as validate_column
 from dpframe.engine._tick_keys import key_tick
 from dpframe.errors import ParameterError
-from dpframe.query._aggregates import Agg, Bins, FixedPoint
+from dpframe.query import Agg, Bins, FixedPoint
 
 __all__ = [
     "POLARS_ROWS_PER_KEY",

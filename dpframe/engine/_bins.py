@@ -15,7 +15,7 @@ from dpframe.engine._row_expressions import (
     as_float_if,
     is_present,
 )
-from dpframe.query._aggregates import DROP, Agg
+from dpframe.query import DROP, Agg
 
 __all__: list[str] = []
 

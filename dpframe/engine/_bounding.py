@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.query._aggregates import Bounding, UnitBound
+from dpframe.query import Bounding, UnitBound
 
 __all__ = ["Bounding", "UnitBound", "bound_pandas", "bound_polars", "release_seed"]
 

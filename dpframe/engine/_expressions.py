@@ -14,7 +14,7 @@ from dpframe.engine._row_expressions import (
     is_float,
     row_expressions,
 )
-from dpframe.query._aggregates import Agg
+from dpframe.query import Agg
 
 __all__: list[str] = []
 

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dpframe.engine._bounding import Bounding
-from dpframe.query._aggregates import Agg
+from dpframe.query import Agg
 
 __all__ = ["FrameEngine"]
 

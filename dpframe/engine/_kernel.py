@@ -11,8 +11,7 @@ from dpframe.engine._column_views import _MaskedBlocks
 from dpframe.engine._frame_engine import FrameEngine
 from dpframe.engine._key_codes import _int_lookup
 from dpframe.engine._row_expressions import drops
-from dpframe.query._aggregates import DROP, Agg, FixedPoint
-from dpframe.query._keys import Keys
+from dpframe.query import DROP, Agg, FixedPoint, Keys
 
 __all__ = ["POLARS_ROWS_PER_KEY", "SMALL_RANGE_CELLS"]
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from dpframe.engine._column_views import _polars_numpy_numbers
-from dpframe.query._keys import Keys, key_kinds
+from dpframe.query import Keys, key_kinds
 
 __all__ = ["pandas_codes", "polars_codes"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import numpy as np
 
-from dpframe.query._aggregates import DROP, Agg, FixedPoint
+from dpframe.query import DROP, Agg, FixedPoint
 
 __all__ = ["ROUNDER", "aligned", "as_float_if", "is_float", "is_numeric", "is_present",
            "row_expressions"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Generic
 
+from dpframe import provenance, release
+from dpframe import release as planner
 from dpframe._validation import check_column, check_count, check_labels, check_names
 from dpframe.backends import backend_of
 from dpframe.errors import ParameterError
@@ -27,11 +29,8 @@ from dpframe.frames.parameters import (
 )
 from dpframe.frames.types import KeyList, Mechanism, RandomState, TableT
 from dpframe.mechanisms.histograms import apportion
-from dpframe.provenance import _protect as provenance
-from dpframe.provenance._protect import Session
+from dpframe.provenance import Session
 from dpframe.query import statistics as q_
-from dpframe.release import _accuracy_planner as planner
-from dpframe.release import _pipeline as release
 
 __all__ = ["Analyses"]
 

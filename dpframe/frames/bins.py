@@ -28,11 +28,11 @@ from typing import Any
 import narwhals as nw
 import numpy as np
 
+from dpframe import provenance
+from dpframe import provenance as derivations
 from dpframe._util.identity import IdentityMap
 from dpframe._validation import check_number
 from dpframe.errors import ParameterError
-from dpframe.provenance import _derivations as derivations
-from dpframe.provenance import _protect as provenance
 from dpframe.rowwise.functions import SEARCH_EDGES
 from dpframe.rowwise.nodes import Call, When, walk
 

@@ -16,14 +16,14 @@ from typing import Any, Generic
 
 import polars as pl
 
+from dpframe import provenance
+from dpframe import provenance as derivations
 from dpframe.errors import DerivationError, ParameterError
 from dpframe.frames import bins as bins_
 from dpframe.frames.parameters import shared_parameters
 from dpframe.frames.types import FrameT
-from dpframe.provenance import _derivations as derivations
-from dpframe.provenance import _protect as provenance
-from dpframe.provenance._protect import Missing, Session
-from dpframe.release._pipeline import evaluate_derivation
+from dpframe.provenance import Missing, Session
+from dpframe.release import evaluate_derivation
 from dpframe.rowwise.engines import apply_steps
 
 __all__ = ["DerivationVerbs", "binned", "column_names", "derive", "keep_rows", "renaming"]

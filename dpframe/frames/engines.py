@@ -13,7 +13,7 @@ import pandas as pd
 from dpframe.backends import Backend
 from dpframe.frames.namespace import DPNamespace
 from dpframe.frames.registration import register
-from dpframe.provenance._protect import on_protect
+from dpframe.provenance import on_protect
 
 __all__ = ["EngineDP", "ensure_namespace"]
 

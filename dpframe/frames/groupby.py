@@ -15,6 +15,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+from dpframe import provenance, release
+from dpframe import release as planner
 from dpframe._validation import (
     check_column,
     check_names,
@@ -36,13 +38,9 @@ from dpframe.frames.parameters import (
     shared_parameters,
 )
 from dpframe.frames.types import KeyList, Mechanism, QuantileMechanismName, RandomState, TableT
-from dpframe.provenance import _protect as provenance
-from dpframe.provenance._protect import Session
-from dpframe.provenance._units import count_units
+from dpframe.provenance import Session, count_units
 from dpframe.query import statistics as q_
-from dpframe.release import _accuracy_planner as planner
-from dpframe.release import _pipeline as release
-from dpframe.release._outcome import Outcome
+from dpframe.release import Outcome
 
 __all__ = ["DPGroupBy"]
 

@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
+from dpframe import accounting as parquet
+from dpframe import provenance, release
 from dpframe._validation import check_quantile_delta, check_quantile_mechanism
-from dpframe.accounting import _parquet as parquet
 from dpframe.accounting.ledger import Budget
 from dpframe.accounting.seals import release_log_of
 from dpframe.backends import backend_of
@@ -38,11 +39,8 @@ from dpframe.frames.types import (
     RandomState,
     TableT,
 )
-from dpframe.provenance import _protect as provenance
-from dpframe.provenance._protect import Session
-from dpframe.provenance._units import count_units
+from dpframe.provenance import Session, count_units
 from dpframe.query import statistics as q_
-from dpframe.release import _pipeline as release
 
 __all__ = ["DPGroupBy", "DPNamespace", "Mechanism", "QuantileMechanismName", "dp"]
 

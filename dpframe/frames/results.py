@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from dpframe.accounting import _log_schema as log_schema
-from dpframe.accounting._log_schema import LOG_COLUMNS
+from dpframe import accounting as log_schema
+from dpframe.accounting import LOG_COLUMNS
 from dpframe.accounting.seals import attach_release_log
 from dpframe.backends import Backend
 from dpframe.frames.bins import BIN
-from dpframe.query._keys import Keys
-from dpframe.release._outcome import Outcome
+from dpframe.query import Keys
+from dpframe.release import Outcome
 from dpframe.report.views import estimate_html
 
 __all__ = ["LOG_COLUMNS", "Estimate", "QuantileEstimate", "accuracy_table", "bin_edges_columns",

@@ -30,7 +30,7 @@ from dpframe.accounting.ledger import Budget
 from dpframe.accounting.seals import release_log_of
 from dpframe.errors import DPFrameError, ParameterError
 from dpframe.frames.results import Estimate
-from dpframe.provenance._protect import Session, resolve
+from dpframe.provenance import Session, resolve
 from dpframe.report import views
 
 __all__ = ["View", "columns_of_table", "page", "show"]

@@ -14,3 +14,41 @@
 * :mod:`~dpframe.provenance._units` — privacy units (``count_units``, public as
   ``dpf.count_units``).
 """
+
+from dpframe.provenance._derivations import NO_COLUMNS, Step, verify_expressions
+from dpframe.provenance._protect import (
+    DROP,
+    FrameFacts,
+    Missing,
+    Session,
+    check_key_list,
+    declare_derived,
+    derive,
+    on_protect,
+    protect,
+    resolve,
+    validate_bounds,
+    validate_missing,
+)
+from dpframe.provenance._units import bound_plan, count_units, describe
+
+__all__ = [
+    "DROP",
+    "NO_COLUMNS",
+    "FrameFacts",
+    "Missing",
+    "Session",
+    "Step",
+    "bound_plan",
+    "check_key_list",
+    "count_units",
+    "declare_derived",
+    "derive",
+    "describe",
+    "on_protect",
+    "protect",
+    "resolve",
+    "validate_bounds",
+    "validate_missing",
+    "verify_expressions",
+]

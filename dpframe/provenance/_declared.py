@@ -13,7 +13,7 @@ from dpframe.errors import (
     BoundsError,
     ParameterError,
 )
-from dpframe.query._keys import Keys, checked_keys
+from dpframe.query import Keys, checked_keys
 
 __all__ = ["check_key_list", "validate_bounds", "validate_keys"]
 

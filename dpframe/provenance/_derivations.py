@@ -41,18 +41,20 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpframe._util.forking import check_polars_usable
 from dpframe._util.polars_plan import all_nodes, visitor
-from dpframe.backends.polars._memory import arrow_chunks
-from dpframe.backends.polars._rowwise import apply_step
+from dpframe.backends import apply_step, arrow_chunks
 from dpframe.errors import DerivationError, NoLedgerError
 from dpframe.rowwise.functions import FUNCTIONS
 from dpframe.rowwise.nodes import Cast, Col, RowExpr, walk
-from dpframe.rowwise.reading import ALLOWED_NOTE, read_expression, sample_value
+from dpframe.rowwise.reading import ALLOWED_NOTE, PolarsDtype, read_expression, sample_value
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
     "MARKER_PREFIX",
@@ -93,7 +95,7 @@ class Step:
     columns: tuple[tuple[str, RowExpr], ...] = field(default=(), compare=False)
 
     @classmethod
-    def copying(cls, outputs: dict[str, str], schema: Any) -> Step:
+    def copying(cls, outputs: dict[str, str], schema: Mapping[str, PolarsDtype]) -> Step:
         """A ``select`` of existing columns, renamed as ``outputs`` says (new -> old)."""
         return cls("select", dict(outputs), columns=tuple(
             (new, Col(schema[old], old)) for new, old in outputs.items()))
@@ -104,7 +106,8 @@ def new_marker() -> str:
     return MARKER_PREFIX + secrets.token_hex(16)
 
 
-def add_marker(lazy: Any, marker: str, anchor: Any = None) -> Any:
+def add_marker(lazy: pl.LazyFrame, marker: str, anchor: pl.Series | None = None
+               ) -> pl.LazyFrame:
     """``lazy`` with the always-true marker filter on top. ``anchor``: a one-value String Series
     holding ``marker`` to use as the right-hand side (the plan then holds it, and what its
     memory keeps alive); without it, a plain literal (Polars' optimiser drops that filter)."""
@@ -169,7 +172,7 @@ def _literal_text(value: Any) -> Any:
     return series.item()
 
 
-def walk_lazy_plan(lazy: Any, origin: str = "polars") -> tuple[str, list[Step], str]:
+def walk_lazy_plan(lazy: pl.LazyFrame, origin: str = "polars") -> tuple[str, list[Step], str]:
     """Walk ``lazy``'s plan down to its nearest dpframe marker.
 
     Returns the marker, the verified steps above it (bottom-up) and the signature of the plan
@@ -186,52 +189,88 @@ def walk_lazy_plan(lazy: Any, origin: str = "polars") -> tuple[str, list[Step], 
     while True:
         node = nt.view_current_node()
         kind = type(node).__name__
-        if kind in _SOURCES:
-            raise NoLedgerError(
-                "this LazyFrame does not derive from a protected frame: its plan reaches its "
-                "source without passing through a frame returned by dpf.protect, so it has no "
-                "privacy budget. Build derived LazyFrames from the protected LazyFrame itself "
-                "(lf.filter(...), lf.with_columns(...), lf.dp.filter(...)). Nothing was read or "
-                "spent."
-            )
         if kind == "Filter":
             marker = _marker_of(nt, node.predicate.node)
             if marker is not None:
-                steps.reverse()
-                nt.set_node(nt.get_inputs()[0])
-                if steps:
-                    probe_steps(dict(nt.get_schema()), steps)
-                return marker, steps, _signature(nt)
-            predicate = read_expression(nt, node.predicate.node, "filter", origin=origin)
-            steps.append(Step("filter", predicate=predicate))
-        elif kind in ("HStack", "Select"):
-            verb = "with_columns" if kind == "HStack" else "select"
-            outputs: dict[str, str | None] = {}
-            casts = set()
-            columns: list[tuple[str, RowExpr]] = []
-            for expr in node.exprs if kind == "HStack" else node.expr:
-                name = str(expr.output_name)
-                tree = read_expression(nt, expr.node, f"{verb}({name!r})", origin=origin)
-                columns.append((name, tree))
-                outputs[name] = _copied_column(tree)
-                if outputs[name] is not None and isinstance(tree, Cast):
-                    casts.add(name)
-            if kind == "Select" and not any(_reads_column(t) for _, t in columns):
-                raise DerivationError(
-                    "select(): no output reads a column, so the result is a single row made of "
-                    "literals, not one row per input row. " + _ALLOWED_NOTE
-                    + "Nothing was read or spent."
-                )
-            steps.append(Step(verb, outputs, frozenset(casts), columns=tuple(columns)))
-        elif kind == "SimpleProjection":
-            schema = nt.get_schema()
-            steps.append(Step.copying({str(c): str(c) for c in schema}, dict(schema)))
-        else:
-            raise DerivationError(_refused_node(kind))
+                return _at_marker(nt, marker, steps)
+        steps.append(_step_of(nt, node, kind, origin))
         inputs = nt.get_inputs()
         if len(inputs) != 1:  # pragma: no cover - every accepted node has one input
             raise DerivationError(_refused_node(kind))
         nt.set_node(inputs[0])
+
+
+def _at_marker(nt: Any, marker: str, steps: list[Step]) -> tuple[str, list[Step], str]:
+    """The walk's end at a marker's filter: the steps above it bottom-up (probed on the schema
+    beneath the marker) and the signature of the plan beneath it."""
+    steps.reverse()
+    nt.set_node(nt.get_inputs()[0])
+    if steps:
+        probe_steps(dict(nt.get_schema()), steps)
+    return marker, steps, _signature(nt)
+
+
+def _step_of(nt: Any, node: Any, kind: str, origin: str) -> Step:
+    """The verified step of one plan node (not a marker's filter), by its kind
+    (:data:`_NODE_STEPS`); a source without a marker, or a node that is not row-wise, is
+    refused."""
+    read = _NODE_STEPS.get(kind)
+    if read is not None:
+        return read(nt, node, origin)
+    if kind in _SOURCES:
+        raise NoLedgerError(
+            "this LazyFrame does not derive from a protected frame: its plan reaches its "
+            "source without passing through a frame returned by dpf.protect, so it has no "
+            "privacy budget. Build derived LazyFrames from the protected LazyFrame itself "
+            "(lf.filter(...), lf.with_columns(...), lf.dp.filter(...)). Nothing was read or "
+            "spent."
+        )
+    raise DerivationError(_refused_node(kind))
+
+
+def _filter_step(nt: Any, node: Any, origin: str) -> Step:
+    predicate = read_expression(nt, node.predicate.node, "filter", origin=origin)
+    return Step("filter", predicate=predicate)
+
+
+def _projection_step(nt: Any, node: Any, origin: str) -> Step:
+    """``with_columns`` (an ``HStack`` node) or ``select`` (a ``Select`` node): each output's
+    verified tree, which outputs copy a column (and which of those copies are casts); a select
+    none of whose outputs reads a column (one row of literals) is refused."""
+    stacked = type(node).__name__ == "HStack"
+    verb = "with_columns" if stacked else "select"
+    outputs: dict[str, str | None] = {}
+    casts = set()
+    columns: list[tuple[str, RowExpr]] = []
+    for expr in node.exprs if stacked else node.expr:
+        name = str(expr.output_name)
+        tree = read_expression(nt, expr.node, f"{verb}({name!r})", origin=origin)
+        columns.append((name, tree))
+        outputs[name] = _copied_column(tree)
+        if outputs[name] is not None and isinstance(tree, Cast):
+            casts.add(name)
+    if not stacked and not any(_reads_column(t) for _, t in columns):
+        raise DerivationError(
+            "select(): no output reads a column, so the result is a single row made of "
+            "literals, not one row per input row. " + _ALLOWED_NOTE
+            + "Nothing was read or spent."
+        )
+    return Step(verb, outputs, frozenset(casts), columns=tuple(columns))
+
+
+def _projection_copy(nt: Any, node: Any, origin: str) -> Step:
+    """A ``SimpleProjection``: the columns kept, each a copy of itself."""
+    schema = nt.get_schema()
+    return Step.copying({str(c): str(c) for c in schema}, dict(schema))
+
+
+#: How each row-wise node kind of a Polars plan becomes a step.
+_NODE_STEPS: dict[str, Callable[[Any, Any, str], Step]] = {
+    "Filter": _filter_step,
+    "HStack": _projection_step,
+    "Select": _projection_step,
+    "SimpleProjection": _projection_copy,
+}
 
 
 _SOURCES = frozenset({"Scan", "DataFrameScan", "PythonScan"})
@@ -259,13 +298,13 @@ def _refused_node(kind: str) -> str:
     )
 
 
-def verify_expressions(schema: Any, exprs: Iterable[Any], verb: str
-                       ) -> tuple[list[Step], dict[str, Any]]:
-    """Verify ``exprs`` (narwhals or Polars expressions) for ``verb`` (``"filter"`` or
-    ``"with_columns"``) against a frame with the Polars ``schema``, without any data: the
-    expressions are applied to an empty LazyFrame and its plan is walked. Returns the steps
-    and the output schema (Polars dtypes): the dtypes the derived columns must have, whatever
-    the values."""
+def verify_expressions(schema: Mapping[str, PolarsDtype], exprs: Iterable[object],
+                       verb: str) -> tuple[list[Step], dict[str, pl.DataType]]:
+    """Verify ``exprs`` (narwhals or Polars expressions; anything else is refused) for ``verb``
+    (``"filter"`` or ``"with_columns"``) against a frame with the Polars ``schema``, without any
+    data: the expressions are applied to an empty LazyFrame and its plan is walked. Returns the
+    steps and the output schema (Polars dtypes): the dtypes the derived columns must have,
+    whatever the values."""
     import narwhals as nw
     import polars as pl
 
@@ -303,7 +342,7 @@ _PROBED: dict[str, bool] = {}
 _PROBED_LOCK = threading.Lock()
 
 
-def probe_steps(schema: Any, steps: Sequence[Step]) -> None:
+def probe_steps(schema: Mapping[str, PolarsDtype], steps: Sequence[Step]) -> None:
     """Run dpframe's compilation of ``steps`` on two public rows (one typical value of each
     column's dtype, and missing values): an operation Polars supports for no value of a type
     (``dt.hour()`` of a Date, a String cast to Boolean) fails here, before any data is read,
@@ -337,7 +376,8 @@ def probe_steps(schema: Any, steps: Sequence[Step]) -> None:
         _PROBED[key] = True
 
 
-def compiled_schema(schema: Any, steps: Iterable[Step]) -> dict[str, Any]:
+def compiled_schema(schema: Mapping[str, PolarsDtype], steps: Iterable[Step]
+                    ) -> dict[str, pl.DataType]:
     """The Polars schema of ``steps`` as dpframe compiles them, applied to a frame with
     ``schema`` (no data): the dtypes derived columns have whatever the values (``**`` is
     Float64 even on integers, for example)."""
@@ -350,7 +390,7 @@ def compiled_schema(schema: Any, steps: Iterable[Step]) -> dict[str, Any]:
     return dict(frame.collect_schema().items())
 
 
-def plan_markers(lazy: Any) -> set[str]:
+def plan_markers(lazy: pl.LazyFrame) -> set[str]:
     """Every dpframe marker anywhere in ``lazy``'s plan (is it derived from protected data?)."""
     found = set()
     for nt, node in all_nodes(lazy):
@@ -366,7 +406,7 @@ _CHILDREN = ("left", "right", "expr", "input", "predicate", "truthy", "falsy", "
              "partition_by", "order_by", "by", "idx", "arguments", "offset", "length")
 
 
-def plan_signature(lazy: Any) -> str:
+def plan_signature(lazy: pl.LazyFrame) -> str:
     """A canonical description of ``lazy``'s whole plan: node kinds, schemas, expressions,
     scanned paths, and for in-memory frames their shape and the address of their first numeric
     buffer (their identity while they live; Polars frames are immutable). Computed from the

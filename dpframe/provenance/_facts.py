@@ -8,12 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from dpframe.engine._bounding import UnitBound
+from dpframe.engine import UnitBound
 from dpframe.errors import DerivationError
 from dpframe.provenance import _derivations as derivations
 from dpframe.provenance._datasets import Dataset
 from dpframe.provenance._missing import Missing
-from dpframe.query._keys import Keys
+from dpframe.query import Keys
 
 __all__ = ["FrameFacts"]
 

@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from dpframe import engine
 from dpframe.accounting.durable import open_ledger
 from dpframe.accounting.ledger import Ledger
 from dpframe.backends import Backend, backend_of
-from dpframe.engine import _aggregation as engine
-from dpframe.engine._bounding import UnitBound
+from dpframe.engine import UnitBound
 from dpframe.errors import (
     DPFrameError,
     LedgerError,

@@ -11,8 +11,7 @@ from typing import Any
 from dpframe._util.identity import IdentityMap
 from dpframe._util.memory import LIVE_BUDGET, PROTECTED_MEMORY
 from dpframe._util.polars_plan import plan_sources
-from dpframe.backends import Backend
-from dpframe.backends.pandas._memory import pandas_ranges
+from dpframe.backends import Backend, pandas_ranges
 from dpframe.errors import LedgerError
 from dpframe.provenance import _derivations as derivations
 from dpframe.provenance._binding import _stat_all

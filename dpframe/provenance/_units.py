@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 from dpframe.backends import Backend
-from dpframe.engine._bounding import UnitBound
+from dpframe.engine import UnitBound
 from dpframe.errors import ParameterError, UnsupportedInputError
-from dpframe.query._aggregates import Agg
+from dpframe.query import Agg
 from dpframe.query.statistics import (
     Measurement,
     Plan,

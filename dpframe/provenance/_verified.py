@@ -22,8 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from dpframe._util.identity import IdentityMap
-from dpframe.backends import Backend
-from dpframe.backends.polars._memory import anchored_series
+from dpframe.backends import Backend, anchored_series
 from dpframe.errors import (
     DerivationError,
     NoLedgerError,

@@ -14,3 +14,30 @@
   (``_aggregates``: ``Agg``, ``Bins``, ``FixedPoint``), public group keys (``_keys``) and the
   kinds of measurement (``_measurement_kinds``).
 """
+
+from dpframe.query._aggregates import (
+    ADDITIVE_KINDS,
+    DROP,
+    Agg,
+    Bins,
+    Bounding,
+    FixedPoint,
+    UnitBound,
+)
+from dpframe.query._keys import Keys, checked_keys, key_kinds, keys_reference
+from dpframe.query._measurement_kinds import LaplaceFactory
+
+__all__ = [
+    "ADDITIVE_KINDS",
+    "DROP",
+    "Agg",
+    "Bins",
+    "Bounding",
+    "FixedPoint",
+    "Keys",
+    "LaplaceFactory",
+    "UnitBound",
+    "checked_keys",
+    "key_kinds",
+    "keys_reference",
+]

@@ -18,3 +18,14 @@
 * :mod:`~dpframe.release._accuracy_planner` — accuracy and ε for a target half-width
   (``frame.dp.accuracy``, ``epsilon_for``, ``split``).
 """
+
+from dpframe.release._accuracy_planner import accuracy, epsilon_for, split
+from dpframe.release._mechanisms import charged_delta
+from dpframe.release._outcome import Outcome
+from dpframe.release._pipeline import declared_keys, evaluate_derivation, plan, run
+from dpframe.release._request import MECHANISMS
+
+__all__ = [
+    "MECHANISMS", "Outcome", "accuracy", "charged_delta", "declared_keys", "epsilon_for",
+    "evaluate_derivation", "plan", "run", "split",
+]

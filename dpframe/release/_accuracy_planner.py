@@ -29,7 +29,7 @@ from dpframe.mechanisms.accuracy import (  # re-exported: the count rounding rul
     rounded_half_width as rounded_half_width,
 )
 from dpframe.mechanisms.protocol import Mechanism
-from dpframe.provenance._protect import Session, resolve
+from dpframe.provenance import Session, resolve
 from dpframe.query.registry import accuracy_of
 from dpframe.query.statistics import Query
 from dpframe.release._pipeline import plan, plan_release

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dpframe.accounting._log_schema import LogRecord
-from dpframe.engine import _aggregation as engine
+from dpframe import engine
+from dpframe import provenance as units
+from dpframe.accounting import LogRecord
 from dpframe.mechanisms.protocol import Mechanism
-from dpframe.provenance import _units as units
-from dpframe.provenance._protect import DROP, FrameFacts
-from dpframe.query._keys import keys_reference
+from dpframe.provenance import DROP, FrameFacts
+from dpframe.query import keys_reference
 from dpframe.query.statistics import Measurement
 from dpframe.release._records import GroupBy, Planned, Request, group_columns
 

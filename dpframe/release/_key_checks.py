@@ -13,12 +13,12 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import numpy as np
 
-from dpframe.engine._tick_keys import temporal_key_fits
+from dpframe.engine import temporal_key_fits
 from dpframe.errors import (
     ParameterError,
 )
-from dpframe.provenance._protect import check_key_list
-from dpframe.query._keys import Keys, checked_keys, key_kinds
+from dpframe.provenance import check_key_list
+from dpframe.query import Keys, checked_keys, key_kinds
 
 
 def declared_keys(column: str, keys: Sequence[Any]) -> Keys:

@@ -27,10 +27,9 @@ import narwhals.stable.v2 as nw
 import numpy as np
 
 from dpframe.backends import backend_of
-from dpframe.engine._aggregation import frame_columns
-from dpframe.engine._row_expressions import is_float as _is_float
-from dpframe.engine._row_expressions import is_present as _present
-from dpframe.engine._tick_keys import arrow_ticks
+from dpframe.engine import arrow_ticks, frame_columns
+from dpframe.engine import is_float as _is_float
+from dpframe.engine import is_present as _present
 
 __all__ = ["observed_keys"]
 

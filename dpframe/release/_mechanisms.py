@@ -15,7 +15,7 @@ import numpy as np
 
 from dpframe.mechanisms import choose_mechanism, make_mechanism
 from dpframe.mechanisms.protocol import Mechanism
-from dpframe.query._measurement_kinds import LaplaceFactory
+from dpframe.query import LaplaceFactory
 from dpframe.query.statistics import Measurement
 from dpframe.release._entries import LogContext
 from dpframe.release._records import Planned, Request

@@ -17,7 +17,7 @@ from dpframe.errors import (
     warn_user,
 )
 from dpframe.mechanisms.protocol import Mechanism
-from dpframe.provenance._protect import FrameFacts
+from dpframe.provenance import FrameFacts
 from dpframe.release._records import GroupBy, Planned, Request
 
 

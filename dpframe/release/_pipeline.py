@@ -42,14 +42,14 @@ from typing import Any
 
 import numpy as np
 
+from dpframe import engine
+from dpframe import provenance as units
 from dpframe.backends import backend_of
-from dpframe.engine import _aggregation as engine
-from dpframe.engine._bounding import Bounding, release_seed
+from dpframe.engine import Bounding, release_seed
 from dpframe.errors import EngineTimeoutError
 from dpframe.mechanisms.selection import select_keys
-from dpframe.provenance import _units as units
-from dpframe.provenance._protect import DROP, FrameFacts, Session, resolve
-from dpframe.query._keys import keys_reference
+from dpframe.provenance import DROP, FrameFacts, Session, resolve
+from dpframe.query import keys_reference
 from dpframe.query.statistics import Query
 from dpframe.release._engine_pass import ENGINE_TIMEOUT, engine_pass, engine_timeout
 from dpframe.release._entries import LogContext

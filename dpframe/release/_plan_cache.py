@@ -10,8 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 from dpframe._util.identity import IdentityMap
-from dpframe.provenance._protect import FrameFacts
-from dpframe.query._keys import Keys
+from dpframe.provenance import FrameFacts
+from dpframe.query import Keys
 from dpframe.query.statistics import Query
 from dpframe.release._planning import _plan_all, immutable
 from dpframe.release._records import Planned, Request

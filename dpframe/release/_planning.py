@@ -10,15 +10,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from dpframe.engine import _aggregation as engine
+from dpframe import engine
+from dpframe import provenance as units
 from dpframe.errors import (
     BoundsError,
     ParameterError,
     PrivateSizeError,
 )
 from dpframe.mechanisms.selection import selection_rule
-from dpframe.provenance import _units as units
-from dpframe.provenance._protect import DROP, FrameFacts
+from dpframe.provenance import DROP, FrameFacts
 from dpframe.query.statistics import PlanContext, Query
 from dpframe.release._key_checks import _check_keys_match, selectable
 from dpframe.release._mechanisms import build_mechanisms, mark_pure

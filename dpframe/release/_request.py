@@ -16,8 +16,8 @@ from dpframe._validation import check_ci, check_delta, check_epsilon, check_numb
 from dpframe.errors import (
     ParameterError,
 )
-from dpframe.provenance._protect import FrameFacts, check_key_list
-from dpframe.query._keys import checked_keys
+from dpframe.provenance import FrameFacts, check_key_list
+from dpframe.query import checked_keys
 from dpframe.query.statistics import Query
 from dpframe.release._key_checks import declared_keys
 from dpframe.release._records import GroupBy, Request

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.accounting._log_schema import LogRecord
+from dpframe import provenance as units
+from dpframe.accounting import LogRecord
 from dpframe.errors import EngineTimeoutError, ReleaseFailedError
-from dpframe.provenance import _units as units
-from dpframe.provenance._protect import FrameFacts
+from dpframe.provenance import FrameFacts
 from dpframe.release._engine_pass import TIMEOUT_FIX, timeout_text
 from dpframe.release._entries import LogContext
 from dpframe.release._records import Request

@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from dpframe.accounting import _log_view as logview
+from dpframe import accounting as logview
 from dpframe.report import plots
 from dpframe.report.plots import Bar
 from dpframe.report.queries import Query, Stat

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpframe.accounting import _log_view as logview
+from dpframe import accounting as logview
 from dpframe.accounting.steward import spending
 from dpframe.report.analysis import analysis_html
 from dpframe.report.queries import is_long, queries_of_long, query_of_table

@@ -10,13 +10,22 @@ for every engine; which functions an engine can run is checked when the tree is 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from dpframe.errors import DerivationError
 from dpframe.rowwise.functions import FUNCTIONS, MAX_WIDTH, OPERATORS
 from dpframe.rowwise.nodes import Binary, Call, Cast, Col, Lit, RowExpr, When
 
-__all__ = ["ALLOWED_NOTE", "read_expression", "sample_value"]
+if TYPE_CHECKING:
+    import polars as pl
+    from polars.datatypes import DataTypeClass
+
+__all__ = ["ALLOWED_NOTE", "PolarsDtype", "read_expression", "sample_value"]
+
+#: A Polars dtype as schemas hold it: an instance (``pl.Datetime("us")``) or a class
+#: (``pl.Int64``, whose type is Polars' ``DataTypeClass``).
+PolarsDtype: TypeAlias = "pl.DataType | DataTypeClass"
 
 ALLOWED_NOTE = (
     "dpframe answers derived frames only when it can verify from their structure that every "
@@ -170,63 +179,126 @@ class _Reader:
 
     def check_arguments(self, name: str, args: tuple[RowExpr, ...], data: tuple[Any, ...]
                         ) -> None:
-        """Literal arguments whose value alone would make the function fail on some rows."""
-        if name in _WIDTHS:
-            width = args[_WIDTHS[name]]
-            assert isinstance(width, Lit)
-            if not isinstance(width.value, int) or not 0 <= width.value <= MAX_WIDTH:
-                raise self.refuse(f"{name!r} pads to a width of at most {MAX_WIDTH} "
-                                  f"characters (a public cap); got {width.value!r}.")
-        elif name == "round_sig_figs":
-            digits = data[1]
-            if not isinstance(digits, int) or not 1 <= digits <= _ROUND_SIG_MAX:
-                raise self.refuse(f"round_sig_figs takes 1 to {_ROUND_SIG_MAX} significant "
-                                  f"digits; got {digits!r}.")
-        elif name == "clip":
-            _check_clip_bounds(args, self)
-        elif name in ("sum_horizontal", "mean_horizontal"):
-            for a in args:
-                _check_plain_number(FUNCTIONS[name].api, value_dtype(a), self)
-                _check_number(name, value_dtype(a), self)
-        elif name in ("ListFunction.Sum", "ListFunction.Mean"):
-            inner = getattr(args[0].dtype, "inner", None)
-            _check_plain_number(FUNCTIONS[name].api, inner, self, " elements")
-            _check_number(name, inner, self)
-        elif name in ("ListFunction.Max", "ListFunction.Min"):
-            inner = getattr(args[0].dtype, "inner", None)
-            if inner is None or inner.is_nested():
-                raise self.refuse(f"{FUNCTIONS[name].api} of {inner} elements fails in Polars "
-                                  "on every non-empty list; compare flat values only.")
-        elif name in ("TemporalFunction.Truncate", "TemporalFunction.Round"):
-            if getattr(args[0].dtype, "time_zone", None):
-                raise self.refuse(
-                    f"{FUNCTIONS[name].api} of a datetime with a time zone can land on a local "
-                    "time that does not exist (a daylight-saving gap) and fail there; truncate "
-                    "datetimes without a time zone.")
-            _check_every(args, name, self)
-        elif name in ("round", "ceil", "round_sig_figs") and str(args[0].dtype).startswith(
-                "Decimal"):
-            raise self.refuse(f"{FUNCTIONS[name].api} of a Decimal can overflow its precision "
-                              "on some values; cast to Float64 first.")
-        elif name == "StringFunction.ToInteger":
-            base = args[1]
-            assert isinstance(base, Lit)
-            if not isinstance(base.value, int) or not 2 <= base.value <= 36:
-                raise self.refuse(f"str.to_integer takes a base from 2 to 36; got "
-                                  f"{base.value!r}.")
-        elif name in ("StringFunction.Slice", "StringFunction.Head", "StringFunction.Tail"):
-            for arg in args[2:] if name.endswith("Slice") else ():
-                assert isinstance(arg, Lit)
-                if arg.value is not None and (not isinstance(arg.value, int) or arg.value < 0):
-                    raise self.refuse(f"str.slice takes a length of 0 or more; got "
-                                      f"{arg.value!r}.")
-        elif name == "replace":
-            _check_table(args, self)
+        """Literal arguments whose value alone would make the function fail on some rows: the
+        function's own check (:data:`_ARGUMENT_CHECKS`), then its regex pattern's, if any."""
+        check = _ARGUMENT_CHECKS.get(name)
+        if check is not None:
+            check(self, name, args, data)
         flag = _REGEX_LITERAL_FLAG.get(name)
         if flag is not None and not data[flag]:
             pattern = args[1]
             assert isinstance(pattern, Lit)
             _check_pattern(pattern.value, self)
+
+
+def _check_width(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                 data: tuple[Any, ...]) -> None:
+    width = args[_WIDTHS[name]]
+    assert isinstance(width, Lit)
+    if not isinstance(width.value, int) or not 0 <= width.value <= MAX_WIDTH:
+        raise reader.refuse(f"{name!r} pads to a width of at most {MAX_WIDTH} "
+                            f"characters (a public cap); got {width.value!r}.")
+
+
+def _check_sig_figs(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                    data: tuple[Any, ...]) -> None:
+    digits = data[1]
+    if not isinstance(digits, int) or not 1 <= digits <= _ROUND_SIG_MAX:
+        raise reader.refuse(f"round_sig_figs takes 1 to {_ROUND_SIG_MAX} significant "
+                            f"digits; got {digits!r}.")
+
+
+def _check_clip(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                data: tuple[Any, ...]) -> None:
+    _check_clip_bounds(args, reader)
+
+
+def _check_horizontal(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                      data: tuple[Any, ...]) -> None:
+    for a in args:
+        _check_plain_number(FUNCTIONS[name].api, value_dtype(a), reader)
+        _check_number(name, value_dtype(a), reader)
+
+
+def _check_list_sum(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                    data: tuple[Any, ...]) -> None:
+    inner = getattr(args[0].dtype, "inner", None)
+    _check_plain_number(FUNCTIONS[name].api, inner, reader, " elements")
+    _check_number(name, inner, reader)
+
+
+def _check_list_extreme(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                        data: tuple[Any, ...]) -> None:
+    inner = getattr(args[0].dtype, "inner", None)
+    if inner is None or inner.is_nested():
+        raise reader.refuse(f"{FUNCTIONS[name].api} of {inner} elements fails in Polars "
+                            "on every non-empty list; compare flat values only.")
+
+
+def _check_truncation(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                      data: tuple[Any, ...]) -> None:
+    if getattr(args[0].dtype, "time_zone", None):
+        raise reader.refuse(
+            f"{FUNCTIONS[name].api} of a datetime with a time zone can land on a local "
+            "time that does not exist (a daylight-saving gap) and fail there; truncate "
+            "datetimes without a time zone.")
+    _check_every(args, name, reader)
+
+
+def _check_decimal_rounding(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                            data: tuple[Any, ...]) -> None:
+    if str(args[0].dtype).startswith("Decimal"):
+        raise reader.refuse(f"{FUNCTIONS[name].api} of a Decimal can overflow its precision "
+                            "on some values; cast to Float64 first.")
+
+
+def _check_base(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                data: tuple[Any, ...]) -> None:
+    base = args[1]
+    assert isinstance(base, Lit)
+    if not isinstance(base.value, int) or not 2 <= base.value <= 36:
+        raise reader.refuse(f"str.to_integer takes a base from 2 to 36; got {base.value!r}.")
+
+
+def _check_slice_length(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                        data: tuple[Any, ...]) -> None:
+    for arg in args[2:] if name.endswith("Slice") else ():
+        assert isinstance(arg, Lit)
+        if arg.value is not None and (not isinstance(arg.value, int) or arg.value < 0):
+            raise reader.refuse(f"str.slice takes a length of 0 or more; got {arg.value!r}.")
+
+
+def _check_replace(reader: _Reader, name: str, args: tuple[RowExpr, ...],
+                   data: tuple[Any, ...]) -> None:
+    _check_table(args, reader)
+
+
+_ArgumentCheck = Callable[["_Reader", str, tuple[RowExpr, ...], tuple[Any, ...]], None]
+
+#: The check of each function whose literal arguments (or argument types) alone can make it
+#: fail on some rows; one per function (a padding function's width check comes first).
+_ARGUMENT_CHECKS: dict[str, _ArgumentCheck] = {
+    # round_sig_figs: its digits only (as before the table: the Decimal check of round and ceil
+    # was never reached for it)
+    "round_sig_figs": _check_sig_figs,
+    "clip": _check_clip,
+    "sum_horizontal": _check_horizontal,
+    "mean_horizontal": _check_horizontal,
+    "ListFunction.Sum": _check_list_sum,
+    "ListFunction.Mean": _check_list_sum,
+    "ListFunction.Max": _check_list_extreme,
+    "ListFunction.Min": _check_list_extreme,
+    "TemporalFunction.Truncate": _check_truncation,
+    "TemporalFunction.Round": _check_truncation,
+    "round": _check_decimal_rounding,
+    "ceil": _check_decimal_rounding,
+    "StringFunction.ToInteger": _check_base,
+    "StringFunction.Slice": _check_slice_length,
+    "StringFunction.Head": _check_slice_length,
+    "StringFunction.Tail": _check_slice_length,
+    "replace": _check_replace,
+    **{name: _check_width for name in _WIDTHS},
+}
 
 
 def _cast_is_safe(source: Any, target: Any) -> bool:
@@ -249,7 +321,7 @@ def _cast_is_safe(source: Any, target: Any) -> bool:
     return bool(source == target)
 
 
-def int_range(dtype: Any) -> tuple[int, int]:
+def int_range(dtype: PolarsDtype) -> tuple[int, int]:
     """The smallest and largest value of a Polars integer dtype (128-bit ones included)."""
     name = str(dtype)
     bits = int(name.lstrip("UInt").lstrip("Int") or 64)
@@ -361,7 +433,7 @@ def _check_clip_bounds(args: tuple[RowExpr, ...], reader: _Reader) -> None:
         )
 
 
-def castable(dtype: Any) -> bool:
+def castable(dtype: PolarsDtype) -> bool:
     """Whether casts from or to ``dtype`` are accepted: numbers (Decimal included), booleans,
     strings, categoricals and dates/times. Casts of nested or binary values (a List or Binary
     value to String, ...) fail on some values (bytes that are not UTF-8, ...): refused."""
@@ -392,14 +464,11 @@ def _check_cast_exists(source: Any, target: Any, reader: _Reader) -> None:
                             "on any value; cast through another type.") from None
 
 
-def sample_value(dtype: Any) -> Any:
+def sample_value(dtype: PolarsDtype) -> Any:
     """One typical, public value of a Polars ``dtype`` (a Python object), for trying an
     operation on a row that is not data: Polars refuses some operations only when a non-missing
     value reaches them (a categorical cast to a number, the maximum of nested lists). None
     only for types without values (Null, Object)."""
-    import datetime as dt
-    import decimal
-
     import polars as pl
 
     if dtype == pl.Boolean:
@@ -414,6 +483,17 @@ def sample_value(dtype: Any) -> Any:
         return "1"
     if dtype == pl.Binary:
         return b"1"
+    return _temporal_or_nested_sample(dtype)
+
+
+def _temporal_or_nested_sample(dtype: Any) -> Any:
+    """:func:`sample_value` of a temporal, decimal, list, array or struct dtype (None for
+    any other)."""
+    import datetime as dt
+    import decimal
+
+    import polars as pl
+
     if dtype == pl.Date:
         return dt.date(2000, 1, 1)
     if isinstance(dtype, pl.Datetime):

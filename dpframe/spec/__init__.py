@@ -10,3 +10,7 @@ modules (the command is the interface).
   run);
 * :mod:`~dpframe.spec._run` — the run (``run_spec``) and the ``release`` command's parser.
 """
+
+from dpframe.spec._run import add_release_parser, release_command
+
+__all__ = ["add_release_parser", "release_command"]

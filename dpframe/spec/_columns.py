@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dpframe.provenance._protect import check_key_list, validate_bounds, validate_missing
+from dpframe.provenance import check_key_list, validate_bounds, validate_missing
 from dpframe.spec._toml import Path_, _Checker
 
 

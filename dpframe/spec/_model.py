@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dpframe.errors import SpecError
-from dpframe.release._request import MECHANISMS as RELEASE_MECHANISMS
+from dpframe.release import MECHANISMS as RELEASE_MECHANISMS
 from dpframe.spec._toml import Path_, _Locator
 
 #: The library's mechanisms (:data:`dpframe.release._request.MECHANISMS`). A spec's δ goes to

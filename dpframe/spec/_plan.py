@@ -40,10 +40,8 @@ from typing import Any
 import dpframe as dpf
 from dpframe.errors import DPFrameError, PrivateSizeWarning, SpecError
 from dpframe.mechanisms.accuracy import half_width
-from dpframe.provenance._protect import resolve
-from dpframe.release._accuracy_planner import accuracy, epsilon_for
-from dpframe.release._mechanisms import charged_delta
-from dpframe.release._pipeline import plan
+from dpframe.provenance import resolve
+from dpframe.release import accuracy, charged_delta, epsilon_for, plan
 from dpframe.spec._model import Condition, QuerySpec, ReleaseSpec, StatisticSpec
 from dpframe.spec._vocabulary import library_query
 

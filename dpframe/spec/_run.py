@@ -36,12 +36,10 @@ from typing import Any
 
 import dpframe as dpf
 from dpframe._validation import check_head
-from dpframe.accounting._parquet import LOG_KEY
-from dpframe.accounting._release_tables import tidy_rows, tidy_table
+from dpframe.accounting import LOG_KEY, tidy_rows, tidy_table
 from dpframe.accounting.durable import check_ledger_head, head_digest, head_path, read_ledger_file
 from dpframe.accounting.seals import release_log_of, sealed_document
-from dpframe.backends import backend_named
-from dpframe.backends._file_inputs import CSV_POLARS
+from dpframe.backends import CSV_POLARS, backend_named
 from dpframe.errors import BudgetExceededError, DPFrameError, ParameterError, SourceChangedError
 from dpframe.spec._parse import InputSpec, ReleaseSpec, SpecError, load_spec
 from dpframe.spec._plan import (

@@ -6,62 +6,17 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "dpframe"
-
-#: Bottom first, by package (docs/architecture.md, "Layers"): a module belongs to the first entry
-#: naming it or a package holding it, so a new module in a package needs no line here. Loose
-#: modules at the top of ``dpframe/`` are only the ones DESIGN §6 lists.
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("errors", "_validation", "_typing", "_util", "datasets")),
-    ("mechanisms and accounting", ("mechanisms", "accounting")),
-    ("query", ("query",)),
-    ("row-wise semantics", ("rowwise",)),
-    ("engine", ("engine",)),
-    ("backends", ("backends",)),
-    ("provenance", ("provenance",)),
-    ("release", ("release",)),
-    ("views", ("report",)),
-    ("surface", ("frames",)),
-    # spec/ runs a spec through the public API (``import dpframe as dpf``, the root package,
-    # which registers frames/): it shares the top layer with the commands
-    ("spec and command line", ("spec", "cli", "__main__", "")),
-]
-
-#: The only modules loose at the top of ``dpframe/`` (DESIGN §6); everything else is in a package.
-LOOSE = frozenset({"", "__main__", "errors", "_validation", "_typing", "datasets"})
-
-
-def _modules() -> dict[str, Path]:
-    out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
-
-
-MODULES = _modules()
-
-
-def _layer(module: str) -> int:
-    for i, (_name, members) in enumerate(LAYERS):
-        for member in members:
-            if module == member or (member and module.startswith(member + ".")):
-                return i
-    raise AssertionError(
-        f"dpframe.{module} is in no layer of tests/project/test_layers.py: place it")
+from ._layers import LAYERS, LOOSE, MODULES, PACKAGE, layer, parsed
 
 
 def _imports(module: str) -> Iterator[tuple[str, int]]:
     """Every dpframe module ``module`` imports (and the line), anywhere in its source."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(module)):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".") if package else []
@@ -92,14 +47,14 @@ def test_only_the_listed_modules_are_loose():
 
 def test_every_module_has_a_layer():
     for module in MODULES:
-        _layer(module)
+        layer(module)
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_imports_point_down(module):
-    upward = [f"line {line}: dpframe.{target} ({LAYERS[_layer(target)][0]})"
-              for target, line in _imports(module) if _layer(target) > _layer(module)]
-    assert not upward, (f"dpframe.{module} ({LAYERS[_layer(module)][0]}) imports upward: "
+    upward = [f"line {line}: dpframe.{target} ({LAYERS[layer(target)][0]})"
+              for target, line in _imports(module) if layer(target) > layer(module)]
+    assert not upward, (f"dpframe.{module} ({LAYERS[layer(module)][0]}) imports upward: "
                         + "; ".join(upward))
 
 
@@ -264,3 +219,61 @@ def test_the_engine_branch_check_finds_branches():
                "import pyarrow.parquet as pq\n")
     assert not list(_engine_branches(allowed))
     assert not list(_engine_branches("x = backend.lazy\ny = mech.name == 'bounded'\n"))
+
+
+# -- private by name: a package's _-prefixed modules are its own ------------------------------
+#: Cross-package imports of a private module left on purpose, and why (keep it short).
+PRIVATE_IMPORT_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("backends._base", "engine._aggregation"):
+        "tests monkeypatch dpframe.engine._aggregation.aggregate; the adapter's call must see it",
+    ("backends.dask._adapter", "engine._aggregation"):
+        "the same: each partition's aggregate is the patched one",
+}
+
+
+def _private(parts: list[str]) -> bool:
+    return any(p.startswith("_") and not p.startswith("__") for p in parts)
+
+
+def _private_imports(module: str, tree: ast.AST) -> Iterator[tuple[str, int]]:
+    """Where ``module`` imports, from another top-level package of dpframe, a ``_``-prefixed
+    module or name (``from dpframe.release._pipeline import run``, ``from dpframe.release
+    import _pipeline``, ``from dpframe.release.x import _name``). A top-level package or module
+    whose own name starts with ``_`` (``_util``, ``_validation``) is dpframe's, not a package's
+    private part; imports inside a package are its own business."""
+    own = module.split(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            parts = (node.module or "").split(".")
+            if parts[0] != "dpframe" or len(parts) < 2 or parts[1] == own:
+                continue
+            for alias in node.names:
+                if _private([*parts[2:], alias.name]):
+                    yield ".".join([*parts[1:], alias.name]), node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "dpframe" and len(parts) > 2 and parts[1] != own and _private(
+                        parts[2:]):
+                    yield ".".join(parts[1:]), node.lineno
+
+
+def test_no_private_import_across_packages():
+    """A package uses another through the names its ``__init__.py`` exports, never through
+    that package's ``_``-prefixed modules or names (only the listed exceptions)."""
+    found = {(m, t): line for m in MODULES for t, line in _private_imports(m, parsed(m))}
+    new = [f"dpframe.{m} line {line}: {t}" for (m, t), line in sorted(found.items())
+           if (m, t) not in PRIVATE_IMPORT_EXCEPTIONS]
+    assert not new, ("imports of another package's private modules or names (export the name "
+                     "from its __init__.py and import it from there): " + "; ".join(new))
+    stale = set(PRIVATE_IMPORT_EXCEPTIONS) - set(found)
+    assert not stale, f"exceptions no longer needed (drop them): {sorted(stale)}"
+
+
+def test_the_private_import_check_finds_them():
+    snippet = ("from dpframe.release._pipeline import run\nfrom dpframe.release import _pipeline\n"
+               "from dpframe.engine.x import _name\nimport dpframe.query._keys\n"
+               "from dpframe.frames._own import fine\nfrom dpframe._util.identity import ok\n"
+               "from dpframe.release import run\n")
+    assert [t for t, _ in _private_imports("frames.probe", ast.parse(snippet))] == [
+        "release._pipeline.run", "release._pipeline", "engine.x._name", "query._keys"]

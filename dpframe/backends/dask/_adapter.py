@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dpframe import engine as tick_keys
 from dpframe._util.identity import IdentityMap
 from dpframe.backends._base import Backend, registered
 from dpframe.backends._text import invalid_pandas_column, text_dtype
@@ -19,9 +20,8 @@ from dpframe.backends.dask._partitions import dask_sums
 from dpframe.backends.pandas._memory import own_pandas
 from dpframe.backends.pandas._rowwise import polars_schema
 from dpframe.engine import _aggregation as engine
-from dpframe.engine import _tick_keys as tick_keys
 from dpframe.errors import UnsupportedInputError
-from dpframe.query._aggregates import ADDITIVE_KINDS, Agg
+from dpframe.query import ADDITIVE_KINDS, Agg
 
 __all__ = ["DaskBackend", "is_dask_frame"]
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.query._aggregates import Agg
+from dpframe.query import Agg
 
 #: The in-memory aggregation each partition runs (:func:`dpframe.engine._aggregation.aggregate`,
 # pandas).

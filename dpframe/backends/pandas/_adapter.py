@@ -8,15 +8,15 @@ from typing import Any
 
 import numpy as np
 
+from dpframe import engine
+from dpframe import engine as tick_keys
 from dpframe.backends._base import Backend, duplicate_names
 from dpframe.backends._private import private, private_column
 from dpframe.backends._text import invalid_pandas_column
 from dpframe.backends.pandas import _rowwise as pandas_rowwise
 from dpframe.backends.pandas._memory import hand_out_pandas, own_pandas, pandas_ranges
 from dpframe.backends.pandas._rowwise import polars_schema
-from dpframe.engine import _aggregation as engine
-from dpframe.engine import _tick_keys as tick_keys
-from dpframe.engine._bounding import Bounding, bound_pandas
+from dpframe.engine import Bounding, bound_pandas
 
 __all__ = ["PandasBackend", "is_pandas_frame"]
 

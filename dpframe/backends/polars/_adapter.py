@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from dpframe import engine
 from dpframe._util.forking import check_polars_usable
 from dpframe._util.identity import IdentityMap
 from dpframe._util.memory import refuse_protected_memory
@@ -21,8 +22,7 @@ from dpframe.backends._text import valid_arrow
 from dpframe.backends.polars import _rowwise as polars_rowwise
 from dpframe.backends.polars._file_input import read_file
 from dpframe.backends.polars._memory import own_polars, polars_plan_ranges, polars_ranges
-from dpframe.engine import _aggregation as engine
-from dpframe.engine._bounding import Bounding, bound_polars
+from dpframe.engine import Bounding, bound_polars
 from dpframe.errors import UnsupportedInputError
 
 __all__ = ["PolarsBackend", "PolarsLazyBackend", "is_polars_eager", "is_polars_lazy"]

@@ -12,7 +12,7 @@ import numpy as np
 from dpframe.backends._base import Backend
 from dpframe.backends.spark._file_input import read_file
 from dpframe.backends.spark._sql import job_group, spark_sums
-from dpframe.query._aggregates import Agg
+from dpframe.query import Agg
 from dpframe.rowwise.engines import SQLTarget
 
 __all__ = ["SparkBackend", "is_spark_frame"]

@@ -37,8 +37,8 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import numpy as np
 
-from dpframe.engine._row_expressions import ROUNDER, aligned, is_float
-from dpframe.query._aggregates import ADDITIVE_KINDS, DROP, Agg, FixedPoint
+from dpframe.engine import ROUNDER, aligned, is_float
+from dpframe.query import ADDITIVE_KINDS, DROP, Agg, FixedPoint
 
 __all__ = ["job_group", "spark_sums", "sql_aggregates"]
 
