@@ -158,12 +158,14 @@ def _require_public_size(q: Query, ctx: PlanContext, facts: FrameFacts,
     """Refuse a query that needs the public row count where it is private."""
     if not q.needs_public_size or ctx.size_public:
         return
+    if facts.dataset.size_private and getattr(q, "size_free_under_add_remove", False):
+        return  # (it plans a size-free formulation itself)
     if facts.dataset.size_private:
         raise PrivateSizeError(
             f"dp.{q.kind} needs the public row count, and this data set was protected with "
             "neighbours='add_remove', under which the row count is private (one row more or "
             "less is what the guarantee hides). Use a statistic with a size-free formulation "
-            "(count, sum, mean, variance, quantile, corr/cov), or protect with "
+            "(count, sum, mean, variance, quantiles, histograms, corr/cov), or protect with "
             "neighbours='replace'"
         )
     if facts.unit is not None:
