@@ -286,10 +286,11 @@ def protect(
         a session or ledger file that already accounts under the other definition is refused.
     max_rows
         With ``neighbours="add_remove"`` only: a public bound on the number of rows, declared
-        from outside the data (never checked against it: that would reveal ``n``). It bounds
-        count domains and sizes the exact fixed-point sums; sums, means, variances,
-        quantiles and ``corr``/``cov`` need it. Counts and histograms do not (their domain is
-        then ``[0, 2³¹]``).
+        from outside the data. It bounds count domains and sizes the exact fixed-point sums
+        (Casacuberta et al.), so it must hold: ``protect`` refuses a frame with more rows,
+        once, before any budget exists (as it refuses an empty one); nothing after reads
+        ``n``. Sums, means, variances and ``corr``/``cov`` need it; counts, histograms and
+        quantiles do not (counts then live on ``[0, 2³¹]``).
 
     Returns
     -------
@@ -354,6 +355,15 @@ def protect(
     if n == 0:
         raise UnsupportedInputError(
             "the frame is empty: there is nothing to protect; protect the full data set"
+        )
+    if cap is not None and n > cap:
+        # (at protect, before any budget exists, like the empty frame above: the declared
+        # bound sizes every exact fixed-point sum, so it must hold; nothing later reads n)
+        raise UnsupportedInputError(
+            "the frame has more rows than the max_rows declared: the declared bound must hold "
+            "(it sizes the exact sums). Declare a larger public bound from outside the data, "
+            "e.g. the size of the population the data is drawn from. Nothing was protected or "
+            "spent."
         )
     unit = None
     if declared_unit is not None:

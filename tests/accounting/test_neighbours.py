@@ -13,7 +13,7 @@ import pytest
 import dpframe as dpf
 from dpframe.accounting.durable import DurableLedger
 from dpframe.accounting.neighbours import neighbours_of
-from dpframe.errors import LedgerError, ParameterError, SelectionWarning
+from dpframe.errors import LedgerError, ParameterError, SelectionWarning, UnsupportedInputError
 from dpframe.provenance import _protect
 
 FIXTURE = Path(__file__).parents[1] / "report" / "data" / "whole_analysis_long.parquet"
@@ -104,3 +104,12 @@ def test_a_durable_ledger_keeps_its_definition_and_old_files_read_as_replace(tmp
                         session=dpf.Session(path=path))
     with pytest.raises(LedgerError, match="never mixes"):  # opened directly: checked too
         DurableLedger(new, neighbours="replace")
+
+
+def test_max_rows_must_hold_and_is_checked_once_at_protect():
+    with pytest.raises(UnsupportedInputError, match="more rows than the max_rows"):
+        dpf.protect(_frame(), epsilon=1.0, bounds=BOUNDS, neighbours="add_remove", max_rows=3)
+    pf = dpf.protect(_frame(), epsilon=1.0, bounds=BOUNDS, missing="lower",
+                     neighbours="add_remove", max_rows=4)
+    pf.dp.mean("x", epsilon=0.5, random_state=1)
+    assert pf.dp.log["domain_upper"].iloc[0] == 4.0  # the count's domain: [0, max_rows]
