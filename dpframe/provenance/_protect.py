@@ -126,7 +126,7 @@ def derive(facts: FrameFacts, result: Any) -> Any:
     (:meth:`~dpframe.backends.Backend.private_result`)."""
     backend = facts.dataset.backend
     if facts.notice:
-        if facts.unit is None:  # (with a privacy unit the row count is private anyway)
+        if facts.unit is None and not facts.dataset.size_private:  # (else n is private)
             _notice_private_sizes(backend.schema(result), backend, dict.fromkeys(facts.notice),
                                   None, where="with_columns")
         facts = replace(facts, notice=())
@@ -391,7 +391,7 @@ def protect(
     if dataset.source is not None and dataset.source.recount:
         dataset.root_strong = data  # (only to re-count a source not bound by file identity)
     _remember_original(frame, dataset, data)
-    if unit is None:  # (with a privacy unit the row count is private anyway)
+    if unit is None and asked == REPLACE:  # (with a unit or add/remove n is private anyway)
         _notice_private_sizes(schema, backend, clean_bounds, missing)
     return protected  # the same type as ``frame``
 

@@ -113,3 +113,8 @@ def test_max_rows_must_hold_and_is_checked_once_at_protect():
                      neighbours="add_remove", max_rows=4)
     pf.dp.mean("x", epsilon=0.5, random_state=1)
     assert pf.dp.log["domain_upper"].iloc[0] == 4.0  # the count's domain: [0, max_rows]
+
+
+def test_no_private_size_notice_under_add_remove(recwarn):
+    dpf.protect(_frame(), epsilon=1.0, bounds=BOUNDS, neighbours="add_remove")  # n is private
+    assert not [w for w in recwarn if issubclass(w.category, dpf.PrivateSizeWarning)]
