@@ -25,7 +25,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.query.statistics import Query
-from dpframe.release._pipeline import exact_measurements, plan
+from dpframe.release._pipeline import exact_measurements, plan, plan_release
 
 BOUNDS = {"x": (-1.0, 3.0), "y": (0.0, 2.0)}  # x straddles 0: max(|l|,|u|) = 3 < w = 4
 KEYS = {"g": ["a", "b"]}
@@ -51,8 +51,8 @@ def _grouped() -> dict[str, Query]:
 def _protect(rows: list[tuple[float, float, str]], neighbours: str, **kw: object) -> object:
     frame = pd.DataFrame(rows, columns=["x", "y", "g"])
     extra = {"max_rows": 16} if neighbours == "add_remove" else {}
-    return dpf.protect(frame, epsilon=1e6, bounds=BOUNDS, keys=KEYS, missing="lower",
-                       neighbours=neighbours, **{**extra, **kw})
+    return dpf.protect(frame, epsilon=1e6, delta=1e-3, bounds=BOUNDS, missing="lower",
+                       neighbours=neighbours, **{"keys": KEYS, **extra, **kw})
 
 
 def _neighbours(rows: list, neighbours: str):
@@ -179,6 +179,10 @@ def test_add_remove_plans_logs_and_outcomes_do_not_depend_on_n():
     assert _plan_facts(frames[0], _ungrouped()) == _plan_facts(frames[1], _ungrouped())
     assert (_plan_facts(frames[0], _grouped(), group_by="g", keys=["a", "b"])
             == _plan_facts(frames[1], _grouped(), group_by="g", keys=["a", "b"]))
+    rules = [plan_release(_protect(rows, "add_remove", keys=None), {"n": dpf.count()},
+                          epsilon=1.0, delta=1e-6, group_by="g")[1]
+             for rows in (small, large)]  # keys selected from the data: the threshold
+    assert rules[0].threshold == rules[1].threshold and rules[0].neighbours == "add/remove"
     logs, tables = [], []
     for pf in frames:
         with warnings.catch_warnings():
