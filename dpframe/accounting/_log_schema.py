@@ -14,7 +14,10 @@ import typing
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["FLOAT_COLUMNS", "INT_COLUMNS", "LOG_COLUMNS", "LogRecord", "log_frame"]
+from dpframe.accounting.neighbours import FIELD, REPLACE
+
+__all__ = ["FLOAT_COLUMNS", "INT_COLUMNS", "LOG_COLUMNS", "OPTIONAL_COLUMNS", "LogRecord",
+           "log_frame"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +37,12 @@ class LogRecord:
       ``fixed_point_quantum`` (a number, several joined by commas, or None), ``derivation``,
       ``verification``, ``mechanism_choice``, ``interval``;
     * the privacy unit: ``privacy_unit``, ``max_rows_per_unit``, ``max_groups_per_unit``,
-      ``bounding``.
+      ``bounding``;
+    * ``neighbours``: the ledger's neighbour definition (:mod:`dpframe.accounting.neighbours`),
+      written only when it is ``"add_remove"``: an entry without it (every replace-one entry,
+      and every entry written before the choice existed) reads as ``"replace"`` and keeps its
+      digest. The log frame has the column only for an add/remove ledger
+      (:data:`OPTIONAL_COLUMNS`).
     """
 
     ledger_id: str | None = None
@@ -72,6 +80,7 @@ class LogRecord:
     max_rows_per_unit: int | None
     max_groups_per_unit: int | None
     bounding: str
+    neighbours: str = REPLACE
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as the ledger stores it (JSON values); the ledger's stamps only once
@@ -82,6 +91,8 @@ class LogRecord:
         for stamp in _STAMPS:
             if out[stamp] is None:
                 del out[stamp]
+        if self.neighbours != REPLACE:
+            out[FIELD] = self.neighbours
         return out
 
     @classmethod
@@ -92,8 +103,11 @@ class LogRecord:
 
 _STAMPS = ("ledger_id", "release_id")
 
+#: Columns only an add/remove ledger's log frame has (at the end).
+OPTIONAL_COLUMNS: tuple[str, ...] = (FIELD,)
 #: The log frame's columns, in order.
-LOG_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(LogRecord))
+LOG_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(LogRecord)
+                                     if f.name not in OPTIONAL_COLUMNS)
 
 
 def _kinds(annotation: Any) -> set[Any]:
@@ -113,7 +127,8 @@ def log_frame(document: dict[str, Any], library: str) -> Any:
     """The log's entries as a frame of ``library`` ("pandas" or "polars"), columns in
     :data:`LOG_COLUMNS`; ``group_keys`` shows the JSON list of keys (the document stores it
     once, in ``keys``)."""
-    rows = [{c: e.get(c) for c in LOG_COLUMNS} for e in document.get("entries", [])]
+    columns = LOG_COLUMNS + (OPTIONAL_COLUMNS if FIELD in document else ())
+    rows = [{c: e.get(c) for c in columns} for e in document.get("entries", [])]
     keys = document.get("keys") or {}
     for row in rows:  # group keys are stored once per ledger: show the JSON list itself
         ref = row["group_keys"]
@@ -122,11 +137,11 @@ def log_frame(document: dict[str, Any], library: str) -> Any:
     if library == "pandas":
         import pandas as pd
 
-        return pd.DataFrame(rows, columns=list(LOG_COLUMNS))
+        return pd.DataFrame(rows, columns=list(columns))
     import polars as pl
 
     schema: dict[str, Any] = {c: pl.Float64 if c in FLOAT_COLUMNS else pl.String
-                              for c in LOG_COLUMNS}
+                              for c in columns}
     schema.update(dict.fromkeys(INT_COLUMNS, pl.Int64))
     fixed = [{c: (str(v) if v is not None and schema[c] == pl.String else v)
               for c, v in r.items()} for r in rows]

@@ -79,6 +79,15 @@ from dpframe.accounting._ledger_format import (
 )
 from dpframe.accounting._log_entries import frozen_entries
 from dpframe.accounting.ledger import Ledger, Reservation, _stamp
+from dpframe.accounting.neighbours import (
+    ADD_REMOVE,
+    FIELD,
+    REPLACE,
+    Neighbours,
+    check_neighbours,
+    check_same,
+    neighbours_of,
+)
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
 
 __all__ = [
@@ -129,7 +138,9 @@ class DurableLedger(Ledger):
         *,
         fsync: bool = True,
         expect_head: str | None = None,
+        neighbours: Neighbours | None = None,
     ) -> None:
+        asked = None if neighbours is None else check_neighbours(neighbours)
         if expect_head is not None:
 
             check_head(expect_head)
@@ -157,7 +168,8 @@ class DurableLedger(Ledger):
                             "a new durable ledger"
                         )
                     checked = Ledger(epsilon, delta or 0.0)  # the usual messages
-                    self._create(hfd, float(checked._eps_total), float(checked._delta_total))
+                    self._create(hfd, float(checked._eps_total), float(checked._delta_total),
+                                 asked or REPLACE)
                 except BaseException:
                     if os.fstat(hfd).st_size == 0:  # we made an empty head file: remove it
                         with contextlib.suppress(OSError):
@@ -177,7 +189,11 @@ class DurableLedger(Ledger):
                             f"changed by reopening. Open it without {name}= (or with the same "
                             "value), or use a new file"
                         )
-                super().__init__(header["epsilon_float"], header["delta_float"])
+                held = neighbours_of(header)  # (no field: replace, as every older file)
+                if asked is not None:
+                    check_same(held, asked, str(self.path))
+                super().__init__(header["epsilon_float"], header["delta_float"],
+                                 neighbours=held)
                 self.id: str = chain.ledger_id
                 self.document["ledger_id"] = self.id
                 self._eps_total = _frac(header["epsilon"])
@@ -256,7 +272,7 @@ class DurableLedger(Ledger):
                     "budget again"
                 )
 
-    def _create(self, hfd: int, epsilon: float, delta: float) -> None:
+    def _create(self, hfd: int, epsilon: float, delta: float, neighbours: Neighbours) -> None:
         """Build a new ledger (header in a temp file, head file, link, directory fsync)."""
         self._check_no_prior(hfd)
         ledger_id = secrets.token_hex(16)
@@ -266,6 +282,8 @@ class DurableLedger(Ledger):
             "epsilon": str(Fraction(epsilon)), "delta": str(Fraction(delta)),
             "epsilon_float": epsilon, "delta_float": delta, "seq": 0, "prev": "",
         }
+        if neighbours == ADD_REMOVE:  # (absent: replace, as in every older file)
+            header[FIELD] = ADD_REMOVE
         payload = _encode(header)
         tmp = self.path.with_name(f".{self.path.name}.{ledger_id}.tmp")
         try:
@@ -557,11 +575,29 @@ def _reopen(path: str, ledger_id: str, fsync: bool) -> DurableLedger:
 
 def open_ledger(
     epsilon: float, delta: float = 0.0, *, path: str | os.PathLike[str] | None = None,
-    expect_head: str | None = None,
+    expect_head: str | None = None, neighbours: Neighbours = REPLACE,
 ) -> Ledger:
     """The ledger ``dpf.protect`` would create: in memory, or durable when ``path`` is given
-    (refused unless it contains ``expect_head``, when given)."""
+    (refused unless it contains ``expect_head``, when given, or when it accounts under another
+    neighbour definition)."""
     if path is None:
-        return Ledger(epsilon, delta)
-    return DurableLedger(path, epsilon, delta, expect_head=expect_head)
+        return Ledger(epsilon, delta, neighbours=neighbours)
+    return DurableLedger(path, epsilon, delta, expect_head=expect_head, neighbours=neighbours)
+
+
+def stored_neighbours(path: str | os.PathLike[str]) -> Neighbours | None:
+    """The neighbour definition of the durable ledger at ``path``, read from its header line
+    without locking or changing anything (None: no ledger file there yet). :func:`protect`
+    asks before it reads any data, so a definition that differs is refused first; opening the
+    ledger checks it again under the lock."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline()
+    except OSError:
+        return None
+    try:
+        header = json.loads(first.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None  # (a damaged header: opening the ledger says so)
+    return neighbours_of(header) if isinstance(header, dict) else None
 

@@ -45,6 +45,7 @@ from dpframe.accounting._log_entries import (
     chain_keys,
     frozen_entries,
 )
+from dpframe.accounting.neighbours import ADD_REMOVE, FIELD, REPLACE, Neighbours, check_neighbours
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
 
 __all__ = [
@@ -144,7 +145,11 @@ class Ledger:
     release and measurement.
     """
 
-    def __init__(self, epsilon: float, delta: float = 0.0) -> None:
+    def __init__(self, epsilon: float, delta: float = 0.0, *,
+                 neighbours: Neighbours = REPLACE) -> None:
+        #: the neighbour definition this ledger accounts under, for its whole life
+        #: (:mod:`dpframe.accounting.neighbours`)
+        self.neighbours: Neighbours = check_neighbours(neighbours)
         eps = _check_budget_value("epsilon", epsilon, allow_zero=False)
         dlt = _check_budget_value("delta", delta, allow_zero=True)
         if dlt >= 1:
@@ -177,6 +182,8 @@ class Ledger:
             "entries": self.entries,
             "keys": self.keys,
         }
+        if self.neighbours == ADD_REMOVE:  # (absent: replace, as in every older document)
+            self.document[FIELD] = ADD_REMOVE
         self._refresh_budget_doc()
 
     # -- state ---------------------------------------------------------------------------
@@ -315,13 +322,16 @@ class Ledger:
     def _document(self) -> dict[str, Any]:
         """The log document as it is now; the caller holds ``self._lock``."""
         entries, keys = self._log_snapshot()
-        return {
+        doc = {
             "version": LOG_VERSION,
             "ledger_id": self.id,
             "budget": dict(self.budget_doc),
             "entries": entries,
             "keys": keys,
         }
+        if self.neighbours == ADD_REMOVE:  # (absent: replace, as in every older document)
+            doc[FIELD] = ADD_REMOVE
+        return doc
 
 
 def _stamp(entries: list[dict[str, Any]], ledger_id: Any, release_id: int) -> None:

@@ -152,7 +152,8 @@ class Analyses(Generic[TableT]):
         """Noisy counts of a numeric column over public bins.
 
         One group-by count over the bins (a verified row-wise bin index, then parallel
-        composition: a replaced row moves between two bins, so each bin gets ε/2). Bin ``j`` is
+        composition: a replaced row moves between two bins, so each bin gets ε/2; under
+        ``neighbours="add_remove"`` a row is added to or removed from one bin: ε). Bin ``j`` is
         ``[e_j, e_{j+1})``, the last one closed; values below the first edge go to the first bin,
         values above the last edge (``+inf`` too) to the last one; missing values (null, NaN)
         follow the column's missing-value rule (dropped: in no bin). The bin index is a binary
@@ -177,7 +178,8 @@ class Analyses(Generic[TableT]):
         """Noisy counts of a categorical column's public keys.
 
         A group-by count over the declared keys (every key appears, even with no rows; keys not
-        declared never appear), ε/2 per key; non-negative integer counts.
+        declared never appear), ε/2 per key (ε under ``neighbours="add_remove"``);
+        non-negative integer counts.
 
         Returns
         -------

@@ -1,7 +1,8 @@
 """``frame.dp.groupby(...)``: the statistics per group of public keys.
 
 One row per declared key (empty groups too); undeclared keys never appear. One group-by costs
-ε once: a replaced row changes at most two groups, so each gets ε/2 (parallel composition).
+ε once: a replaced row changes at most two groups, so each gets ε/2 (parallel composition);
+under ``neighbours="add_remove"`` an added or removed row is in one group, which gets ε.
 Without declared keys a release with ``δ > 0`` selects them from the data privately
 (docs/privacy.md, section K). Every method goes through :func:`dpframe.release._pipeline.run`
 with the group column(s) and keys; the tables are of the frame's library (generic in

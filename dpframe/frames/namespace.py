@@ -387,6 +387,12 @@ class DPNamespace(Analyses[TableT], DerivationVerbs[FrameT], Generic[FrameT, Tab
         """The public row count; :class:`~dpframe.PrivateSizeError` on a frame whose size is
         private (after a filter: release a noisy one with ``frame.dp.count(...)``)."""
         facts = provenance.resolve(self._frame)
+        if facts.dataset.size_private:
+            raise PrivateSizeError(
+                "this data set is protected with neighbours='add_remove': its number of rows "
+                "is private (one row more or less is what the guarantee hides); release a "
+                "noisy one with frame.dp.count(epsilon=...)"
+            )
         if facts.unit is not None:
             raise PrivateSizeError(
                 f"this frame is protected with privacy_unit={facts.unit.column!r}: its number "
@@ -402,10 +408,11 @@ class DPNamespace(Analyses[TableT], DerivationVerbs[FrameT], Generic[FrameT, Tab
 
     @property
     def is_size_public(self) -> bool:
-        """True when the frame has exactly the protected frame's rows (no filter) and no
-        privacy unit (which makes the row count private)."""
+        """True when the frame has exactly the protected frame's rows (no filter), no
+        privacy unit and replace-one neighbours (a unit or ``neighbours="add_remove"`` makes
+        the row count private)."""
         facts = provenance.resolve(self._frame)
-        return facts.size_public and facts.unit is None
+        return facts.size_public and facts.unit is None and not facts.dataset.size_private
 
     @shared_parameters()
     def write_parquet(self, path: str | os.PathLike[str]) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from dpframe._validation import check_head
 from dpframe.accounting.durable import check_ledger_head, check_location
 from dpframe.accounting.ledger import Budget, Ledger
+from dpframe.accounting.neighbours import ADD_REMOVE, REPLACE, Neighbours
 from dpframe.backends import Backend
 from dpframe.errors import (
     LedgerError,
@@ -52,6 +53,18 @@ class Dataset:
     #: the fill word given at protect for every column (``missing="lower"``...), which
     #: columns bounded later on a derivation take too; None: no word given
     fill_word: str | None = None
+    #: the neighbour definition (``dpf.protect(..., neighbours=...)``,
+    #: :mod:`dpframe.accounting.neighbours`); under ``"add_remove"`` ``n`` is private: no plan,
+    #: parameter, refusal or log field reads it
+    neighbours: Neighbours = REPLACE
+    #: ``dpf.protect(..., max_rows=...)``: the public bound on the row count declared for an
+    #: add/remove data set (it sizes count domains and fixed-point grids instead of ``n``)
+    max_rows: int | None = None
+
+    @property
+    def size_private(self) -> bool:
+        """Under add/remove the row count is private, whatever the derivation."""
+        return self.neighbours == ADD_REMOVE
 
     def check_unchanged(self) -> None:
         """Refuse (before anything is spent) if a lazy root's files were replaced, added,

@@ -23,9 +23,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+import numpy as np
+
 from dpframe import engine
-from dpframe.accounting.durable import open_ledger
+from dpframe.accounting.durable import open_ledger, stored_neighbours
 from dpframe.accounting.ledger import Ledger
+from dpframe.accounting.neighbours import (
+    ADD_REMOVE,
+    REPLACE,
+    Neighbours,
+    check_neighbours,
+    check_same,
+)
 from dpframe.backends import Backend, backend_of
 from dpframe.engine import UnitBound
 from dpframe.errors import (
@@ -117,7 +126,7 @@ def derive(facts: FrameFacts, result: Any) -> Any:
     (:meth:`~dpframe.backends.Backend.private_result`)."""
     backend = facts.dataset.backend
     if facts.notice:
-        if facts.unit is None:  # (with a privacy unit the row count is private anyway)
+        if facts.unit is None and not facts.dataset.size_private:  # (else n is private)
             _notice_private_sizes(backend.schema(result), backend, dict.fromkeys(facts.notice),
                                   None, where="with_columns")
         facts = replace(facts, notice=())
@@ -222,6 +231,8 @@ def protect(
     privacy_unit: str | None = None,
     max_rows_per_unit: int | None = None,
     max_groups_per_unit: int | None = None,
+    neighbours: Neighbours = REPLACE,
+    max_rows: int | None = None,
 ) -> F:
     """Attach a privacy budget to a frame and return the protected frame.
 
@@ -264,6 +275,22 @@ def protect(
     max_groups_per_unit
         ``g``: public bound on the groups one person contributes to in a group-by (default
         ``k``); each group then gets ε/(2·min(g, k)).
+    neighbours
+        Which data sets count as neighbours, i.e. what the guarantee hides
+        (``docs/privacy.md``, "Neighbours: replace or add/remove"). ``"replace"`` (the
+        default): one row replaced by another; the row count ``n`` is public, and a count or
+        a histogram cell moves by up to 2 per replaced row across cells. ``"add_remove"``: one
+        row added or removed (the definition most other DP libraries use); ``n`` is private,
+        a histogram or a group-by releases each cell with the whole ε (sensitivity 1), and
+        every statistic uses its private-size formulation. Fixed for the life of the ledger:
+        a session or ledger file that already accounts under the other definition is refused.
+    max_rows
+        With ``neighbours="add_remove"`` only: a public bound on the number of rows, declared
+        from outside the data. It bounds count domains and sizes the exact fixed-point sums
+        (Casacuberta et al.), so it must hold: ``protect`` refuses a frame with more rows,
+        once, before any budget exists (as it refuses an empty one); nothing after reads
+        ``n``. Sums, means, variances and ``corr``/``cov`` need it; counts, histograms and
+        quantiles do not (counts then live on ``[0, 2³¹]``).
 
     Returns
     -------
@@ -289,9 +316,17 @@ def protect(
     >>> pf.dp.size
     3
     """
+    asked = check_neighbours(neighbours)
+    cap = _check_max_rows(max_rows, asked)
+    if asked == ADD_REMOVE and privacy_unit is not None:
+        raise ParameterError(
+            "privacy_unit= with neighbours='add_remove' is not available yet: a privacy unit "
+            "replaces all rows of one person. Use one of the two. Nothing was read."
+        )
     backend = backend_of(frame)
     backend.check_usable()  # (a fork child of a process that ran Polars would hang)
     _refuse_live(frame, backend)
+    _refuse_mixed(lookup_session(session) or current_session(), asked)
     for hook in _ON_PROTECT:  # (the frames layer registers the engine's .dp namespace)
         hook(backend)
     clean_bounds = validate_bounds(bounds)
@@ -321,6 +356,15 @@ def protect(
         raise UnsupportedInputError(
             "the frame is empty: there is nothing to protect; protect the full data set"
         )
+    if cap is not None and n > cap:
+        # (at protect, before any budget exists, like the empty frame above: the declared
+        # bound sizes every exact fixed-point sum, so it must hold; nothing later reads n)
+        raise UnsupportedInputError(
+            "the frame has more rows than the max_rows declared: the declared bound must hold "
+            "(it sizes the exact sums). Declare a larger public bound from outside the data, "
+            "e.g. the size of the population the data is drawn from. Nothing was protected or "
+            "spent."
+        )
     unit = None
     if declared_unit is not None:
         column, k, g = declared_unit
@@ -334,10 +378,11 @@ def protect(
     if sess.path is not None:
 
         ledger: Ledger = open_ledger(epsilon, delta, path=sess.path,
-                                     expect_head=sess.expect_head)
+                                     expect_head=sess.expect_head, neighbours=asked)
     else:
-        ledger = Ledger(epsilon, delta)
-    dataset = Dataset(ledger, n, backend, sess, fill_word=fill_word(missing))
+        ledger = Ledger(epsilon, delta, neighbours=asked)
+    dataset = Dataset(ledger, n, backend, sess, fill_word=fill_word(missing),
+                      neighbours=asked, max_rows=cap)
     facts = FrameFacts(dataset, True, clean_bounds, clean_missing, clean_keys, unit=unit)
     sess._bind(dataset)
     protected = _register(protected, facts, data=data)
@@ -346,9 +391,43 @@ def protect(
     if dataset.source is not None and dataset.source.recount:
         dataset.root_strong = data  # (only to re-count a source not bound by file identity)
     _remember_original(frame, dataset, data)
-    if unit is None:  # (with a privacy unit the row count is private anyway)
+    if unit is None and asked == REPLACE:  # (with a unit or add/remove n is private anyway)
         _notice_private_sizes(schema, backend, clean_bounds, missing)
     return protected  # the same type as ``frame``
+
+
+def _check_max_rows(max_rows: Any, neighbours: Neighbours) -> int | None:
+    """``max_rows=``: a positive integer, and only with ``neighbours="add_remove"`` (under
+    replace-one the row count is public: there is nothing to bound)."""
+    if max_rows is None:
+        return None
+    if neighbours != ADD_REMOVE:
+        raise ParameterError(
+            "max_rows= bounds a private row count: pass it with neighbours='add_remove'. "
+            "Under neighbours='replace' (the default) the row count is public and read at "
+            "protect. Nothing was read."
+        )
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int | np.integer) or not (
+            1 <= int(max_rows) <= _MAX_ROWS):
+        raise ParameterError(f"max_rows must be an integer from 1 to 2**53, got {max_rows!r}")
+    return int(max_rows)
+
+
+_MAX_ROWS = 2**53
+
+
+def _refuse_mixed(sess: Session | None, asked: Neighbours) -> None:
+    """A session or durable ledger that already accounts under another neighbour definition
+    is refused here, before anything is read (opening the ledger checks again, under its
+    lock)."""
+    if sess is None:
+        return
+    if sess.dataset is not None:
+        check_same(sess.dataset.neighbours, asked, "this session")
+    if sess.path is not None:
+        held = stored_neighbours(sess.path)
+        if held is not None:
+            check_same(held, asked, f"the ledger file {sess.path}")
 
 
 def _check_columns(schema: Mapping[str, Any], named: Sequence[str]) -> None:

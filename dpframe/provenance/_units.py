@@ -193,11 +193,15 @@ def count_units() -> CountUnits:
     return CountUnits()
 
 
-def describe(unit: UnitBound | None, grouped: bool) -> dict[str, Any]:
-    """The log fields of a release's privacy unit and bounding."""
+def describe(unit: UnitBound | None, grouped: bool, neighbours: str = "replace"
+             ) -> dict[str, Any]:
+    """The log fields of a release's privacy unit, bounding and neighbour definition (the
+    log writes ``neighbours`` only when it is ``"add_remove"``)."""
     if unit is None:
         return {"privacy_unit": "row", "max_rows_per_unit": None, "max_groups_per_unit": None,
-                "bounding": "none (one row per unit)"}
+                "bounding": "none (one row per unit)" if neighbours == "replace" else
+                "none (one row per unit; neighbours add or remove one row, the row count is "
+                "private)", "neighbours": neighbours}
     groups = (f", then at most {unit.max_groups} groups per unit" if grouped and
               unit.max_groups < unit.max_rows else "")
     return {

@@ -39,18 +39,22 @@ def cell_counts(kind: str, column: str | None, agg: Agg, labels: tuple[str, ...]
                  ctx: PlanContext, cells: str) -> Plan:
     """One noisy count per cell of ``agg`` (a ``(groups, cells)`` aggregate): Δ = 1 on
     ``[0, n]``, ε/2 per cell (ungrouped ``cell_share`` ½; grouped the group share ½: a replaced
-    row changes at most two cells), rounded to non-negative integers."""
+    row changes at most two cells), rounded to non-negative integers. Under add/remove
+    neighbours an added or removed row changes one cell by 1: every cell gets the whole ε, on
+    ``[0, max_rows]`` (``[0, 2³¹]`` when none is declared)."""
     if max(ctx.n_groups, 1) * len(labels) > DEFAULT_MAX_CELLS:
         raise ParameterError(f"{ctx.n_groups:,} groups × {len(labels):,} cells exceed "
                              f"{DEFAULT_MAX_CELLS:,}; use fewer cells or groups")
     upper = float(ctx.count_cap)
     m = Measurement(kind, lambda a: np.asarray(a[agg], dtype=np.float64), 1.0, 0.0, upper,
                     1.0, (agg,), float(ctx.n))
+    why = ("ε per cell (parallel composition: an added or removed row is in one cell)"
+           if ctx.add_remove else
+           "ε/2 per cell (parallel composition: a replaced row moves between two cells)")
     return Plan(
         kind, column, (m,), lambda v: np.clip(np.rint(v[kind]), 0.0, upper),
-        f"noisy count per cell of {cells}, ε/2 per cell (parallel composition: a replaced "
-        "row moves between two cells), rounded to integers", labels=labels,
-        cell_share=None if ctx.grouped else 0.5,
+        f"noisy count per cell of {cells}, {why}, rounded to integers", labels=labels,
+        cell_share=None if ctx.grouped or ctx.add_remove else 0.5,
         interval=single_interval(kind, 0.0, upper, integer=True))
 
 

@@ -31,6 +31,10 @@ class Count(Query):
     count by at most 1: Δ = 1, domain ``[0, n]`` (no verified derivation has more rows than the
     protected frame), released as an integer (post-processing). Per group the count is always
     private.
+
+    Under add/remove neighbours (``dpf.protect(..., neighbours="add_remove")``) the count is
+    never public: one added or removed row moves it by 1, Δ = 1, domain ``[0, max_rows]``
+    (``[0, 2³¹]`` when no ``max_rows`` is declared; a count above is clamped to it).
     """
 
     kind = "count"
@@ -52,7 +56,8 @@ class Count(Query):
         return Plan(
             "count", None, (m,), lambda v: np.clip(np.rint(v["count"]), 0.0, upper),
             "noisy count, rounded to an integer" + (
-                " (public n)" if ctx.size_public else " (private size)"),
+                " (public n)" if ctx.size_public else " (add/remove neighbours)"
+                if ctx.add_remove else " (private size)"),
             public_size=ctx.size_public and not ctx.grouped,  # the log's size field
             interval=single_interval("count", 0.0, upper, integer=True),
         )

@@ -21,6 +21,7 @@ from dpframe.mechanisms.intervals import (
 )
 from dpframe.mechanisms.protocol import Mechanism
 from dpframe.query._aggregates import Agg, FixedPoint
+from dpframe.query._covariance_size_free import size_free_plan
 from dpframe.query._exact import (
     FP_SLACK,
     center,
@@ -44,7 +45,9 @@ __all__ = ["Covariance", "CovarianceEntries", "corr", "cov"]
 class Covariance(Query):
     r"""Covariance (``kind="cov"``) or correlation (``"corr"``) matrix, ddof=1 (Liu §4.1).
 
-    Needs the public ``n`` (Liu's variance and covariance bounds). For ``p`` columns the
+    Needs the public ``n`` (Liu's variance and covariance bounds); on a data set protected with
+    ``neighbours="add_remove"`` the size-free plan of
+    :mod:`dpframe.query._covariance_size_free` answers instead. For ``p`` columns the
     ``m = p(p+1)/2`` elements share ε equally. Variances on ``[0, n w_j²/(4(n−1))]`` with
     ``Δ = w_j²/n``; each covariance then on ``[−√(S*jj S*kk), √(S*jj S*kk)]`` built from the
     *released* variances (public), with ``Δ = w_j w_k/n`` — the derivation is in
@@ -57,6 +60,9 @@ class Covariance(Query):
     kind = "cov"
     needs_column = False
     needs_public_size = True
+    #: under add/remove neighbours the size-free plan
+    #: (:mod:`dpframe.query._covariance_size_free`) answers instead
+    size_free_under_add_remove = True
 
     def __init__(self, columns: Sequence[str], kind: str = "cov") -> None:
         super().__init__(None)
@@ -80,6 +86,8 @@ class Covariance(Query):
         n, bounds = ctx.n, ctx.all_bounds
         if ctx.grouped:
             raise ParameterError(f"{self.kind} is not available per group; run it ungrouped")
+        if ctx.add_remove:  # the row count is private: moments, then post-processing
+            return size_free_plan(self.kind, self.columns, ctx)
         if n < 2:
             raise UnsupportedInputError(f"{self.kind} needs at least 2 rows")
         cols = self.columns

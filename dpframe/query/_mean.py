@@ -45,6 +45,10 @@ class Mean(Query):
     c + S/max(N, 1), clamped to ``[l, u]``, is post-processing of two ε/2 releases.
     Centring makes the sum's sensitivity w instead of max(|l|, |u|), which matters for bounds
     far from zero.
+
+    *Add/remove neighbours* (``dpf.protect(..., neighbours="add_remove")``): no row is ever
+    replaced, so S moves by at most one centred term: Δ_S = w/2 (rounded up), Δ_N = 1; the
+    size-free formulation above, with the declared ``max_rows`` for the grid.
     """
 
     kind = "mean"
@@ -76,15 +80,16 @@ class Mean(Query):
         rows = ctx.rows()
         agg = Agg("sum", self.column, ctx.fixed_point(c, False))
         cnt = Measurement("count", rows_of(rows), 1.0, 0.0, count_upper, 0.5, (rows,))
-        s = Measurement("sum", scaled(agg), round_up(w), -math.inf, math.inf, 0.5, (agg,),
-                        round_up(ctx.n * half))
+        s = Measurement("sum", scaled(agg), round_up(half if ctx.add_remove else w),
+                        -math.inf, math.inf, 0.5, (agg,), round_up(ctx.n * half))
 
         def fin(v: dict[str, np.ndarray]) -> np.ndarray:
             n_hat = np.maximum(v["count"], 1.0)
             return np.clip(c + v["sum"] / n_hat, lo, hi)
 
         return Plan("mean", self.column, (cnt, s), fin,
-                    "noisy centred sum / noisy count, ε split 1/2 + 1/2 (private size)",
+                    "noisy centred sum / noisy count, ε split 1/2 + 1/2 (private size" + (
+                        ", add/remove neighbours)" if ctx.add_remove else ")"),
                     interval=composed("mean", center=c, lower=lo, upper=hi))
 
 

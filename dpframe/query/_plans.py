@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.errors import ParameterError
+from dpframe.errors import ParameterError, PrivateSizeError
 from dpframe.mechanisms.intervals import (
     composed_interval,
     confidence_interval,
@@ -81,6 +81,19 @@ class PlanContext:
     keys: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     #: the release's ``ci=`` level (None: no interval): quantiles plan their bracketing releases
     ci: float | None = None
+    #: the data set's neighbour definition (:mod:`dpframe.accounting.neighbours`): under
+    #: ``"add_remove"`` ``size_public`` is False, a row touches one cell and one group, and
+    #: ``n``/``count_cap`` are the declared ``max_rows`` (``cap_declared``), never the data's
+    #: row count; without ``max_rows`` ``count_cap`` is 2³¹ and a fixed-point grid is refused
+    neighbours: str = "replace"
+    cap_declared: bool = True
+    #: the query's kind, for messages
+    kind_name: str | None = None
+
+    @property
+    def add_remove(self) -> bool:
+        """One row added or removed (the row count private), not one row replaced."""
+        return self.neighbours == "add_remove"
 
     @property
     def rows_per_unit(self) -> int:
@@ -92,8 +105,21 @@ class PlanContext:
         when it drops missing values)."""
         return Agg("rows", self.column if self.drops else None)
 
+    def require_row_cap(self, what: str) -> None:
+        """Refuse (before anything is read) a statistic that needs a public bound on the row
+        count of an add/remove data set protected without ``max_rows=``."""
+        if not self.cap_declared:
+            raise PrivateSizeError(
+                f"{what} needs a public bound on the number of rows (it sizes the exact "
+                "fixed-point sum or the public grid), and under neighbours='add_remove' the "
+                "row count is private: declare one from outside the data at protect, e.g. "
+                "dpf.protect(..., neighbours='add_remove', max_rows=1_000_000). Counts and "
+                "histograms need none. Nothing was read or spent."
+            )
+
     def fixed_point(self, center: float, squares: bool) -> FixedPoint:
         lo, hi = require_bounds(self, "query")
+        self.require_row_cap(f"dp.{self.kind_name}" if self.kind_name else "this statistic")
         return FixedPoint.choose(lo, hi, center, max(self.n, 1), squares)
 
 

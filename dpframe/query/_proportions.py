@@ -75,8 +75,10 @@ class Proportions(Query):
                         interval=_proportion_cells(method, rem))
         if method == "all_but_one":
             raise PrivateSizeError(
-                "method='all_but_one' needs the public row count of the protected frame; on a "
-                "derived frame use method='rescale' (noisy counts, normalised)"
+                "method='all_but_one' needs the public row count of the protected frame, which "
+                + ("neighbours='add_remove' makes private" if ctx.add_remove else
+                   "a derived frame does not have")
+                + "; use method='rescale' (noisy counts, normalised)"
             )
         upper = float(ctx.count_cap)
         m = Measurement("count", rows_of(rows), 1.0, 0.0, upper, 1.0, (rows,))

@@ -93,7 +93,8 @@ class Quantile(Query):
         lo, hi = require_bounds(ctx, self.kind)
         groups = max(ctx.n_groups, 1)
         # the default grid follows the public size (the protected n, also where the size is
-        # private) and the release's ε per row of a unit: docs/frames.md "Quantile resolution"
+        # private; under add/remove neighbours the declared max_rows, else 2³¹, never n) and
+        # the release's ε per row of a unit: docs/frames.md "Quantile resolution"
         eps_rule = None if ctx.epsilon is None else ctx.epsilon / ctx.rows_per_unit
         count = self.bins if self.bins is not None else default_bins(ctx.n, eps_rule, groups)
         if self.bins is None and groups * count > DEFAULT_MAX_CELLS:
@@ -111,8 +112,11 @@ class Quantile(Query):
         # several rows per unit (k): a replaced unit is k single-row changes, each moving every
         # rank distance by at most 1 (Lemma Q1), in the groups it touches: calibrated for
         # replacement at ε/k (group privacy; per group the release's group share applies)
+        # per group (a replaced row leaves one group and joins another, each at the group
+        # share) and on an add/remove data set (one row more or less) a group's counts differ
+        # by one added or removed row: add/remove calibration (mechanisms.quantiles)
         k = ctx.rows_per_unit
-        neighbours = "add/remove" if ctx.grouped and k == 1 else "replace"
+        neighbours = "add/remove" if (ctx.grouped or ctx.add_remove) and k == 1 else "replace"
         levels = self.levels
 
         def make(epsilon: float, delta: float) -> QuantileSelection:

@@ -41,6 +41,11 @@ class Sum(Query):
     ``max(|l|, |u|)`` is too small when ``l < 0 < u``: a replacement from ``l`` to ``u`` moves
     the sum by ``w``.) Domain ``[0, ∞)`` when ``l ≥ 0``, ``(−∞, 0]`` when ``u ≤ 0``, else the
     real line.
+
+    *Add/remove neighbours* (``dpf.protect(..., neighbours="add_remove")``): the data sets
+    differ by one row added or removed, never replaced, so Δ = max(|l|, |u|) (the added or
+    removed value, clamped to ``[l, u]``). Its magnitude bound is the declared ``max_rows``
+    times the same, never ``n``.
     """
 
     kind = "sum"
@@ -63,13 +68,16 @@ class Sum(Query):
             return Plan("sum", self.column, (m,), fin, "shifted sum Σ(x−l) + n·l (public n)",
                         public_size=True,
                         interval=single_interval("sum", base_lo, base_hi, offset=float(offset)))
-        delta = max(w, abs(frac(lo)), abs(frac(hi)))
+        extreme = max(abs(frac(lo)), abs(frac(hi)))
+        delta = extreme if ctx.add_remove else max(w, extreme)
         d_lo = 0.0 if lo >= 0 else -math.inf
         d_hi = 0.0 if hi <= 0 else math.inf
         mag = round_up(n * max(abs(frac(lo)), abs(frac(hi))))
         agg = Agg("sum", self.column, ctx.fixed_point(0.0, False))
         m = Measurement("sum", scaled(agg), round_up(delta), d_lo, d_hi, 1.0, (agg,), mag)
         return Plan("sum", self.column, (m,), lambda v: np.clip(v["sum"], d_lo, d_hi),
+                    "direct sum, add/remove sensitivity max(|l|, |u|) (add/remove neighbours)"
+                    if ctx.add_remove else
                     "direct sum, add/remove/replace sensitivity (private size)",
                     interval=single_interval("sum", d_lo, d_hi))
 

@@ -52,6 +52,9 @@ class Variance(Query):
     mean), SS = Σ(x − c)² with ``(x − c)² ∈ [0, w²/4]`` (add/remove/replace all move it by at
     most w²/4; domain ``[0, ∞)``), ε/3 each. Post-processing: ``N' = max(N, 2)``,
     ``var = (SS − S²/N')/(N' − 1)`` clamped to ``[0, w²/4 · N'/(N' − 1)]``.
+
+    *Add/remove neighbours*: the same three releases; S moves by one centred term, Δ_S = w/2,
+    SS by one squared term, Δ_SS = w²/4, N by 1.
     """
 
     kind = "variance"
@@ -93,8 +96,8 @@ class Variance(Query):
         fp = ctx.fixed_point(c, True)
         k_sum, k_sq = Agg("sum", self.column, fp), Agg("sum_sq", self.column, fp)
         cnt = Measurement("count", rows_of(rows), 1.0, 0.0, count_upper, third, (rows,))
-        s = Measurement("sum", scaled(k_sum), round_up(w), -math.inf, math.inf, third, (k_sum,),
-                        round_up(ctx.n * half))
+        s = Measurement("sum", scaled(k_sum), round_up(half if ctx.add_remove else w),
+                        -math.inf, math.inf, third, (k_sum,), round_up(ctx.n * half))
         ss = Measurement("sum_sq", scaled(k_sq), round_up(half * half), 0.0, math.inf, third,
                          (k_sq,), round_up(ctx.n * half * half))
         w2 = float(w * w) / 4

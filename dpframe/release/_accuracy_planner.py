@@ -178,10 +178,14 @@ def split(
 
 def _group_factor(group_by: GroupBy | None, frame: Any, session: Session | str | None
                   ) -> float:
-    """Each group's share of ε: 1/2, or 1/(2·min(g, k)) with a privacy unit (privacy.md §U.4)."""
+    """Each group's share of ε: 1/2, or 1/(2·min(g, k)) with a privacy unit (privacy.md §U.4),
+    or the whole ε under add/remove neighbours (a row added or removed is in one group)."""
     if group_by is None:
         return 1.0
-    unit = resolve(frame, session).unit
+    facts = resolve(frame, session)
+    if facts.dataset.size_private:
+        return 1.0
+    unit = facts.unit
     return 0.5 / (1 if unit is None else unit.touched_groups)
 
 

@@ -104,13 +104,7 @@ class LogContext:
             "engine": self.engine,
             "size": "public" if p.plan.public_size else "private",
             "formulation": p.plan.formulation,
-            "composition": (
-                f"parallel over {self.n_keys} declared groups (ε share "
-                f"{(p.plan.group_share or 0.5):g} per group: " + (
-                    "a replaced row can move between two groups)" if facts.unit is None else
-                    f"a replaced unit can reach {2 * facts.unit.touched_groups} groups)")
-                if grouped else "sequential"
-            ),
+            "composition": _composition(self.n_keys, p, facts) if grouped else "sequential",
             "fixed_point_quantum": float(quanta[0]) if len(quanta) == 1 else (
                 None if not quanta else ",".join(f"{q:g}" for q in quanta)),
             "derivation": self.derivation,
@@ -118,7 +112,7 @@ class LogContext:
             "mechanism_choice": p.choices.get(m.name, "requested") if m is not None else
             "none needed: the value is public",
             "interval": _interval_text(self.level, p),
-            **units.describe(facts.unit, grouped),
+            **units.describe(facts.unit, grouped, facts.dataset.neighbours),
         }).to_dict()
 
 
@@ -139,9 +133,13 @@ class LogContext:
             "missing": "rows with a missing key are in no group",
             "random_source": self.random_source, "engine": self.engine, "size": "private",
             "formulation": (
-                f"private key selection: a noisy count per observed key (ε/(2m) each, m = "
-                f"{int(log['max_keys_per_unit'])} keys per unit: a replaced unit changes at "
-                f"most 2m keys' counts by 1), kept if above the threshold "
+                "private key selection: a noisy count per observed key (" + (
+                    f"ε/m each, m = {int(log['max_keys_per_unit'])} keys per unit: an added or "
+                    "removed row changes at most m keys' counts by 1"
+                    if self.facts.dataset.size_private else
+                    f"ε/(2m) each, m = {int(log['max_keys_per_unit'])} keys per unit: a "
+                    "replaced unit changes at most 2m keys' counts by 1") +
+                "), kept if above the threshold "
                 f"{float(log['threshold']):.6g}; a key one unit holds is released with "
                 f"probability ≤ {float(log['pass_probability']):.3g} ≤ δ; "
                 f"{int(log['released_keys'])} keys kept, sorted; counts not released"),
@@ -150,8 +148,20 @@ class LogContext:
             "verification": "verified from the plan structure",
             "mechanism_choice": "the Laplace mechanism (used for every key selection)",
             "fixed_point_quantum": None, "interval": None,
-            **units.describe(self.facts.unit, False),
+            **units.describe(self.facts.unit, False, self.facts.dataset.neighbours),
         }).to_dict()
+
+
+def _composition(n_keys: int, p: Planned, facts: FrameFacts) -> str:
+    """The log's composition text of a group-by release."""
+    share = p.plan.group_share or 0.5
+    if facts.dataset.size_private:
+        why = "an added or removed row touches one group"
+    elif facts.unit is None:
+        why = "a replaced row can move between two groups"
+    else:
+        why = f"a replaced unit can reach {2 * facts.unit.touched_groups} groups"
+    return f"parallel over {n_keys} declared groups (ε share {share:g} per group: {why})"
 
 
 def _policy_text(policy: Any) -> str:

@@ -60,7 +60,14 @@ from dpframe.release._outcome import Outcome, record_answer, released_selection
 from dpframe.release._plan_cache import _PLANS as _PLANS  # (re-exported for tests)
 from dpframe.release._plan_cache import _typed as _typed  # (re-exported for tests)
 from dpframe.release._plan_cache import plan_repeated
-from dpframe.release._planning import _plan_all, immutable, key_selection_rule, queries_part
+from dpframe.release._planning import (
+    _plan_all,
+    immutable,
+    key_selection_rule,
+    queries_part,
+    selection_count_upper,
+    selection_neighbours,
+)
 from dpframe.release._records import GroupBy, Planned, Request, Selected, group_columns
 from dpframe.release._request import MECHANISMS, check_request
 from dpframe.release._safety_net import charge_failure, failure_entry, failure_error, quiet
@@ -170,7 +177,7 @@ def _select_keys(frame: Any, facts: FrameFacts, request: Request,
     on the kept keys as public keys with the rest of ε (and no δ): sequential composition."""
     assert request.selection is not None and request.group_by is not None
     cols = group_columns(request.group_by)
-    per_unit, unit_column, upper, counted = 1, None, facts.dataset.n, frame
+    per_unit, unit_column, upper, counted = 1, None, selection_count_upper(facts), frame
     if facts.unit is not None:
         # several rows per person: keep k rows per unit (so a unit reaches at most k keys) and
         # count each key's distinct units (a unit adds at most 1 to a key's count)
@@ -181,7 +188,8 @@ def _select_keys(frame: Any, facts: FrameFacts, request: Request,
     observed, counts = observed_keys(counted, cols, distinct=unit_column)
     rule = key_selection_rule(facts, request)  # the one checked before the read
     chosen = select_keys((observed, counts.tolist()), rule.epsilon, rule.delta, per_unit,
-                         neighbours="replace", count_upper=float(max(upper, 1)),
+                         neighbours=selection_neighbours(facts),
+                         count_upper=float(max(upper, 1)),
                          random_state=request.rng)
     columns = engine.frame_columns(frame, immutable=immutable(facts))  # the schema
     rest = replace(queries_part(request), keys=tuple(chosen.keys), selection=None,
@@ -314,6 +322,6 @@ def evaluate_derivation(facts: FrameFacts, steps: Sequence[Any], schema: Mapping
         what="derivation", names=[s.kind for s in steps], epsilon=0.0,
         delta=0.0, engine=engine.engine_name(facts.data), random_source="none",
         derivation=" > ".join(facts.derivation),
-        unit_fields=units.describe(facts.unit, False))
+        unit_fields=units.describe(facts.unit, False, facts.dataset.neighbours))
     ledger.commit(ledger.reserve(0.0, 0.0), [entry])
     raise failure_error("derivation", [s.kind for s in steps], 0.0, 0.0)

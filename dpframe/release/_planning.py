@@ -45,9 +45,36 @@ def key_selection_rule(facts: FrameFacts, request: Request) -> Any:
     assert request.selection is not None
     unit = facts.unit
     return selection_rule(request.epsilon * request.selection, request.delta,
-                          1 if unit is None else unit.max_rows, neighbours="replace",
-                          count_upper=float(max(facts.dataset.n if unit is None
-                                                else unit.n_units, 1)))
+                          1 if unit is None else unit.max_rows,
+                          neighbours=selection_neighbours(facts),
+                          count_upper=selection_count_upper(facts))
+
+
+def selection_neighbours(facts: FrameFacts) -> str:
+    """The key selection's neighbours: an added or removed row changes one key's count by 1
+    (ε/m per key), a replaced one two (ε/(2m))."""
+    return "add/remove" if facts.dataset.size_private else "replace"
+
+
+def selection_count_upper(facts: FrameFacts) -> float:
+    """The public upper bound of a key's count: ``n`` (or the units ``U``); under add/remove
+    the declared ``max_rows`` or, without it, 2³¹ (never ``n``, which is private)."""
+    if facts.unit is not None:
+        return float(max(facts.unit.n_units, 1))
+    return float(max(row_cap(facts), 1))
+
+
+def row_cap(facts: FrameFacts) -> int:
+    """The public bound on the rows of any frame of this data set: ``n`` under replace-one;
+    under add/remove the declared ``max_rows``, else 2³¹ (a data-independent cap: counts above
+    it are clamped to it, and statistics that need a declared cap are refused)."""
+    dataset = facts.dataset
+    if not dataset.size_private:
+        return dataset.n
+    return dataset.max_rows if dataset.max_rows is not None else DEFAULT_ROW_CAP
+
+
+DEFAULT_ROW_CAP = 2**31
 
 
 def _plan_all(frame: Any, facts: FrameFacts, request: Request, queries: Mapping[str, Query]
@@ -110,17 +137,19 @@ def _plan_context(facts: FrameFacts, request: Request, q: Query, read: Sequence[
     case where a proportion's per-cell share is smallest, so every mechanism the release can
     need is checked before the read."""
     unit = facts.unit
-    n = facts.dataset.n if unit is None else unit.row_cap
+    n = row_cap(facts) if unit is None else unit.row_cap
+    add_remove = facts.dataset.size_private
     n_groups = len(request.keys) if request.keys is not None else (
         2 if request.selection is not None else 1)
     return PlanContext(
-        size_public=facts.size_public and not drops and unit is None, n=n,
+        size_public=facts.size_public and not drops and unit is None and not add_remove, n=n,
         bounds=facts.bounds.get(q.column) if q.column is not None else None,
         grouped=request.group_by is not None, count_cap=float(n), column=q.column,
         drops=bool(drops), n_groups=n_groups, all_bounds={c: facts.bounds[c] for c in read},
         unit=unit,
         units_public=unit is not None and facts.size_public, epsilon=request.epsilon,
-        keys=facts.keys, ci=request.ci,
+        keys=facts.keys, ci=request.ci, neighbours=facts.dataset.neighbours,
+        cap_declared=not add_remove or facts.dataset.max_rows is not None, kind_name=q.kind,
     )
 
 
@@ -129,6 +158,16 @@ def _require_public_size(q: Query, ctx: PlanContext, facts: FrameFacts,
     """Refuse a query that needs the public row count where it is private."""
     if not q.needs_public_size or ctx.size_public:
         return
+    if facts.dataset.size_private and getattr(q, "size_free_under_add_remove", False):
+        return  # (it plans a size-free formulation itself)
+    if facts.dataset.size_private:
+        raise PrivateSizeError(
+            f"dp.{q.kind} needs the public row count, and this data set was protected with "
+            "neighbours='add_remove', under which the row count is private (one row more or "
+            "less is what the guarantee hides). Use a statistic with a size-free formulation "
+            "(count, sum, mean, variance, quantiles, histograms, corr/cov), or protect with "
+            "neighbours='replace'"
+        )
     if facts.unit is not None:
         raise PrivateSizeError(
             f"dp.{q.kind} needs the public row count, which a privacy unit makes "
@@ -184,6 +223,8 @@ def _plan_query(frame: Any, facts: FrameFacts, request: Request, name: str, q: Q
     # sensitivities × k, group shares / min(g, k) (dpframe.provenance._units)
     if facts.unit is not None:
         plan_q = units.bound_plan(plan_q, q, facts.unit, ctx.grouped)
+    if ctx.add_remove:  # one added or removed row touches one group and one cell
+        plan_q = replace(plan_q, group_share=1.0, cell_share=None)
     return Planned(name, q, plan_q, share, [], {}, 0.0, ctx.bounds)
 
 

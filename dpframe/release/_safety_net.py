@@ -131,7 +131,8 @@ def charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list[
         derivation=context.derivation,
         group_by=None if context.group_by is None else str(context.group_by),
         keys_ref=context.keys_ref,
-        unit_fields=units.describe(facts.unit, context.group_by is not None))
+        unit_fields=units.describe(facts.unit, context.group_by is not None,
+                                   facts.dataset.neighbours))
     if failure == "timeout":
         entry = {**entry, "query": "timed-out release",
                  "mechanism": "none (timed out: nothing was released)",

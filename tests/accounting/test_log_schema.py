@@ -11,7 +11,13 @@ import polars as pl
 import pytest
 
 import dpframe as dpf
-from dpframe.accounting._log_schema import FLOAT_COLUMNS, INT_COLUMNS, LOG_COLUMNS, LogRecord
+from dpframe.accounting._log_schema import (
+    FLOAT_COLUMNS,
+    INT_COLUMNS,
+    LOG_COLUMNS,
+    OPTIONAL_COLUMNS,
+    LogRecord,
+)
 
 
 def _entries() -> list[dict[str, object]]:
@@ -76,4 +82,4 @@ def test_the_log_frames_have_the_record_s_columns_and_types():
         expected = (pl.Float64 if name in FLOAT_COLUMNS else pl.Int64 if name in INT_COLUMNS
                     else pl.String)
         assert dtype == expected, name
-    assert tuple(f.name for f in dataclasses.fields(LogRecord)) == LOG_COLUMNS
+    assert tuple(f.name for f in dataclasses.fields(LogRecord)) == LOG_COLUMNS + OPTIONAL_COLUMNS
