@@ -8,7 +8,17 @@ measurement the ε and δ charged, the mechanism, its sensitivity, output domain
 plans, mechanisms and checks — on the protected input during a run, or, for the dry run, on
 a :func:`stand_in` of it (its schema, the spec's declarations and the public ``n``; no data),
 so the dry run shows the scales the run will use (``tests/spec/test_spec.py`` checks this
-against the log). Nothing here reads data.
+against the log). What is planned is the query's API call (:mod:`dpframe.spec._calls`: the
+frame with the spec's derived columns, filtered, and binned for a histogram over edges).
+Nothing here reads data.
+
+**Every answer's ±.** Besides each measurement's half-width, each answer's (a count's
+released integer, a std's square root, a private-size mean's ratio of noisy sum and count,
+a quantile's rank accuracy) comes from the API's accuracy planner
+(:func:`dpframe.release._accuracy_planner.accuracy`, behind ``frame.dp.accuracy``) on the same
+call (:func:`answer_accuracy`); a private-size mean's depends on its private size ``N``, so
+it is shown at the query's ``min_rows`` or at several ``N``. A count of the public n costs no
+ε and is listed as free.
 
 When ``n`` is unknown (CSV files keep no row count in their metadata) the query is planned
 by the library at each of :data:`SAMPLE_N`, and each measurement's sensitivity, domain, scale
