@@ -7,8 +7,10 @@ accuracy planner on the same arguments the call passes to the pipeline).
   ``groupby([a, b], keys=[(x, y), ...])``), with ``ci=`` where the query asks for intervals.
 * A histogram over public ``edges``: ``frame.dp.histogram(col, edges=[...])`` (grouped:
   ``groupby(...).histogram``), a group-by count over the hidden bin column.
-* One ``value_counts`` statistic, ungrouped: ``frame.dp.value_counts(col, keys=...)``, so the
-  log names it as the API does (``value_counts(<col>)``, read as a count of ``<col>``).
+* A query's one ungrouped statistic whose registry entry says ``alone`` (a histogram, a key
+  count): its ``frame.dp`` method, ``frame.dp.histogram(col, bins=B)`` or
+  ``frame.dp.value_counts(col, keys=...)``, so the log names it as the API does
+  (``value_counts(<col>)``, read as a count of ``<col>``).
 
 The filter (``filter = [...]``) is ``frame.dp.filter(...)`` of narwhals expressions.
 """
@@ -23,7 +25,7 @@ from typing import Any
 
 from dpframe.query import statistics as q_
 from dpframe.spec._model import Condition, QuerySpec, StatisticSpec
-from dpframe.spec._vocabulary import library_query
+from dpframe.spec._vocabulary import entry_of, library_query
 
 __all__ = ["PipelineArguments", "build_queries", "compile_filter", "describe_filter",
            "filtered", "method_of", "pipeline_arguments", "release_query"]
@@ -93,14 +95,26 @@ def build_queries(q: QuerySpec) -> tuple[dict[str, Any], dict[str, float]]:
 
 
 def method_of(q: QuerySpec) -> str:
-    """The ``frame.dp`` method that releases the query: ``"histogram"`` (over public edges),
-    ``"value_counts"`` (one ungrouped key count given as the query's kind) or ``"release"``."""
+    """The ``frame.dp`` method that releases the query: its one statistic's own method (a
+    histogram over public edges; a query's one ungrouped statistic whose registry entry says
+    ``alone``), else ``"release"``."""
     first = q.statistics[0]
-    if first.edges is not None:
-        return "histogram"
-    if q.single and first.kind == "value_counts" and q.group_by is None:
-        return "value_counts"
+    entry = entry_of(first)
+    if first.edges is not None or (q.single and q.group_by is None and entry.alone):
+        return entry.method
     return "release"
+
+
+def _method_parameters(s: StatisticSpec) -> dict[str, Any]:
+    """The keyword arguments of a statistic's own ``frame.dp`` method, by the parameters its
+    registry entry names: public edges or equal bins, public keys."""
+    taken = entry_of(s).parameters
+    out: dict[str, Any] = {}
+    if "edges" in taken:
+        out = {"edges": list(s.edges)} if s.edges is not None else {"bins": s.bins}
+    if "keys" in taken:
+        out["keys"] = None if s.keys is None else list(s.keys)
+    return out
 
 
 def _group_keys(q: QuerySpec) -> list[Any] | None:
@@ -127,13 +141,8 @@ def release_query(q: QuerySpec, frame: Any, *, epsilon: float, delta: float,
         _group_arg(q), keys=_group_keys(q))
     s = q.statistics[0]
     method = method_of(q)
-    if method == "histogram":
-        assert s.column is not None and s.edges is not None
-        return target.histogram(s.column, edges=list(s.edges), **common)
-    if method == "value_counts":
-        assert s.column is not None
-        return target.value_counts(s.column, keys=None if s.keys is None else list(s.keys),
-                                   **common)
+    if method != "release":
+        return getattr(target, method)(s.column, **_method_parameters(s), **common)
     return target.release(build_queries(q)[0], weights=dict(weights), **common)
 
 
@@ -150,20 +159,22 @@ class PipelineArguments:
     keys: list[Any] | None
 
 
-def _histogram_arguments(q: QuerySpec, s: StatisticSpec, frame: Any) -> PipelineArguments:
-    """As ``frame.dp.histogram(col, edges=...)``: a count per bin of the hidden bin column
-    (``histogram(<col>)`` in the log); grouped, as ``groupby(...).histogram``: one ``count``
-    per (group, bin)."""
+def _binned_arguments(q: QuerySpec, s: StatisticSpec, frame: Any) -> PipelineArguments:
+    """As ``frame.dp.histogram(col, edges=...)`` (or ``bins=B``: equal edges of the bounds):
+    a count per bin of the hidden bin column (``histogram(<col>)`` in the log); grouped, as
+    ``groupby(...).histogram``: one ``count`` per (group, bin)."""
     from dpframe.frames import bins as bins_
     from dpframe.frames import derivations
     from dpframe.provenance._protect import resolve
 
-    assert s.column is not None and s.edges is not None
-    binned = derivations.binned(frame, s.column, list(s.edges), None)
-    cells = list(range(len(s.edges) - 1))
+    assert s.column is not None
+    edges = bins_.histogram_edges(s.column, None if s.edges is None else list(s.edges),
+                                  s.bins if s.edges is None else None, resolve(frame).bounds)
+    binned = derivations.binned(frame, s.column, edges, None)
+    cells = list(range(len(edges) - 1))
     if q.group_by is None:
-        return PipelineArguments(binned, {f"histogram({s.column})": q_.count()}, bins_.BIN,
-                                 cells)
+        label = f"{entry_of(s).method}({s.column})"
+        return PipelineArguments(binned, {label: q_.count()}, bins_.BIN, cells)
     groups = q.group_columns
     group_keys = _group_keys(q)
     if group_keys is None:
@@ -181,10 +192,10 @@ def pipeline_arguments(q: QuerySpec, frame: Any) -> PipelineArguments:
     derived = filtered(q, frame)
     s = q.statistics[0]
     method = method_of(q)
-    if method == "histogram":
-        return _histogram_arguments(q, s, derived)
-    if method == "value_counts":
-        assert s.column is not None
-        return PipelineArguments(derived, {f"value_counts({s.column})": q_.count()}, s.column,
-                                 None if s.keys is None else list(s.keys))
-    return PipelineArguments(derived, build_queries(q)[0], q.group_by, _group_keys(q))
+    if method == "release":
+        return PipelineArguments(derived, build_queries(q)[0], q.group_by, _group_keys(q))
+    if "edges" in entry_of(s).parameters:  # a count per bin of the column
+        return _binned_arguments(q, s, derived)
+    assert s.column is not None and q.group_by is None  # a count per key of the column
+    return PipelineArguments(derived, {f"{method}({s.column})": q_.count()}, s.column,
+                             _method_parameters(s).get("keys"))

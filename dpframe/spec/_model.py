@@ -67,7 +67,7 @@ class StatisticSpec:
             return f"{self.kind}({', '.join(self.columns)})"
         if self.edges is not None:
             return f"{self.kind}({self.column}, {len(self.edges) - 1} bins over public edges)"
-        if self.q is not None and self.kind == "quantile":
+        if self.q is not None:
             levels = ", ".join(f"{x:g}" for x in (self.q if isinstance(self.q, tuple)
                                                    else (self.q,)))
             return f"{self.kind}({self.column}, q=[{levels}])"

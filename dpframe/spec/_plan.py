@@ -536,10 +536,9 @@ PRIVATE_SIZE_FRACTIONS = (1.0, 0.1, 0.01)
 
 
 def _shown(values: Sequence[float]) -> str:
-    """Half-widths at the sizes planned (one, or one per :data:`SAMPLE_N`) as text."""
-    if all(v == values[0] for v in values):
-        return _num(values[0])
-    return " | ".join(_num(v) for v in values)
+    """Half-widths at the sizes planned (one, or one per :data:`SAMPLE_N`: then as a formula
+    in n where one fits, :func:`_in_n`) as text."""
+    return _num(values[0]) if len(values) == 1 else _in_n(values)
 
 
 def _private_size_text(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float,

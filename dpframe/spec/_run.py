@@ -8,9 +8,10 @@
 * :func:`load_frame` — the one place that opens the input with an engine's lazy reader
   (Polars ``scan_parquet``/``scan_csv``, DuckDB ``read_parquet``/``read_csv``, Spark
   ``read.parquet``/``read.csv`` in local mode, Dask ``read_parquet``/``read_csv``).
-* :func:`run_spec` — protects the frame with the spec's budget in its durable ledger, runs each
-  query as one release (one per group-by), writes every result into one Parquet file (long
-  format, the log inside) and returns a summary.
+* :func:`run_spec` — protects the frame with the spec's budget in its durable ledger, adds the
+  derived columns, runs each query as its one API call (:mod:`dpframe.spec._release`,
+  :mod:`dpframe.spec._calls`), writes every result into one Parquet file (long format, the
+  log inside) and returns a summary.
 * :func:`add_release_parser` / :func:`release_command` — the ``release`` subcommand.
 
 Exit codes: 0 success, 2 a bad spec or bad arguments (the message names the spec line), 1
@@ -601,8 +602,9 @@ def add_release_parser(sub: Any) -> argparse.ArgumentParser:
             "Run the release described by a spec file (docs/release-spec.md): protect the "
             "input with the spec's budget in its durable ledger, run each query as one "
             "release, write all results to one Parquet file with the accounting log inside. "
-            "--dry-run prints the plan (budget split, mechanisms, scales, 95% half-widths) "
-            "without reading any data.", width=78) + "\n\n" + textwrap.fill(
+            "--dry-run prints the plan (budget split, mechanisms, scales, the 95% half-width of "
+            "every answer, the public n released at no ε) without reading any data.",
+            width=78) + "\n\n" + textwrap.fill(
             "Exit codes: 0 ok, 2 bad spec or arguments (the message names the spec line), "
             "1 other failures (e.g. too little budget left in the ledger).", width=78),
         epilog="examples:\n  dpframe release spec.toml --dry-run\n  dpframe release spec.toml",

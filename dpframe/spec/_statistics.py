@@ -80,8 +80,6 @@ _EXAMPLES = {
     "proportions": '{ kind = "proportions", column = "region", keys = ["a", "b"] }',
     "cov": '"cov(age, income)" or { kind = "cov", columns = ["age", "income"] }',
     "corr": '"corr(age, income)" or { kind = "corr", columns = ["age", "income"] }',
-    "quantile": '{ kind = "quantile", column = "age", q = [0.25, 0.5, 0.75] } or "median(age)"',
-    "median": '"median(age)" or { kind = "median", column = "age", ci_share = 0.5 }',
 }
 
 
