@@ -365,9 +365,19 @@ def test_neighbours_and_max_rows_go_to_protect(tmp_path, capsys, monkeypatch):
         assert code == 2 and "spec.toml:" in err
 
 
-def test_example_specs_parse(tmp_path):
-    """Every spec shipped in examples/ still parses (no name was renamed)."""
-    root = Path(__file__).resolve().parents[2] / "examples"
-    for path in root.glob("*.toml"):
+def test_example_specs_and_the_documented_format_parse(tmp_path):
+    """Every spec shipped in examples/ still parses (no name was renamed), and so does the
+    format block of docs/release-spec.md."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    for path in (root / "examples").glob("*.toml"):
         shutil.copy(path, tmp_path / path.name)
         assert parse_spec(path.read_text(), base=tmp_path).queries
+    doc = (root / "docs" / "release-spec.md").read_text(encoding="utf-8")
+    block = re.search(r"## The format\n\n```toml\n(.*?)```", doc, re.S)
+    assert block is not None
+    spec = parse_spec(block.group(1), base=tmp_path)
+    assert [q.name for q in spec.queries] == ["population", "adults_by_region",
+                                              "by_region_sex", "households"]
+    assert spec.queries[2].group_by == ("region", "sex") and spec.queries[2].ci == 0.95
