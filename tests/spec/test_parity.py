@@ -269,7 +269,8 @@ def test_neighbouring_inputs_give_the_same_shape_and_log(tmp_path):
         spec = parse_spec(spec_path.read_text(), base=tmp_path / name)
         run_spec(spec, random_state=SEED, out=io.StringIO())
         table = pl.read_parquet(tmp_path / name / "out.parquet")
-        log = [{k: e[k] for k in ("name", "part", "epsilon", "delta", "scale")}
+        log = [{k: e[k] for k in ("name", "part", "epsilon", "delta", "scale", "sensitivity",
+                                  "grid", "mechanism")}
                for e in dpf.read_log(tmp_path / name / "out.parquet")["entries"]]
         runs.append((table, log))
     (ta, la), (tb, lb) = runs
@@ -278,6 +279,17 @@ def test_neighbouring_inputs_give_the_same_shape_and_log(tmp_path):
     assert ta.schema == tb.schema and la == lb
     for col in ("value", "lower", "upper"):
         assert (ta[col].is_null() == tb[col].is_null()).all()
+    # the same seed draws the same noise, so an answer of one clamped-Laplace measurement (a
+    # count per cell, a public-size mean) moves by at most its logged sensitivity (plus the
+    # snapping grid; counts are whole numbers)
+    moved = ta.with_columns(d=(pl.col("value") - tb["value"]).abs())
+    cells = moved.filter(pl.col("query").is_in(["ages", "ages_by_sex", "by_region"])
+                         | (pl.col("statistic") == "n"))
+    assert len(cells) == 15 and cells["d"].max() <= 1.0
+    mean = next(e for e in la if e["name"] == "mean_income")
+    assert mean["mechanism"] == "truncated"
+    assert moved.filter(pl.col("statistic") == "mean_income")["d"].item() <= (
+        mean["sensitivity"] + mean["grid"])
 
 
 # -- refusals ----------------------------------------------------------------------------------
