@@ -37,6 +37,7 @@ from dpframe.query._covariance import corr, cov
 from dpframe.query._histogram import histogram
 from dpframe.query._mean import Mean
 from dpframe.query._plans import Query
+from dpframe.query._quantile import median, quantile
 from dpframe.query._sum import Sum
 from dpframe.query._value_counts import proportions, value_counts
 from dpframe.query._variance import Std, Variance
@@ -59,6 +60,8 @@ class StatisticArguments:
     columns: tuple[str, ...] = ()
     bins: int | None = None
     keys: Sequence[Any] | None = None
+    q: float | Sequence[float] | None = None  # a quantile's level(s); None: 0.5
+    ci_share: float | None = None  # a quantile's interval share; None: the builder's 0.5
 
     def one_column(self) -> str:
         """The statistic's column (a spec checks it is given before building)."""
@@ -77,7 +80,10 @@ class StatisticArguments:
 class StatisticEntry:
     """One statistic (module docstring). ``query_type``: its query class where one class is
     the statistic of one column or of the rows (a spec builds it as ``cls(column)``);
-    ``build`` None: built only by its ``frame.dp`` method (no spec word)."""
+    ``build`` None: built only by its ``frame.dp`` method (no spec word). ``optional``: the
+    parameters a spec may leave out (the builder's defaults). ``alone``: as a query's one
+    ungrouped statistic, a spec releases it by its ``frame.dp`` method (whose log names it
+    ``<method>(<column>)``); a histogram's ``edges`` (public bin edges) exist only there."""
 
     name: str
     parameters: tuple[str, ...]
@@ -86,11 +92,17 @@ class StatisticEntry:
     method: str
     grouped: bool = True
     query_type: type[Query] | None = None
+    optional: tuple[str, ...] = ()
+    alone: bool = False
 
     @property
     def in_spec(self) -> bool:
         """A release spec can name it."""
         return self.build is not None
+
+
+def _share(a: StatisticArguments) -> float:
+    return 0.5 if a.ci_share is None else a.ci_share
 
 
 def _entries() -> tuple[StatisticEntry, ...]:
@@ -107,19 +119,27 @@ def _entries() -> tuple[StatisticEntry, ...]:
                        "variance", query_type=Variance),
         StatisticEntry("std", one, SquareRoot(), lambda a: Std(a.column), "std",
                        query_type=Std),
-        StatisticEntry("histogram", ("column", "bins"), cells,
-                       lambda a: histogram(a.one_column(), bins=a.bin_count()), "histogram"),
+        StatisticEntry("histogram", ("column", "bins", "edges"), cells,
+                       lambda a: histogram(a.one_column(), bins=a.bin_count()), "histogram",
+                       optional=("edges",), alone=True),
         StatisticEntry("value_counts", ("column", "keys"), cells,
-                       lambda a: value_counts(a.one_column(), keys=a.keys), "value_counts"),
+                       lambda a: value_counts(a.one_column(), keys=a.keys), "value_counts",
+                       optional=("keys",), alone=True),
         StatisticEntry("proportions", ("column", "keys"), NO_HALF_WIDTH,
-                       lambda a: proportions(a.one_column(), keys=a.keys), "proportions"),
+                       lambda a: proportions(a.one_column(), keys=a.keys), "proportions",
+                       optional=("keys",)),
         StatisticEntry("cov", ("columns",), NO_HALF_WIDTH, lambda a: cov(list(a.columns)),
                        "cov", grouped=False),
         StatisticEntry("corr", ("columns",), NO_HALF_WIDTH, lambda a: corr(list(a.columns)),
                        "corr", grouped=False),
-        # not (yet) words of a release spec: built by their builders and frame.dp methods
-        StatisticEntry("quantile", ("column", "q", "bins"), RankAccuracy(), None, "quantile"),
-        StatisticEntry("median", ("column", "bins"), RankAccuracy(), None, "median"),
+        StatisticEntry("quantile", ("column", "q", "bins", "ci_share"), RankAccuracy(),
+                       lambda a: quantile(a.one_column(), 0.5 if a.q is None else a.q,
+                                          bins=a.bins, ci_share=_share(a)), "quantile",
+                       optional=("q", "bins", "ci_share")),
+        StatisticEntry("median", ("column", "bins", "ci_share"), RankAccuracy(),
+                       lambda a: median(a.one_column(), bins=a.bins, ci_share=_share(a)),
+                       "median", optional=("bins", "ci_share")),
+        # not a word of a release spec (its unit is one row): built by its frame.dp method;
         # its query class lives with the privacy unit it counts
         # (:class:`dpframe.provenance._units.CountUnits`, a layer above)
         StatisticEntry("count_units", (), RoundedCount(), None, "count_units"),

@@ -70,6 +70,7 @@ def accuracy(
     min_rows: int | None = None,
     session: Session | str | None = None,
     selection_share: float = 0.5,
+    ci: float | None = None,
 ) -> list[Accuracy]:
     """Half-width at level ``1 − alpha`` of each query of the release these arguments describe
     (see the module docstring); ``min_rows``: a public lower bound on the rows behind a
@@ -81,7 +82,8 @@ def accuracy(
         min_rows = check_count("min_rows", min_rows, minimum=1)
     planned, rule = plan_release(frame, queries, epsilon=epsilon, delta=delta,
                                  weights=weights, mechanism=mechanism, group_by=group_by,
-                                 keys=keys, session=session, selection_share=selection_share)
+                                 keys=keys, session=session, selection_share=selection_share,
+                                 ci=ci)  # (ci: a quantile's interval takes part of its ε)
     out = [] if rule is None else [_selection_row(frame, session, rule, a)]
     for p in planned:
         mechs = dict(zip((m.name for m in p.plan.measurements), p.mechanisms, strict=True))

@@ -240,13 +240,14 @@ def plan(
     group_by: GroupBy | None = None,
     keys: Sequence[Any] | None = None,
     session: Session | str | None = None,
+    ci: float | None = None,
 ) -> list[Planned]:
     """Steps 1–3 of :func:`run` only — provenance, arguments, plans and mechanisms — for the
     accuracy planner (:mod:`dpframe.release._accuracy_planner`): reads no data, spends and logs
-    nothing."""
+    nothing. ``ci``: as the release's (a quantile's interval adds measurements)."""
     return plan_release(frame, queries, epsilon=epsilon, delta=delta, weights=weights,
                         mechanism=mechanism, group_by=group_by, keys=keys,
-                        session=session)[0]
+                        session=session, ci=ci)[0]
 
 
 def plan_release(
@@ -261,13 +262,14 @@ def plan_release(
     keys: Sequence[Any] | None = None,
     session: Session | str | None = None,
     selection_share: Any = 0.5,
+    ci: float | None = None,
 ) -> tuple[list[Planned], Any]:
     """:func:`plan` and, for a group-by whose keys are selected from the data, the selection's
     calibration (a :class:`~dpframe.mechanisms.selection.SelectionRule`; None otherwise):
     public facts only, nothing read, spent or logged."""
     facts, _, request, planned = _prepare(
         frame, queries, session=session, epsilon=epsilon, delta=delta, weights=weights,
-        mechanism=mechanism, random_state=None, group_by=group_by, keys=keys, ci=None,
+        mechanism=mechanism, random_state=None, group_by=group_by, keys=keys, ci=ci,
         selection_share=selection_share)
     rule = None if request.selection is None else key_selection_rule(facts, request)
     return planned, rule

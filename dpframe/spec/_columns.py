@@ -21,6 +21,46 @@ def _bounds(c: _Checker, raw: Any) -> dict[str, tuple[float, float]]:
                            ("bounds", col), f"bounds.{col}") for col, pair in t.items()}
 
 
+#: The neighbour definitions a spec names (``privacy.neighbours``), protect's words:
+#: ``"replace"`` (one row replaced, n public: today's definition) and ``"add_remove"`` (one
+#: row added or removed, n private).
+NEIGHBOURS = ("replace", "add_remove")
+
+
+def protect_parameters() -> tuple[str, ...]:
+    """The parameters of this dpframe's ``dpf.protect`` (from its signature)."""
+    import inspect
+
+    import dpframe as dpf
+
+    return tuple(inspect.signature(dpf.protect).parameters)
+
+
+def neighbour_definition(c: _Checker, priv: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    """``privacy.neighbours`` (one of :data:`NEIGHBOURS`) and ``privacy.max_rows`` (a public
+    bound on the rows, a whole number ≥ 1), passed to protect as ``neighbours=`` and
+    ``max_rows=``. Refused when this dpframe's protect does not take them (``"replace"``, the
+    definition every dpframe uses, excepted)."""
+    neighbours = None
+    if "neighbours" in priv:
+        neighbours = c.choice(priv["neighbours"], ("privacy", "neighbours"),
+                              "privacy.neighbours", NEIGHBOURS)
+    max_rows = None
+    if "max_rows" in priv:
+        raw = priv["max_rows"]
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+            raise c.fail(("privacy", "max_rows"), "privacy.max_rows is a public bound on the "
+                         f"number of rows, a whole number ≥ 1; got {raw!r}")
+        max_rows = raw
+    taken = protect_parameters()
+    for key, value in (("neighbours", neighbours), ("max_rows", max_rows)):
+        if value is None or key in taken or (key, value) == ("neighbours", "replace"):
+            continue
+        raise c.fail(("privacy", key), f"this dpframe does not support {key}= at protect "
+                     f"(privacy.{key} = {value!r}); its neighbours replace one row")
+    return neighbours, max_rows
+
+
 def _one(check: Callable[..., Mapping[str, Any]], column: str, value: Any,
          extra: tuple[Any, ...] = ()) -> Any:
     """``check({column: value}, *extra)[column]``: a library check of one column's entry."""
@@ -48,8 +88,15 @@ def _keys(c: _Checker, raw: Any, path: Path_) -> dict[str, tuple[Any, ...]]:
 
 
 def _missing(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]]
-             ) -> dict[str, str | float]:
-    """``[missing]``, each rule checked by :func:`dpframe.provenance._protect.validate_missing`."""
+             ) -> dict[str, str | float] | str:
+    """``[missing]``, each rule checked by :func:`dpframe.provenance._protect.validate_missing`
+    (``"drop"``, a fill word ``"lower"``/``"upper"``/``"midpoint"`` or a number within the
+    bounds); or ``missing = "midpoint"`` (a fill word): one rule for every bounded column, as
+    ``protect(missing="midpoint")``."""
+    if isinstance(raw, str):
+        c.library(functools.partial(validate_missing, bounds=bounds), raw, ("missing",),
+                  "missing")
+        return raw
     t = c.table(raw, ("missing",), "[missing]")
     return {col: c.library(functools.partial(_one, validate_missing, col, extra=(bounds,)), rule,
                            ("missing", col), f"missing.{col}") for col, rule in t.items()}

@@ -53,12 +53,24 @@ class StatisticSpec:
     bins: int | None = None
     keys: tuple[Any, ...] | None = None
     columns: tuple[str, ...] = ()
+    #: quantile levels (a float, or a tuple: one answer per level), as ``dpf.quantile(q=)``
+    q: float | tuple[float, ...] | None = None
+    #: public histogram edges, as ``frame.dp.histogram(edges=)``
+    edges: tuple[float, ...] | None = None
+    #: the share of a quantile's ε that buys its value interval, as ``dpf.quantile(ci_share=)``
+    ci_share: float | None = None
 
     def describe(self) -> str:
         """The statistic as a spec writes it, e.g. ``mean(income)``,
-        ``histogram(age, bins=10)``, ``cov(age, income)``."""
+        ``histogram(age, bins=10)``, ``cov(age, income)``, ``quantile(age, q=[0.25, 0.75])``."""
         if self.columns:
             return f"{self.kind}({', '.join(self.columns)})"
+        if self.edges is not None:
+            return f"{self.kind}({self.column}, {len(self.edges) - 1} bins over public edges)"
+        if self.q is not None:
+            levels = ", ".join(f"{x:g}" for x in (self.q if isinstance(self.q, tuple)
+                                                   else (self.q,)))
+            return f"{self.kind}({self.column}, q=[{levels}])"
         if self.bins is not None:
             return f"{self.kind}({self.column}, bins={self.bins})"
         if self.keys is not None:
@@ -80,12 +92,28 @@ class QuerySpec:
     name: str
     share: float | None
     statistics: tuple[StatisticSpec, ...]
-    group_by: str | None
+    #: one key column, or several (``group_by = ["region", "sex"]``: their keys' combinations)
+    group_by: str | tuple[str, ...] | None
+    #: public keys (several columns: key tuples; None there: the product of ``[keys]``)
     keys: tuple[Any, ...] | None
     filter: tuple[Condition, ...]
     mechanism: str
     path: Path_ = ()
     level: float = DEFAULT_LEVEL
+    #: the level of the intervals released with every answer (``ci=`` of the API), or None
+    ci: float | None = None
+    #: a public lower bound on the rows behind a private-size mean (``min_rows=`` of the
+    #: API's accuracy planner): the dry run's ± for it
+    min_rows: int | None = None
+    #: one statistic given in the query's own table (``kind = ...``), named like the query
+    single: bool = False
+
+    @property
+    def group_columns(self) -> tuple[str, ...]:
+        """The group column(s), as a tuple (empty without ``group_by``)."""
+        if self.group_by is None:
+            return ()
+        return (self.group_by,) if isinstance(self.group_by, str) else self.group_by
 
     @property
     def targeted(self) -> bool:
@@ -95,6 +123,19 @@ class QuerySpec:
     def columns_read(self) -> tuple[str, ...]:
         """The columns the statistics name."""
         return tuple(dict.fromkeys(c for s in self.statistics for c in s.columns_named()))
+
+
+@dataclass(frozen=True)
+class DerivedColumn:
+    """One column of ``[with_columns]``: ``frame.dp.with_columns(<expr>.alias(name),
+    bounds={name: bounds}, missing={name: missing})`` on the protected input, before any
+    query (``expr``: the arithmetic text, compiled by :mod:`dpframe.spec._derived`)."""
+
+    name: str
+    expr: str
+    bounds: tuple[float, float] | None
+    missing: str | float | None
+    path: Path_ = ()
 
 
 @dataclass(frozen=True)
@@ -128,10 +169,18 @@ class ReleaseSpec:
     mechanism: str
     bounds: dict[str, tuple[float, float]]
     keys: dict[str, tuple[Any, ...]]
-    missing: dict[str, str | float]
+    #: per column, or one fill word for every bounded column (``missing = "midpoint"``)
+    missing: dict[str, str | float] | str
     queries: tuple[QuerySpec, ...]
     output: Path
     overwrite: bool
+    #: the derived columns of ``[with_columns]``, made before any query
+    derived: tuple[DerivedColumn, ...] = ()
+    #: the neighbour definition (``privacy.neighbours``, protect's ``neighbours=``); None:
+    #: not given (replace-one, the library's default)
+    neighbours: str | None = None
+    #: a public bound on the rows (``privacy.max_rows``, protect's ``max_rows=``)
+    max_rows: int | None = None
     locator: _Locator = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
 
     def line_of(self, path: Path_) -> int | None:

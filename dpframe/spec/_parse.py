@@ -20,7 +20,8 @@ from pathlib import Path
 
 from dpframe._validation import check_delta, check_epsilon
 from dpframe.errors import SpecError
-from dpframe.spec._columns import _bounds, _keys, _missing
+from dpframe.spec._columns import _bounds, _keys, _missing, neighbour_definition
+from dpframe.spec._derived import derived_columns
 from dpframe.spec._filters import FILTER_OPS
 from dpframe.spec._input import CSV_TYPES as CSV_TYPES
 from dpframe.spec._input import ENGINES, FORMATS, _input
@@ -59,8 +60,10 @@ __all__ = [
     "parse_spec",
 ]
 
-_TOP_KEYS = ("version", "input", "privacy", "bounds", "keys", "missing", "query", "output")
-_PRIVACY_KEYS = ("unit", "epsilon", "delta", "ledger", "run_epsilon", "run_delta", "mechanism")
+_TOP_KEYS = ("version", "input", "privacy", "bounds", "keys", "missing", "with_columns",
+             "query", "output")
+_PRIVACY_KEYS = ("unit", "epsilon", "delta", "ledger", "run_epsilon", "run_delta", "mechanism",
+                 "neighbours", "max_rows")
 _OUTPUT_KEYS = ("path", "overwrite")
 
 
@@ -120,10 +123,14 @@ def parse_spec(text: str, *, source: str = "spec", base: str | Path = ".") -> Re
     mech = c.choice(priv.get("mechanism", "auto"), ("privacy", "mechanism"),
                     "privacy.mechanism", MECHANISMS)
 
+    neighbours, max_rows = neighbour_definition(c, priv)
+
     bounds = _bounds(c, data["bounds"])
     keys = _keys(c, data.get("keys", {}), ("keys",))
     missing = _missing(c, data.get("missing", {}), bounds)
-    queries = _queries(c, data["query"], bounds, keys, mech)
+    derived = derived_columns(c, data.get("with_columns", {}), bounds)
+    readable = {**bounds, **{d.name: d.bounds for d in derived if d.bounds is not None}}
+    queries = _queries(c, data["query"], readable, keys, mech)
     if run_dlt > 0 and not any(q.mechanism in DELTA_MECHANISMS and q.share is not None
                                for q in queries):
         raise c.fail(("privacy", "run_delta" if "run_delta" in priv else "delta"),
@@ -145,4 +152,5 @@ def parse_spec(text: str, *, source: str = "spec", base: str | Path = ".") -> Re
         ledger=(base_dir / ledger).resolve(), run_epsilon=run_eps, run_delta=run_dlt,
         mechanism=mech, bounds=bounds, keys=keys, missing=missing, queries=queries,
         output=(base_dir / out_path).resolve(), overwrite=overwrite, locator=loc,
+        derived=derived, neighbours=neighbours, max_rows=max_rows,
     )

@@ -8,7 +8,17 @@ measurement the ε and δ charged, the mechanism, its sensitivity, output domain
 plans, mechanisms and checks — on the protected input during a run, or, for the dry run, on
 a :func:`stand_in` of it (its schema, the spec's declarations and the public ``n``; no data),
 so the dry run shows the scales the run will use (``tests/spec/test_spec.py`` checks this
-against the log). Nothing here reads data.
+against the log). What is planned is the query's API call (:mod:`dpframe.spec._calls`: the
+frame with the spec's derived columns, filtered, and binned for a histogram over edges).
+Nothing here reads data.
+
+**Every answer's ±.** Besides each measurement's half-width, each answer's (a count's
+released integer, a std's square root, a private-size mean's ratio of noisy sum and count,
+a quantile's rank accuracy) comes from the API's accuracy planner
+(:func:`dpframe.release._accuracy_planner.accuracy`, behind ``frame.dp.accuracy``) on the same
+call (:func:`answer_accuracy`); a private-size mean's depends on its private size ``N``, so
+it is shown at the query's ``min_rows`` or at several ``N``. A count of the public n costs no
+ε and is listed as free.
 
 When ``n`` is unknown (CSV files keep no row count in their metadata) the query is planned
 by the library at each of :data:`SAMPLE_N`, and each measurement's sensitivity, domain, scale
@@ -34,7 +44,6 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from functools import reduce
 from typing import Any
 
 import dpframe as dpf
@@ -42,6 +51,16 @@ from dpframe.errors import DPFrameError, PrivateSizeWarning, SpecError
 from dpframe.mechanisms.accuracy import half_width
 from dpframe.provenance import resolve
 from dpframe.release import accuracy, charged_delta, epsilon_for, plan
+from dpframe.spec._calls import (
+    PipelineArguments,
+    build_queries,
+    compile_filter,
+    describe_filter,
+    method_of,
+    pipeline_arguments,
+)
+from dpframe.spec._columns import protect_parameters
+from dpframe.spec._derived import expression_columns, with_columns
 from dpframe.spec._model import Condition, QuerySpec, ReleaseSpec, StatisticSpec
 from dpframe.spec._vocabulary import library_query
 
@@ -55,7 +74,6 @@ __all__ = [
     "build_queries",
     "check_schema",
     "compile_filter",
-    "format_plan",
     "plan_release",
 ]
 
@@ -116,6 +134,21 @@ class MeasurementPlan:
 
 
 @dataclass(frozen=True)
+class AnswerPlan:
+    """The accuracy of one released answer before spending (the API's accuracy planner,
+    ``frame.dp.accuracy``): ``half_width`` at level 1 − :data:`ALPHA` (None where it depends
+    on an unknown n or a private size), ``shown`` its text in the dry run (several values
+    where it depends on n or on the private size), ``note`` the planner's."""
+
+    statistic: str
+    query: str
+    epsilon: float
+    half_width: float | None
+    shown: str
+    note: str
+
+
+@dataclass(frozen=True)
 class QueryPlan:
     """One query: one release of ε, δ over its statistics (``delta``: what it charges)."""
 
@@ -124,7 +157,7 @@ class QueryPlan:
     epsilon: float
     delta: float
     mechanism: str
-    group_by: str | None
+    group_by: str | tuple[str, ...] | None
     keys: tuple[Any, ...] | None
     filter: str | None
     measurements: tuple[MeasurementPlan, ...]
@@ -133,6 +166,12 @@ class QueryPlan:
     #: is what it charges: this less the shares of the measurements given a pure ε-DP
     #: mechanism (:func:`dpframe.release._pipeline.release_delta`)
     requested_delta: float = 0.0
+    #: the ± of every answer (:func:`answer_accuracy`)
+    answers: tuple[AnswerPlan, ...] = ()
+    #: the statistics released exactly at no ε (a count of the public n)
+    free: tuple[str, ...] = ()
+    #: the level of the intervals released with the answers (``ci``), or None
+    ci: float | None = None
 
 
 @dataclass(frozen=True)
@@ -160,9 +199,12 @@ class ReleasePlan:
             "output": str(s.output),
             "accuracy": {"method": self.accuracy_method, "alpha": self.alpha},
             "queries": [
-                {**{k: v for k, v in asdict(q).items() if k != "measurements"},
-                 "keys": None if q.keys is None else list(q.keys),
-                 "measurements": [_finite(asdict(m)) for m in q.measurements]}
+                {**{k: v for k, v in asdict(q).items() if k not in ("measurements", "answers")},
+                 "keys": None if q.keys is None else [list(k) if isinstance(k, tuple) else k
+                                                      for k in q.keys],
+                 "measurements": [_finite(asdict(m)) for m in q.measurements],
+                 "answers": [_finite(asdict(a)) for a in q.answers],
+                 "free": [{"statistic": f, "value": self.facts.n} for f in q.free]}
                 for q in self.queries
             ],
         }
@@ -202,9 +244,14 @@ def check_schema(spec: ReleaseSpec, facts: SourceFacts) -> None:
         _need_column(spec, facts, col, ("bounds", col), "bounded column")
     for col in spec.keys:
         _need_column(spec, facts, col, ("keys", col), "key column")
+    for d in spec.derived:  # each reads the input's columns and those derived before it
+        for col in expression_columns(d.expr):
+            _need_column(spec, facts, col, (*d.path, "expr"), "column")
+    if spec.derived:  # the queries read the derived columns too
+        facts = replace(facts, columns={**facts.columns, **{d.name: None for d in spec.derived}})
     for q in spec.queries:
-        if q.group_by is not None:
-            _need_column(spec, facts, q.group_by, (*q.path, "group_by"), "group_by column")
+        for col in q.group_columns:
+            _need_column(spec, facts, col, (*q.path, "group_by"), "group_by column")
         for stat in q.statistics:
             for i, col in enumerate(stat.columns_named()):
                 where = (*stat.path, "column") if stat.column is not None else (
@@ -221,62 +268,6 @@ def _where(spec: ReleaseSpec, exc: DPFrameError, named: Mapping[str, tuple[Any, 
     (column → spec path) its message names, else at ``default``."""
     hits = list(dict.fromkeys(path for col, path in named.items() if repr(col) in str(exc)))
     return spec.error(hits[0] if len(hits) == 1 else default, f"{prefix}{exc}")
-
-
-# -- filters and queries ---------------------------------------------------------------------
-#: Each filter operator (:data:`dpframe.spec._filters.FILTER_OPS`) as a narwhals expression of
-#: the column and the condition's value.
-_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "==": lambda col, v: col == v,
-    "!=": lambda col, v: col != v,
-    "<": lambda col, v: col < v,
-    "<=": lambda col, v: col <= v,
-    ">": lambda col, v: col > v,
-    ">=": lambda col, v: col >= v,
-    "in": lambda col, v: col.is_in(list(v)),
-    "not in": lambda col, v: ~col.is_in(list(v)),
-    "between": lambda col, v: col.is_between(v[0], v[1], closed="both"),
-    "is null": lambda col, _: col.is_null(),
-    "is not null": lambda col, _: ~col.is_null(),
-}
-
-
-def _expr(c: Condition) -> Any:
-    import narwhals as nw
-
-    if c.any_of:
-        return reduce(lambda a, b: a | b, (_expr(x) for x in c.any_of))
-    assert c.column is not None
-    build = _OPERATORS.get(c.op or "")
-    if build is None:
-        raise AssertionError(c.op)  # pragma: no cover - checked by the parser
-    return build(nw.col(c.column), c.value)
-
-
-def compile_filter(conditions: tuple[Condition, ...]) -> list[Any]:
-    """The narwhals expressions of a filter (one per condition; all must hold)."""
-    return [_expr(c) for c in conditions]
-
-
-def describe_filter(conditions: tuple[Condition, ...]) -> str | None:
-    """The filter as readable text, e.g. ``age >= 18 and (region == 'north' or ...)``."""
-    if not conditions:
-        return None
-
-    def one(c: Condition) -> str:
-        if c.any_of:
-            return "(" + " or ".join(one(x) for x in c.any_of) + ")"
-        return f"{c.column} {c.op}" + ("" if c.value is None else f" {c.value!r}")
-
-    return " and ".join(one(c) for c in conditions)
-
-
-def build_queries(q: QuerySpec) -> tuple[dict[str, Any], dict[str, float]]:
-    """The ``{name: dpf.count()/dpf.mean(col)/dpf.histogram(col, bins=B)/...}`` of one query
-    (the library's own query objects, :func:`dpframe.spec._vocabulary.library_query`) and its
-    weights."""
-    return ({s.name: library_query(s) for s in q.statistics},
-            {s.name: s.weight for s in q.statistics})
 
 
 # -- the plan --------------------------------------------------------------------------------
@@ -364,11 +355,30 @@ _ADAPTIVE = ("domain ±√(product of the released variances); scale and ±95% f
 
 # -- planning through the library -------------------------------------------------------------
 def protect_input(spec: ReleaseSpec, frame: Any, session: Any) -> Any:
-    """``dpf.protect`` with the spec's budget, bounds, keys and missing-value rules."""
-
+    """``dpf.protect`` with the spec's budget, bounds, keys and missing-value rules (one fill
+    word, or one rule per column), and its neighbour definition and row bound where given
+    (the parser refused them if this dpframe's protect does not take them)."""
+    extra: dict[str, Any] = {}
+    if (spec.neighbours is not None and spec.neighbours != "replace") or (
+            spec.neighbours == "replace" and "neighbours" in protect_parameters()):
+        extra["neighbours"] = spec.neighbours
+    if spec.max_rows is not None:
+        extra["max_rows"] = spec.max_rows
+    missing = spec.missing if isinstance(spec.missing, str) else dict(spec.missing)
     return dpf.protect(frame, epsilon=spec.epsilon, delta=spec.delta, bounds=dict(spec.bounds),
                        keys={k: list(v) for k, v in spec.keys.items()} or None,
-                       missing=dict(spec.missing), session=session)
+                       missing=missing, session=session, **extra)
+
+
+def query_frame(spec: ReleaseSpec, frame: Any) -> Any:
+    """The frame every query reads: the protected input with the spec's derived columns
+    (``frame.dp.with_columns``, :func:`dpframe.spec._derived.with_columns`); a refusal names
+    the line of the column it is about."""
+    try:
+        return with_columns(frame, spec.derived)
+    except DPFrameError as exc:
+        named = {d.name: d.path for d in spec.derived}
+        raise _where(spec, exc, named, ("with_columns",), "with_columns: ") from None
 
 
 def stand_in(spec: ReleaseSpec, facts: SourceFacts, n: int) -> Any:
@@ -376,12 +386,11 @@ def stand_in(spec: ReleaseSpec, facts: SourceFacts, n: int) -> Any:
     missing values with the input's columns and types (``facts.columns``, from file metadata),
     protected by :func:`protect_input` in a throwaway in-memory session (the spec's ledger is
     not touched) and given the public size ``n``. A release plans from public facts only (the
-    schema, the declarations and ``n``), so :func:`dpframe.release._pipeline.plan` plans this frame
-    as it plans the input read by Polars (a run plans its protected input itself, whatever the
-    engine); nothing is ever released from it. (Its row is made
-    of literals, not of a frame's buffers: protect refuses memory a protected frame holds.)"""
+    schema, the declarations and ``n``), so :func:`dpframe.release._pipeline.plan` plans this
+    frame as it plans the input read by Polars (a run plans its protected input itself,
+    whatever the engine); nothing is ever released from it. (Its row is made of literals, not
+    of a frame's buffers: protect refuses memory a protected frame holds.)"""
     import polars as pl
-
 
     row = pl.LazyFrame().select([pl.lit(None, dtype=t).alias(c) for c, t in facts.columns.items()])
     try:
@@ -389,42 +398,40 @@ def stand_in(spec: ReleaseSpec, facts: SourceFacts, n: int) -> Any:
             warnings.simplefilter("ignore", PrivateSizeWarning)
             pf = protect_input(spec, row, dpf.Session())
     except DPFrameError as exc:
-        named = {c: (table, c) for table in ("missing", "keys", "bounds")  # bounds win
-                 for c in getattr(spec, table)}
+        tables = ("keys", "bounds") if isinstance(spec.missing, str) else (
+            "missing", "keys", "bounds")
+        named = {c: (table, c) for table in tables for c in getattr(spec, table)}  # bounds win
         raise _where(spec, exc, named, ("bounds",), "") from None
     resolve(pf).dataset.n = n  # the input's public size, in place of the row protect counted
     return pf
 
 
-def _derived(spec: ReleaseSpec, q: QuerySpec, frame: Any) -> Any:
-    """The frame a query releases from: the protected input, filtered (a verified
-    derivation) if the query has a filter."""
-    if not q.filter:
-        return frame
+def _arguments(spec: ReleaseSpec, q: QuerySpec, frame: Any) -> PipelineArguments:
+    """The pipeline's arguments of the query's API call (:mod:`dpframe.spec._calls`); a
+    refusal of its filter (or bins) names the query's line."""
     try:
-        return frame.dp.filter(*compile_filter(q.filter))
+        return pipeline_arguments(q, frame)
     except DPFrameError as exc:
-        raise spec.error((*q.path, "filter"), f"filter of {q.name!r}: {exc}") from None
-
-
-def _group(q: QuerySpec) -> dict[str, Any]:
-    return {"group_by": q.group_by, "keys": None if q.keys is None else list(q.keys)}
+        where = (*q.path, "filter") if q.filter else q.path
+        raise spec.error(where, f"query {q.name!r}: {exc}") from None
 
 
 def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, frame: Any
                     ) -> float:
     """The ε (charged to the ledger) at which ``stat`` reaches its target half-width at the
-    query's level: :func:`dpframe.release._accuracy_planner.epsilon_for` on the query's frame (a std
-    within ``h`` needs its variance within ``h²``, see the module docstring)."""
+    query's level: :func:`dpframe.release._accuracy_planner.epsilon_for` on the query's frame
+    (a std within ``h`` needs its variance within ``h²``, see the module docstring)."""
 
     assert stat.target is not None
     kind, target = stat.kind, stat.target
     if kind == "std":
         kind, target = "variance", target * target
-    query = library_query(replace(stat, kind=kind))
+    args = _arguments(spec, q, frame)
+    query = (library_query(replace(stat, kind=kind)) if method_of(q) == "release"
+             else next(iter(args.queries.values())))  # (a method's one count)
     try:
-        return epsilon_for(frame, query, target, alpha=1.0 - q.level, delta=0.0,
-                           mechanism=q.mechanism, **_group(q))
+        return epsilon_for(args.frame, query, target, alpha=1.0 - q.level, delta=0.0,
+                           mechanism=q.mechanism, group_by=args.group_by, keys=args.keys)
     except DPFrameError as exc:
         raise spec.error(stat.path, f"{stat.name!r}: accuracy {stat.target:g} at level "
                          f"{q.level:g}: {exc}") from None
@@ -432,27 +439,30 @@ def _target_epsilon(spec: ReleaseSpec, q: QuerySpec, stat: StatisticSpec, frame:
 
 def _planned(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float, dlt_q: float,
              weights: Mapping[str, float]) -> list[Any]:
-    """:func:`dpframe.release._pipeline.plan` of the query's release (the run makes the same call's
-    release); a refusal names the line of the one statistic the library refuses on its own,
-    else of the one column its message names, else the query's."""
+    """:func:`dpframe.release._pipeline.plan` of the query's release (the run makes the same
+    call's release); a refusal names the line of the one statistic the library refuses on its
+    own, else of the one column its message names, else the query's."""
 
-    stats = build_queries(q)[0]
+    args = _arguments(spec, q, frame)
+    stats = args.queries
+    weights = weights if stats.keys() == weights.keys() else {n: 1.0 for n in stats}
     try:
-        return plan(frame, stats, epsilon=eps_q, delta=dlt_q,
-                    weights=dict(weights), mechanism=q.mechanism, **_group(q))
+        return plan(args.frame, stats, epsilon=eps_q, delta=dlt_q, weights=dict(weights),
+                    mechanism=q.mechanism, group_by=args.group_by, keys=args.keys, ci=q.ci)
     except DPFrameError as exc:
         refused = []
-        for s in q.statistics:  # which statistic does the library refuse alone?
+        for name, query in stats.items():  # which statistic does the library refuse alone?
             try:
-                plan(frame, {s.name: stats[s.name]}, epsilon=eps_q or 1.0, delta=dlt_q,
-                     mechanism=q.mechanism, **_group(q))
+                plan(args.frame, {name: query}, epsilon=eps_q or 1.0, delta=dlt_q,
+                     mechanism=q.mechanism, group_by=args.group_by, keys=args.keys, ci=q.ci)
             except DPFrameError:
-                refused.append(s)
-        if len(refused) == 1 and len(q.statistics) > 1:
-            raise spec.error(refused[0].path, f"query {q.name!r}: {exc}") from None
+                refused.append(name)
+        by_name = {s.name: s for s in q.statistics}
+        if len(refused) == 1 and len(stats) > 1 and refused[0] in by_name:
+            raise spec.error(by_name[refused[0]].path, f"query {q.name!r}: {exc}") from None
         named = {col: s.path for s in q.statistics for col in s.columns_named()}
-        if q.group_by is not None:
-            named[q.group_by] = (*q.path, "group_by")
+        for col in q.group_columns:
+            named[col] = (*q.path, "group_by")
         raise _where(spec, exc, named, q.path, f"query {q.name!r}: ") from None
 
 
@@ -462,11 +472,10 @@ def _measurement(q: QuerySpec, stat: StatisticSpec, ps: Sequence[Any], j: int, d
     (``ps``: its :class:`dpframe.release._pipeline.Planned` at the public n, or at each of
     :data:`SAMPLE_N` when n is unknown) and the mechanism the library built for it.
     ``reached``: the statistic's half-width at its query's level
-    (:func:`dpframe.release._accuracy_planner.accuracy`),
-    for a statistic with a target."""
+    (:func:`dpframe.release._accuracy_planner.accuracy`), for a statistic with a target."""
     p = ps[0]
     m, mech = p.plan.measurements[j], p.mechanisms[j]
-    grouped = q.group_by is not None
+    grouped = q.group_by is not None or method_of(q) != "release"  # (a method's group-by)
     pure = all(m.name in x.pure for x in ps)  # charged no δ (at every sample n)
     eps, dlt = p.epsilon * m.weight, 0.0 if pure else dlt_q * p.share * m.weight
     mech_eps = eps * p.plan.epsilon_factor(grouped) if mech is None else float(mech.epsilon)
@@ -493,14 +502,80 @@ def _reached(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float,
     """The half-width of each statistic of a query with targets at the query's level, at the
     ε's the targets set: :func:`dpframe.release._accuracy_planner.accuracy` (a count's released
     integer, a std's square root of its variance's)."""
+    rows = statistic_accuracy(spec, q, frame, eps_q, 0.0, weights, 1.0 - q.level)
+    return {a.name: a.half_width for a in rows}
 
-    stats = build_queries(q)[0]
+
+def statistic_accuracy(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float,
+                       dlt_q: float, weights: Mapping[str, float], alpha: float,
+                       min_rows: int | None = None) -> list[Any]:
+    """:func:`dpframe.release._accuracy_planner.accuracy` of the query's API call (the API's
+    ``frame.dp.accuracy``): each statistic's half-width at level ``1 − alpha`` (a method's
+    one statistic named by the spec's name), ``min_rows`` a public lower bound on the rows
+    behind a private-size mean (the query's, else none: its half-width is then unknown)."""
+    args = _arguments(spec, q, frame)
+    weights = weights if args.queries.keys() == weights.keys() else {
+        n: 1.0 for n in args.queries}
     try:
-        return {a.name: a.half_width for a in accuracy(
-            frame, stats, epsilon=eps_q, weights=dict(weights), mechanism=q.mechanism,
-            alpha=1.0 - q.level, **_group(q))}
+        rows = accuracy(args.frame, args.queries, epsilon=eps_q, delta=dlt_q,
+                        weights=dict(weights), mechanism=q.mechanism, alpha=alpha,
+                        group_by=args.group_by, keys=args.keys, ci=q.ci,
+                        min_rows=q.min_rows if min_rows is None else min_rows)
     except DPFrameError as exc:
         raise spec.error(q.path, f"query {q.name!r}: {exc}") from None
+    if args.queries.keys() != {s.name for s in q.statistics}:  # a method's own label
+        rows = [replace(r, name=q.statistics[0].name) for r in rows if r.name != "keys"]
+    return rows
+
+
+#: the private sizes (as fractions of the public n) at which the dry run shows the ± of a
+#: private-size mean whose query declares no ``min_rows``
+PRIVATE_SIZE_FRACTIONS = (1.0, 0.1, 0.01)
+
+
+def _shown(values: Sequence[float]) -> str:
+    """Half-widths at the sizes planned (one, or one per :data:`SAMPLE_N`: then as a formula
+    in n where one fits, :func:`_in_n`) as text."""
+    return _num(values[0]) if len(values) == 1 else _in_n(values)
+
+
+def _private_size_text(spec: ReleaseSpec, q: QuerySpec, frame: Any, eps_q: float,
+                       dlt_q: float, weights: Mapping[str, float], name: str) -> str | None:
+    """The ± of a private-size answer at private sizes ``N`` of :data:`PRIVATE_SIZE_FRACTIONS`
+    of the public n (the accuracy planner with ``min_rows = N``), or None if that does not
+    help (a quantile: its values' accuracy depends on the data)."""
+    n = resolve(frame).dataset.n
+    parts = []
+    for fraction in PRIVATE_SIZE_FRACTIONS:
+        rows = max(1, int(n * fraction))
+        found = {a.name: a.half_width for a in statistic_accuracy(
+            spec, q, frame, eps_q, dlt_q, weights, ALPHA, min_rows=rows)}
+        h = found.get(name, math.nan)
+        if not math.isfinite(h):
+            return None
+        parts.append(f"{_num(h)} at N ≥ {rows:,}")
+    return "; ".join(parts)
+
+
+def answer_accuracy(spec: ReleaseSpec, q: QuerySpec, frames: Sequence[Any], eps_q: float,
+                    dlt_q: float, weights: Mapping[str, float]) -> tuple[AnswerPlan, ...]:
+    """The ± (at level 1 − :data:`ALPHA`) of every answer of the query: the API's accuracy
+    planner (:func:`statistic_accuracy`) at each size planned. A private-size mean of a query
+    without ``min_rows`` is shown at several private sizes N (:func:`_private_size_text`)."""
+    by_size = [statistic_accuracy(spec, q, f, eps_q, dlt_q, weights, ALPHA) for f in frames]
+    out = []
+    for i, row in enumerate(by_size[0]):
+        if row.name == "keys":  # (a key selection: not a released number)
+            continue
+        values = [rows[i].half_width for rows in by_size]
+        finite = all(math.isfinite(v) for v in values)
+        shown = _shown(values) if finite else None
+        if shown is None and q.min_rows is None:
+            shown = _private_size_text(spec, q, frames[0], eps_q, dlt_q, weights, row.name)
+        out.append(AnswerPlan(row.name, row.query, float(row.epsilon),
+                              values[0] if finite and len(values) == 1 else None,
+                              shown or "-", row.note))
+    return tuple(out)
 
 
 def _plan_query(spec: ReleaseSpec, q: QuerySpec, frames: Sequence[Any], eps_q: float,
@@ -513,20 +588,22 @@ def _plan_query(spec: ReleaseSpec, q: QuerySpec, frames: Sequence[Any], eps_q: f
 
     dlt_q = spec.query_delta(q)
     weights = weights_of(q) if weights is None else weights
-    derived = [_derived(spec, q, f) for f in frames]
-    by_size = [_planned(spec, q, d, eps_q, dlt_q, weights) for d in derived]
-    reached = _reached(spec, q, derived[0], eps_q, weights) if q.targeted else {}
+    by_size = [_planned(spec, q, f, eps_q, dlt_q, weights) for f in frames]
+    reached = _reached(spec, q, frames[0], eps_q, weights) if q.targeted else {}
     out: list[MeasurementPlan] = []
     for i, stat in enumerate(q.statistics):
         ps = [planned[i] for planned in by_size]
         out.extend(_measurement(q, stat, ps, j, dlt_q, reached.get(stat.name))
                    for j in range(len(ps[0].plan.measurements)))
-    if not any(p.plan.measurements for p in by_size[0]):  # only the public n: exact, free
+    free = tuple(s.name for s, p in zip(q.statistics, by_size[0], strict=True)
+                 if not p.plan.measurements)
+    if len(free) == len(q.statistics):  # only the public n: exact, free
         eps_q, dlt_q = 0.0, 0.0
     charged = max(charged_delta(planned, dlt_q) for planned in by_size)  # (at every sample n)
+    answers = answer_accuracy(spec, q, frames, eps_q, dlt_q, weights)
     return QueryPlan(q.name, q.share, eps_q, charged, q.mechanism, q.group_by, q.keys,
                      describe_filter(q.filter), tuple(out), targeted=q.targeted,
-                     requested_delta=dlt_q)
+                     requested_delta=dlt_q, answers=answers, free=free, ci=q.ci)
 
 
 def _check_targets_fit(spec: ReleaseSpec, targeted: Mapping[str, Mapping[str, float]]
@@ -557,8 +634,8 @@ def plan_release(spec: ReleaseSpec, facts: SourceFacts, frame: Any = None) -> Re
     if facts.n is not None and facts.n == 0:
         raise spec.error(("input", "path"), "the input has no rows (n = 0 is public); there "
                          "is nothing to release")
-    frames = [frame] if frame is not None else [
-        stand_in(spec, facts, n) for n in (SAMPLE_N if facts.n is None else (facts.n,))]
+    frames = [query_frame(spec, f) for f in ([frame] if frame is not None else [
+        stand_in(spec, facts, n) for n in (SAMPLE_N if facts.n is None else (facts.n,))])]
     frame = frames[0]
     targeted: dict[str, dict[str, float]] = {}
     for q in spec.queries:
@@ -569,97 +646,13 @@ def plan_release(spec: ReleaseSpec, facts: SourceFacts, frame: Any = None) -> Re
                 f"query {q.name!r}: the epsilon a target accuracy needs depends on the public "
                 "row count n, which CSV files do not record; pass --rows N to plan at an "
                 "assumed n (the run uses the n it counts)"))
-        derived = _derived(spec, q, frame)
-        targeted[q.name] = {s.name: _target_epsilon(spec, q, s, derived) for s in q.statistics}
+        targeted[q.name] = {s.name: _target_epsilon(spec, q, s, frame) for s in q.statistics}
     needed = _check_targets_fit(spec, targeted)
     queries = tuple(
         _plan_query(spec, q, frames, math.fsum(targeted[q.name].values()), targeted[q.name])
         if q.targeted else _plan_query(spec, q, frames, spec.query_epsilon(q, needed))
         for q in spec.queries)
     return ReleasePlan(spec, facts, queries, ACCURACY_METHOD, ALPHA)
-
-
-# -- text ------------------------------------------------------------------------------------
-def format_plan(plan: ReleasePlan) -> str:
-    """The dry run's report, as text."""
-    s, f = plan.spec, plan.facts
-    lines = [
-        "dpframe release plan (dry run: no data was read)",
-        f"  spec      {s.source}",
-        f"  input     {s.input.path}  ({s.input.format}, {len(f.files)} file"
-        f"{'' if len(f.files) == 1 else 's'}, engine {s.input.engine})",
-        f"  rows n    {f'{f.n:,}' if f.n is not None else 'unknown'}  ({f.n_source})",
-        f"  unit      one {s.unit}: neighbouring data sets differ by replacing one row",
-        f"  budget    data set total ε = {s.epsilon:g}, δ = {s.delta:g}; durable ledger "
-        f"{s.ledger}",
-        f"  this run  ε = {s.run_epsilon:g}, δ = {s.run_delta:g}, split by the queries' "
-        "shares (δ only to queries using the 'bounded' or 'auto' mechanism)",
-        f"  output    {s.output}",
-        f"  accuracy  ±{100 * (1 - plan.alpha):g}% = half-width h with P(|release − true| ≤ h)"
-        f" ≥ {1 - plan.alpha:g}; {plan.accuracy_method}",
-    ]
-    if f.n is None:
-        sizes = " | ".join(f"{n:,}" for n in SAMPLE_N)
-        lines += ["            n is unknown, so quantities that depend on it are shown as "
-                  "formulas in n (pass --rows N to evaluate them at an assumed n),",
-                  f"            read off the library's plans at n = {sizes}: ≈ where they "
-                  "agree to 0.1% (the value at the largest n), a | b | c where no formula "
-                  "fits"]
-    for q in plan.queries:
-        lines.append("")
-        extra = []
-        if q.group_by is not None:
-            assert q.keys is not None
-            extra.append(f"group_by {q.group_by} ({len(q.keys)} public keys: ε/2 per group)")
-        if q.filter is not None:
-            extra.append(f"filter {q.filter}")
-        how = (f"target accuracies at level {q.measurements[0].level:g}" if q.targeted
-               and q.measurements else f"share {q.share:g}")
-        lines.append(f"query {q.name!r}: {how} → ε = {q.epsilon:.6g}, "
-                     f"δ = {q.delta:.3g}, mechanism {q.mechanism}"
-                     + ("; " + "; ".join(extra) if extra else ""))
-        header = ("statistic", "part", "size", "ε", "ε mech", "δ", "Δ", "domain", "scale",
-                  "±95%")
-        rows = []
-        for m in q.measurements:
-            what = f"{m.statistic} = {m.call or m.kind}"
-            if m.formula is not None:
-                rows.append((what, m.part, m.size, f"{m.epsilon:.4g}",
-                             f"{m.mechanism_epsilon:.4g}", f"{m.delta:.3g}", m.formula, "", "",
-                             ""))
-                continue
-            rows.append((what, m.part, m.size, f"{m.epsilon:.4g}", f"{m.mechanism_epsilon:.4g}",
-                         f"{m.delta:.3g}", _num(m.sensitivity),
-                         _interval(m.lower, m.upper), _num(m.scale),
-                         _num(m.half_width)))
-        if not rows:  # (a count of every row: the public n, released exactly at no ε)
-            lines.append("  no measurement: the public n, released exactly at no ε")
-            continue
-        # a formula (n unknown, or a domain set by earlier noisy values) spans the last four
-        # columns; they are aligned over the other rows
-        numeric = [r for r in rows if r[7:] != ("", "", "")] or [header]
-        widths = [max(len(h), *(len(r[i]) for r in (rows if i < 6 else numeric)))
-                  for i, h in enumerate(header)]
-        if all(m.formula is not None for m in q.measurements):
-            widths[6:] = [0, 0, 0, 0]
-            header = (*header[:6], "Δ, domain, scale, ±95% (formulas in n)", "", "", "")
-        for r in (header, *rows):
-            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
-                         .rstrip())
-        for m in q.measurements:
-            if m.target is not None:
-                reached = ("" if m.target_half_width is None else
-                           f": reaches ±{_num(m.target_half_width)} at ε = {m.epsilon:.4g}")
-                lines.append(f"  target {m.statistic}: ±{m.target:g} with probability ≥ "
-                             f"{m.level:g}{reached}")
-    total = math.fsum(q.epsilon for q in plan.queries)
-    lines += ["", f"total: ε = {total:.6g} of this run's {s.run_epsilon:g}"
-              + ("" if total >= s.run_epsilon * (1 - 1e-9) else " (the rest stays unspent: "
-                 "every query has a target accuracy)") + "; Δ and the domain "
-              "are in the mechanism's coordinates (public-size sums and means are released "
-              "shifted by the lower bound); ε mech = the ε each group's mechanism gets (ungrouped "
-              "histograms and key counts: each cell's)."]
-    return "\n".join(lines)
 
 
 def weights_of(q: QuerySpec) -> Mapping[str, float]:

@@ -20,8 +20,10 @@ from dpframe.spec._model import (
 from dpframe.spec._statistics import _EXAMPLES, _statistic
 from dpframe.spec._toml import Path_, _Checker
 
-_QUERY_KEYS = ("name", "share", "accuracy", "level", "kind", "column", "columns", "bins",
-               "statistics", "group_by", "keys", "filter", "mechanism")
+#: the keys of a statistic a query names in its own table (one statistic, named like the query)
+_ONE_STATISTIC = ("kind", "column", "columns", "bins", "q", "edges", "ci_share")
+_QUERY_KEYS = ("name", "share", "accuracy", "level", *_ONE_STATISTIC[1:], "kind",
+               "statistics", "group_by", "keys", "filter", "mechanism", "ci", "min_rows")
 
 
 def _queries(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]],
@@ -56,7 +58,22 @@ def _query(c: _Checker, item: Any, path: Path_, names: set[str],
     level = _budget_mode(c, t, path, name, share, stats)
     if share is None and mech == "auto":  # targets invert one mechanism; auto picks per ε
         mech = "bounded"
-    return QuerySpec(name, share, stats, group_by, qkeys, flt, mech, path, level)
+    ci = None
+    if "ci" in t:
+        ci = c.number(t["ci"], (*path, "ci"), f"ci of {name!r}")
+        if not 0 < ci < 1:
+            raise c.fail((*path, "ci"), f"ci of {name!r} is the intervals' level, in (0, 1), "
+                         f"e.g. ci = 0.95; got {t['ci']!r}")
+    min_rows = None
+    if "min_rows" in t:
+        raw = t["min_rows"]
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+            raise c.fail((*path, "min_rows"), f"min_rows of {name!r} is a public lower bound "
+                         f"on the rows behind a private-size mean, a whole number ≥ 1; got "
+                         f"{raw!r}")
+        min_rows = raw
+    return QuerySpec(name, share, stats, group_by, qkeys, flt, mech, path, level, ci, min_rows,
+                     single="kind" in t)
 
 
 def _share(c: _Checker, t: Mapping[str, Any], path: Path_, name: str) -> float | None:
@@ -74,17 +91,23 @@ def _query_statistics(c: _Checker, t: Mapping[str, Any], path: Path_, name: str,
                       bounds: Mapping[str, tuple[float, float]],
                       keys: Mapping[str, tuple[Any, ...]]) -> tuple[StatisticSpec, ...]:
     """The query's statistics: one (``kind``/``column``) or a ``[query.statistics]`` table."""
-    if "statistics" in t and any(k in t for k in ("kind", "column", "columns", "bins")):
+    if "statistics" in t and any(k in t for k in _ONE_STATISTIC):
         raise c.fail(path, f"query {name!r}: give either kind/column (one statistic) or "
                      "[query.statistics] (several), not both")
     if "statistics" in t:
         st = c.table(t["statistics"], (*path, "statistics"), "[query.statistics]")
         if not st:
             raise c.fail((*path, "statistics"), f"query {name!r} has no statistics")
-        return tuple(_statistic(c, sname, sraw, (*path, "statistics", sname), bounds, keys)
-                     for sname, sraw in st.items())
+        out = tuple(_statistic(c, sname, sraw, (*path, "statistics", sname), bounds, keys)
+                    for sname, sraw in st.items())
+        edged = [s for s in out if s.edges is not None]
+        if edged and len(out) > 1:
+            raise c.fail((*edged[0].path, "edges"), f"query {name!r}: a histogram over public "
+                         "edges is its own release (frame.dp.histogram(column, edges=[...])); "
+                         "give it a [[query]] of its own")
+        return out
     if "kind" in t:
-        one = {k: t[k] for k in ("kind", "column", "columns", "bins") if k in t}
+        one = {k: t[k] for k in _ONE_STATISTIC if k in t}
         stats = (_statistic(c, name, one, path, bounds, keys),)
         if "accuracy" in t:
             target = c.positive(t["accuracy"], (*path, "accuracy"), f"accuracy of {name!r}")
@@ -95,9 +118,14 @@ def _query_statistics(c: _Checker, t: Mapping[str, Any], path: Path_, name: str,
 
 
 def _grouping(c: _Checker, t: Mapping[str, Any], path: Path_, stats: tuple[StatisticSpec, ...],
-              keys: Mapping[str, tuple[Any, ...]]) -> tuple[str | None, tuple[Any, ...] | None]:
-    """The query's ``group_by`` column and its public keys (the query's, else ``[keys]``)."""
+              keys: Mapping[str, tuple[Any, ...]]
+              ) -> tuple[str | tuple[str, ...] | None, tuple[Any, ...] | None]:
+    """The query's ``group_by`` column and its public keys (the query's, else ``[keys]``), or
+    its columns (an array) and their key tuples (the query's, else every combination of their
+    ``[keys]``)."""
     group_by = t.get("group_by")
+    if isinstance(group_by, list):
+        return _multi_grouping(c, t, path, stats, keys)
     if group_by is None:
         if "keys" in t:
             raise c.fail((*path, "keys"), "keys without group_by (a query's keys are its "
@@ -118,6 +146,43 @@ def _grouping(c: _Checker, t: Mapping[str, Any], path: Path_, stats: tuple[Stati
         raise c.fail((*path, "group_by"), f"a statistic is named like the group_by "
                      f"column {group_by!r}; rename it")
     return group_by, qkeys
+
+
+def _multi_grouping(c: _Checker, t: Mapping[str, Any], path: Path_,
+                    stats: tuple[StatisticSpec, ...], keys: Mapping[str, tuple[Any, ...]]
+                    ) -> tuple[tuple[str, ...], tuple[Any, ...] | None]:
+    """``group_by = ["region", "sex"]`` (as ``frame.dp.groupby([...], keys=[...])``): key tuples
+    given as ``keys = [["North", "F"], ...]``, else every combination of the columns' ``[keys]``
+    (the library's default)."""
+    raw = t["group_by"]
+    where = (*path, "group_by")
+    columns = tuple(c.string(x, (*where, i), "group_by column") for i, x in enumerate(raw))
+    if len(columns) < 2 or len(set(columns)) != len(columns):
+        raise c.fail(where, "group_by as an array names two or more distinct columns, e.g. "
+                     'group_by = ["region", "sex"]; one column: group_by = "region"')
+    qkeys = None
+    if "keys" in t:
+        rows = t["keys"]
+        if not isinstance(rows, list) or not rows or not all(
+                isinstance(r, list) and len(r) == len(columns) for r in rows):
+            raise c.fail((*path, "keys"), f"keys of group_by {list(columns)} are key tuples, "
+                         f"one value per column, e.g. keys = [[\"North\", \"F\"], ...]")
+        for j, col in enumerate(columns):
+            _key_list(c, list(dict.fromkeys(r[j] for r in rows)), (*path, "keys"), col)
+        qkeys = tuple(tuple(r) for r in rows)
+        if len(set(qkeys)) != len(qkeys):
+            raise c.fail((*path, "keys"), f"keys of group_by {list(columns)} repeat a tuple")
+    else:
+        undeclared = [col for col in columns if col not in keys]
+        if undeclared:
+            raise c.fail(where, f"group_by {undeclared[0]!r} has no public keys: declare them "
+                         f"under [keys] ({undeclared[0]} = [...]) or give the key tuples "
+                         "(keys = [[...], ...]); keys are never read from the data")
+    clash = [s.name for s in stats if s.name in columns]
+    if clash:
+        raise c.fail(where, f"a statistic is named like the group_by column {clash[0]!r}; "
+                     "rename it")
+    return columns, qkeys
 
 
 def _check_shares(c: _Checker, out: list[QuerySpec]) -> None:

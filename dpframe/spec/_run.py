@@ -8,9 +8,10 @@
 * :func:`load_frame` — the one place that opens the input with an engine's lazy reader
   (Polars ``scan_parquet``/``scan_csv``, DuckDB ``read_parquet``/``read_csv``, Spark
   ``read.parquet``/``read.csv`` in local mode, Dask ``read_parquet``/``read_csv``).
-* :func:`run_spec` — protects the frame with the spec's budget in its durable ledger, runs each
-  query as one release (one per group-by), writes every result into one Parquet file (long
-  format, the log inside) and returns a summary.
+* :func:`run_spec` — protects the frame with the spec's budget in its durable ledger, adds the
+  derived columns, runs each query as its one API call (:mod:`dpframe.spec._release`,
+  :mod:`dpframe.spec._calls`), writes every result into one Parquet file (long format, the
+  log inside) and returns a summary.
 * :func:`add_release_parser` / :func:`release_command` — the ``release`` subcommand.
 
 Exit codes: 0 success, 2 a bad spec or bad arguments (the message names the spec line), 1
@@ -29,29 +30,26 @@ import secrets
 import sys
 import textwrap
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import dpframe as dpf
 from dpframe._validation import check_head
-from dpframe.accounting import LOG_KEY, tidy_rows, tidy_table
 from dpframe.accounting.durable import check_ledger_head, head_digest, head_path, read_ledger_file
-from dpframe.accounting.seals import release_log_of, sealed_document
 from dpframe.backends import CSV_POLARS, backend_named
-from dpframe.errors import BudgetExceededError, DPFrameError, ParameterError, SourceChangedError
+from dpframe.errors import DPFrameError, ParameterError, SourceChangedError
+from dpframe.spec._format import format_plan
 from dpframe.spec._parse import InputSpec, ReleaseSpec, SpecError, load_spec
 from dpframe.spec._plan import (
     ReleasePlan,
     SourceFacts,
-    build_queries,
     check_schema,
-    compile_filter,
-    format_plan,
     plan_release,
     protect_input,
+    query_frame,
 )
+from dpframe.spec._release import SPEC_KEY, check_run_budget, release_all, write_output
 
 __all__ = [
     "OUTPUT_COLUMNS",
@@ -70,8 +68,6 @@ __all__ = [
 #: the output file's fixed columns (the tidy table of ``dpf.concat_releases``), then one column
 #: per key name
 OUTPUT_COLUMNS = ("query", "statistic", "value", "lower", "upper")
-#: Parquet key-value metadata key holding the spec's text.
-SPEC_KEY = b"dpframe.cli.spec"
 
 
 # -- the input's public facts ----------------------------------------------------------------
@@ -511,94 +507,6 @@ class RunResult:
     head: str | None = None
 
 
-def _output_rows(query: str, table: Any) -> list[dict[str, Any]]:
-    """The output file's rows for one query: the tidy table of ``dpf.concat_releases``
-    (:func:`dpframe.accounting._release_tables.tidy_rows`, one implementation for both)."""
-
-    return tidy_rows(query, table)
-
-
-def _write(folder: _OutputFolder, name: str, rows: list[dict[str, Any]],
-           documents: list[dict[str, Any]], spec_text: str) -> Any:
-    """Write the tidy table with a sealed log (:mod:`dpframe.accounting.seals`): the latest of the
-    releases' logs, naming all their release ids, sealed to exactly the values written; the
-    spec's text goes along under ``dpframe.spec._parse``. Atomic (temporary file, then rename)."""
-
-    table = tidy_table(rows)
-    # the spec's text is part of what the seal covers (every metadata key a reader sees)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                           SPEC_KEY: spec_text.encode()})
-    if documents:
-        latest = max(documents, key=lambda d: len(d.get("entries", [])))
-        ids: list[int] = []
-        for d in documents:  # each table's own release: named by its log, else its last entry
-            own = d.get("release_ids") or [max(int(e["release_id"]) for e in d["entries"])]
-            ids.extend(int(i) for i in own if int(i) not in ids)
-        sealed = sealed_document(table, latest, release_id=ids)
-        table = table.replace_schema_metadata({
-            **(table.schema.metadata or {}),
-            LOG_KEY: json.dumps(sealed, allow_nan=False).encode()})
-    folder.write(name, table)
-    return table.to_pandas()
-
-
-def _check_run_budget(spec: ReleaseSpec, plan: Any, session: Any, remaining: Any) -> None:
-    """The ledger has this run's ε and δ left, so a run never stops half-way for lack of
-    budget (checked before the first release; nothing is spent by a refusal)."""
-    run_eps = math.fsum(qp.epsilon for qp in plan.queries)
-    run_dlt = math.fsum(qp.delta for qp in plan.queries)
-    try:
-        session.ledger.check(run_eps, run_dlt)
-    except BudgetExceededError:
-        raise BudgetExceededError(
-            f"the ledger {spec.ledger} has ε = {remaining.epsilon_remaining:.6g} and "
-            f"δ = {remaining.delta_remaining:.3g} left of its ε = {spec.epsilon:g}, "
-            f"δ = {spec.delta:g}; this run needs ε = {run_eps:.6g}, "
-            f"δ = {run_dlt:.3g} (privacy.run_epsilon / run_delta, or what the target "
-            "accuracies need). No release ran; nothing was spent."
-        ) from None
-
-
-def _release_all(spec: ReleaseSpec, pf: Any, by_name: Mapping[str, Any], rng: Any,
-                 target: Path, folder: _OutputFolder, out: Any
-                 ) -> tuple[list[dict[str, Any]], dict[str, float], list[dict[str, Any]]]:
-    """Release every query of the spec: the long table's rows, the ε spent per query and the
-    log documents. If a release fails, what was released before it (and spent) is written to
-    ``<output>.partial`` and the failure is raised."""
-
-    rows: list[dict[str, Any]] = []
-    spent: dict[str, float] = {}
-    documents: list[dict[str, Any]] = []
-    try:
-        for q in spec.queries:
-            qp = by_name[q.name]
-            stats, weights = build_queries(q)
-            if q.targeted:  # each statistic gets the ε its target needs
-                # (a count of the public n needs no ε; the release ignores its weight)
-                weights = {m.statistic: m.epsilon or 1.0 for m in qp.measurements}
-            derived = pf.dp.filter(*compile_filter(q.filter)) if q.filter else pf
-            kwargs = {"epsilon": qp.epsilon, "delta": qp.requested_delta,
-                      "weights": weights, "mechanism": q.mechanism, "random_state": rng}
-            if q.group_by is not None:
-                table = derived.dp.groupby(q.group_by, keys=list(q.keys or ())).release(
-                    stats, **kwargs)
-            else:
-                table = derived.dp.release(stats, **kwargs)
-            doc = release_log_of(table)
-            if doc is not None:
-                documents.append(doc)
-            spent[q.name] = qp.epsilon
-            rows.extend(_output_rows(q.name, table))
-            print(f"  released {q.name!r}: ε = {qp.epsilon:.6g}, δ = {qp.delta:.3g}", file=out)
-    except BaseException:
-        if rows:  # what was released (and spent) is not lost
-            partial = target.with_name(target.name + ".partial")
-            _write(folder, partial.name, rows, documents, spec.text)
-            print(f"  the queries released so far are in {partial}", file=out)
-        raise
-    return rows, spent, documents
-
-
 def run_spec(spec: ReleaseSpec, *, output: Path | None = None, overwrite: bool = False,
              random_state: Any = None, out: Any = None, expect_head: str | None = None
              ) -> RunResult:
@@ -660,12 +568,13 @@ def _run(spec: ReleaseSpec, target: Path, folder: _OutputFolder,
     plan = plan_release(spec, replace(facts, n=pf.dp.size), pf)
     by_name = {qp.name: qp for qp in plan.queries}
     remaining = pf.dp.budget
-    _check_run_budget(spec, plan, session, remaining)
+    check_run_budget(spec, plan, session, remaining)
     print(f"protected {spec.input.path} ({spec.input.engine}): n = {pf.dp.size:,}; ledger "
           f"{spec.ledger}: {remaining}", file=out)
-    rows, spent, documents = _release_all(spec, pf, by_name, rng, target, folder, out)
+    frame = query_frame(spec, pf)  # the derived columns, as the plan made them
+    rows, spent, documents = release_all(spec, frame, by_name, rng, target, folder, out)
     try:
-        frame_out = _write(folder, target.name, rows, documents, spec.text)
+        frame_out = write_output(folder, target.name, rows, documents, spec.text)
     except BaseException:  # the values are released and spent: do not lose them
         print(f"  writing {target} failed; the released values (spent, noisy) are:", file=out)
         fixed = ("query", "statistic", "value", "lower", "upper")
@@ -692,8 +601,9 @@ def add_release_parser(sub: Any) -> argparse.ArgumentParser:
             "Run the release described by a spec file (docs/release-spec.md): protect the "
             "input with the spec's budget in its durable ledger, run each query as one "
             "release, write all results to one Parquet file with the accounting log inside. "
-            "--dry-run prints the plan (budget split, mechanisms, scales, 95% half-widths) "
-            "without reading any data.", width=78) + "\n\n" + textwrap.fill(
+            "--dry-run prints the plan (budget split, mechanisms, scales, the 95% half-width of "
+            "every answer, the public n released at no ε) without reading any data.",
+            width=78) + "\n\n" + textwrap.fill(
             "Exit codes: 0 ok, 2 bad spec or arguments (the message names the spec line), "
             "1 other failures (e.g. too little budget left in the ledger).", width=78),
         epilog="examples:\n  dpframe release spec.toml --dry-run\n  dpframe release spec.toml",

@@ -11,15 +11,17 @@ from dataclasses import replace
 from typing import Any
 
 from dpframe._validation import check_column, check_count, check_names
+from dpframe.frames.bins import public_edges
 from dpframe.mechanisms.quantiles import DEFAULT_MAX_CELLS
 from dpframe.spec._columns import _key_list
 from dpframe.spec._model import StatisticSpec
 from dpframe.spec._toml import Path_, _Checker
-from dpframe.spec._vocabulary import KINDS, PARAMETERS, SPEC_PARAMETERS, library_query
+from dpframe.spec._vocabulary import KINDS, OPTIONAL, PARAMETERS, SPEC_PARAMETERS, library_query
 
-_STAT_KEYS = ("kind", "column", "columns", "bins", "keys", "weight", "accuracy")
+_STAT_KEYS = ("kind", "column", "columns", "bins", "keys", "q", "edges", "ci_share", "weight",
+              "accuracy")
 #: the keys of a statistic other than its kind, weight and accuracy
-_PARAM_KEYS = ("column", "columns", "bins", "keys")
+_PARAM_KEYS = ("column", "columns", "bins", "keys", "q", "edges", "ci_share")
 _SHORTHAND = re.compile(
     rf"^\s*({'|'.join(map(re.escape, KINDS))})\s*(?:\(\s*([^()]*?)\s*\))?\s*$")
 
@@ -66,7 +68,8 @@ def _statistic(c: _Checker, name: str, raw: Any, path: Path_,
             target = c.positive(t["accuracy"], (*path, "accuracy"), f"accuracy of {name!r}")
     stat = _parameters(c, StatisticSpec(name, kind, None, weight, path, target), given,
                        isinstance(raw, str), bounds, declared)
-    c.library(lambda _: library_query(stat), None, path, f"statistic {name!r}")  # the builder's
+    if stat.edges is None:  # the builder's checks (edges: checked by the API's check above)
+        c.library(lambda _: library_query(stat), None, path, f"statistic {name!r}")
     return stat
 
 
@@ -99,7 +102,7 @@ def _parameters(c: _Checker, stat: StatisticSpec, given: Mapping[str, Any], shor
     column = None
     if "column" in given:
         column = c.string(given["column"], at("column"), f"column of {name!r}")
-        if not keyed:
+        if not keyed and "edges" not in given:  # (public edges bin any numeric column)
             _need_bounds(c, name, column, at("column"), bounds)
     columns = _columns(c, name, given, at, bounds)
     bins = None
@@ -107,6 +110,7 @@ def _parameters(c: _Checker, stat: StatisticSpec, given: Mapping[str, Any], shor
         bins = c.library(functools.partial(check_count, "bins", minimum=1,
                                            maximum=DEFAULT_MAX_CELLS),
                          given["bins"], at("bins"), f"bins of {name!r}")
+    stat = replace(stat, **_quantile_and_edges(c, name, given, at))
     keys = None
     if "keys" in given:
         assert column is not None
@@ -130,11 +134,41 @@ def _check_given(c: _Checker, stat: StatisticSpec, given: Mapping[str, Any],
             raise c.fail(at(key), f"{name!r}: {kind} takes no {key}" + (
                 f" ({key} goes with {', '.join(takes)})" if takes else "")
                 + (f"; it takes {', '.join(allowed)}" if allowed else ""))
+    example = _EXAMPLES.get(kind, f'{{ kind = "{kind}", column = "income" }}')
     for key in allowed:
-        if key not in given and key != "keys":
-            example = _EXAMPLES.get(kind, f'{{ kind = "{kind}", column = "income" }}')
+        if key not in given and key not in OPTIONAL.get(kind, ()) and not (
+                key == "bins" and "edges" in given):
             raise c.fail(path, f"{name!r}: {kind} needs "
-                         f"{'a column' if key == 'column' else key}, e.g. {example}")
+                         f"{'a column' if key == 'column' else key}" + (
+                             " (or edges = [...], public bin edges)" if key == "bins" else "")
+                         + f", e.g. {example}")
+    if "bins" in given and "edges" in given:
+        raise c.fail(at("edges"), f"{name!r}: give bins = <int> (equal bins of the bounds) or "
+                     "edges = [...] (public bin edges), not both")
+
+
+def _quantile_and_edges(c: _Checker, name: str, given: Mapping[str, Any],
+                        at: Callable[..., Path_]) -> dict[str, Any]:
+    """A quantile's ``q`` (a level, or an array of them) and ``ci_share``, and a histogram's
+    ``edges`` (:func:`dpframe.frames.bins.public_edges`, the API's check); the levels and the
+    share are checked by the quantile builder (:func:`library_query`)."""
+    out: dict[str, Any] = {}
+    if "q" in given:
+        raw = given["q"]
+        if isinstance(raw, list):
+            if not raw:
+                raise c.fail(at("q"), f"{name!r}: q must be a level or a non-empty array of "
+                             "levels in [0, 1], e.g. q = [0.25, 0.5, 0.75]")
+            out["q"] = tuple(c.number(x, at("q", i), f"q of {name!r}")
+                             for i, x in enumerate(raw))
+        else:
+            out["q"] = c.number(raw, at("q"), f"q of {name!r}")
+    if "ci_share" in given:
+        out["ci_share"] = c.number(given["ci_share"], at("ci_share"), f"ci_share of {name!r}")
+    if "edges" in given:
+        out["edges"] = tuple(c.library(public_edges, given["edges"], at("edges"),
+                                       f"edges of {name!r}"))
+    return out
 
 
 def _columns(c: _Checker, name: str, given: Mapping[str, Any], at: Callable[..., Path_],

@@ -280,6 +280,7 @@ def _drive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str,
     """The release, with ``part-1.parquet`` swapped for ``replacement`` right after the schema
     check (``after_check``: ``source_facts`` returned) or after the first release (``between``:
     the second query is being built)."""
+    import dpframe.spec._release as releasing
     import dpframe.spec._run as run
 
     _setup(tmp_path, input="part-*.parquet", files=2)
@@ -297,14 +298,14 @@ def _drive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str,
             return facts
         monkeypatch.setattr(run, "source_facts", facts_then_swap)
     else:
-        real_build, calls = run.build_queries, []
+        real_build, calls = releasing.build_queries, []
 
         def build_after_swap(q):
             calls.append(q.name)
             if len(calls) == 2:
                 swap()
             return real_build(q)
-        monkeypatch.setattr(run, "build_queries", build_after_swap)
+        monkeypatch.setattr(releasing, "build_queries", build_after_swap)
     return _release("spec.toml", "--noise-seed", "1", cwd=tmp_path)
 
 

@@ -79,11 +79,11 @@ def test_an_output_folder_swapped_for_a_symlink_during_the_run_does_not_redirect
     ``out`` is moved away and a symlink to the ledger's folder (the working folder) put in its
     place. The output is named like the ledger, so a rename by path would replace the
     ledger."""
-    import dpframe.spec._run as run
+    import dpframe.spec._release as releasing
 
     _setup(tmp_path, output="out/ledger.jsonl")
     (tmp_path / "out").mkdir()
-    real_build, calls = run.build_queries, []
+    real_build, calls = releasing.build_queries, []
 
     def build_after_swap(q):
         calls.append(q.name)
@@ -91,7 +91,7 @@ def test_an_output_folder_swapped_for_a_symlink_during_the_run_does_not_redirect
             os.rename(tmp_path / "out", tmp_path / "out.moved")
             os.symlink(tmp_path, tmp_path / "out")
         return real_build(q)
-    monkeypatch.setattr(run, "build_queries", build_after_swap)
+    monkeypatch.setattr(releasing, "build_queries", build_after_swap)
     proc = _release("spec.toml", "--noise-seed", "1", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out").is_symlink()

@@ -318,8 +318,8 @@ BAD = {
     "share sum": (_bad('share = 0.5\n[query.statistics]',
                        f'share = 0.4  {MARK}\n[query.statistics]'), "add up to 0.9"),
     "negative weight": (_bad("weight = 2 }", f"weight = -2 }}  {MARK}"), "weight"),
-    "unknown query kind": (_bad('kind = "count"', f'kind = "median"  {MARK}'),
-                           "unknown query kind 'median'"),
+    "unknown query kind": (_bad('kind = "count"', f'kind = "medain"  {MARK}'),
+                           "unknown query kind 'medain' (did you mean 'median'?)"),
     "unknown shorthand kind": (_bad('mean_age = "mean(age)"', f'mean_age = "avg(age)"  {MARK}'),
                                "unknown query kind"),
     "unbounded column": (_bad('mean_age = "mean(age)"', f'mean_age = "mean(height)"  {MARK}'),
@@ -478,22 +478,22 @@ def test_a_csv_value_that_does_not_parse_is_missing_on_every_engine(engine, tmp_
 def test_failure_mid_run_keeps_what_was_released(tmp_path, capsys, monkeypatch):
     """If a release fails after earlier ones were spent, their results are written to
     ``<output>.partial`` (sealed, with the log) and the command exits 1."""
-    import dpframe.spec._run as spec_run
+    import dpframe.spec._release as spec_release
 
     _data(300).write_parquet(tmp_path / "data.parquet")
     private = BASE.replace('kind = "count"\n', 'kind = "count"\nfilter = [{{ column = "age", '
                            'op = ">=", value = 0 }}]\n', 1)  # a private size: the count spends
     (tmp_path / "spec.toml").write_text(private.format(fmt="parquet", columns=""))
-    real = spec_run.build_queries
+    real = spec_release.release_query
     calls = []
 
-    def failing(q):
+    def failing(q, *args, **kwargs):
         calls.append(q.name)
         if len(calls) == 2:
             raise RuntimeError("engine lost")
-        return real(q)
+        return real(q, *args, **kwargs)
 
-    monkeypatch.setattr(spec_run, "build_queries", failing)
+    monkeypatch.setattr(spec_release, "release_query", failing)
     code, out, err = _cli([str(tmp_path / "spec.toml")], capsys)
     assert code == 1 and "engine lost" in err
     assert not (tmp_path / "out.parquet").exists()
