@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
+from dpframe.frames import bins as bins_
+from dpframe.frames import derivations
+from dpframe.provenance import resolve
 from dpframe.query import statistics as q_
 from dpframe.spec._model import Condition, QuerySpec, StatisticSpec
 from dpframe.spec._vocabulary import entry_of, library_query
@@ -163,10 +166,6 @@ def _binned_arguments(q: QuerySpec, s: StatisticSpec, frame: Any) -> PipelineArg
     """As ``frame.dp.histogram(col, edges=...)`` (or ``bins=B``: equal edges of the bounds):
     a count per bin of the hidden bin column (``histogram(<col>)`` in the log); grouped, as
     ``groupby(...).histogram``: one ``count`` per (group, bin)."""
-    from dpframe.frames import bins as bins_
-    from dpframe.frames import derivations
-    from dpframe.provenance._protect import resolve
-
     assert s.column is not None
     edges = bins_.histogram_edges(s.column, None if s.edges is None else list(s.edges),
                                   s.bins if s.edges is None else None, resolve(frame).bounds)

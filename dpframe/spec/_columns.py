@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from dpframe.accounting.neighbours import ADD_REMOVE, REPLACE, Neighbours
 from dpframe.provenance import check_key_list, validate_bounds, validate_missing
 from dpframe.spec._toml import Path_, _Checker
 
@@ -27,24 +28,16 @@ def _bounds(c: _Checker, raw: Any) -> dict[str, tuple[float, float]]:
 NEIGHBOURS = ("replace", "add_remove")
 
 
-def protect_parameters() -> tuple[str, ...]:
-    """The parameters of this dpframe's ``dpf.protect`` (from its signature)."""
-    import inspect
-
-    import dpframe as dpf
-
-    return tuple(inspect.signature(dpf.protect).parameters)
-
-
-def neighbour_definition(c: _Checker, priv: Mapping[str, Any]) -> tuple[str | None, int | None]:
+def neighbour_definition(c: _Checker, priv: Mapping[str, Any]
+                         ) -> tuple[Neighbours | None, int | None]:
     """``privacy.neighbours`` (one of :data:`NEIGHBOURS`) and ``privacy.max_rows`` (a public
     bound on the rows, a whole number ≥ 1), passed to protect as ``neighbours=`` and
-    ``max_rows=``. Refused when this dpframe's protect does not take them (``"replace"``, the
-    definition every dpframe uses, excepted)."""
-    neighbours = None
+    ``max_rows=`` (protect checks their combination: ``max_rows`` belongs to add/remove)."""
+    neighbours: Neighbours | None = None
     if "neighbours" in priv:
-        neighbours = c.choice(priv["neighbours"], ("privacy", "neighbours"),
-                              "privacy.neighbours", NEIGHBOURS)
+        chosen = c.choice(priv["neighbours"], ("privacy", "neighbours"),
+                          "privacy.neighbours", NEIGHBOURS)
+        neighbours = ADD_REMOVE if chosen == ADD_REMOVE else REPLACE
     max_rows = None
     if "max_rows" in priv:
         raw = priv["max_rows"]
@@ -52,12 +45,6 @@ def neighbour_definition(c: _Checker, priv: Mapping[str, Any]) -> tuple[str | No
             raise c.fail(("privacy", "max_rows"), "privacy.max_rows is a public bound on the "
                          f"number of rows, a whole number ≥ 1; got {raw!r}")
         max_rows = raw
-    taken = protect_parameters()
-    for key, value in (("neighbours", neighbours), ("max_rows", max_rows)):
-        if value is None or key in taken or (key, value) == ("neighbours", "replace"):
-            continue
-        raise c.fail(("privacy", key), f"this dpframe does not support {key}= at protect "
-                     f"(privacy.{key} = {value!r}); its neighbours replace one row")
     return neighbours, max_rows
 
 

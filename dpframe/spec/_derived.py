@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dpframe.errors import ParameterError
+from dpframe.provenance import validate_bounds, validate_missing
 from dpframe.spec._columns import _one
 from dpframe.spec._model import DerivedColumn
 from dpframe.spec._toml import Path_, _Checker
@@ -126,10 +127,8 @@ def expression_columns(text: str) -> tuple[str, ...]:
 def derived_columns(c: _Checker, raw: Any, bounds: Mapping[str, tuple[float, float]]
                     ) -> tuple[DerivedColumn, ...]:
     """``[with_columns]``: each entry's expression compiled (a refusal names its line), its
-    bounds checked by :func:`dpframe.provenance._protect.validate_bounds` and its missing rule
-    by :func:`~dpframe.provenance._protect.validate_missing` (within those bounds)."""
-    from dpframe.provenance._protect import validate_bounds, validate_missing
-
+    bounds checked by :func:`dpframe.provenance.validate_bounds` and its missing rule
+    by :func:`~dpframe.provenance.validate_missing` (within those bounds)."""
     t = c.table(raw, ("with_columns",), "[with_columns]")
     out = []
     for name, entry in t.items():

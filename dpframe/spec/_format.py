@@ -27,7 +27,9 @@ def _header(plan: ReleasePlan) -> list[str]:
         f"  spec      {s.source}",
         f"  input     {s.input.path}  ({s.input.format}, {len(f.files)} file"
         f"{'' if len(f.files) == 1 else 's'}, engine {s.input.engine})",
-        f"  rows n    {f'{f.n:,}' if f.n is not None else 'unknown'}  ({f.n_source})",
+        f"  rows n    {f'{f.n:,}' if f.n is not None else 'unknown'}  ({f.n_source})"
+        + ("; the releases treat it as private (add/remove) and plan with max_rows"
+           if s.neighbours == "add_remove" else ""),
         f"  unit      one {s.unit}: neighbouring data sets differ by {neighbours}"
         + ("" if s.max_rows is None else f"; public bound max_rows = {s.max_rows:,}"),
         f"  budget    data set total ε = {s.epsilon:g}, δ = {s.delta:g}; durable ledger "
@@ -53,14 +55,17 @@ def _header(plan: ReleasePlan) -> list[str]:
     return lines
 
 
-def _title(q: QueryPlan) -> str:
+def _title(q: QueryPlan, neighbours: str | None = None) -> str:
+    """The query's header line; a group-by spends ε/2 per group under replace-one neighbours
+    (a replaced row can move between two groups) and ε per group under add/remove."""
     extra = []
     if q.group_by is not None:
         assert q.keys is not None or not isinstance(q.group_by, str)
         columns = q.group_by if isinstance(q.group_by, str) else ", ".join(q.group_by)
         count = (f"{len(q.keys)} public keys" if q.keys is not None
                  else "every combination of their [keys]")
-        extra.append(f"group_by {columns} ({count}: ε/2 per group)")
+        share = "ε per group" if neighbours == "add_remove" else "ε/2 per group"
+        extra.append(f"group_by {columns} ({count}: {share})")
     if q.filter is not None:
         extra.append(f"filter {q.filter}")
     if q.ci is not None:
@@ -125,7 +130,7 @@ def format_plan(plan: ReleasePlan) -> str:
     s, f = plan.spec, plan.facts
     lines = _header(plan)
     for q in plan.queries:
-        lines += ["", _title(q), *_measurement_table(q), *_answer_lines(q, f.n)]
+        lines += ["", _title(q, s.neighbours), *_measurement_table(q), *_answer_lines(q, f.n)]
         for m in q.measurements:
             if m.target is not None:
                 reached = ("" if m.target_half_width is None else

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpframe.accounting.neighbours import Neighbours
 from dpframe.errors import SpecError
 from dpframe.release import MECHANISMS as RELEASE_MECHANISMS
 from dpframe.spec._toml import Path_, _Locator
@@ -178,7 +179,7 @@ class ReleaseSpec:
     derived: tuple[DerivedColumn, ...] = ()
     #: the neighbour definition (``privacy.neighbours``, protect's ``neighbours=``); None:
     #: not given (replace-one, the library's default)
-    neighbours: str | None = None
+    neighbours: Neighbours | None = None
     #: a public bound on the rows (``privacy.max_rows``, protect's ``max_rows=``)
     max_rows: int | None = None
     locator: _Locator = field(repr=False, compare=False, default=None)  # type: ignore[assignment]

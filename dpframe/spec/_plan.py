@@ -59,7 +59,6 @@ from dpframe.spec._calls import (
     method_of,
     pipeline_arguments,
 )
-from dpframe.spec._columns import protect_parameters
 from dpframe.spec._derived import expression_columns, with_columns
 from dpframe.spec._model import Condition, QuerySpec, ReleaseSpec, StatisticSpec
 from dpframe.spec._vocabulary import library_query
@@ -357,17 +356,12 @@ _ADAPTIVE = ("domain ±√(product of the released variances); scale and ±95% f
 def protect_input(spec: ReleaseSpec, frame: Any, session: Any) -> Any:
     """``dpf.protect`` with the spec's budget, bounds, keys and missing-value rules (one fill
     word, or one rule per column), and its neighbour definition and row bound where given
-    (the parser refused them if this dpframe's protect does not take them)."""
-    extra: dict[str, Any] = {}
-    if (spec.neighbours is not None and spec.neighbours != "replace") or (
-            spec.neighbours == "replace" and "neighbours" in protect_parameters()):
-        extra["neighbours"] = spec.neighbours
-    if spec.max_rows is not None:
-        extra["max_rows"] = spec.max_rows
+    (``neighbours="replace"`` when the spec names none)."""
     missing = spec.missing if isinstance(spec.missing, str) else dict(spec.missing)
     return dpf.protect(frame, epsilon=spec.epsilon, delta=spec.delta, bounds=dict(spec.bounds),
                        keys={k: list(v) for k, v in spec.keys.items()} or None,
-                       missing=missing, session=session, **extra)
+                       missing=missing, session=session,
+                       neighbours=spec.neighbours or "replace", max_rows=spec.max_rows)
 
 
 def query_frame(spec: ReleaseSpec, frame: Any) -> Any:

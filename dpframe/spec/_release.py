@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpframe.accounting._parquet import LOG_KEY
-from dpframe.accounting._release_tables import tidy_rows, tidy_table
+from dpframe.accounting import LOG_KEY, tidy_rows, tidy_table
 from dpframe.accounting.seals import release_log_of, sealed_document
 from dpframe.errors import BudgetExceededError
 from dpframe.spec._calls import build_queries, release_query

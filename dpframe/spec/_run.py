@@ -565,11 +565,14 @@ def _run(spec: ReleaseSpec, target: Path, folder: _OutputFolder,
     _check_unchanged(spec, checked)  # protect bound these files; every release checks them
     # the plan of the protected input itself: the ε's of the queries at the public n protect
     # read (the same n as the footers'), the same plans its releases make
-    plan = plan_release(spec, replace(facts, n=pf.dp.size), pf)
+    size = pf.dp.size if pf.dp.is_size_public else None  # private under add/remove
+    plan = plan_release(spec, replace(facts, n=size) if size is not None else facts, pf)
     by_name = {qp.name: qp for qp in plan.queries}
     remaining = pf.dp.budget
     check_run_budget(spec, plan, session, remaining)
-    print(f"protected {spec.input.path} ({spec.input.engine}): n = {pf.dp.size:,}; ledger "
+    shown = (f"n = {size:,}" if size is not None
+             else "n private (neighbours add or remove a row)")
+    print(f"protected {spec.input.path} ({spec.input.engine}): {shown}; ledger "
           f"{spec.ledger}: {remaining}", file=out)
     frame = query_frame(spec, pf)  # the derived columns, as the plan made them
     rows, spent, documents = release_all(spec, frame, by_name, rng, target, folder, out)

@@ -10,7 +10,7 @@
 * Neighbouring inputs (one row replaced): the same output shape and classes, the same logged
   ε's and scales.
 * Bad input is refused at its line, before anything is read or spent; ``privacy.neighbours``
-  goes to protect only where protect takes it.
+  and ``privacy.max_rows`` go to protect.
 """
 
 from __future__ import annotations
@@ -339,23 +339,11 @@ def test_a_derived_column_of_an_unknown_column_is_refused_by_the_dry_run(tmp_pat
     assert f"spec.toml:{line}:" in err and not (tmp_path / "ledger.jsonl").exists()
 
 
-_TAKES_NEIGHBOURS = "neighbours" in inspect.signature(dpf.protect).parameters
-
-
-@pytest.mark.skipif(_TAKES_NEIGHBOURS, reason="this dpframe's protect takes neighbours=")
-def test_neighbours_are_refused_where_protect_does_not_take_them():
-    text = SPEC.format(min_rows="").replace('ledger = "ledger.jsonl"', 'ledger = "ledger.jsonl"'
-                                            '\nneighbours = "add_remove"\nmax_rows = 1000')
-    with pytest.raises(SpecError, match="this dpframe does not support neighbours="):
-        parse_spec(text)
-    # replace-one is every dpframe's definition: accepted as a no-op
-    same = SPEC.format(min_rows="").replace('ledger = "ledger.jsonl"',
-                                            'ledger = "ledger.jsonl"\nneighbours = "replace"')
-    assert parse_spec(same).neighbours == "replace"
-
-
-@pytest.mark.skipif(not _TAKES_NEIGHBOURS, reason="this dpframe's protect has no neighbours=")
-def test_neighbours_and_max_rows_go_to_protect(tmp_path, capsys, monkeypatch):
+def test_add_remove_neighbours_go_to_protect_and_the_run_logs_them(tmp_path, capsys,
+                                                                    monkeypatch):
+    """``privacy.neighbours = "add_remove"`` and ``privacy.max_rows`` reach ``dpf.protect``;
+    the dry run and the real run succeed, the run's log says add/remove on every entry, and
+    the output prints no public n (the size is private under add/remove)."""
     spec = _write(tmp_path, _data(100))
     spec.write_text(spec.read_text().replace(
         'ledger = "ledger.jsonl"', 'ledger = "ledger.jsonl"\nneighbours = "add_remove"\n'
@@ -369,12 +357,15 @@ def test_neighbours_and_max_rows_go_to_protect(tmp_path, capsys, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(dpf, "protect", protect)
-    code, out, err = _cli([str(spec), "--dry-run"], capsys)
+    code, _, err = _cli([str(spec), "--dry-run"], capsys)
+    assert code == 0, err
     assert seen.get("neighbours") == "add_remove" and seen.get("max_rows") == 1000
-    if code == 0:
-        assert "adding or removing one row" in out
-    else:  # the library may refuse a statistic under add/remove: a spec error at its line
-        assert code == 2 and "spec.toml:" in err
+    out = io.StringIO()
+    run_spec(parse_spec(spec.read_text(), base=tmp_path), random_state=SEED, out=out)
+    assert "n = 100" not in out.getvalue() and "n private" in out.getvalue()
+    doc = dpf.read_log(tmp_path / "out.parquet")
+    assert doc["neighbours"] == "add_remove"
+    assert {e["neighbours"] for e in doc["entries"]} == {"add_remove"}
 
 
 def test_example_specs_and_the_documented_format_parse(tmp_path):
@@ -387,9 +378,9 @@ def test_example_specs_and_the_documented_format_parse(tmp_path):
         shutil.copy(path, tmp_path / path.name)
         assert parse_spec(path.read_text(), base=tmp_path).queries
     doc = (root / "docs" / "release-spec.md").read_text(encoding="utf-8")
-    block = re.search(r"## The format\n\n```toml\n(.*?)```", doc, re.S)
+    block = re.search(r"## The format\n\n(?:<!--.*?-->\n)?```toml\n(.*?)```", doc, re.S)
     assert block is not None
     spec = parse_spec(block.group(1), base=tmp_path)
     assert [q.name for q in spec.queries] == ["population", "adults_by_region",
-                                              "by_region_sex", "households"]
+                                              "by_region_sex", "workers"]
     assert spec.queries[2].group_by == ("region", "sex") and spec.queries[2].ci == 0.95
