@@ -4,15 +4,16 @@
 
 For each size, a column N(50, 12²) protected with bounds (0, 100) and a public fill value, at
 ε = 1 with the default bins and one level: paired rounds (both variants once per round, the
-order alternating; the ratio is the median of the per-round ratios, as in
-``benchmarks/derivations.py``) of the warm query — ``pf.dp.median("x", epsilon=1.0)`` on a
-pandas and a Polars frame, with the in-memory ledger — against ``Series.quantile(0.5)``
-(pandas) and ``select(pl.col("x").quantile(0.5))`` (Polars). Also the cold query (the first
-median on a frame just protected, once) and the peak of memory numpy allocates during one
-warm query (``tracemalloc``), relative to the column's bytes. The load (``os.getloadavg``) is
-recorded before and after: on the shared 2-core machine a figure is only written after a second
-run at another load agrees within 20 %. Results: ``benchmarks/results-quantile-speed*.json``
-and ``benchmarks/RESULTS-quantile-speed.md`` (rendered from every results file present).
+order alternating; the ratio is the median of the per-round ratios, its quartiles the spread)
+of the warm query — ``pf.dp.median("x", epsilon=1.0)`` on a pandas and a Polars frame, with
+the in-memory ledger — against ``Series.quantile(0.5)`` (pandas) and
+``select(pl.col("x").quantile(0.5))`` (Polars). Also the cold query (the first median on a
+frame just protected, once) and the peak of memory numpy allocates during one warm query
+(``tracemalloc``), relative to the column's bytes. The load (``os.getloadavg`` and ``uptime``)
+is recorded before and after, with the commit measured: on the shared 2-core machine a figure
+is only written after a second run at another load agrees within 20 %. Results:
+``benchmarks/results-quantile-speed*.json`` and ``benchmarks/RESULTS-quantile-speed.md``
+(rendered from every results file present).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from benchmarks.derivations import paired_rounds
 
 HERE = Path(__file__).resolve().parent
 
@@ -53,6 +54,25 @@ def _native(engine: str, frame: Any) -> Any:
     import polars as pl
 
     return lambda: frame.select(pl.col("x").quantile(0.5))
+
+
+def paired_rounds(variants: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    """``variants["dp"]`` against ``variants["native"]``: each once to warm up, then ``rounds``
+    rounds alternating which runs first; medians of each, of the per-round ratio, and the
+    ratio's quartiles (its spread)."""
+    for fn in variants.values():
+        fn()
+    times: dict[str, list[float]] = {"dp": [], "native": []}
+    for r in range(rounds):
+        for key in (("dp", "native") if r % 2 == 0 else ("native", "dp")):
+            t = time.perf_counter()
+            variants[key]()
+            times[key].append(time.perf_counter() - t)
+    ratios = [d / n for d, n in zip(times["dp"], times["native"], strict=True)]
+    q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios * 3)
+    return {"dp_ms": statistics.median(times["dp"]) * 1e3,
+            "native_ms": statistics.median(times["native"]) * 1e3,
+            "ratio": statistics.median(ratios), "ratio_q1": q1, "ratio_q3": q3}
 
 
 def measure(rows: int, rounds: int) -> dict[str, Any]:
@@ -82,15 +102,20 @@ def render(results: list[dict[str, Any]]) -> str:
              "ledger.", ""]
     for res in results:
         head = res["header"]
+        uptime = f"; `uptime` before: {head['uptime']}" if head.get("uptime") else ""
         lines += [f"## Run at load {head['load_before']:.1f} → {head['load_after']:.1f} "
                   f"(commit {head['commit']}, {head['machine']}, {head['rounds']} rounds)", "",
-                  "| rows | engine | dp warm ms | native ms | ratio | dp cold ms | peak / column |",
-                  "|---:|---|---:|---:|---:|---:|---:|"]
+                  *([uptime[2:], ""] if uptime else []),
+                  "| rows | engine | dp warm ms | native ms | ratio | ratio IQR | dp cold ms "
+                  "| peak / column |",
+                  "|---:|---|---:|---:|---:|---|---:|---:|"]
         for rows, by_engine in res["rows"].items():
             for engine, r in by_engine.items():
+                spread = (f"{r['ratio_q1']:.2f}–{r['ratio_q3']:.2f}" if "ratio_q1" in r
+                          else "–")
                 lines.append(f"| {int(rows):,} | {engine} | {r['dp_ms']:.2f} | "
-                             f"{r['native_ms']:.2f} | {r['ratio']:.2f} | {r['cold_ms']:.1f} | "
-                             f"{r['peak_over_column']:.2f} |")
+                             f"{r['native_ms']:.2f} | {r['ratio']:.2f} | {spread} | "
+                             f"{r['cold_ms']:.1f} | {r['peak_over_column']:.2f} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -113,10 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     head: dict[str, Any] = {
         "commit": args.label or (commit or "?") + (" + uncommitted changes" if dirty else ""),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores", "rounds": args.rounds,
-        "load_before": os.getloadavg()[0]}
+        "load_before": os.getloadavg()[0],
+        "uptime": subprocess.run(["uptime"], capture_output=True, text=True,
+                                 check=False).stdout.strip()}
     sizes = [int(r) for r in args.rows.split(",") if r.strip()]
     rows = {str(n): measure(n, args.rounds) for n in sizes}
     head["load_after"] = os.getloadavg()[0]
+    head["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True,
+                                          check=False).stdout.strip()
     (HERE / args.out).write_text(json.dumps({"header": head, "rows": rows}, indent=2))
     results = [json.loads(p.read_text())
                for p in sorted(HERE.glob("results-quantile-speed*.json"))]

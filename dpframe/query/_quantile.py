@@ -165,7 +165,9 @@ class QuantileSelection:
     def sample(self, value: np.ndarray | float, *, random_state: RandomState = None
                ) -> np.ndarray:
         """The chosen bins' midpoints for the exact bin counts ``value`` (groups × bins)."""
-        exact = np.rint(np.atleast_2d(value)).astype(np.int64)
+        # integer-valued doubles (the engine checks every aggregate is an integer): the cast
+        # is exact, no rounding step needed
+        exact = np.atleast_2d(value).astype(np.int64)
         return np.asarray(self.mechanism.sample(exact, random_state=random_state).values,
                           dtype=float)
 
