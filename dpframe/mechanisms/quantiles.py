@@ -327,7 +327,9 @@ def _uniform_index(m: int, source: RandomSource) -> int:
 class CumulativeCounts:
     """The cumulative counts ``cum[j] = Σ_{i ≤ j} c_i`` of one group, on demand: block totals
     from one read-only pass (no ``B``-sized array: at 2^22 bins a fresh cumulative array costs
-    more than the whole draw), exact prefix sums only inside the blocks a draw looks at."""
+    more than the whole draw), exact prefix sums only inside the blocks a draw looks at. The
+    counts may be int64 or integer-valued doubles (:meth:`QuantileMechanism.sample` with
+    ``exact_counts``): every sum is an integer below 2^53, exact in either."""
 
     BLOCK = 1024
 
@@ -379,7 +381,7 @@ def _window_units(counts: np.ndarray, ranks: CumulativeCounts, first: int, last:
     (``cum`` is constant over a run of empty bins), exactly in int64."""
     nz = np.nonzero(counts[first:last] != 0)[0] + first  # (on booleans: several times faster)
     base = ranks.before(first) + pad  # cum[first − 1] + R: the rank of a leading empty run
-    rows = counts[nz]
+    rows = counts[nz].astype(np.int64)
     hi = np.cumsum(rows) + base  # cum[j] + R at each bin j with rows
     lo = hi - rows
     if nz.size == 0:
@@ -600,13 +602,23 @@ class QuantileMechanism:
             pos = (j + u.reshape(j.shape)) / b
         return np.clip(lo + (hi - lo) * pos, lo, hi)
 
-    def sample(self, counts: Any, random_state: RandomState = None) -> QuantileRelease:
+    def sample(self, counts: Any, random_state: RandomState = None, *,
+               exact_counts: bool = False) -> QuantileRelease:
         """Release the quantiles for bin counts ``(B,)`` or ``(G, B)`` (one vector per group).
 
         ``random_state`` (int or numpy Generator) is for tests and simulations only; without it
-        the randomness comes from the OS CSPRNG.
+        the randomness comes from the OS CSPRNG. ``exact_counts=True``: the caller guarantees
+        that ``counts`` are exact non-negative integers, fewer than 2^52 per group, held as
+        int64 or as integer-valued doubles (the engines' aggregates, which the engine has
+        checked); from :data:`RUNS_MIN_BINS` bins on they are then read as given, without the
+        checks' passes and an int64 copy (every sum of them is exact in either type).
         """
-        c = _check_counts(counts, self.bins)
+        if exact_counts and self.bins >= RUNS_MIN_BINS:
+            c = np.asarray(counts)
+            if c.ndim not in (1, 2) or c.shape[-1] != self.bins:
+                raise ParameterError(f"expected {self.bins} bin counts per group")
+        else:
+            c = _check_counts(counts, self.bins)
         grouped = c.ndim == 2
         c2 = np.atleast_2d(c)
         source = RandomSource(random_state)

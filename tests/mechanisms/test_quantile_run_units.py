@@ -126,3 +126,19 @@ def test_run_race_follows_the_independently_computed_law(q, eps, pad, offset):
     # Kolmogorov–Smirnov distance of the bin's CDF, against its 1e-4 critical value
     ks = np.abs(np.cumsum(observed) / draws.size - np.cumsum(probs)).max()
     assert ks < 2.1 / math.sqrt(draws.size)
+
+
+def test_engine_doubles_draw_exactly_what_int64_counts_draw():
+    """``exact_counts=True`` reads the engine's integer-valued doubles as they are: the same
+    draws, bit for bit, as the checked int64 path (point and bracket, several groups)."""
+    from dpframe.mechanisms.quantile_intervals import BracketMechanism
+
+    counts = np.stack([_sparse_counts(2048, s) for s in range(3)])
+    counts[1] = 0  # an empty group
+    for mech in (QuantileMechanism(1.0, 0.0, 1.0, [0.1, 0.5], bins=2048),
+                 BracketMechanism(2.0, 0.0, 1.0, 0.7, side="upper", alpha_side=0.05,
+                                  bins=2048)):
+        a = mech.sample(counts, random_state=5)
+        b = mech.sample(counts.astype(np.float64), random_state=5, exact_counts=True)
+        np.testing.assert_array_equal(a.bins, b.bins)
+        np.testing.assert_array_equal(a.values, b.values)
