@@ -205,7 +205,7 @@ def _check_counts(counts: Any, bins: int | None = None) -> np.ndarray:
     elif c.dtype.kind not in "iu":
         raise ParameterError(f"counts must be integers, got dtype {c.dtype}")
     c = c.astype(np.int64, copy=False)
-    if c.min() < 0:
+    if c.min(initial=0) < 0:  # (initial: a (0, B) array of no groups is valid)
         raise ParameterError("counts must be non-negative")
     if bins is not None and c.shape[-1] != bins:
         raise ParameterError(f"expected {bins} bin counts per group, got {c.shape[-1]}")

@@ -142,3 +142,12 @@ def test_engine_doubles_draw_exactly_what_int64_counts_draw():
         b = mech.sample(counts.astype(np.float64), random_state=5, exact_counts=True)
         np.testing.assert_array_equal(a.bins, b.bins)
         np.testing.assert_array_equal(a.values, b.values)
+
+
+@pytest.mark.parametrize("bins", [64, 2048])
+def test_no_groups_is_not_an_error(bins):
+    """A (0, B) array (a group-by with no groups) draws nothing on either path, no exception."""
+    mech = QuantileMechanism(1.0, 0.0, 1.0, 0.5, bins=bins)
+    assert mech.sample(np.zeros((0, bins), np.int64), random_state=1).values.shape == (0, 1)
+    assert mech.sample(np.zeros((0, bins)), random_state=1,
+                       exact_counts=True).values.shape == (0, 1)
