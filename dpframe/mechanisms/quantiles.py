@@ -21,10 +21,11 @@ half of the inverse CDF, so ``ln E_j`` is accurate to ``2^-42`` absolute for eve
 computed keys differ from the exact ones by at most ``η`` (:func:`race_error`), which moves every
 output probability by a factor in ``[e^{−2η}, e^{2η}]``: an ε overhead of ``4η`` per quantile
 (about 1e-11), reserved before calibration. With many bins (``B ≥`` :data:`RUNS_MIN_BINS`) the
-race is run over *runs* of bins that share a score (:func:`race_over_runs`: every bin with rows,
-every run of empty bins between two of them, the capped bins below and above the target), a
-run of ``m`` bins keyed ``score + ln E − ln m`` and the bin inside it uniform: the same law at
-``O(log B + rows near the target)`` per draw instead of ``B`` logarithms.
+race is run over *runs* of bins that share a score (:func:`race_over_runs`: every bin with rows
+with the run of empty bins beside it on the side away from the target, the capped bins below
+and above the target), a run of ``m`` bins keyed ``score + ln E − ln m`` and the bin inside it
+uniform: the same law at ``O(log B + rows near the target)`` per draw instead of ``B``
+logarithms.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def _check_counts(counts: Any, bins: int | None = None) -> np.ndarray:
     elif c.dtype.kind not in "iu":
         raise ParameterError(f"counts must be integers, got dtype {c.dtype}")
     c = c.astype(np.int64, copy=False)
-    if (c < 0).any():
+    if c.min(initial=0) < 0:  # (initial: a (0, B) array of no groups is valid)
         raise ParameterError("counts must be non-negative")
     if bins is not None and c.shape[-1] != bins:
         raise ParameterError(f"expected {bins} bin counts per group, got {c.shape[-1]}")
@@ -326,7 +327,9 @@ def _uniform_index(m: int, source: RandomSource) -> int:
 class CumulativeCounts:
     """The cumulative counts ``cum[j] = Σ_{i ≤ j} c_i`` of one group, on demand: block totals
     from one read-only pass (no ``B``-sized array: at 2^22 bins a fresh cumulative array costs
-    more than the whole draw), exact prefix sums only inside the blocks a draw looks at."""
+    more than the whole draw), exact prefix sums only inside the blocks a draw looks at. The
+    counts may be int64 or integer-valued doubles (:meth:`QuantileMechanism.sample` with
+    ``exact_counts``): every sum is an integer below 2^53, exact in either."""
 
     BLOCK = 1024
 
@@ -362,22 +365,48 @@ class CumulativeCounts:
 
 
 def _window_units(counts: np.ndarray, ranks: CumulativeCounts, first: int, last: int,
-                  pad: int) -> tuple[np.ndarray, ...]:
-    """Units of the window ``[first, last)`` of interior bins (``first ≥ 1``): each bin with
-    rows, and each run of empty bins between them; ``(start, size, lo, hi)`` with the padded
-    rank span ``[lo, hi]`` (``[cum[j−1] + R, cum[j] + R]``)."""
-    cum = ranks.span(first - 1, last)  # cum[first − 1 … last − 1]
-    nz = np.flatnonzero(counts[first:last]) + first
-    gap_start = np.concatenate([[first], nz + 1])
-    gap_size = np.concatenate([nz, [last]]) - gap_start
-    keep = gap_size > 0
-    gap_start, gap_size = gap_start[keep], gap_size[keep]
-    gap_rank = cum[gap_start - first] + pad
-    start = np.concatenate([nz, gap_start])
-    size = np.concatenate([np.ones(nz.size, dtype=np.int64), gap_size])
-    lo = np.concatenate([cum[nz - first] + pad, gap_rank])
-    hi = np.concatenate([cum[nz - first + 1] + pad, gap_rank])
-    return start, size, lo, hi
+                  pad: int, whole: int, above: int) -> tuple[np.ndarray, ...]:
+    """Units of the window ``[first, last)`` of interior bins (``first ≥ 1``):
+    ``(start, size, lo, hi)``, a run of bins and the padded rank span ``[lo, hi]``
+    (``[cum[j−1] + R, cum[j] + R]``) they all have.
+
+    Each bin with rows is a unit, together with the run of empty bins next to it on the side
+    away from the target: a run of empty bins between bins ``i < k`` with rows has the rank
+    span ``[r, r]``, ``r = cum[i] + R = cum[k−1] + R``; if ``r ≤ ⌊t⌋`` then bin ``i`` lies below
+    the target (its span ends at ``r ≤ t``) and both have distance ``t − r``; otherwise
+    ``r ≥ ⌈t⌉`` (``r`` is an integer), bin ``k`` lies above it and both have distance ``r − t``.
+    (``whole`` = ⌊t⌋, ``above`` = ⌈t⌉; the distances agree as computed, too: the same
+    operations on the same integer.) A run at an end of the window with no such neighbour
+    inside it is a unit of its own. The cumulative counts are formed at the bins with rows only
+    (``cum`` is constant over a run of empty bins), exactly in int64."""
+    nz = np.nonzero(counts[first:last] != 0)[0] + first  # (on booleans: several times faster)
+    base = ranks.before(first) + pad  # cum[first − 1] + R: the rank of a leading empty run
+    rows = counts[nz].astype(np.int64)
+    hi = np.cumsum(rows) + base  # cum[j] + R at each bin j with rows
+    lo = hi - rows
+    if nz.size == 0:
+        return (np.array([first]), np.array([last - first]), np.array([base]),
+                np.array([base]))
+    empty_after = np.append(nz[1:], last) - nz - 1
+    below = hi <= whole
+    grow_right = np.where(below, empty_after, 0)  # runs joining the bin on their left
+    to_next = np.where(below, 0, empty_after)  # runs joining the bin on their right
+    grow_left = np.concatenate([[nz[0] - first], to_next[:-1]])
+    extra_start, extra_size, extra_rank = [], [], []
+    if grow_left[0] > 0 and base < above:  # the leading run lies below the target: alone
+        extra_start.append(first)
+        extra_size.append(int(grow_left[0]))
+        extra_rank.append(base)
+        grow_left[0] = 0
+    if to_next[-1] > 0:  # the trailing run lies above the target, no bin after it: alone
+        extra_start.append(int(nz[-1]) + 1)
+        extra_size.append(int(to_next[-1]))
+        extra_rank.append(int(hi[-1]))
+    rank = np.asarray(extra_rank, dtype=np.int64)
+    return (np.concatenate([nz - grow_left, np.asarray(extra_start, dtype=np.int64)]),
+            np.concatenate([1 + grow_left + grow_right,
+                            np.asarray(extra_size, dtype=np.int64)]),
+            np.concatenate([lo, rank]), np.concatenate([hi, rank]))
 
 
 def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset: Fraction,
@@ -388,20 +417,38 @@ def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset
     ``∝ exp(−min(λd_j, C))``, the rank spans those of the counts with ``padding`` public rows
     added to the first and the last bin and the target ``q·(n + 2·padding) + offset`` (0 and 0
     for the point release; :mod:`dpframe.mechanisms.quantile_intervals` for the brackets).
-    It partitions the bins into *units* of equal score: every bin with at least one row alone;
-    every run of empty bins between two of them (one rank span, so one score); and the bins
-    far enough from the target that their score is the cap ``C`` exactly — all bins below and
-    all above a window of rank distance ``< C/λ + 2``, found by binary search on the
-    cumulative counts (``L_j`` does not decrease), two units. For a unit of ``m`` bins with
+    It partitions the bins into *units* of equal exact score: the bins far enough from the
+    target that their score is the cap ``C`` exactly — all bins below and all above a window
+    of rank distance ``< C/λ + 2``, found by binary search on the cumulative counts (``L_j``
+    does not decrease), two units; inside the window every bin with at least one row, together
+    with the run of empty bins beside it on the side away from the target (a run between bins
+    with rows has one rank, ``[r, r]``, which is the end of the bin before it when that bin
+    lies below the target, ``r ≤ ⌊t⌋``, and otherwise the start of the bin after it, which then
+    lies above, ``r ≥ ⌈t⌉``: the same distance either way; :func:`_window_units`), and a run
+    at an edge of the window with no such neighbour alone. For a unit of ``m`` bins with
     score ``s``, ``min_{j ∈ unit} (s + ln E_j) = s + ln(E/m)`` in law (the minimum of ``m``
     independent Exp(1) is Exp(m)) and the winner inside is uniform; so racing the units with
     keys ``s + ln E − ln m`` and then drawing a uniform bin of the winning unit gives exactly
-    the per-bin law. Its finite precision: the keys err by at most ``η`` of :func:`race_error`
-    (which includes ``ln m`` and its subtraction), so each output probability is within a
-    factor ``e^{±2η}``, the overhead ``4η`` reserved before calibration as before. Cost:
-    one read-only pass over the counts per group (:class:`CumulativeCounts`) and
-    ``O(log B + w)`` per draw, ``w`` the bins of the window (at most the rows within ``C/λ``
-    ranks of the target, and the empty runs between them), not ``B`` logarithms.
+    the per-bin law.
+
+    *Finite precision* (Gazeau, Miller and Palamidessi, §4.1: a pointwise bound on the
+    computational error of a random variable bounds the probability of every output set by
+    the exact probabilities of its ``±η``-expansions, Props. 4.1–4.2). Every computed key
+    ``s̃ + ln Ẽ − ln m̃`` is within ``η`` (:func:`race_error`, which covers the score, ``ln E``,
+    ``ln m ≤ ln 2^22`` and the two roundings of the sum) of the exact key for the same random
+    bits. Unit ``u`` wins the computed race only if its exact key is within ``2η`` of every
+    other exact key: that is the event that it wins the exact race with every other unit's
+    score raised by ``2η`` (their weights multiplied by ``e^{−2η}``), of probability at most
+    ``e^{2η}`` times its exact probability; symmetrically at least ``e^{−2η}`` times it;
+    the uniform choice inside the unit is exact (:func:`_uniform_index`). The output is a bin,
+    a discrete set, so no rounding step (their §4.2) is needed: each output probability is
+    within a factor ``e^{±2η}`` of the exact law's, and the overhead ``4η`` per release is
+    reserved before calibration (Q.3 of docs/privacy.md). The bound does not depend on the
+    partition into units, so merging runs with their neighbours changes the random bits
+    consumed, not the guarantee. Cost: one read-only pass over the counts per group
+    (:class:`CumulativeCounts`), one over the window for its bins with rows, and
+    ``O(log B + k)`` further work per draw, ``k`` the bins with rows within ``C/λ`` ranks of
+    the target, not ``B`` logarithms.
     """
     b = counts.size
     pad = int(padding)
@@ -431,7 +478,8 @@ def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset
                 capped_start.append(lo_bin)
                 capped_size.append(hi_bin - lo_bin)
         if last > first:
-            w_start, w_size, w_lo, w_hi = _window_units(counts, ranks, first, last, pad)
+            w_start, w_size, w_lo, w_hi = _window_units(counts, ranks, first, last, pad,
+                                                        whole, whole + (t > whole))
             starts.append(w_start)
             sizes.append(w_size)
             los.append(w_lo)
@@ -554,13 +602,23 @@ class QuantileMechanism:
             pos = (j + u.reshape(j.shape)) / b
         return np.clip(lo + (hi - lo) * pos, lo, hi)
 
-    def sample(self, counts: Any, random_state: RandomState = None) -> QuantileRelease:
+    def sample(self, counts: Any, random_state: RandomState = None, *,
+               exact_counts: bool = False) -> QuantileRelease:
         """Release the quantiles for bin counts ``(B,)`` or ``(G, B)`` (one vector per group).
 
         ``random_state`` (int or numpy Generator) is for tests and simulations only; without it
-        the randomness comes from the OS CSPRNG.
+        the randomness comes from the OS CSPRNG. ``exact_counts=True``: the caller guarantees
+        that ``counts`` are exact non-negative integers, fewer than 2^52 per group, held as
+        int64 or as integer-valued doubles (the engines' aggregates, which the engine has
+        checked); from :data:`RUNS_MIN_BINS` bins on they are then read as given, without the
+        checks' passes and an int64 copy (every sum of them is exact in either type).
         """
-        c = _check_counts(counts, self.bins)
+        if exact_counts and self.bins >= RUNS_MIN_BINS:
+            c = np.asarray(counts)
+            if c.ndim not in (1, 2) or c.shape[-1] != self.bins:
+                raise ParameterError(f"expected {self.bins} bin counts per group")
+        else:
+            c = _check_counts(counts, self.bins)
         grouped = c.ndim == 2
         c2 = np.atleast_2d(c)
         source = RandomSource(random_state)

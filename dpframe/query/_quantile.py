@@ -169,9 +169,11 @@ class QuantileSelection:
     def sample(self, value: np.ndarray | float, *, random_state: RandomState = None
                ) -> np.ndarray:
         """The chosen bins' midpoints for the exact bin counts ``value`` (groups × bins)."""
-        exact = np.rint(np.atleast_2d(value)).astype(np.int64)
-        return np.asarray(self.mechanism.sample(exact, random_state=random_state).values,
-                          dtype=float)
+        # integer-valued doubles (the engine checks every aggregate is a finite integer, and
+        # counts are ≥ 0): read as they are, no int64 copy
+        exact = np.atleast_2d(np.asarray(value, dtype=np.float64))
+        return np.asarray(self.mechanism.sample(exact, random_state=random_state,
+                                                exact_counts=True).values, dtype=float)
 
 
 def quantile(column: str, q: float | Sequence[float] = 0.5, *, bins: int | None = None,
