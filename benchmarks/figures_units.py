@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks.figures_core import Sizes, warm
 
 EPS = 1.0
+Engine = Literal["pandas", "polars"]
+ENGINES: tuple[tuple[Engine, str], ...] = (("pandas", "pandas"), ("polars", "Polars eager"))
 
 
-def _protected(engine: str, patients: int, unit: bool) -> Any:
+def _protected(engine: Engine, patients: int, unit: bool) -> Any:
     import dpframe as dpf
     from dpframe.datasets import VISITS_BOUNDS, VISITS_KEYS, visits
 
@@ -34,7 +36,7 @@ def _call(pf: Any, family: str) -> Callable[[], Any]:
     return lambda: pf.dp.groupby("visit_type").mean("cost", epsilon=EPS)
 
 
-def _unit(engine: str, family: str) -> Callable[[Sizes], dict[str, Any]]:
+def _unit(engine: Engine, family: str) -> Callable[[Sizes], dict[str, Any]]:
     def measure(s: Sizes) -> dict[str, Any]:
         patients = 300_000 if s.large >= 1_000_000 else 2_000
         with_unit, without = (_protected(engine, patients, u) for u in (True, False))
@@ -48,5 +50,5 @@ def figures() -> dict[str, tuple[str, Callable[[Sizes], dict[str, Any]]]]:
     return {f"unit.{f}.{e}.300k": (f"{what} with a privacy unit (k = 5), {name}, visits("
                                    "300,000) / the same without a privacy unit",
                                    _unit(e, f))
-            for e, name in (("pandas", "pandas"), ("polars", "Polars eager"))
+            for e, name in ENGINES
             for f, what in (("mean", "DP mean"), ("groupby", "group-by mean by visit_type"))}
