@@ -158,14 +158,15 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=FutureWarning)  # (Dask through narwhals)
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # (Polars' cut)
     started = time.perf_counter()
-    run: dict[str, Any] = {"header": header("quick" if args.quick else "full"), "figures": {}}
+    only = [p for p in args.only.split(",") if p]
+    mode = ("quick" if args.quick else "full") + (f", only {','.join(only)}" if only else "")
+    run: dict[str, Any] = {"header": header(mode), "figures": {}}
     print(run["header"]["uptime_before"], flush=True)
 
     def emit(fid: str, result: dict[str, Any]) -> None:
         run["figures"][fid] = result
         print(f"{fid}: {cell(result)}", flush=True)
 
-    only = [p for p in args.only.split(",") if p]
     measure(sizes, only, emit)
     finish(run["header"], started)
     runs.append(run)
