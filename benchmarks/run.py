@@ -342,3 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in failed:
         print(f"ERROR {_label(r['spec'])}: {r.get('reason')}", file=sys.stderr)
     return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
