@@ -21,12 +21,12 @@ from dpframe.mechanisms import (
     choose_bins,
     release_quantiles,
 )
+from dpframe.mechanisms.quantile_certificate import quantile_privacy_loss
 from dpframe.mechanisms.quantiles import (
     LOG_E_MAX,
     LOG_RTOL,
     SCORE_CAP,
     log_exponential,
-    quantile_privacy_loss,
     race_error,
     rank_distances,
 )
