@@ -563,7 +563,7 @@ class _LazySealedLog(SealedLog):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __copy__(self) -> SealedLog:
         self.materialize()
