@@ -89,11 +89,30 @@ class LogRecord:
         """A stored entry read back; a missing or unknown column is a ``TypeError``."""
         return cls(**dict(entry))
 
+    @staticmethod
+    def entry_dict(fields: typing.Mapping[str, Any]) -> dict[str, Any]:
+        """``LogRecord.from_dict(fields).to_dict()`` for a new entry (no ledger stamps yet),
+        without building the record (a release writes one per measurement): every column but
+        the stamps, in the log frame's order; a missing or unknown column is a
+        ``TypeError``, as from the record."""
+        try:
+            out = {name: fields[name] for name in _ENTRY_COLUMNS}
+        except KeyError as exc:
+            raise TypeError(f"log entry without the column {exc.args[0]!r}") from None
+        if len(fields) != len(_ENTRY_COLUMNS):
+            unknown = sorted(set(fields) - set(_ENTRY_COLUMNS))
+            raise TypeError(f"log entry with unknown columns {unknown}")
+        if isinstance(out["group_by"], list):
+            out["group_by"] = list(out["group_by"])
+        return out
+
 
 _STAMPS = ("ledger_id", "release_id")
 
 #: The log frame's columns, in order.
 LOG_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(LogRecord))
+#: The columns of an entry before the ledger stamps it (:meth:`LogRecord.entry_dict`).
+_ENTRY_COLUMNS: tuple[str, ...] = tuple(c for c in LOG_COLUMNS if c not in _STAMPS)
 
 
 def _kinds(annotation: Any) -> set[Any]:
