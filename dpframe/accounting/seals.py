@@ -483,6 +483,10 @@ def _snapshot(table: Any) -> Any:
             pd.get_option("mode.copy_on_write") is True)
         snap = table.copy(deep=not cow)
         snap.attrs = {}
+        # the labels' own objects: a name set on the table's index or columns later (an
+        # in-place change no copy-on-write sees) does not reach the snapshot
+        snap.index = snap.index.copy()
+        snap.columns = snap.columns.copy()
         return snap
     name = type(table).__name__
     module = type(table).__module__.split(".")[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import math
 import numbers
 import zoneinfo
@@ -321,12 +322,35 @@ def to_frame(out: Outcome, edges: Sequence[float] | None = None) -> Any:
 
 def _fresh_table(backend: Backend, data: dict[str, Any]) -> Any:
     """``backend.table(data)`` for columns no one else holds (new arrays and lists): the
-    table takes the arrays without copying them (pandas), or is built from one Series per
-    column (Polars), which infers each column's dtype as the dict constructor does."""
+    table takes the arrays without copying them (pandas; columns that are all float64 as one
+    two-dimensional block, the same table), or is built from one Series per column (Polars),
+    which infers each column's dtype as the dict constructor does."""
     if backend.results_in == "pandas":
-        return pd.DataFrame(data, copy=False)
+        columns = list(data.values())
+        labels = _labels(tuple(data))
+        if columns and all(isinstance(c, np.ndarray) and c.dtype == np.float64
+                           and c.shape == columns[0].shape for c in columns):
+            # all float64 (a release's answers, a histogram): one block, built in one step
+            return pd.DataFrame(np.column_stack(columns), columns=labels, copy=False)
+        table = pd.DataFrame(dict(enumerate(columns)), copy=False)
+        table.columns = labels
+        return table
     return pl.DataFrame([pl.Series(name, values, strict=False)
                          for name, values in data.items()])
+
+
+def _labels(names: tuple[str, ...]) -> Any:
+    """The column labels of a pandas table with these column names: the index pandas infers
+    for them, built once per tuple of names (:func:`_label_index`; public names only) and
+    copied for each table (a table's index is its own: its ``name`` can be set)."""
+    if not all(type(n) is str for n in names):
+        return pd.Index(list(names))
+    return _label_index(names).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _label_index(names: tuple[str, ...]) -> Any:
+    return pd.Index(list(names))
 
 
 def _no_rows(out: Outcome, data: dict[str, Any]) -> Any:
