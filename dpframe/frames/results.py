@@ -335,7 +335,8 @@ def _fresh_table(backend: Backend, data: dict[str, Any]) -> Any:
         table = pd.DataFrame(dict(enumerate(columns)), copy=False)
         table.columns = labels
         return table
-    return pl.DataFrame([pl.Series(name, values, strict=False)
+    return pl.DataFrame([pl.Series(name, values) if isinstance(values, np.ndarray)
+                         else pl.Series(name, values, strict=False)
                          for name, values in data.items()])
 
 
