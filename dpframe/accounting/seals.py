@@ -64,7 +64,7 @@ from typing import Any
 
 from dpframe._util.forking import check_polars_usable
 from dpframe._util.identity import IdentityMap
-from dpframe._util.tables import is_pandas_table
+from dpframe._util.tables import is_pandas_table, is_polars_table
 from dpframe.accounting._log_entries import canonical_json, detached, entries_digest, keys_digest
 from dpframe.errors import IntegrityError, ParameterError
 
@@ -488,13 +488,11 @@ def _snapshot(table: Any) -> Any:
         snap.index = snap.index.copy()
         snap.columns = snap.columns.copy()
         return snap
-    name = type(table).__name__
-    module = type(table).__module__.split(".")[0]
-    if module == "polars" and name == "DataFrame":
+    if is_polars_table(table):
         return table.clone()
-    if module == "pyarrow" and name == "Table":
-        return table
-    return None
+    import pyarrow as pa
+
+    return table if isinstance(table, pa.Table) else None
 
 
 class _PendingSeal:
