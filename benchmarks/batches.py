@@ -13,6 +13,12 @@ in-memory ledger):
   aggregates natively (Polars: one ``select``; pandas: the clamped columns' sums, means and
   variances) (target ≤ 1×).
 
+``--calls N`` (default 10): each warm 1,000-row variant runs N times per round (one run is a
+few milliseconds, near the scheduler's slice on a loaded machine); cold rounds run once.
+``--ledger memory,durable``: also the 1,000-row case with both sides' frames protected under a
+durable ledger (``dpf.Session(path=...)``, fsync on: one atomic append per release), reported
+beside the in-memory one.
+
 Warm: repeated on one protected frame; cold: the first on a new frame protected as a user
 would (protect not timed). Results: ``benchmarks/results-batches.json``,
 ``benchmarks/RESULTS-batches.md``.
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -43,13 +50,29 @@ def _frame(engine: str, rows: int) -> Any:
     return pd.DataFrame(data) if engine == "pandas" else pl.DataFrame(data)
 
 
-def _protected(engine: str, rows: int) -> Any:
+_LEDGER_DIR: list[str] = []  # (a temporary folder for durable ledgers, made once per run)
+
+
+def _protected(engine: str, rows: int, ledger: str = "memory") -> Any:
     import dpframe as dpf
 
+    session = None
+    if ledger == "durable":
+        if not _LEDGER_DIR:
+            _LEDGER_DIR.append(tempfile.mkdtemp(prefix="dpframe-bench-ledger-"))
+        session = dpf.Session(path=tempfile.mktemp(suffix=".jsonl", dir=_LEDGER_DIR[0]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return dpf.protect(_frame(engine, rows), epsilon=1e15, bounds=BOUNDS,
-                           missing={c: 0.0 for c in BOUNDS})
+                           missing={c: 0.0 for c in BOUNDS}, session=session)
+
+
+def _repeat(fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
+    def many() -> None:
+        for _ in range(calls):
+            fn()
+
+    return many
 
 
 def _queries() -> dict[str, Any]:
@@ -105,23 +128,29 @@ def _native(engine: str, frame: Any) -> Callable[[], Any]:
     return lambda: frame.select(exprs)
 
 
-def cases(engines: list[str], small: int, large: int) -> list[Any]:
+def cases(engines: list[str], small: int, large: int, calls: int = 10,
+          ledgers: tuple[str, ...] = ("memory",)) -> list[Any]:
     out: list[Any] = []
     for engine in engines:
-        def warm_small(engine: str = engine) -> dict[str, Any]:
-            pf = _protected(engine, small)
-            return {"dp": _batch(pf), "native": _separate(pf)}
+        for ledger in ledgers:
+            def warm_small(engine: str = engine, ledger: str = ledger) -> dict[str, Any]:
+                pf = _protected(engine, small, ledger)
+                return {"dp": _repeat(_batch(pf), calls), "native": _repeat(_separate(pf), calls)}
 
-        def cold_small(engine: str = engine) -> dict[str, Any]:
-            return {"dp": _batch(_protected(engine, small)),
-                    "native": _separate(_protected(engine, small))}
+            def cold_small(engine: str = engine, ledger: str = ledger) -> dict[str, Any]:
+                return {"dp": _batch(_protected(engine, small, ledger)),
+                        "native": _separate(_protected(engine, small, ledger))}
+
+            suffix = "" if ledger == "memory" else ", durable ledger"
+            out.append((f"{engine} release of 10 / 10 separate calls, {small:,} rows{suffix}",
+                        warm_small, cold_small))
+        if large <= 0:
+            continue
 
         def large_case(engine: str = engine) -> dict[str, Any]:
             return {"dp": _batch(_protected(engine, large)),
                     "native": _native(engine, _frame(engine, large))}
 
-        out.append((f"{engine} release of 10 / 10 separate calls, {small:,} rows",
-                    warm_small, cold_small))
         out.append((f"{engine} release of 10 / one native select, {large:,} rows",
                     large_case, large_case))
     return out
@@ -134,15 +163,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", default="pandas,polars")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--cold-rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--ledger", default="memory")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
+    ledgers = tuple(args.ledger.split(","))
     run = {"header": header(args.rounds, args.cold_rounds)}
-    run["cases"] = run_cases(cases(args.engines.split(","), args.small, args.large),
+    run["header"]["ledger"] = "in-memory" + (
+        "; rows marked 'durable ledger': durable (fsync on)" if "durable" in ledgers else "")
+    run["header"]["calls"] = args.calls
+    run["cases"] = run_cases(cases(args.engines.split(","), args.small, args.large,
+                                   args.calls, ledgers),
                              args.rounds, args.cold_rounds)
     run["header"]["load_after"] = round(os.getloadavg()[0], 2)
     print(record("batches", "Batches: one release of 10 statistics",
                  "`python -m benchmarks.batches` (see its docstring). Paired rounds, medians "
-                 "(lowest–highest per-round ratio). Targets (issue 34): ≤ 0.6× ten separate "
+                 "(lowest–highest per-round ratio); warm 1,000-row rounds run each side `--calls` "
+                 "times (default 10), cold ones once. Targets (issue 34): ≤ 0.6× ten separate "
                  "calls at 1,000 rows; ≤ 1× one native select at 10 M rows.",
                  run, not args.no_record))
     return 0

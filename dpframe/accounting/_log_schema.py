@@ -100,6 +100,26 @@ class LogRecord:
         """A stored entry read back; a missing or unknown column is a ``TypeError``."""
         return cls(**dict(entry))
 
+    @staticmethod
+    def entry_dict(fields: typing.Mapping[str, Any]) -> dict[str, Any]:
+        """``LogRecord.from_dict(fields).to_dict()`` for a new entry (no ledger stamps yet),
+        without building the record (a release writes one per measurement): every column but
+        the stamps, in the log frame's order; a missing or unknown column is a
+        ``TypeError``, as from the record."""
+        try:
+            out = {name: fields[name] for name in _ENTRY_COLUMNS}
+        except KeyError as exc:
+            raise TypeError(f"log entry without the column {exc.args[0]!r}") from None
+        optional = [c for c in OPTIONAL_COLUMNS if c in fields]
+        if len(fields) != len(_ENTRY_COLUMNS) + len(optional):
+            unknown = sorted(set(fields) - set(_ENTRY_COLUMNS) - set(OPTIONAL_COLUMNS))
+            raise TypeError(f"log entry with unknown columns {unknown}")
+        if isinstance(out["group_by"], list):
+            out["group_by"] = list(out["group_by"])
+        if fields.get(FIELD, REPLACE) != REPLACE:  # only an add/remove entry names it
+            out[FIELD] = fields[FIELD]
+        return out
+
 
 _STAMPS = ("ledger_id", "release_id")
 
@@ -108,6 +128,8 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (FIELD,)
 #: The log frame's columns, in order.
 LOG_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(LogRecord)
                                      if f.name not in OPTIONAL_COLUMNS)
+#: The columns of an entry before the ledger stamps it (:meth:`LogRecord.entry_dict`).
+_ENTRY_COLUMNS: tuple[str, ...] = tuple(c for c in LOG_COLUMNS if c not in _STAMPS)
 
 
 def _kinds(annotation: Any) -> set[Any]:

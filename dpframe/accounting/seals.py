@@ -54,15 +54,17 @@ table's log goes through :func:`release_log_of`.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import json
 import math
+import threading
 from typing import Any
 
 from dpframe._util.forking import check_polars_usable
 from dpframe._util.identity import IdentityMap
-from dpframe._util.tables import is_pandas_table
+from dpframe._util.tables import is_pandas_table, is_polars_table
 from dpframe.accounting._log_entries import canonical_json, detached, entries_digest, keys_digest
 from dpframe.errors import IntegrityError, ParameterError
 
@@ -91,7 +93,7 @@ _SCHEMES = (SEAL_SCHEME, _SCHEME_V2, _SCHEME_V1)
 #: schemes whose table digest does not cover the pandas metadata or other metadata keys
 LEGACY_SCHEMES = (_SCHEME_V2, _SCHEME_V1)
 
-_polars_logs: IdentityMap[dict[str, Any]] = IdentityMap()
+_polars_logs: IdentityMap[Any] = IdentityMap()  # a sealed log, or a _PendingSeal
 
 
 class SealedLog(dict[str, Any]):
@@ -422,8 +424,18 @@ def attach_release_log(table: Any, document: dict[str, Any], *,
     values and make it the table's log. ``release_id``: the id(s) :meth:`Ledger.commit`
     returned for the release(s) in the table; ``key``: sign with HMAC-SHA256 as well.
 
-    Call it on the final table: any later change of its values makes verification fail."""
-    _store(table, sealed_document(table, document, release_id=release_id, key=key))
+    The seal is computed when it is first needed (the log is read, copied, compared with
+    another dict, written to a file), not at release: :class:`_PendingSeal` keeps the log
+    without its seal and a snapshot of the table *as released* (a copy-on-write copy: a
+    later edit of ``table`` does not reach it), so the seal is the one sealing at release
+    would have given, and a table edited after release still fails verification. Call it on
+    the final table."""
+    doc, ids = _unsealed(document, release_id)
+    snapshot = _snapshot(table)
+    if snapshot is None:  # no copy-on-write snapshot for this kind of table: seal now
+        _store(table, _sealed(doc, ids, table_digest(table), key))
+        return
+    _store_pending(table, _PendingSeal(doc, ids, snapshot, key))
 
 
 def sealed_document(table: Any, document: dict[str, Any], *,
@@ -432,16 +444,147 @@ def sealed_document(table: Any, document: dict[str, Any], *,
     """The sealed log :func:`attach_release_log` attaches, without attaching it (for a table
     written directly, e.g. an Arrow table with extra schema metadata, which the seal then
     covers). Costs O(1) in the ledger's history for a ledger snapshot's document."""
-    # the table's own copy (no later change of the ledger reaches it); a snapshot's entries and
-    # keys are immutable containers that are shared (O(1)), not copied
+    doc, ids = _unsealed(document, release_id)
+    return _sealed(doc, ids, table_digest(table), key)
+
+
+def _unsealed(document: dict[str, Any], release_id: int | list[int] | None
+              ) -> tuple[dict[str, Any], list[int]]:
+    """The table's own copy of ``document`` without ``seal``/``kind``/``release_ids`` (no
+    later change of the ledger reaches it; a snapshot's entries and keys are immutable
+    containers that are shared, O(1)), and the release ids as a list."""
     doc: dict[str, Any] = detached({k: v for k, v in document.items()
                                     if k not in ("seal", "kind", "release_ids")})
     ids = [] if release_id is None else (
         [int(release_id)] if isinstance(release_id, int) else [int(r) for r in release_id])
+    return doc, ids
+
+
+def _sealed(doc: dict[str, Any], ids: list[int], table_hash: str,
+            key: bytes | str | None) -> dict[str, Any]:
+    """``doc`` (from :func:`_unsealed`) completed: kind, release ids, and the seal over them
+    and ``table_hash``. Every field a release log carries is in ``doc`` before this."""
     doc["kind"] = RELEASE_KIND
     doc["release_ids"] = ids
-    doc["seal"] = _seal(doc, table_digest(table), key)
+    doc["seal"] = _seal(doc, table_hash, key)
     return doc
+
+
+def _snapshot(table: Any) -> Any:
+    """A copy of ``table`` that no later in-place edit of ``table`` reaches, made without
+    copying its values where the library allows it: a pandas frame under copy-on-write
+    (pandas 3, or the option set) a shallow copy, otherwise a deep one; a Polars frame a
+    clone (its columns are shared and copied on write); an Arrow table itself (immutable).
+    None for anything else (sealed at once)."""
+    if is_pandas_table(table):
+        import pandas as pd
+
+        cow = int(pd.__version__.split(".")[0]) >= 3 or bool(
+            pd.get_option("mode.copy_on_write") is True)
+        snap = table.copy(deep=not cow)
+        snap.attrs = {}
+        # the labels' own objects: a name set on the table's index or columns later (an
+        # in-place change no copy-on-write sees) does not reach the snapshot
+        snap.index = snap.index.copy()
+        snap.columns = snap.columns.copy()
+        return snap
+    if is_polars_table(table):
+        return table.clone()
+    import pyarrow as pa
+
+    return table if isinstance(table, pa.Table) else None
+
+
+class _PendingSeal:
+    """A release log whose seal is not computed yet: the unsealed log, the release ids, the
+    table as released (:func:`_snapshot`) and the signing key. :meth:`seal` computes the
+    seal once (the same bytes sealing at release gives) and drops the snapshot."""
+
+    __slots__ = ("_doc", "_ids", "_key", "_lock", "_sealed", "_snapshot")
+
+    def __init__(self, doc: dict[str, Any], ids: list[int], snapshot: Any,
+                 key: bytes | str | None) -> None:
+        self._doc, self._ids, self._snapshot, self._key = doc, ids, snapshot, key
+        self._sealed: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def unsealed(self) -> dict[str, Any]:
+        """The log without its seal (shared: not to be changed)."""
+        return self._doc
+
+    def seal(self) -> dict[str, Any]:
+        """The sealed log (computed at the first call; later calls return the same dict)."""
+        with self._lock:
+            if self._sealed is None:
+                doc = dict(self._doc)
+                self._sealed = _sealed(doc, list(self._ids), table_digest(self._snapshot),
+                                       self._key)
+                self._snapshot = None
+            return self._sealed
+
+
+def _materializing(name: str) -> Any:
+    base = getattr(dict, name)
+
+    def method(self: _LazySealedLog, *args: Any, **kwargs: Any) -> Any:
+        self.materialize()
+        return base(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+class _LazySealedLog(SealedLog):
+    """A pandas release table's sealed log whose seal is computed at its first use: every
+    way of reading it (items, keys, lookup, iteration, length, JSON, copies, pickling,
+    comparing with a dict) seals it first (:class:`_PendingSeal`). Until then its dict
+    storage holds the unsealed log (never empty: the JSON encoder skips empty dicts without
+    asking). Compared with another sealed log it is equal without sealing (pandas' attrs
+    propagation)."""
+
+    __slots__ = ("_pending",)
+
+    def __init__(self, pending: _PendingSeal) -> None:
+        super().__init__(pending.unsealed)
+        self._pending: _PendingSeal | None = pending
+
+    def materialize(self) -> None:
+        """Seal now (once); afterwards this is the plain sealed log."""
+        pending = self._pending
+        if pending is not None:
+            dict.update(self, pending.seal())
+            self._pending = None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SealedLog):
+            return True
+        self.materialize()
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = None
+
+    def __copy__(self) -> SealedLog:
+        self.materialize()
+        return SealedLog(dict.copy(self))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SealedLog:
+        self.materialize()
+        return SealedLog(copy.deepcopy(dict.copy(self), memo))
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        self.materialize()
+        return (SealedLog, (dict.copy(self),))
+
+
+for _name in ("__getitem__", "__contains__", "__iter__", "__len__", "__repr__", "__or__",
+              "__ror__", "__ior__", "__setitem__", "__delitem__", "__reversed__", "get", "keys",
+              "items", "values", "copy", "pop", "popitem", "setdefault", "update", "clear"):
+    setattr(_LazySealedLog, _name, _materializing(_name))
+del _name
 
 
 def attach_sealed(table: Any, document: dict[str, Any]) -> None:
@@ -457,12 +600,27 @@ def _store(table: Any, doc: dict[str, Any]) -> None:
     _polars_logs.set(table, doc)
 
 
+def _store_pending(table: Any, pending: _PendingSeal) -> None:
+    if is_pandas_table(table):
+        table.attrs = {RELEASE_ATTRS_KEY: _LazySealedLog(pending)}
+        return
+    _polars_logs.set(table, pending)
+
+
 def release_log_of(frame: Any) -> dict[str, Any] | None:
-    """The sealed log attached to a release table, or None for any other frame."""
+    """The sealed log attached to a release table, or None for any other frame (a seal not
+    computed yet is computed here)."""
     if is_pandas_table(frame):
         doc = frame.attrs.get(RELEASE_ATTRS_KEY)
+        if isinstance(doc, _LazySealedLog):
+            doc.materialize()
         return doc if isinstance(doc, dict) and doc.get("kind") == RELEASE_KIND else None
-    return _polars_logs.get(frame)
+    found = _polars_logs.get(frame)
+    if isinstance(found, _PendingSeal):
+        sealed = found.seal()
+        _polars_logs.set(frame, sealed)
+        return sealed
+    return found
 
 
 def sign_release(table: Any, key: bytes | str) -> Any:

@@ -209,13 +209,7 @@ class Analyses(Generic[TableT]):
             out.intervals["count"] = out.intervals.pop(label)
         if total is not None:
             out.values["count"] = apportion(out.values["count"], total).astype(float)
-        table = results.to_frame(out)
-        if edges is not None:
-            lower, upper = edges[:-1], edges[1:]
-            data = {"bin_lower": lower, "bin_upper": upper,
-                    **{c: list(table[c]) for c in table.columns if c != bins_.BIN}}
-            table = out.backend.table(data)
-        return results.with_log(out, table)
+        return results.with_log(out, results.to_frame(out, edges))
 
     def _binned(self, column: str, edges: list[float], session: Session | str | None) -> Any:
         """This frame with the hidden bin column (:func:`dpframe.frames.derivations.binned`)."""

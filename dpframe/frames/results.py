@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import math
 import numbers
 import zoneinfo
@@ -288,13 +289,23 @@ class QuantileEstimate(Estimate):
                 f"q_lower={self.q_lower!r}, q_upper={self.q_upper!r})")
 
 
-def to_frame(out: Outcome) -> Any:
-    """One row (ungrouped) or one row per declared key (grouped), one column per query."""
+def to_frame(out: Outcome, edges: Sequence[float] | None = None) -> Any:
+    """One row (ungrouped) or one row per declared key (grouped), one column per query.
+
+    ``edges``: a histogram's public bin edges; its group column (the hidden bin index, whose
+    keys are ``0 .. len(edges) - 2``) is then given as the columns ``bin_lower`` and
+    ``bin_upper`` (the table is built once, with them in its place)."""
     data: dict[str, Any] = {}
-    if isinstance(out.group_by, str):
+    if edges is not None:
+        data["bin_lower"] = np.array(edges[:-1], dtype=np.float64)
+        data["bin_upper"] = np.array(edges[1:], dtype=np.float64)
+    elif isinstance(out.group_by, str):
         keys = out.keys or ()
-        # (a Keys gives int keys as one numpy array: no per-key Python for 100,000 keys)
-        data[out.group_by] = keys.column_values if isinstance(keys, Keys) else list(keys)
+        # (a Keys gives int keys as one numpy array: no per-key Python for 100,000 keys; the
+        # table gets a copy, never the key list's own array)
+        data[out.group_by] = (np.array(keys.column_values) if isinstance(keys, Keys)
+                              and isinstance(keys.column_values, np.ndarray)
+                              else keys.column_values if isinstance(keys, Keys) else list(keys))
     elif out.group_by is not None:  # several key columns: one output column each
         for i, col in enumerate(out.group_by):
             data[col] = [k[i] for k in out.keys or []]
@@ -306,7 +317,41 @@ def to_frame(out: Outcome) -> Any:
             data[f"{name}_upper"] = _floats(hi)
     if out.key_dtypes is not None and not out.keys:  # no key kept: typed, zero rows
         return _no_rows(out, data)
-    return out.backend.table(data)
+    return _fresh_table(out.backend, data)
+
+
+def _fresh_table(backend: Backend, data: dict[str, Any]) -> Any:
+    """``backend.table(data)`` for columns no one else holds (new arrays and lists): the
+    table takes the arrays without copying them (pandas; columns that are all float64 as one
+    two-dimensional block, the same table), or is built from one Series per column (Polars),
+    which infers each column's dtype as the dict constructor does."""
+    if backend.results_in == "pandas":
+        columns = list(data.values())
+        labels = _labels(tuple(data))
+        if columns and all(isinstance(c, np.ndarray) and c.dtype == np.float64
+                           and c.shape == columns[0].shape for c in columns):
+            # all float64 (a release's answers, a histogram): one block, built in one step
+            return pd.DataFrame(np.column_stack(columns), columns=labels, copy=False)
+        table = pd.DataFrame(dict(enumerate(columns)), copy=False)
+        table.columns = labels
+        return table
+    return pl.DataFrame([pl.Series(name, values) if isinstance(values, np.ndarray)
+                         else pl.Series(name, values, strict=False)
+                         for name, values in data.items()])
+
+
+def _labels(names: tuple[str, ...]) -> Any:
+    """The column labels of a pandas table with these column names: the index pandas infers
+    for them, built once per tuple of names (:func:`_label_index`; public names only) and
+    copied for each table (a table's index is its own: its ``name`` can be set)."""
+    if not all(type(n) is str for n in names):
+        return pd.Index(list(names))
+    return _label_index(names).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _label_index(names: tuple[str, ...]) -> Any:
+    return pd.Index(list(names))
 
 
 def _no_rows(out: Outcome, data: dict[str, Any]) -> Any:

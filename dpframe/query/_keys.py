@@ -130,33 +130,42 @@ def checked_keys(keys: Sequence[Any]) -> Keys:
     built, after one hash and one comparison in C instead of a rebuild."""
     items = tuple(keys)
     kinds = frozenset(map(type, items))
-    interned = len(items) >= INTERN_MIN_KEYS and (kinds == {int} or kinds == {str})
+    interned = bool(items) and (kinds == {int} or kinds == {str})
+    # long and short lists are kept apart, so short ones (a histogram's bins, a few
+    # categories) never push out a long one
+    table, most = ((_INTERNED, INTERNED_LISTS) if len(items) >= INTERN_MIN_KEYS
+                   else (_INTERNED_SHORT, INTERNED_SHORT_LISTS))
     if interned:
         # equal tuples of one such type hold the same values of the same type (no 1 == True
         # or 0.0 == -0.0 here), so the content is the whole key; a list the user mutates
         # later is a new content and finds (or makes) another entry
         with _INTERN_LOCK:
-            found = _INTERNED.get(items)
+            found = table.get(items)
             if found is not None:
-                _INTERNED.move_to_end(items)
+                table.move_to_end(items)
                 return found
     out = Keys(items)
     out.__dict__["_checked"] = _CHECKED
     out.__dict__["kinds"] = kinds  # (the cached property's value, computed above)
     if interned:
         with _INTERN_LOCK:
-            _INTERNED[items] = out
-            while len(_INTERNED) > INTERNED_LISTS:
-                _INTERNED.popitem(last=False)
+            table[items] = out
+            while len(table) > most:
+                table.popitem(last=False)
     return out
 
 
-#: Key lists at least this long are interned by :func:`checked_keys` (shorter ones cost
-#: little to rebuild).
+#: Key lists at least this long are interned by :func:`checked_keys` in the table of long
+#: lists; shorter ones in the table of short lists (their derived forms -- the log's JSON,
+#: the fingerprint, the pandas index, the lookup table -- are most of a small group-by's
+#: fixed cost: a histogram's ten bins).
 INTERN_MIN_KEYS = 1000
-#: The most interned key lists kept (the least recently used leaves first).
+#: The most interned long key lists kept (the least recently used leaves first).
 INTERNED_LISTS = 8
+#: The most interned short key lists kept (at most ``INTERN_MIN_KEYS - 1`` keys each).
+INTERNED_SHORT_LISTS = 64
 _INTERNED: OrderedDict[tuple[Any, ...], Keys] = OrderedDict()
+_INTERNED_SHORT: OrderedDict[tuple[Any, ...], Keys] = OrderedDict()
 _INTERN_LOCK = threading.Lock()
 
 

@@ -6,6 +6,7 @@ fields every entry of the release shares (docs/architecture.md, "Module by modul
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -61,15 +62,46 @@ class LogContext:
             level=request.ci,
         )
 
-    def entry(self, p: Planned, m: Measurement | None, mech: Mechanism | None, epsilon: float,
-              delta: float, point: tuple[float, float] | None) -> dict[str, Any]:
+    @functools.cached_property
+    def _release_fields(self) -> dict[str, Any]:
+        """The entry fields every measurement of this release shares, computed once per
+        release (public facts and the request only)."""
+        facts = self.facts
+        grouped = self.group_by is not None
+        return {"time": self.time, "group_by": self.group_by, "group_keys": self.keys_ref,
+                "random_source": self.random_source, "engine": self.engine,
+                "derivation": self.derivation,
+                "verification": "verified from the plan structure",
+                **units.describe(facts.unit, grouped, facts.dataset.neighbours)}
+
+    @functools.cached_property
+    def _per_query(self) -> dict[int, dict[str, Any]]:
+        """The shared fields of each query's entries, by the planned query's identity."""
+        return {}
+
+    def _query_fields(self, p: Planned) -> dict[str, Any]:
+        """The entry fields every measurement of query ``p`` shares (from its plan and the
+        frame's public facts)."""
         cols = p.query.columns_read()
         facts = self.facts
         clamping = "; ".join(
             f"{c} clamped to [{facts.bounds[c][0]:g}, {facts.bounds[c][1]:g}]" for c in cols
         ) or "none (row count)"
         missing = "; ".join(f"{c}: {_policy_text(facts.missing.get(c, DROP))}" for c in cols)
-        grouped = self.group_by is not None
+        return {
+            "name": p.name, "query": p.plan.query, "columns": ",".join(cols),
+            "clamping": clamping + (" in the engine; how many were clamped is not released"
+                                    if cols else ""),
+            "missing": missing or "n/a (row count)",
+            "size": "public" if p.plan.public_size else "private",
+            "formulation": p.plan.formulation,
+            "composition": (_composition(self.n_keys, p, facts)
+                            if self.group_by is not None else "sequential"),
+            "interval": _interval_text(self.level, p),
+        }
+
+    def entry(self, p: Planned, m: Measurement | None, mech: Mechanism | None, epsilon: float,
+              delta: float, point: tuple[float, float] | None) -> dict[str, Any]:
         if m is None:  # answered exactly from public facts (a public size)
             value = float(p.plan.finalize({})[0])
             point = (value, value)
@@ -77,14 +109,14 @@ class LogContext:
         if mech is not None:
             lower, upper = mech.domain.lower, mech.domain.upper
         quanta = sorted({a.fp.q for a in (m.needs if m is not None else ()) if a.fp is not None})
-        return LogRecord.from_dict({
-            "time": self.time,
-            "name": p.name,
-            "query": p.plan.query,
+        shared = self._per_query.get(id(p))  # (the planned queries live through the release)
+        if shared is None:
+            shared = dict(self._release_fields)
+            shared.update(self._query_fields(p))
+            self._per_query[id(p)] = shared
+        fields = dict(shared)
+        fields.update({
             "part": m.name if m is not None else p.plan.query,
-            "columns": ",".join(cols),
-            "group_by": self.group_by,
-            "group_keys": self.keys_ref,
             "epsilon": float(epsilon),
             "delta": float(delta),
             "mechanism_epsilon": float(mech.epsilon) if mech is not None else 0.0,
@@ -97,24 +129,12 @@ class LogContext:
             "grid": _json_num(getattr(mech, "grid", 0.0) or 0.0),
             "domain_lower": _json_num(lower),
             "domain_upper": _json_num(upper),
-            "clamping": clamping + (" in the engine; how many were clamped is not released"
-                                    if cols else ""),
-            "missing": missing or "n/a (row count)",
-            "random_source": self.random_source,
-            "engine": self.engine,
-            "size": "public" if p.plan.public_size else "private",
-            "formulation": p.plan.formulation,
-            "composition": _composition(self.n_keys, p, facts) if grouped else "sequential",
             "fixed_point_quantum": float(quanta[0]) if len(quanta) == 1 else (
                 None if not quanta else ",".join(f"{q:g}" for q in quanta)),
-            "derivation": self.derivation,
-            "verification": "verified from the plan structure",
             "mechanism_choice": p.choices.get(m.name, "requested") if m is not None else
             "none needed: the value is public",
-            "interval": _interval_text(self.level, p),
-            **units.describe(facts.unit, grouped, facts.dataset.neighbours),
-        }).to_dict()
-
+        })
+        return LogRecord.entry_dict(fields)
 
     def selection_entry(self, log: Mapping[str, Any], columns: Sequence[str]
                         ) -> dict[str, Any]:

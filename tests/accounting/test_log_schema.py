@@ -83,3 +83,19 @@ def test_the_log_frames_have_the_record_s_columns_and_types():
                     else pl.String)
         assert dtype == expected, name
     assert tuple(f.name for f in dataclasses.fields(LogRecord)) == LOG_COLUMNS + OPTIONAL_COLUMNS
+
+
+def test_entry_dict_is_the_record_read_back():
+    fields = {k: v for k, v in ENTRIES[0].items() if k not in ("ledger_id", "release_id")}
+    assert LogRecord.entry_dict(fields) == LogRecord.from_dict(fields).to_dict()
+    assert list(LogRecord.entry_dict(fields)) == [c for c in LOG_COLUMNS
+                                                  if c not in ("ledger_id", "release_id")]
+    with pytest.raises(TypeError):
+        LogRecord.entry_dict({**fields, "unknown": 1})
+    # the neighbour definition: written only when it is add/remove, as the record writes it
+    assert "neighbours" not in LogRecord.entry_dict({**fields, "neighbours": "replace"})
+    marked = {**fields, "neighbours": "add_remove"}
+    assert LogRecord.entry_dict(marked) == LogRecord.from_dict(marked).to_dict()
+    del fields["time"]
+    with pytest.raises(TypeError):
+        LogRecord.entry_dict(fields)

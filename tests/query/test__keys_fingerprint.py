@@ -72,7 +72,12 @@ def test_long_key_lists_of_one_type_are_interned_by_content():
     assert checked_keys(words) is checked_keys(list(words))
     mixed = [float(i) for i in range(2000)]  # floats (0.0 == -0.0): never interned
     assert checked_keys(mixed) is not checked_keys(mixed)
-    assert checked_keys([1, 2]) is not checked_keys([1, 2])  # short lists: rebuilt
+    short = checked_keys([1, 2])  # short lists: interned in a table of their own
+    assert checked_keys([1, 2]) is short
+    for n in range(100):  # many short lists never push a long one out
+        checked_keys([n, n + 1])
+    assert checked_keys(list(range(2000))) is first
+    assert checked_keys(list(words)) is checked_keys(words)
 
 
 def test_a_new_groupby_per_query_with_the_same_keys_reuses_them():
