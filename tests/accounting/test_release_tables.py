@@ -23,7 +23,8 @@ from dpframe.accounting._release_tables import (
     tidy_rows,
 )
 from dpframe.accounting.seals import release_log_of
-from dpframe.spec._run import OUTPUT_COLUMNS, _output_rows
+from dpframe.spec._release import _output_rows
+from dpframe.spec._run import OUTPUT_COLUMNS
 
 
 def _long_concat(tables: Any, **options: Any) -> Any:
