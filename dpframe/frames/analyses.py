@@ -220,8 +220,16 @@ class Analyses(Generic[TableT]):
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                  weights: Mapping[str, float] | Sequence[float] | None = None,
                  mechanism: Mechanism = "auto", alpha: float = 0.05,
-                 min_rows: int | None = None, session: Session | str | None = None) -> TableT:
+                 min_rows: int | None = None, session: Session | str | None = None,
+                 ci: float | None = None) -> TableT:
         """How accurate a release with these arguments will be, before spending anything.
+
+        Parameters
+        ----------
+        ci : float, optional
+            The ``ci=`` the release will be asked with: a quantile's value interval then takes
+            ``ci_share`` of its ε, and its row reports the point's accuracy at the
+            ``ε·(1 − ci_share)`` the point gets (its note states the interval's share).
 
         Returns
         -------
@@ -240,7 +248,7 @@ class Analyses(Generic[TableT]):
         """
         rows = planner.accuracy(self._frame, queries, epsilon=epsilon, delta=delta,
                                 weights=weights, mechanism=mechanism, alpha=alpha,
-                                min_rows=min_rows, session=session)
+                                min_rows=min_rows, session=session, ci=ci)
         return results.accuracy_table(backend_of(self._frame), rows)
 
     @shared_parameters(PLANNER)

@@ -117,12 +117,20 @@ class DPGroupBy(Generic[TableT]):
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                  weights: Mapping[str, float] | Sequence[float] | None = None,
                  mechanism: Mechanism = "auto", alpha: float = 0.05,
-                 min_rows: int | None = None, session: Session | str | None = None) -> TableT:
+                 min_rows: int | None = None, session: Session | str | None = None,
+                 ci: float | None = None) -> TableT:
         """Per-group accuracy before spending; see :meth:`DPNamespace.accuracy`. Without
         declared keys (keys selected from the data) the table starts with a ``keys`` row for
         the selection and has three more columns: ``threshold`` (a group is kept iff its noisy
         count exceeds it), ``min_group_half`` and ``min_group_1_alpha`` (the smallest group
         kept with probability ½ and ``1 − alpha``); the queries' rows hold for each kept group.
+
+        Parameters
+        ----------
+        ci : float, optional
+            The ``ci=`` the release will be asked with: a quantile's value interval then takes
+            ``ci_share`` of its ε, and its row reports the point's accuracy at the
+            ``ε·(1 − ci_share)`` the point gets (its note states the interval's share).
 
         Examples
         --------
@@ -134,7 +142,7 @@ class DPGroupBy(Generic[TableT]):
         rows = planner.accuracy(self._frame, queries, epsilon=epsilon, delta=delta,
                                 weights=weights, mechanism=mechanism, alpha=alpha,
                                 group_by=self._column, keys=self._declared(),
-                                min_rows=min_rows, session=session,
+                                min_rows=min_rows, session=session, ci=ci,
                                 selection_share=self._selection_share)
         return results.accuracy_table(backend_of(self._frame), rows)
 

@@ -26,9 +26,11 @@ from dpframe.query._aggregates import (
 )
 from dpframe.query._keys import Keys, checked_keys, key_kinds, keys_reference
 from dpframe.query._measurement_kinds import LaplaceFactory
+from dpframe.query._quantile_plan import BRACKETS
 
 __all__ = [
     "ADDITIVE_KINDS",
+    "BRACKETS",
     "DROP",
     "Agg",
     "Bins",

@@ -30,6 +30,7 @@ from dpframe.mechanisms.accuracy import (  # re-exported: the count rounding rul
 )
 from dpframe.mechanisms.protocol import Mechanism
 from dpframe.provenance import Session, resolve
+from dpframe.query import BRACKETS
 from dpframe.query.registry import accuracy_of
 from dpframe.query.statistics import Query
 from dpframe.release._pipeline import plan, plan_release
@@ -89,8 +90,25 @@ def accuracy(
         mechs = dict(zip((m.name for m in p.plan.measurements), p.mechanisms, strict=True))
         names = ", ".join(sorted({m.name for m in mechs.values() if m is not None}))
         h, note = _half_width(p.plan.query, mechs, a, p.plan.public_size, min_rows, p.bounds)
+        note += _interval_share_note(p.plan.measurements, p.epsilon)
         out.append(Accuracy(p.name, p.plan.query, p.epsilon, h, a, names, note))
     return out
+
+
+def _interval_share_note(measurements: Sequence[Any], epsilon: float) -> str:
+    """What a quantile's value interval costs its point (empty without one): with ``ci=`` and
+    ``ci_share = s`` the query's ε is split ``1 − s`` for the point and ``s/2`` for each
+    bracketing release (:mod:`dpframe.query._quantile_plan`); the point's accuracy above is
+    the one at ``ε·(1 − s)``, as the plan's point measurement carries that weight."""
+    brackets = [m for m in measurements if m.name in BRACKETS]
+    if not brackets:
+        return ""
+    total = sum(float(m.weight) for m in measurements)
+    share = sum(float(m.weight) for m in brackets) / total
+    point = epsilon * (1.0 - share)
+    return (f"; with ci=, the point gets ε·(1 − ci_share) = {point:.4g} (its accuracy above is "
+            f"at that ε) and the value interval ci_share = {share:g} of ε ({epsilon - point:.4g},"
+            f" half to each bracketing release)")
 
 
 def _selection_row(frame: Any, session: Session | str | None, rule: Any, alpha: float
@@ -212,7 +230,8 @@ def _target(frame: Any, query: Query, target: float, *, alpha: float, delta: flo
     rule = accuracy_of(planned.plan.query)
     if not rule.in_values:
         raise ParameterError("a quantile's accuracy in values depends on the data; "
-                             "accuracy() reports its accuracy in ranks at a given epsilon")
+                             "accuracy() reports its accuracy in ranks at a given epsilon "
+                             "(with ci=, at the epsilon·(1 − ci_share) its point gets)")
     mech = planned.mechanisms[0] if len(ms) == 1 else None
     if mech is None or not rule.invertible:
         raise ParameterError(
