@@ -56,7 +56,7 @@ def statistic(entry: Mapping[str, Any]) -> str:
     if named:  # value_counts(col)
         return f"value counts of {named['col']}"
     cols = _text(entry.get("columns")).replace(",", ", ")
-    text = query or "statistic"
+    text = "value counts" if query == "value_counts" else (query or "statistic")
     if cols:
         text += f" of {cols}"
     if group_text:

@@ -271,6 +271,10 @@ class Query(ABC):
         """Every column whose values this query reads."""
         return (self.column,) if self.column is not None else ()
 
+    def columns_logged(self) -> tuple[str, ...]:
+        """The columns its log entries name (``columns``): those it reads, by default."""
+        return self.columns_read()
+
     @abstractmethod
     def plan(self, ctx: PlanContext) -> Plan:
         """Measurements and post-processing for this query in context ``ctx``."""

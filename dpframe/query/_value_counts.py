@@ -50,6 +50,12 @@ class ValueCounts(Query):
     def columns_read(self) -> tuple[str, ...]:
         return ()  # a key column: no bounds, no values summed (the keys are its cells)
 
+    def columns_logged(self) -> tuple[str, ...]:
+        """The key column: its entries are counted under it and named by it (``value counts of
+        <col>``, ``proportions of <col>``), as ``frame.dp.value_counts(col)``'s are."""
+        assert self.column is not None
+        return (self.column,)
+
     def plan(self, ctx: PlanContext) -> Plan:
         assert self.column is not None
         refuse_units(ctx, self.kind)

@@ -89,7 +89,7 @@ class LogContext:
         ) or "none (row count)"
         missing = "; ".join(f"{c}: {_policy_text(facts.missing.get(c, DROP))}" for c in cols)
         return {
-            "name": p.name, "query": p.plan.query, "columns": ",".join(cols),
+            "name": p.name, "query": p.plan.query, "columns": ",".join(p.query.columns_logged()),
             "clamping": clamping + (" in the engine; how many were clamped is not released"
                                     if cols else ""),
             "missing": missing or "n/a (row count)",
