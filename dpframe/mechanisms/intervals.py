@@ -43,15 +43,17 @@ from typing import Any
 import numpy as np
 
 from dpframe.errors import ParameterError
-from dpframe.mechanisms.pivots import ratio_hull, variance_hull
+from dpframe.mechanisms.pivots import correlation_hull, ratio_hull, variance_hull
 
 __all__ = [
     "COMPOSED_KINDS",
+    "CORRELATION_ALPHA_SHARES",
     "VARIANCE_ALPHA_SHARES",
     "component_level",
     "component_levels",
     "composed_interval",
     "confidence_interval",
+    "correlation_by_pivot",
     "interval_from_components",
     "output_cell",
     "pivot_cell",
@@ -70,6 +72,11 @@ COMPOSED_KINDS = ("mean", "variance", "std", "proportions", "correlation", "sqrt
 #: ``m``, which enters through ``(m − m̂)²`` and the noise scale 2|m|·b_S (union bound);
 #: 0.8 : 0.2 measured narrower than 0.9 : 0.1 and 0.95 : 0.05 from 50 to 400 rows (docs I.7).
 VARIANCE_ALPHA_SHARES = (0.8, 0.2)
+#: A correlation's α (docs I.7, Theorem 5): ``(pivot test, covariance box, var_x box, var_y
+#: box)``. The variance boxes enter the pivot only through the bound on ``λ = √(V_y/V_x)`` and
+#: the tangent remainder; the covariance box is used instead of the pivot when those boxes
+#: reach 0 or the covariance's noise depends on the released variances (union bound).
+CORRELATION_ALPHA_SHARES = (0.7, 0.1, 0.1, 0.1)
 
 
 # -- small helpers ------------------------------------------------------------------------------
@@ -636,3 +643,49 @@ def _variance_by_pivot(mechanisms: Mapping[str, Any], released: Mapping[str, Any
     out_lo = np.where(bad, 0.0, np.clip(v_lo * (1 - 1e-12), 0.0, full))
     out_hi = np.where(bad, full, np.clip(v_hi * (1 + 1e-12) + 1e-300, 0.0, full))
     return _out(out_lo, out_hi, scalar)
+
+
+def correlation_by_pivot(mechanisms: Mapping[str, Any], released: Mapping[str, float],
+                         level: float) -> tuple[float, float] | None:
+    """Interval of a correlation ``C/√(V_x V_y)`` (public size; ``mechanisms`` and ``released``
+    keyed ``cov``, ``var_x``, ``var_y``) by the tangent-plane pivot of
+    :func:`~dpframe.mechanisms.pivots.correlation_hull` (docs I.7, Theorem 5), ``α`` shared as
+    :data:`CORRELATION_ALPHA_SHARES`.
+
+    ``None`` when the variances are not plain draws (a fact of the plan, known before any
+    release: the caller uses its box). The covariance's box (its exact interval at
+    ``1 − α_C``, with the same variance boxes, I.3) replaces the pivot when a variance box
+    reaches 0 or spans more than a factor 4, or the covariance was not released with plain
+    noise at its uncapped scale (no noise, a conditioned draw, a sensitivity capped at a
+    narrow domain's width): these events depend on the released variances only, and given
+    those the covariance's interval holds with probability ``1 − α_C``, so the union bound
+    keeps the level.
+    """
+    alpha = _alpha(level)
+    var_x, var_y, cov = (mechanisms.get(n) for n in ("var_x", "var_y", "cov"))
+    if var_x is None or var_y is None or not (_plain_draw(var_x) and _plain_draw(var_y)):
+        return None
+    a_test, a_cov, a_x, a_y = (alpha * share for share in CORRELATION_ALPHA_SHARES)
+    boxes = []
+    for mech, name, a in ((var_x, "var_x", a_x), (var_y, "var_y", a_y)):
+        lo, hi = confidence_interval(mech, float(released[name]), 1.0 - a)
+        boxes.append((max(float(lo), 0.0), float(hi)))
+    out = None
+    if cov is not None and _plain_draw(cov) and cov.sensitivity < (
+            cov.domain.upper - cov.domain.lower):
+        cells = (_cell(var_x, float(released["var_x"]), 0.0),
+                 _cell(var_y, float(released["var_y"]), 0.0))
+        s_c, t_c = _cell(cov, float(released["cov"]), 0.0)
+        out = correlation_hull((float(s_c.reshape(-1)[0]), float(t_c.reshape(-1)[0])), cells,
+                               (boxes[0], boxes[1]),
+                               (float(cov.scale), float(var_x.scale), float(var_y.scale)),
+                               float(cov.domain.upper), a_test)
+    if out is None:
+        c_box: tuple[float, float] = (float(released["cov"]), float(released["cov"]))
+        if cov is not None:
+            c_lo, c_hi = confidence_interval(cov, float(released["cov"]), 1.0 - a_cov)
+            c_box = (max(float(c_lo), cov.domain.lower), min(float(c_hi), cov.domain.upper))
+        r_lo, r_hi = interval_from_components("correlation", {
+            "cov": c_box, "var_x": boxes[0], "var_y": boxes[1]})
+        out = (float(r_lo), float(r_hi))
+    return out

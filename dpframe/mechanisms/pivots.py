@@ -47,9 +47,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["PairQuantiles", "hull", "laplace_pair_tail", "laplace_triple_tail",
-           "pair_quantiles", "ratio_hull", "triple_quantile_table", "triple_upper",
-           "variance_hull"]
+__all__ = ["PairQuantiles", "correlation_hull", "hull", "laplace_pair_tail",
+           "laplace_triple_tail", "pair_quantiles", "ratio_hull", "triple_quantile_table",
+           "triple_upper", "variance_hull"]
 
 #: relative slack on the tail probability (float error of the closed form ≈ 1e-15)
 _RTOL = 1e-9
@@ -372,3 +372,83 @@ def variance_hull(sq_cell: Cell, sum_cell: Cell, den_cell: Cell,
     lo, hi, empty = hull(rejected, np.zeros(s_q.shape), np.full(s_q.shape, float(upper)),
                          np.full(s_q.shape, 1e-7 * float(upper)))
     return lo.reshape(shape), hi.reshape(shape), empty.reshape(shape)
+
+
+# -- the correlation ------------------------------------------------------------------------------
+def _triple_quantiles(scales: tuple[np.ndarray, np.ndarray, np.ndarray],
+                      alpha: float) -> np.ndarray:
+    """Upper bounds (bisection, upper end kept) of the ``1 − α`` quantiles of
+    ``|A + B + C|`` for Laplace scales given elementwise (:func:`laplace_triple_tail`)."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(s, dtype=float) for s in scales))
+    target = float(alpha) * (1.0 - _RTOL)
+    lo = np.maximum(np.maximum(a, b), c) * math.log(1.0 / float(alpha))
+    hi = (a + b + c) * (math.log(1.0 / float(alpha)) + 3.0)
+    while (laplace_triple_tail(hi, a, b, c) > target).any():
+        hi = hi * 2.0
+    for _ in range(100):
+        mid = lo + (hi - lo) / 2
+        above = laplace_triple_tail(mid, a, b, c) > target
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+        if np.all(hi - lo <= 1e-6 * hi):
+            break
+    return hi
+
+
+_RHO_CELLS = 4000  # cells of width 1/2000 over [-1, 1]
+_VARIANCE_SPREAD = 4.0  # the pivot needs V_H ≤ 4·V_L for both variances
+_Q_POINTS = 200  # quantiles at |ρ| = j/200 (the quantile grows with |ρ|: the next one bounds it)
+
+
+def correlation_hull(cov_cell: tuple[float, float], var_cells: tuple[Cell, Cell],
+                     var_boxes: tuple[tuple[float, float], tuple[float, float]],
+                     scales: tuple[float, float, float], clip: float,
+                     alpha: float) -> tuple[float, float] | None:
+    r"""Hull of the correlations ``ρ ∈ [−1, 1]`` accepted by the tangent-plane pivot
+
+        T(ρ) = X_C − clip(ρ·ŝ, ±clip),    ŝ = √(X_x X_y),
+
+    given cells of the plain draws ``X_C`` (covariance, released on ``±clip``), ``X_x``,
+    ``X_y`` (variances), boxes ``[V_L, V_H]`` that hold the true variances, and the noise
+    ``scales = (b_C, b_x, b_y)`` (docs/privacy.md, I.7, Theorem 5). At the truth, with
+    ``s = √(V_x V_y)``, ``λ = √(V_y/V_x)``, ``u = X_x/V_x``, ``w = X_y/V_y``:
+    ``ŝ = s + (λ e_x + e_y/λ)/2 − R`` with ``R = s(√u − √w)²/2 ≥ 0`` (the tangent plane of the
+    concave ``√(xy)``), and clipping is monotone and 1-Lipschitz, so
+    ``T = [e_C − θρ(λe_x + e_y/λ)/2] + θρR`` for some ``θ ∈ [0, 1]``. The bracket is compared
+    with the ``1 − α`` quantile of ``|e_C + (|ρ|/2)(λ_max b_x L₁ + b_y/λ_min L₂)|`` (scales at
+    their largest over the boxes), ``θρR`` with ``[min(0, ρR_max), max(0, ρR_max)]``.
+    Returns ``None`` when a box or cell reaches 0, or a variance box spans more than a factor
+    ``_VARIANCE_SPREAD`` (``λ`` barely bounded: the caller falls back to the box, a choice
+    that reads the released variances only), ``(−1, 1)`` when nothing is accepted.
+    """
+    s_c, t_c = (float(v) for v in cov_cell)
+    (s_x, t_x), (s_y, t_y) = ((float(np.asarray(a).reshape(-1)[0]),
+                               float(np.asarray(b).reshape(-1)[0])) for a, b in var_cells)
+    (vx_l, vx_h), (vy_l, vy_h) = var_boxes
+    b_c, b_x, b_y = (float(b) for b in scales)
+    if not (vx_l * _VARIANCE_SPREAD >= vx_h and vy_l * _VARIANCE_SPREAD >= vy_h
+            and vx_l > 0 and vy_l > 0 and s_x > 0 and s_y > 0):
+        return None
+    lam_max, lam_min = math.sqrt(vy_h / vx_l), math.sqrt(vy_l / vx_h)
+    ru = (math.sqrt(s_x / vx_h), math.sqrt(t_x / vx_l))
+    rw = (math.sqrt(s_y / vy_h), math.sqrt(t_y / vy_l))
+    gap = max(ru[1] - rw[0], rw[1] - ru[0], 0.0)
+    r_max = math.sqrt(vx_h * vy_h) * gap * gap / 2.0
+    s_lo, s_hi = math.sqrt(s_x * s_y), math.sqrt(t_x * t_y)
+    half = _RHO_CELLS // 2
+    size = np.arange(_Q_POINTS + 1) / _Q_POINTS  # |ρ| on a coarser grid of quantiles
+    q = _triple_quantiles((np.full(size.shape, b_c), size / 2 * lam_max * b_x,
+                           size / 2 * b_y / lam_min), alpha)
+    k = np.arange(_RHO_CELLS)
+    e1, e2 = (k - half) / half, (k + 1 - half) / half
+    top = np.maximum(np.abs(k - half), np.abs(k + 1 - half))  # largest |ρ| of a cell, in cells
+    q_cell = q[-(-top * _Q_POINTS // half)]  # the quantile grid point at or above it
+    with np.errstate(invalid="ignore"):
+        low = np.clip(np.minimum(e1 * s_lo, _times(e1, np.asarray(s_hi))), -clip, clip)
+        high = np.clip(np.maximum(e2 * s_lo, _times(e2, np.asarray(s_hi))), -clip, clip)
+        extra_lo = np.minimum(0.0, _times(e1, np.asarray(r_max)))
+        extra_hi = np.maximum(0.0, _times(e2, np.asarray(r_max)))
+        rejected = ((t_c - low < -q_cell + extra_lo) | (s_c - high > q_cell + extra_hi))
+    kept = np.flatnonzero(~rejected)
+    if kept.size == 0:
+        return -1.0, 1.0
+    return float(e1[kept[0]]), float(e2[kept[-1]])

@@ -17,6 +17,7 @@ from dpframe.mechanisms import matrices as analyses
 from dpframe.mechanisms.intervals import (
     component_levels,
     confidence_interval,
+    correlation_by_pivot,
     interval_from_components,
 )
 from dpframe.mechanisms.protocol import Mechanism
@@ -178,14 +179,28 @@ def _matrix_interval(cols: tuple[str, ...], kind: str) -> Interval:
             for k in range(j + 1, p):
                 cv = box[f"covariance[{cols[j]},{cols[k]}]"]
                 if kind == "corr":
-                    r = interval_from_components("correlation", {
-                        "cov": cv, "var_x": vj, "var_y": box[f"variance[{cols[k]}]"]})
-                    cv = (float(r[0]), float(r[1]))
+                    cv = _correlation(cols[j], cols[k], mechs, noisy, level, box)
                 lo_m[j, k] = lo_m[k, j] = cv[0]
                 hi_m[j, k] = hi_m[k, j] = cv[1]
         return lo_m, hi_m
 
     return interval
+
+
+def _correlation(a: str, b: str, mechs: Mapping[str, Mechanism | None],
+                 noisy: Mapping[str, np.ndarray], level: float,
+                 box: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
+    """One correlation's interval: the tangent-plane pivot where the variances are plain draws
+    (:func:`~dpframe.mechanisms.intervals.correlation_by_pivot`), else the box of its three
+    elements at weighted Šidák levels."""
+    names = {"cov": f"covariance[{a},{b}]", "var_x": f"variance[{a}]", "var_y": f"variance[{b}]"}
+    pivot = correlation_by_pivot({k: mechs.get(v) for k, v in names.items()},
+                                 {k: float(np.asarray(noisy[v])[0]) for k, v in names.items()},
+                                 level)
+    if pivot is not None:
+        return pivot
+    r = interval_from_components("correlation", {k: box[v] for k, v in names.items()})
+    return float(r[0]), float(r[1])
 
 
 def _element_box(mech: Mechanism | None, value: float, level: float) -> tuple[float, float]:
