@@ -76,7 +76,7 @@ VARIANCE_ALPHA_SHARES = (0.8, 0.2)
 #: box)``. The variance boxes enter the pivot only through the bound on ``λ = √(V_y/V_x)`` and
 #: the tangent remainder; the covariance box is used instead of the pivot when those boxes
 #: reach 0 or the covariance's noise depends on the released variances (union bound).
-CORRELATION_ALPHA_SHARES = (0.7, 0.1, 0.1, 0.1)
+CORRELATION_ALPHA_SHARES = (0.75, 0.05, 0.1, 0.1)
 
 
 # -- small helpers ------------------------------------------------------------------------------

@@ -389,14 +389,15 @@ def _triple_quantiles(scales: tuple[np.ndarray, np.ndarray, np.ndarray],
         mid = lo + (hi - lo) / 2
         above = laplace_triple_tail(mid, a, b, c) > target
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        if np.all(hi - lo <= 1e-6 * hi):
+        if np.all(hi - lo <= 1e-5 * hi):
             break
     return hi
 
 
 _RHO_CELLS = 4000  # cells of width 1/2000 over [-1, 1]
 _VARIANCE_SPREAD = 4.0  # the pivot needs V_H ≤ 4·V_L for both variances
-_Q_POINTS = 200  # quantiles at |ρ| = j/200 (the quantile grows with |ρ|: the next one bounds it)
+_LAMBDA_CELLS = 4  # the range of λ is cut in 4 (geometric) for the quantile's bound
+_Q_POINTS = 100  # quantiles at |ρ| = j/100 (the quantile grows with |ρ|: the next one bounds it)
 
 
 def correlation_hull(cov_cell: tuple[float, float], var_cells: tuple[Cell, Cell],
@@ -414,8 +415,9 @@ def correlation_hull(cov_cell: tuple[float, float], var_cells: tuple[Cell, Cell]
     ``ŝ = s + (λ e_x + e_y/λ)/2 − R`` with ``R = s(√u − √w)²/2 ≥ 0`` (the tangent plane of the
     concave ``√(xy)``), and clipping is monotone and 1-Lipschitz, so
     ``T = [e_C − θρ(λe_x + e_y/λ)/2] + θρR`` for some ``θ ∈ [0, 1]``. The bracket is compared
-    with the ``1 − α`` quantile of ``|e_C + (|ρ|/2)(λ_max b_x L₁ + b_y/λ_min L₂)|`` (scales at
-    their largest over the boxes), ``θρR`` with ``[min(0, ρR_max), max(0, ρR_max)]``.
+    with the ``1 − α`` quantile of ``|e_C + (|ρ|/2)(λ b_x L₁ + b_y/λ L₂)|``, bounded over the
+    ``λ`` the boxes allow (cut in 4 geometric cells, each at its largest two scales), ``θρR``
+    with ``[min(0, ρR_max), max(0, ρR_max)]``.
     Returns ``None`` when a box or cell reaches 0, or a variance box spans more than a factor
     ``_VARIANCE_SPREAD`` (``λ`` barely bounded: the caller falls back to the box, a choice
     that reads the released variances only), ``(−1, 1)`` when nothing is accepted.
@@ -435,9 +437,12 @@ def correlation_hull(cov_cell: tuple[float, float], var_cells: tuple[Cell, Cell]
     r_max = math.sqrt(vx_h * vy_h) * gap * gap / 2.0
     s_lo, s_hi = math.sqrt(s_x * s_y), math.sqrt(t_x * t_y)
     half = _RHO_CELLS // 2
-    size = np.arange(_Q_POINTS + 1) / _Q_POINTS  # |ρ| on a coarser grid of quantiles
-    q = _triple_quantiles((np.full(size.shape, b_c), size / 2 * lam_max * b_x,
-                           size / 2 * b_y / lam_min), alpha)
+    size = (np.arange(_Q_POINTS + 1) / _Q_POINTS)[:, None]  # |ρ| on a coarser grid
+    lam = np.geomspace(lam_min, lam_max, _LAMBDA_CELLS + 1)
+    # the true λ lies in some [λ_j, λ_{j+1}]: its scales are at most (λ_{j+1} b_x, b_y/λ_j)
+    q = _triple_quantiles((np.full((size.size, _LAMBDA_CELLS), b_c),
+                           size / 2 * lam[1:] * b_x, size / 2 * b_y / lam[:-1]),
+                          alpha).max(axis=1)
     k = np.arange(_RHO_CELLS)
     e1, e2 = (k - half) / half, (k + 1 - half) / half
     top = np.maximum(np.abs(k - half), np.abs(k + 1 - half))  # largest |ρ| of a cell, in cells
