@@ -19,10 +19,19 @@ Derivation: ``docs/privacy.md``, section "Confidence intervals, accuracy and the
 choice".
 
 **Composed statistics** (:func:`interval_from_components`, :func:`composed_interval`). The
-components' noises are independent, so intervals at level ``level^(1/k)`` each (Šidák; or
-``1 − α/k``, Bonferroni) hold *simultaneously* with probability ``≥ level``; on that event the
-true statistic lies in the image of the box under the post-processing map, which we bound by
-monotonicity in each argument and intersect with the statistic's domain.
+components' noises are independent, so intervals at levels ``level^(w_i/Σw)`` each (Šidák with
+weights, :func:`component_levels`; or ``1 − α/k``, Bonferroni) hold *simultaneously* with
+probability ``≥ level``; on that event the true statistic lies in the image of the box under
+the post-processing map, which we bound by monotonicity in each argument and intersect with
+the statistic's domain.
+
+**Ratios with a pivot** (the private-size mean ``c + S/N``). When both draws are plain Laplace
+on the real line (the plain and clamped mechanisms, and the bounded one on an unbounded set)
+the box is replaced by Fieller's construction (:mod:`dpframe.mechanisms.pivots`):
+``X_S − θ X_N`` has a law that depends on ``θ = S/N`` only, so one test at the full level
+``1 − α`` is inverted instead of two at ``1 − α/2`` — the interval's width is that of the
+exact law of the ratio's noise, up to the discreteness of the hull search.
+Derivations: ``docs/privacy.md``, section I.7 "Composed intervals".
 """
 
 from __future__ import annotations
@@ -34,14 +43,20 @@ from typing import Any
 import numpy as np
 
 from dpframe.errors import ParameterError
+from dpframe.mechanisms.pivots import correlation_hull, ratio_hull, variance_hull
 
 __all__ = [
     "COMPOSED_KINDS",
+    "CORRELATION_ALPHA_SHARES",
+    "VARIANCE_ALPHA_SHARES",
     "component_level",
+    "component_levels",
     "composed_interval",
     "confidence_interval",
+    "correlation_by_pivot",
     "interval_from_components",
     "output_cell",
+    "pivot_cell",
 ]
 
 #: Relative slack on the tail threshold α/2 that absorbs the floating-point error of the
@@ -52,6 +67,16 @@ _PAD = 1e-12
 _MAX_BISECTIONS = 400
 
 COMPOSED_KINDS = ("mean", "variance", "std", "proportions", "correlation", "sqrt", "affine")
+#: A private-size variance's α by pivot (docs I.7): ``(variance test, mean)`` — the exact
+#: quantile of ``|e_Q − 2m·e_S + (m² − v)e_N|``, and the Fieller interval of the centred mean
+#: ``m``, which enters through ``(m − m̂)²`` and the noise scale 2|m|·b_S (union bound);
+#: 0.8 : 0.2 measured narrower than 0.9 : 0.1 and 0.95 : 0.05 from 50 to 400 rows (docs I.7).
+VARIANCE_ALPHA_SHARES = (0.8, 0.2)
+#: A correlation's α (docs I.7, Theorem 5): ``(pivot test, covariance box, var_x box, var_y
+#: box)``. The variance boxes enter the pivot only through the bound on ``λ = √(V_y/V_x)`` and
+#: the tangent remainder; the covariance box is used instead of the pivot when those boxes
+#: reach 0 or the covariance's noise depends on the released variances (union bound).
+CORRELATION_ALPHA_SHARES = (0.75, 0.05, 0.1, 0.1)
 
 
 # -- small helpers ------------------------------------------------------------------------------
@@ -303,6 +328,20 @@ def component_level(level: float, k: int, method: str = "sidak") -> float:
     raise ParameterError(f"method must be 'sidak' or 'bonferroni', got {method!r}")
 
 
+def component_levels(level: float, weights: Mapping[str, float]) -> dict[str, float]:
+    """Levels ``level^(w_i/Σw)`` for components with weights ``w_i > 0``: their product is
+    ``level``, so intervals that hold with these probabilities, on independent noises, hold
+    all at once with probability ``level`` (weighted Šidák). A component that moves the
+    statistic more gets the larger share of ``α``: minimising ``Σ c_i ln(1/α_i)`` (the plain
+    Laplace half-widths, weighted by their effect ``c_i``) under ``Σ α_i = α`` gives
+    ``α_i ∝ c_i``, and ``1 − level^(w_i/Σw) ≈ α·w_i/Σw`` for small ``α``."""
+    _alpha(level)
+    total = float(sum(weights.values()))
+    if not weights or not all(float(w) > 0 for w in weights.values()) or not total < math.inf:
+        raise ParameterError("component weights must be finite numbers > 0")
+    return {k: float(math.exp(math.log(level) * float(w) / total)) for k, w in weights.items()}
+
+
 def _pair(components: Mapping[str, Any], name: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
     try:
         lo, hi = components[name]
@@ -478,8 +517,11 @@ def composed_interval(
 ) -> tuple[Any, Any]:
     """Interval for a composed statistic from its measurements: each component's exact
     interval (:func:`confidence_interval`) at :func:`component_level`, then
-    :func:`interval_from_components`. ``mechanisms`` and ``released`` are keyed by component
-    name (``count``, ``sum``, ``sum_sq``, ...); counts are intervals of integers. For
+    :func:`interval_from_components`. A private-size mean whose sum is drawn from plain
+    Laplace noise (on the real line) uses Fieller's pivot instead (:func:`ratio_hull`;
+    ``method`` does not apply).
+    ``mechanisms`` and ``released`` are keyed by component name (``count``, ``sum``,
+    ``sum_sq``, ...); counts are intervals of integers. For
     ``"proportions"`` the cells of ``released["count"]`` (last axis) are the components.
     """
     if kind not in COMPOSED_KINDS:
@@ -489,11 +531,17 @@ def composed_interval(
     missing = [n for n in names if n not in released]
     if missing:
         raise ParameterError(f"no released values for component(s) {missing}")
+    slacks = dict(slacks or {})
+    if kind == "mean" and _pivot_ready(mechanisms.get("sum"), mechanisms.get("count")):
+        return _mean_by_pivot(mechanisms, released, level, slacks, params)
+    if kind in ("variance", "std") and _plain_draw(mechanisms.get("sum_sq")) and _pivot_ready(
+            mechanisms.get("sum"), mechanisms.get("count")):
+        lo, hi = _variance_by_pivot(mechanisms, released, level, slacks, params)
+        return (np.sqrt(lo), np.sqrt(hi)) if kind == "std" else (lo, hi)
     k = len(names)
     if kind == "proportions":
         k = int(np.shape(released["count"])[-1])
     comp_level = component_level(level, k, method)
-    slacks = dict(slacks or {})
     boxes = {}
     for name in names:
         boxes[name] = confidence_interval(
@@ -501,3 +549,143 @@ def composed_interval(
             slack=slacks.get(name, 0.0), integer=name == "count",
         )
     return interval_from_components(kind, boxes, **params)
+
+
+def _plain_draw(mechanism: Any) -> bool:
+    """The exact draw behind the release is plain Laplace on the real line: the plain and the
+    clamped mechanism (whose :func:`output_cell` holds the draw before clamping), and the
+    conditioned one on a set without finite ends."""
+    if mechanism is None or not float(getattr(mechanism, "scale", 0.0)) > 0:
+        return False
+    if mechanism.name in ("laplace", "truncated"):
+        return True
+    return mechanism.name == "bounded" and not mechanism.domain.finite_endpoints
+
+
+def _pivot_ready(numerator: Any, denominator: Any) -> bool:
+    """Fieller's pivot applies (docs I.7): a plain numerator draw, and a denominator that is
+    plain, or clamped or conditioned on one interval (its noise is then stochastically
+    smaller in size than plain noise, which keeps the test's level)."""
+    if not _plain_draw(numerator) or denominator is None:
+        return False
+    if not float(getattr(denominator, "scale", 0.0)) > 0:
+        return False
+    return denominator.name in ("laplace", "truncated", "bounded") and len(
+        denominator.domain.components) == 1
+
+
+def _cell(mechanism: Any, released: Any, slack: float) -> tuple[np.ndarray, np.ndarray]:
+    s, t = output_cell(mechanism, released, slack)
+    return s, t
+
+
+def pivot_cell(mechanism: Any, released: Any,
+               slack: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Public ``(s, t)`` holding the denominator's draw as the pivot uses it: the exact draw
+    ``X`` for the plain mechanism (:func:`output_cell`); for the clamped mechanism the clamped
+    draw ``clamp_D(X)`` and for the conditioned one ``X ∈ D`` — both in ``D`` — so the cell
+    is :func:`output_cell` intersected with ``D`` (clamping is monotone: an end cell that
+    reaches to infinity holds ``X``, hence ``clamp_D(X)`` at that end)."""
+    s, t = _cell(mechanism, released, slack)
+    if mechanism.name == "laplace":
+        return s, t
+    lo, hi = mechanism.domain.lower, mechanism.domain.upper
+    return np.clip(s, lo, hi), np.clip(t, lo, hi)
+
+
+def _mean_by_pivot(mechanisms: Mapping[str, Any], released: Mapping[str, Any], level: float,
+                   slacks: Mapping[str, float], params: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The private-size mean ``c + S/N`` by Fieller's pivot (docs I.7): the hull of the
+    centred means ``θ ∈ [l − c, u − c]`` that the test at level ``1 − α`` accepts, shifted by
+    ``c``; ``[l, u]`` when it accepts none (the truth was rejected: a miss, already counted)."""
+    alpha = _alpha(level)
+    c = _param(params, "center", "mean")
+    lo, hi = _param(params, "lower", "mean"), _param(params, "upper", "mean")
+    count, total = mechanisms["count"], mechanisms["sum"]
+    y_n = np.asarray(released["count"], dtype=float)
+    y_s = np.asarray(released["sum"], dtype=float)
+    scalar = np.ndim(y_n) == 0 and np.ndim(y_s) == 0
+    den = pivot_cell(count, np.atleast_1d(y_n), slacks.get("count", 0.0))
+    num = _cell(total, np.atleast_1d(y_s), slacks.get("sum", 0.0))
+    t_lo, t_hi, empty = ratio_hull(num, den, float(total.scale), float(count.scale), alpha,
+                                   lo - c, hi - c)
+    pad = 4.0 * np.spacing(abs(c) + np.maximum(np.abs(t_lo), np.abs(t_hi)))
+    out_lo = np.where(empty, lo, np.clip(c + t_lo - pad, lo, hi))
+    out_hi = np.where(empty, hi, np.clip(c + t_hi + pad, lo, hi))
+    return _out(out_lo, out_hi, scalar)
+
+
+def _variance_by_pivot(mechanisms: Mapping[str, Any], released: Mapping[str, Any],
+                       level: float, slacks: Mapping[str, float], params: Mapping[str, Any]
+                       ) -> tuple[Any, Any]:
+    """The private-size variance (ddof=1) by the pivot of :func:`~dpframe.mechanisms.pivots.
+    variance_hull` (docs I.7), ``α`` shared as :data:`VARIANCE_ALPHA_SHARES` (union bound):
+    the centred mean's Fieller interval at ``α_mean``, then the variances ``v ∈ [0, w²/2]``
+    (``N ≥ 2``) the test accepts with some mean of that interval, clipped to
+    ``[0, w²/4 · N/(N − 1)] ⊂ [0, w²/2]``. ``[0, w²/2]`` when a test accepts nothing."""
+    alpha = _alpha(level)
+    lo, hi = _param(params, "lower", "variance"), _param(params, "upper", "variance")
+    c = lo + (hi - lo) / 2
+    full = (hi - lo) ** 2 / 2.0
+    count, total, squares = mechanisms["count"], mechanisms["sum"], mechanisms["sum_sq"]
+    ys = [np.asarray(released[n], dtype=float) for n in ("count", "sum", "sum_sq")]
+    scalar = all(np.ndim(y) == 0 for y in ys)
+    den = pivot_cell(count, np.atleast_1d(ys[0]), slacks.get("count", 0.0))
+    num = _cell(total, np.atleast_1d(ys[1]), slacks.get("sum", 0.0))
+    sq = _cell(squares, np.atleast_1d(ys[2]), slacks.get("sum_sq", 0.0))
+    a_test, a_mean = (alpha * share for share in VARIANCE_ALPHA_SHARES)
+    m_lo, m_hi, no_mean = ratio_hull(num, den, float(total.scale), float(count.scale),
+                                     a_mean, lo - c, hi - c)
+    v_lo, v_hi, none = variance_hull(sq, num, den, (float(squares.scale), float(total.scale),
+                                                    float(count.scale)),
+                                     (m_lo, m_hi), a_test, full)
+    bad = none | no_mean
+    out_lo = np.where(bad, 0.0, np.clip(v_lo * (1 - 1e-12), 0.0, full))
+    out_hi = np.where(bad, full, np.clip(v_hi * (1 + 1e-12) + 1e-300, 0.0, full))
+    return _out(out_lo, out_hi, scalar)
+
+
+def correlation_by_pivot(mechanisms: Mapping[str, Any], released: Mapping[str, float],
+                         level: float) -> tuple[float, float] | None:
+    """Interval of a correlation ``C/√(V_x V_y)`` (public size; ``mechanisms`` and ``released``
+    keyed ``cov``, ``var_x``, ``var_y``) by the tangent-plane pivot of
+    :func:`~dpframe.mechanisms.pivots.correlation_hull` (docs I.7, Theorem 5), ``α`` shared as
+    :data:`CORRELATION_ALPHA_SHARES`.
+
+    ``None`` when the variances are not plain draws (a fact of the plan, known before any
+    release: the caller uses its box). The covariance's box (its exact interval at
+    ``1 − α_C``, with the same variance boxes, I.3) replaces the pivot when a variance box
+    reaches 0 or spans more than a factor 4, or the covariance was not released with plain
+    noise at its uncapped scale (no noise, a conditioned draw, a sensitivity capped at a
+    narrow domain's width): these events depend on the released variances only, and given
+    those the covariance's interval holds with probability ``1 − α_C``, so the union bound
+    keeps the level.
+    """
+    alpha = _alpha(level)
+    var_x, var_y, cov = (mechanisms.get(n) for n in ("var_x", "var_y", "cov"))
+    if var_x is None or var_y is None or not (_plain_draw(var_x) and _plain_draw(var_y)):
+        return None
+    a_test, a_cov, a_x, a_y = (alpha * share for share in CORRELATION_ALPHA_SHARES)
+    boxes = []
+    for mech, name, a in ((var_x, "var_x", a_x), (var_y, "var_y", a_y)):
+        lo, hi = confidence_interval(mech, float(released[name]), 1.0 - a)
+        boxes.append((max(float(lo), 0.0), float(hi)))
+    out = None
+    if cov is not None and _plain_draw(cov) and cov.sensitivity < (
+            cov.domain.upper - cov.domain.lower):
+        cells = (_cell(var_x, float(released["var_x"]), 0.0),
+                 _cell(var_y, float(released["var_y"]), 0.0))
+        s_c, t_c = _cell(cov, float(released["cov"]), 0.0)
+        out = correlation_hull((float(s_c.reshape(-1)[0]), float(t_c.reshape(-1)[0])), cells,
+                               (boxes[0], boxes[1]),
+                               (float(cov.scale), float(var_x.scale), float(var_y.scale)),
+                               float(cov.domain.upper), a_test)
+    if out is None:
+        c_box: tuple[float, float] = (float(released["cov"]), float(released["cov"]))
+        if cov is not None:
+            c_lo, c_hi = confidence_interval(cov, float(released["cov"]), 1.0 - a_cov)
+            c_box = (max(float(c_lo), cov.domain.lower), min(float(c_hi), cov.domain.upper))
+        r_lo, r_hi = interval_from_components("correlation", {
+            "cov": c_box, "var_x": boxes[0], "var_y": boxes[1]})
+        out = (float(r_lo), float(r_hi))
+    return out

@@ -15,8 +15,9 @@ from dpframe._validation import check_names
 from dpframe.errors import ParameterError, UnsupportedInputError
 from dpframe.mechanisms import matrices as analyses
 from dpframe.mechanisms.intervals import (
-    component_level,
+    component_levels,
     confidence_interval,
+    correlation_by_pivot,
     interval_from_components,
 )
 from dpframe.mechanisms.protocol import Mechanism
@@ -153,16 +154,32 @@ def _covariance_measurement(a: str, b: str, sums: Mapping[str, Agg], w_a: Fracti
         domain_after=domain, sensitivity_after=sens_after, kind=ADAPTIVE_DOMAIN)
 
 
+#: A correlation's share of α for (covariance, each variance): weighted Šidák
+#: (:func:`~dpframe.mechanisms.intervals.component_levels`). ``ρ = C/√(V_x V_y)`` moves by
+#: ``δC/√(V_x V_y)`` with the covariance's noise and by ``|ρ|/2 · δV/V`` with a variance's; for
+#: the two noises of one relative size (equal ε, Δ ∝ widths) a variance weighs ``|ρ|/2`` of the
+#: covariance, ``1/6`` at ``|ρ| = 1/3`` (docs I.7).
+CORRELATION_WEIGHTS = (6.0, 1.0, 1.0)
+
+
 def _matrix_interval(cols: tuple[str, ...], kind: str) -> Interval:
     """Element-wise intervals of the (clamped, fixed-point) variances and covariances; a
-    correlation needs its covariance and both variances at once (Šidák, 3 parts)."""
+    correlation needs its covariance and both variances at once (weighted Šidák over the 3
+    parts, :data:`CORRELATION_WEIGHTS`)."""
     p = len(cols)
 
     def interval(mechs: Mapping[str, Mechanism | None], noisy: Mapping[str, np.ndarray],
                  level: float) -> tuple[np.ndarray, np.ndarray]:
-        each = level if kind == "cov" else component_level(level, 3)
-        box = {name: _element_box(mech, float(np.asarray(noisy[name])[0]), each)
-               for name, mech in mechs.items()}
+        if kind == "cov":
+            box = {name: _element_box(mech, float(np.asarray(noisy[name])[0]), level)
+                   for name, mech in mechs.items()}
+        else:
+            # one covariance and two variances hold at once: levels multiply to ``level``
+            lv = component_levels(level, dict(zip(("cov", "var_x", "var_y"),
+                                                  CORRELATION_WEIGHTS, strict=True)))
+            box = {name: _element_box(mech, float(np.asarray(noisy[name])[0]),
+                                      lv["var_x" if name.startswith("variance") else "cov"])
+                   for name, mech in mechs.items()}
         lo_m, hi_m = np.zeros((p, p)), np.zeros((p, p))
         for j in range(p):
             vj = box[f"variance[{cols[j]}]"]
@@ -170,14 +187,28 @@ def _matrix_interval(cols: tuple[str, ...], kind: str) -> Interval:
             for k in range(j + 1, p):
                 cv = box[f"covariance[{cols[j]},{cols[k]}]"]
                 if kind == "corr":
-                    r = interval_from_components("correlation", {
-                        "cov": cv, "var_x": vj, "var_y": box[f"variance[{cols[k]}]"]})
-                    cv = (float(r[0]), float(r[1]))
+                    cv = _correlation(cols[j], cols[k], mechs, noisy, level, box)
                 lo_m[j, k] = lo_m[k, j] = cv[0]
                 hi_m[j, k] = hi_m[k, j] = cv[1]
         return lo_m, hi_m
 
     return interval
+
+
+def _correlation(a: str, b: str, mechs: Mapping[str, Mechanism | None],
+                 noisy: Mapping[str, np.ndarray], level: float,
+                 box: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
+    """One correlation's interval: the tangent-plane pivot where the variances are plain draws
+    (:func:`~dpframe.mechanisms.intervals.correlation_by_pivot`), else the box of its three
+    elements at weighted Šidák levels."""
+    names = {"cov": f"covariance[{a},{b}]", "var_x": f"variance[{a}]", "var_y": f"variance[{b}]"}
+    pivot = correlation_by_pivot({k: mechs.get(v) for k, v in names.items()},
+                                 {k: float(np.asarray(noisy[v])[0]) for k, v in names.items()},
+                                 level)
+    if pivot is not None:
+        return pivot
+    r = interval_from_components("correlation", {k: box[v] for k, v in names.items()})
+    return float(r[0]), float(r[1])
 
 
 def _element_box(mech: Mechanism | None, value: float, level: float) -> tuple[float, float]:

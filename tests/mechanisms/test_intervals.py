@@ -302,7 +302,7 @@ def test_composed_mean_variance_std_coverage(kind: str) -> None:
     coverage at the bounds of the statistic (all values at one end, variance 0) and inside."""
     rng = np.random.default_rng(23)
     c, lo, hi = 5.0, 0.0, 10.0
-    n_sim = 6000
+    n_sim = 3000
     for vals in MEAN_CASES:
         v = np.asarray(vals)
         truth = {"count": float(v.size), "sum": float(np.sum(v - c)),
