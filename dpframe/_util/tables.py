@@ -9,9 +9,18 @@ module name, so that asking imports neither library.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-__all__ = ["TABLE_LIBRARIES", "is_pandas_table", "is_polars_table", "table_library"]
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
+
+__all__ = ["TABLE_LIBRARIES", "ReleaseTableT", "is_pandas_table", "is_polars_table",
+           "table_library"]
+
+#: A release table: a pandas or a Polars DataFrame; a function taking one returns one of the
+#: same library (post-processing keeps the library the release was built in).
+ReleaseTableT = TypeVar("ReleaseTableT", "pd.DataFrame", "pl.DataFrame")
 
 #: the libraries release tables are built in
 TABLE_LIBRARIES = ("pandas", "polars")

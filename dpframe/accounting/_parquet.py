@@ -29,7 +29,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
 
 from dpframe.accounting._log_schema import log_frame
 from dpframe.accounting.ledger import LOG_VERSION
@@ -68,7 +72,7 @@ def _to_arrow(frame: Any) -> Any:
     return frame.to_arrow()
 
 
-def write_parquet(frame: Any, path: str | os.PathLike[str],
+def write_parquet(frame: pd.DataFrame | pl.DataFrame, path: str | os.PathLike[str],
                   document: dict[str, Any] | None = None) -> None:
     """Write a release table (pandas or Polars) to ``path`` with its sealed log in the
     key-value metadata under ``dpframe.log`` (a pandas frame's ``pandas`` metadata keeps

@@ -69,7 +69,7 @@ from typing import Any
 
 import numpy as np
 
-from dpframe._util.tables import is_pandas_table, is_polars_table
+from dpframe._util.tables import ReleaseTableT, is_pandas_table, is_polars_table
 from dpframe.accounting._log_entries import canonical_json
 from dpframe.accounting.seals import attach_release_log, check_seal, release_log_of
 from dpframe.errors import IntegrityError, ParameterError
@@ -410,8 +410,9 @@ def _signing_key(docs: list[dict[str, Any]], tables: list[Any], key: bytes | str
             check_seal(d, t, key=key, where=f"table {i}")
 
 
-def concat_releases(tables: Any, *, key: bytes | str | None = None,
-                    form: str = "tidy") -> Any:
+def concat_releases(tables: ReleaseTableT | Sequence[ReleaseTableT]
+                    | Mapping[str, ReleaseTableT], *, key: bytes | str | None = None,
+                    form: str = "tidy") -> ReleaseTableT:
     """One sealed table (the tidy form, module docstring: :data:`TIDY_COLUMNS` and one column
     per key, the format of ``dpframe release``'s output file) holding every cell of ``tables``:
     one release table, a list of them (queries named ``"release <id>"``) or a dict
@@ -509,8 +510,8 @@ def _columns(table: Any) -> list[str]:
     return [str(c) for c in table.columns]
 
 
-def round_release(table: Any, decimals: int | Mapping[str, int], *,
-                  key: bytes | str | None = None) -> Any:
+def round_release(table: ReleaseTableT, decimals: int | Mapping[str, int], *,
+                  key: bytes | str | None = None) -> ReleaseTableT:
     """The release table with its statistic columns rounded (``numpy.round``: half to even)
     to ``decimals`` places (an int, for every statistic column, or ``{column: places}``),
     sealed with the step recorded (module docstring). Label columns (keys, bin edges, the
@@ -548,8 +549,8 @@ def round_release(table: Any, decimals: int | Mapping[str, int], *,
     return _derive(table, step, apply, key)
 
 
-def rename_release(table: Any, mapping: Mapping[str, str], *,
-                   key: bytes | str | None = None) -> Any:
+def rename_release(table: ReleaseTableT, mapping: Mapping[str, str], *,
+                   key: bytes | str | None = None) -> ReleaseTableT:
     """The release table with columns renamed (``{old: new}``), sealed with the step
     recorded (module docstring). ``key``: sign the result (required when ``table`` is
     signed)."""
@@ -570,8 +571,8 @@ def rename_release(table: Any, mapping: Mapping[str, str], *,
     return _derive(table, {"op": "rename", "mapping": dict(mapping)}, apply, key)
 
 
-def sort_release(table: Any, by: str | Sequence[str], *, descending: bool = False,
-                 key: bytes | str | None = None) -> Any:
+def sort_release(table: ReleaseTableT, by: str | Sequence[str], *, descending: bool = False,
+                 key: bytes | str | None = None) -> ReleaseTableT:
     """The release table with its rows sorted by the columns ``by`` (stable; missing values
     last), sealed with the step recorded (module docstring). A pandas table with the default
     range index gets a fresh one; a labelled index moves with its rows. ``key``: sign the

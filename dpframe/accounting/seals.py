@@ -64,7 +64,7 @@ from typing import Any
 
 from dpframe._util.forking import check_polars_usable
 from dpframe._util.identity import IdentityMap
-from dpframe._util.tables import is_pandas_table, is_polars_table
+from dpframe._util.tables import ReleaseTableT, is_pandas_table, is_polars_table
 from dpframe.accounting._log_entries import canonical_json, detached, entries_digest, keys_digest
 from dpframe.errors import IntegrityError, ParameterError
 
@@ -623,7 +623,7 @@ def release_log_of(frame: Any) -> dict[str, Any] | None:
     return found
 
 
-def sign_release(table: Any, key: bytes | str) -> Any:
+def sign_release(table: ReleaseTableT, key: bytes | str) -> ReleaseTableT:
     """Add an HMAC-SHA256 signature (``key``: the data steward's secret) to a release table's
     seal, after checking that its values still match its log. Returns ``table``."""
     if key is None:

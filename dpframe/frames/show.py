@@ -79,7 +79,7 @@ def _labelled_index(table: Any) -> list[Any] | None:
     return [" / ".join(map(str, k)) if isinstance(k, tuple) else k for k in table.index]
 
 
-def show(obj: Any) -> View:
+def show(obj: object) -> View:
     """A view of ``obj`` (see the module docstring); ParameterError for anything else."""
     if isinstance(obj, Estimate):
         return View("estimate", views.estimate_html(obj))

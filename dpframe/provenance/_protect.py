@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -225,7 +225,7 @@ def protect(
     epsilon: float,
     delta: float = 0.0,
     bounds: Mapping[str, tuple[float, float]],
-    keys: Mapping[str, Sequence[Any]] | None = None,
+    keys: Mapping[str, Sequence[Hashable]] | None = None,
     missing: Missing | Mapping[str, Missing] | None = None,
     session: Session | str | None = None,
     privacy_unit: str | None = None,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -107,13 +107,13 @@ class KeyProportions(ValueCounts):
                            "rounded to integers", "rescaled to sum to 1 in each group"))
 
 
-def value_counts(column: str, *, keys: Sequence[Any] | None = None) -> ValueCounts:
+def value_counts(column: str, *, keys: Sequence[Hashable] | None = None) -> ValueCounts:
     """Query builder: counts of ``column``'s public keys (``keys``, else those declared at
     protect), named ``<name>[<key>]`` in a release (:class:`ValueCounts`)."""
     return ValueCounts(column, keys)
 
 
-def proportions(column: str, *, keys: Sequence[Any] | None = None) -> KeyProportions:
+def proportions(column: str, *, keys: Sequence[Hashable] | None = None) -> KeyProportions:
     """Query builder: proportions of ``column``'s public keys (``keys``, else those declared
     at protect), summing to 1 (in each group of a group-by), named ``<name>[<key>]``
     (:class:`KeyProportions`)."""
