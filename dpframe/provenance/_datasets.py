@@ -12,6 +12,7 @@ import contextvars
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,23 +73,50 @@ class Dataset:
         (:class:`SourceBinding`), and for sources dpframe cannot bind a re-count of rows.
         In-memory data needs no check: releases read dpframe's private snapshot, never the
         object the user holds, so an in-place edit of that object cannot reach a release and
-        is not looked at."""
+        is not looked at. (:meth:`begin_check` and its result, at once.)"""
+        self.begin_check()()
+
+    def begin_check(self) -> Callable[[], None]:
+        """:meth:`check_unchanged` split for a release
+        (:func:`~dpframe.release._pipeline.run`): the list and metadata of the files (and
+        the re-count, if any) are checked now, raising :class:`SourceChangedError`; the
+        content digests run in a background thread (:class:`ContentCheck`) while the
+        engine reads. Returns ``finish``: it waits for the digests and raises
+        :class:`SourceChangedError` if any file's content changed — the caller calls it after
+        the read and before drawing noise, and on that error cancels its reservation and
+        drops what was read. A re-count that disagrees waits for the digests first, so a
+        rewritten file is reported as such, as before."""
         if self.source is None:
-            return
-        if self.source.changed():
-            raise SourceChangedError(
-                "the files behind this protected frame changed after dpf.protect() (added, "
-                "removed, replaced, or their content rewritten); the rows it counted are no "
-                "longer what a release would read. Queries on it are refused. Nothing was read "
-                "or spent."
-            )
+            return _unchanged
+        check = self.source.begin_check()
+        if check.decided:
+            _refuse_changed_files(True, read=False)
         if self.source.recount and self.backend.count_rows(self.root_strong,
                                                             fresh=True) != self.n:
+            _refuse_changed_files(check.changed(), read=False)
             raise SourceChangedError(
                 "the source of this protected frame now has a different number of rows than "
                 "at dpf.protect(); its public size no longer holds. Queries on it are refused. "
                 "Nothing was spent."
             )
+        return lambda: _refuse_changed_files(check.changed(), read=True)
+
+
+def _unchanged() -> None:
+    """The check of a source with nothing to check (in-memory data)."""
+
+
+def _refuse_changed_files(changed: bool, *, read: bool) -> None:
+    """Raise if ``changed``; ``read``: the engine may have read the files meanwhile (the
+    digests ran beside the read), which the message then says was discarded."""
+    if changed:
+        raise SourceChangedError(
+            "the files behind this protected frame changed after dpf.protect() (added, "
+            "removed, replaced, or their content rewritten); the rows it counted are no "
+            "longer what a release would read. Queries on it are refused. " + (
+                "Nothing was spent or released (what the engine read meanwhile was "
+                "discarded unlooked-at)." if read else "Nothing was read or spent.")
+        )
 
 
 class Session:

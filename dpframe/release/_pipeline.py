@@ -11,8 +11,11 @@ cov/corr, describe, group-by, batch release — goes through :func:`run`:
    each query's measurements from public facts only (bounds, missing-value policy, the public
    size, dtypes), and every mechanism built (:mod:`dpframe.release._mechanisms`) — bad
    parameters fail here;
-4. **source**: the files under a lazy plan have not changed (file metadata; in-memory data
-   needs no check: releases read dpframe's private snapshot, never the user's object);
+4. **source**: the files under a lazy plan have not changed: their list and metadata (and a
+   re-count, where one is needed) before the reservation, their content digests in a thread
+   beside step 6's read, joined before step 7 — a changed file cancels the reservation and
+   drops what was read (:func:`_join_check`); in-memory data needs no check: releases read
+   dpframe's private snapshot, never the user's object;
 5. **reserve** ε and δ in the ledger;
 6. **aggregate**: one pass over the data for all queries
    (:func:`dpframe.engine._aggregation.aggregate`);
@@ -36,7 +39,7 @@ the engine timeout (:func:`~dpframe.release._engine_pass.engine_pass`,
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -46,7 +49,7 @@ from dpframe import engine
 from dpframe import provenance as units
 from dpframe.backends import backend_of
 from dpframe.engine import Bounding, release_seed
-from dpframe.errors import EngineTimeoutError
+from dpframe.errors import EngineTimeoutError, SourceChangedError
 from dpframe.mechanisms.selection import select_keys
 from dpframe.provenance import DROP, FrameFacts, Session, resolve
 from dpframe.query import keys_reference
@@ -107,11 +110,14 @@ def run(
     dataset = facts.dataset
     cluster = backend_of(frame).pass_hooks()  # Dask, Spark: each pass under the engine timeout
     timeout = engine_timeout() if cluster is not None else None
-    engine_pass(cluster, timeout, dataset.check_unchanged, spent=None)
+    # step 4: list, metadata (and re-count) now; the content digests beside the read
+    finish_check = engine_pass(cluster, timeout, dataset.begin_check, spent=None)
+    if request.selection is not None:  # the key selection draws noise inside the read:
+        finish_check()  # its source is checked whole before the reservation
     ledger = dataset.ledger
     spends = any(p.plan.measurements for p in planned)
     epsilon, delta = (request.epsilon, release_delta(planned, request)) if spends else (0.0, 0.0)
-    reservation = ledger.reserve(epsilon, delta)
+    reservation = _reserve(ledger, epsilon, delta, finish_check)
     # --- data is read from here on: nothing below may depend on it except through noise ---
     failure: str | None = None
     try:
@@ -119,11 +125,16 @@ def run(
             request, planned, selected, aggs = engine_pass(
                 cluster, timeout, functools.partial(_read, frame, facts, request, planned,
                                                     queries), spent=(epsilon, delta))
-        values, intervals, entries = _measure(frame, facts, request, planned, aggs)
     except EngineTimeoutError:  # a function of elapsed time (which the caller sees anyway)
         failure = "timeout"
     except BaseException as exc:  # the safety net (dpframe.release._safety_net): never the text
         failure = type(exc).__name__
+    failure = _join_check(finish_check, ledger, reservation, failure)
+    if failure is None:
+        try:
+            values, intervals, entries = _measure(frame, facts, request, planned, aggs)
+        except BaseException as exc:  # the safety net, as above
+            failure = type(exc).__name__
     if failure is not None:
         charge_failure(frame, facts, request, list(queries), failure, reservation, delta,
                        timeout)
@@ -138,6 +149,38 @@ def run(
     return Outcome(values, request.keys, request.group_by, entries,
                    ledger.snapshot_document() if document else {}, release_id,
                    backend_of(frame), intervals, request.ci, key_dtypes)
+
+
+def _reserve(ledger: Any, epsilon: float, delta: float, finish_check: Callable[[], None]
+             ) -> Any:
+    """Reserve ε and δ (step 5). If the ledger refuses, the source check is completed first
+    and a changed source reported instead, as when the whole check ran before the
+    reservation (both outcomes are public: the ledger's state, the files' bytes changing)."""
+    try:
+        return ledger.reserve(epsilon, delta)
+    except BaseException as exc:
+        refused = exc
+    finish_check()  # (outside the except block: a SourceChangedError chains to nothing)
+    raise refused
+
+
+def _join_check(finish_check: Callable[[], None], ledger: Any, reservation: Any,
+                failure: str | None) -> str | None:
+    """Step 4's content digests, joined after the read and before any noise is drawn or
+    anything committed (:meth:`dpframe.provenance.Dataset.begin_check`; the soundness
+    argument is :class:`dpframe.provenance._binding.ContentCheck`'s). A changed file: the
+    reservation is cancelled — nothing spent, nothing logged — and
+    :class:`~dpframe.errors.SourceChangedError` raised, whatever the read returned or raised
+    (its result, or its failure, is dropped unlooked-at). Otherwise the read's ``failure``
+    (None if it succeeded) is returned; an interruption while waiting becomes one."""
+    try:
+        finish_check()
+    except SourceChangedError:
+        ledger.cancel(reservation)
+        raise
+    except BaseException as exc:  # (Ctrl-C while waiting: charged like one during the read)
+        return failure or type(exc).__name__
+    return failure
 
 
 def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str | None,
