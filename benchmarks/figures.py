@@ -26,7 +26,7 @@ from benchmarks.figures_core import FULL, HERE, QUICK, Sizes, agree, finish, hea
 
 RESULTS_DIR = HERE / "results"
 #: Runs kept in the results file (the newest last).
-KEEP_RUNS = 6
+KEEP_RUNS = 2  # measurements kept per figure: a run stays while it holds one of them
 
 Emit = Callable[[str, dict[str, Any]], None]
 
@@ -122,13 +122,30 @@ def _load(path: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_text())["runs"] if path.exists() else []
 
 
+def kept(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs still needed: each figure's last :data:`KEEP_RUNS` measurements (the pair a
+    claim is checked on). A run is dropped only when every figure it measured was measured
+    that often since, so a partial run (``--only``) never pushes other figures out."""
+    seen: dict[str, int] = {}
+    keep = []
+    for run in reversed(runs):
+        needed = False
+        for fid in run["figures"]:
+            seen[fid] = seen.get(fid, 0) + 1
+            needed = needed or seen[fid] <= KEEP_RUNS
+        if needed:
+            keep.append(run)
+    return keep[::-1]
+
+
 def _save(path: Path, runs: list[dict[str, Any]], names: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"runs": runs[-KEEP_RUNS:]}, indent=1) + "\n")
-    path.with_suffix(".md").write_text(render(runs[-KEEP_RUNS:], names))
+    runs = kept(runs)
+    path.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
+    path.with_suffix(".md").write_text(render(runs, names))
     if path.name == "latest.json":
         path.with_name("latest.md").unlink(missing_ok=True)
-        (path.parent / "RESULTS.md").write_text(render(runs[-KEEP_RUNS:], names))
+        (path.parent / "RESULTS.md").write_text(render(runs, names))
 
 
 def main(argv: list[str] | None = None) -> int:
