@@ -435,35 +435,32 @@ def _window_thresholds(t: Fraction, pad: int, coefficient: float) -> tuple[np.in
 
 
 def fine_blocks_read(block_totals: np.ndarray, size: int, q: float, offset: Fraction,
-                     padding: int, coefficient: float) -> np.ndarray:
-    """The blocks (of :data:`CumulativeCounts.BLOCK` bins) whose exact counts one draw of
-    :func:`race_over_runs` reads, from the block totals and public parameters only.
+                     padding: int, coefficient: float) -> tuple[int, int]:
+    """The blocks ``[k₁, k₂]`` (of :data:`CumulativeCounts.BLOCK` bins; empty when
+    ``k₁ > k₂``) whose exact counts one draw of :func:`race_over_runs` reads besides
+    ``counts[0]`` and ``counts[B − 1]``, from the block totals and public parameters only.
 
-    The draw reads ``counts[0]`` and ``counts[B − 1]`` (the end bins: blocks 0 and the
-    last), the totals, and the counts of: the block ``k₁`` where the cumulative counts pass
-    ``below`` and the block ``k₂`` where they reach ``above`` (its two binary searches), the
-    bins ``[first, last)`` of the window (``first`` in block ``k₁``, or bin 1 in block 0;
-    ``last − 1 ≤`` the position found in block ``k₂``, or ``B − 2`` when it is past the
-    end) and the prefix of ``first``'s block (:meth:`CumulativeCounts.before`): all inside
-    blocks ``0``, ``k₁ … k₂`` and the last. ``k₁``, ``k₂`` are binary searches of the
-    cumulative block totals for thresholds computed from ``n`` (their sum) and the public
-    ``q``, ``offset``, ``padding``, ``λ`` (:func:`_window_thresholds`). So counts that agree
-    with the exact ones on these blocks, together with the exact totals, give every draw the
-    same result for the same random bits — the same law on every data set. Returns the
-    sorted block indices."""
+    Besides the totals and the two end bins, the draw reads the counts of: the block ``k₁``
+    where the cumulative counts pass ``below`` and the block ``k₂`` where they reach
+    ``above`` (its two binary searches), the bins ``[first, last)`` of the window (``first``
+    in block ``k₁``, or bin 1 of block 0 when ``k₁ = 0``; ``last − 1`` no further than the
+    position found in block ``k₂``, or ``B − 2`` when that is past the end) and the prefix
+    of ``first``'s block (:meth:`CumulativeCounts.before`): all inside blocks ``k₁ … k₂``
+    (clipped to the last block). ``k₁``, ``k₂`` are binary searches of the cumulative block
+    totals for thresholds computed from ``n`` (their sum) and the public ``q``, ``offset``,
+    ``padding``, ``λ`` (:func:`_window_thresholds`). So counts that agree with the exact
+    ones on these blocks and the two end bins, together with the exact totals, give every
+    draw the same bin for the same random bits — the same law on every data set."""
     block_end = np.cumsum(block_totals)
     blocks = block_end.size
-    if blocks == 0:
-        return np.zeros(0, dtype=np.int64)
-    read = {0, blocks - 1}
-    if size >= 3:
-        n = int(block_end[-1])
-        below, above = _window_thresholds(_target(n, q, offset, int(padding)), int(padding),
-                                          coefficient)
-        k1 = int(np.searchsorted(block_end, below, side="right"))
-        k2 = int(np.searchsorted(block_end, above, side="left"))
-        read.update(range(min(k1, blocks - 1), min(k2, blocks - 1) + 1))
-    return np.asarray(sorted(read), dtype=np.int64)
+    if blocks == 0 or size < 3:
+        return 0, -1
+    pad = int(padding)
+    below, above = _window_thresholds(_target(int(block_end[-1]), q, offset, pad), pad,
+                                      coefficient)
+    k1 = int(np.searchsorted(block_end, below, side="right"))
+    k2 = int(np.searchsorted(block_end, above, side="left"))
+    return min(k1, blocks - 1), min(k2, blocks - 1)
 
 
 def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset: Fraction,
