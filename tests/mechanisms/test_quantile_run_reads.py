@@ -65,3 +65,21 @@ def test_draws_read_only_the_named_blocks(dtype):
                 assert got == want, (q, offset, pad, lam, seed)
             garbled_blocks += totals.size - max(0, keep[1] - keep[0] + 1)
     assert garbled_blocks > 50  # many cases leave blocks unread: the test is not vacuous
+
+
+def test_the_window_blocks_are_read():
+    """The control: garbling the named blocks too changes the draws (so the test above would
+    see a read outside them)."""
+    rng = np.random.default_rng(7)
+    counts = _data_sets(rng)[4]  # normal rows: a window of a few blocks mid-range
+    totals = CumulativeCounts.block_totals(counts)
+    exact = CumulativeCounts(counts)
+    k1, k2 = fine_blocks_read(totals, counts.size, 0.5, Fraction(0), 0, 2.0)
+    assert 0 < k1 <= k2 < totals.size - 1
+    garbled = _garbled(counts, (k1, k2), rng)
+    garbled[k1 * K:(k2 + 1) * K] = rng.permutation(garbled[k1 * K:(k2 + 1) * K])
+    coarse = CumulativeCounts(garbled, block_totals=totals)
+    draws = [(race_over_runs(counts, exact, 0.5, Fraction(0), 0, 2.0, RandomSource(s)),
+              race_over_runs(garbled, coarse, 0.5, Fraction(0), 0, 2.0, RandomSource(s)))
+             for s in range(5)]
+    assert any(a != b for a, b in draws)
