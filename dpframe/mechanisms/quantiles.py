@@ -331,16 +331,27 @@ class CumulativeCounts:
 
     BLOCK = 1024
 
-    def __init__(self, counts: np.ndarray) -> None:
+    def __init__(self, counts: np.ndarray, block_totals: np.ndarray | None = None) -> None:
+        """``block_totals``: the rows of each block of :data:`BLOCK` bins (the last block may
+        be short), when known (then ``counts`` is read only where a draw looks:
+        :func:`fine_blocks_read`); computed from ``counts`` otherwise."""
         self.counts = counts
         self.size = b = counts.size
-        k = self.BLOCK
+        if block_totals is None:
+            block_totals = self.block_totals(counts)
+        self.block_end = np.cumsum(block_totals)  # cum at the last bin of each block
+        self.total = int(self.block_end[-1]) if b else 0
+
+    @classmethod
+    def block_totals(cls, counts: np.ndarray) -> np.ndarray:
+        """The rows of each block of :data:`BLOCK` bins of ``counts`` (the last one short)."""
+        k = cls.BLOCK
+        b = counts.size
         full = b // k * k
         sums = counts[:full].reshape(-1, k).sum(axis=1) if full else np.zeros(0, np.int64)
         if full < b:
             sums = np.append(sums, counts[full:].sum())
-        self.block_end = np.cumsum(sums)  # cum at the last bin of each block
-        self.total = int(self.block_end[-1]) if b else 0
+        return sums
 
     def searchsorted(self, x: np.int64, side: str) -> int:
         """``numpy.searchsorted(cum, x, side)`` (``cum`` does not decrease)."""
@@ -407,6 +418,51 @@ def _window_units(counts: np.ndarray, ranks: CumulativeCounts, first: int, last:
             np.concatenate([lo, rank]), np.concatenate([hi, rank]))
 
 
+def _target(n: int, q: float, offset: Fraction, pad: int) -> Fraction:
+    """The target rank ``t = q·(n + 2R) + offset``, exactly."""
+    return Fraction(q) * (n + 2 * pad) + offset
+
+
+def _window_thresholds(t: Fraction, pad: int, coefficient: float) -> tuple[np.int64, np.int64]:
+    """The unpadded cumulative counts bounding the window of :func:`race_over_runs`: its
+    interior bins are those from the first with ``cum > below`` to the first with
+    ``cum ≥ above`` (inclusive); every other interior bin is at rank distance ``≥ C/λ``."""
+    reach = SCORE_CAP / coefficient + 2.0
+    t_float = float(t)
+    below = np.int64(max(min(math.floor(t_float - reach - pad), 2**62), -(2**62)))
+    above = np.int64(max(min(math.ceil(t_float + reach - pad), 2**62), -(2**62)))
+    return below, above
+
+
+def fine_blocks_read(block_totals: np.ndarray, size: int, q: float, offset: Fraction,
+                     padding: int, coefficient: float) -> tuple[int, int]:
+    """The blocks ``[k₁, k₂]`` (of :data:`CumulativeCounts.BLOCK` bins; empty when
+    ``k₁ > k₂``) whose exact counts one draw of :func:`race_over_runs` reads besides
+    ``counts[0]`` and ``counts[B − 1]``, from the block totals and public parameters only.
+
+    Besides the totals and the two end bins, the draw reads the counts of: the block ``k₁``
+    where the cumulative counts pass ``below`` and the block ``k₂`` where they reach
+    ``above`` (its two binary searches), the bins ``[first, last)`` of the window (``first``
+    in block ``k₁``, or bin 1 of block 0 when ``k₁ = 0``; ``last − 1`` no further than the
+    position found in block ``k₂``, or ``B − 2`` when that is past the end) and the prefix
+    of ``first``'s block (:meth:`CumulativeCounts.before`): all inside blocks ``k₁ … k₂``
+    (clipped to the last block). ``k₁``, ``k₂`` are binary searches of the cumulative block
+    totals for thresholds computed from ``n`` (their sum) and the public ``q``, ``offset``,
+    ``padding``, ``λ`` (:func:`_window_thresholds`). So counts that agree with the exact
+    ones on these blocks and the two end bins, together with the exact totals, give every
+    draw the same bin for the same random bits — the same law on every data set."""
+    block_end = np.cumsum(block_totals)
+    blocks = block_end.size
+    if blocks == 0 or size < 3:
+        return 0, -1
+    pad = int(padding)
+    below, above = _window_thresholds(_target(int(block_end[-1]), q, offset, pad), pad,
+                                      coefficient)
+    k1 = int(np.searchsorted(block_end, below, side="right"))
+    k2 = int(np.searchsorted(block_end, above, side="left"))
+    return min(k1, blocks - 1), min(k2, blocks - 1)
+
+
 def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset: Fraction,
                    padding: int, coefficient: float, source: RandomSource) -> int:
     """One draw of the exponential mechanism's bin, racing *runs* of bins that share a score.
@@ -451,11 +507,9 @@ def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset
     b = counts.size
     pad = int(padding)
     n = ranks.total
-    t = Fraction(q) * (n + 2 * pad) + offset
+    t = _target(n, q, offset, pad)
     whole = math.floor(t)
     frac = float(t - whole)
-    reach = SCORE_CAP / coefficient + 2.0
-    t_float = float(t)
     # the end bins: spans [0, c_0 + R] and [n − c_{B−1} + R, n + 2R] (one span if B = 1)
     starts, sizes = [np.array([0])], [np.array([1])]
     los, his = [np.array([0])], [np.array([int(counts[0]) + pad + (pad if b == 1 else 0)])]
@@ -467,8 +521,7 @@ def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset
     capped_start, capped_size = [], []
     if b >= 3:  # interior bins 1 … B−2: spans [cum[j−1] + R, cum[j] + R]
         # (integer thresholds: cum > x ⟺ cum > ⌊x⌋, cum ≥ x ⟺ cum ≥ ⌈x⌉)
-        below = np.int64(max(min(math.floor(t_float - reach - pad), 2**62), -(2**62)))
-        above = np.int64(max(min(math.ceil(t_float + reach - pad), 2**62), -(2**62)))
+        below, above = _window_thresholds(t, pad, coefficient)
         first = max(1, ranks.searchsorted(below, "right"))
         last = max(first, min(b - 1, ranks.searchsorted(above, "left") + 1))
         for lo_bin, hi_bin in ((1, first), (last, b - 1)):  # capped: score C exactly

@@ -82,3 +82,29 @@ def test_integer_columns_bin_as_doubles():
                              method="numpy")[agg]
     np.testing.assert_array_equal(got[0], np.bincount(bins.index(x.astype(float)),
                                                       minlength=10))
+
+
+def test_counts_become_doubles_in_place_exactly(monkeypatch):
+    monkeypatch.setattr(_bins, "_BIN_BLOCK", 5)  # several slices, a short last one
+    cells = np.array([0, 1, 2**31, 2**52, 2**53 - 1, 7] * 4 - np.arange(24) % 2, np.int64)
+    want = cells.astype(np.float64)
+    got = _bins._as_doubles_in_place(cells)
+    assert got.dtype == np.float64 and np.shares_memory(got, cells)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("policy", ["drop", 100.0])
+def test_nulls_nan_and_extremes_are_counted_never_raised(policy):
+    x = [None, *NASTY, None, 42.0, 3.0]
+    data = pl.DataFrame({"x": x, "g": ["a", "b"] * (len(x) // 2)}, nan_to_null=False,
+                        strict=False)
+    bins = Bins(0.0, 100.0, 1 << 10)
+    agg = Agg("bins", "x", bins=bins)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = {m: backends.aggregate(data, [agg], missing={"x": policy}, method=m,
+                                     group_by="g", keys=["a", "b"])[agg]
+               for m in ("auto", "narwhals")}
+    np.testing.assert_array_equal(got["auto"], got["narwhals"])
+    missing = 2 + sum(1 for v in NASTY if math.isnan(v))
+    assert got["auto"].sum() == len(x) - (missing if policy == "drop" else 0)
