@@ -30,7 +30,7 @@ from dpframe import engine
 from dpframe._util.identity import IdentityMap
 from dpframe._util.polars_plan import all_nodes
 from dpframe.backends._private import private
-from dpframe.errors import DPFrameError, ParameterError
+from dpframe.errors import DPFrameError
 from dpframe.query import Agg
 
 __all__ = ["kernel_sums"]
@@ -85,9 +85,10 @@ def kernel_sums(lazy: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
                 missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
                 keys: Sequence[Any] | None, eager: Any) -> dict[Agg, np.ndarray] | None:
     """The additive aggregates of ``lazy`` by the numpy kernel (``eager``: the eager Polars
-    adapter), or None where the kernel does not apply: a plan that is not one in-memory scan
-    plus row-wise steps, several group columns, products of columns, units, a column the
-    kernel cannot read (by dtype), or a group-by with fewer than one declared key per
+    adapter; called inside :func:`dpframe.engine.aggregate`'s pass, as its engine path), or
+    None where the kernel does not apply: a plan that is not one in-memory scan plus row-wise
+    steps, several group columns, products of columns, units, a column the kernel cannot read
+    (by dtype), or a group-by with fewer than one declared key per
     :data:`~dpframe.engine.POLARS_ROWS_PER_KEY` scanned rows (Polars' parallel group-by is
     faster; decided on the scan's public size, never a derived frame's)."""
     if isinstance(group_by, tuple) or any(a.kind in ("sum_prod", "units") for a in aggs):
@@ -104,8 +105,4 @@ def kernel_sums(lazy: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
         if not needed:  # (a selection of no column has no rows: the expressions count them)
             return None
         frame = lazy.select(needed).collect(engine="in-memory")
-    try:
-        return engine.aggregate(frame, aggs, backend=eager, missing=missing, group_by=group_by,
-                                keys=keys, method="numpy", columns=columns)
-    except ParameterError:  # a column the kernel does not read (by its dtype)
-        return None
+    return engine.forced_numpy_sums(frame, eager, aggs, columns, missing, group_by, keys)
