@@ -189,9 +189,9 @@ class PolarsLazyBackend(_Polars):
     def engine_sums(self, frame: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
                     missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
                     keys: Sequence[Any] | None) -> dict[Agg, np.ndarray] | None:
-        """A plan that is one scan of dpframe's in-memory copy plus row-wise steps runs the
-        eager frame's numpy kernel on the columns it needs (:mod:`._kernel_route`: chosen from
-        the plan's structure, the same exact sums); any other, the Polars expressions."""
+        """A plan that is the bare scan of dpframe's in-memory copy runs the eager frame's
+        numpy kernel on that copy (:mod:`._kernel_route`: chosen from the plan's structure,
+        nothing collected, the same exact sums); any other, the Polars expressions."""
         return kernel_sums(frame, aggs, columns, missing, group_by, keys,
                            registered(PolarsBackend.name))
 
