@@ -25,6 +25,7 @@ from dpframe.engine._aggregation import (
     validate_column,
 )
 from dpframe.engine._bounding import Bounding, UnitBound, bound_pandas, bound_polars, release_seed
+from dpframe.engine._kernel import forced_numpy_sums
 from dpframe.engine._row_expressions import ROUNDER, aligned, is_float, is_present
 from dpframe.engine._tick_keys import (
     arrow_ticks,
@@ -46,6 +47,7 @@ __all__ = [
     "bound_polars",
     "column_kind",
     "engine_name",
+    "forced_numpy_sums",
     "frame_columns",
     "is_float",
     "is_present",

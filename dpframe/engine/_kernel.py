@@ -13,7 +13,7 @@ from dpframe.engine._key_codes import _int_lookup
 from dpframe.engine._row_expressions import drops
 from dpframe.query import DROP, Agg, FixedPoint, Keys
 
-__all__ = ["POLARS_ROWS_PER_KEY", "SMALL_RANGE_CELLS"]
+__all__ = ["POLARS_ROWS_PER_KEY", "SMALL_RANGE_CELLS", "forced_numpy_sums"]
 
 
 #: Rows per block of the numpy kernel: 64 K doubles (512 KB) stay in the CPU cache.
@@ -86,6 +86,23 @@ def _numpy_sums(
         mine = [a for a in aggs if a.column == column and a not in all_rows]
         _column_kernel(values, mine, missing.get(column, DROP), codes, n_groups, out)
     return out
+
+
+def forced_numpy_sums(
+    native: Any,
+    backend: FrameEngine,
+    aggs: Sequence[Agg],
+    columns: Mapping[str, Any],
+    missing: Mapping[str, Any],
+    group_by: str | None,
+    keys: Sequence[Any] | None,
+) -> dict[Agg, np.ndarray] | None:
+    """:func:`_numpy_sums` with ``method="numpy"`` (never left to the engine's group-by by the
+    frame's row count), for an adapter that chose the kernel from public facts itself and hands
+    it an in-memory frame of its own engine (``backend``); None where a column's dtype does not
+    allow it. Runs inside :func:`~dpframe.engine._aggregation.aggregate`'s pass (its
+    floating-point settings included)."""
+    return _numpy_sums(native, backend, aggs, columns, missing, group_by, keys, "numpy")
 
 
 #: The widest integer key range (cells of :attr:`Keys.int_lookup`'s table) counted directly by

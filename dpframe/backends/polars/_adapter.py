@@ -21,9 +21,11 @@ from dpframe.backends._private import private, private_column
 from dpframe.backends._text import valid_arrow
 from dpframe.backends.polars import _rowwise as polars_rowwise
 from dpframe.backends.polars._file_input import read_file
+from dpframe.backends.polars._kernel_route import kernel_sums
 from dpframe.backends.polars._memory import own_polars, polars_plan_ranges, polars_ranges
 from dpframe.engine import Bounding, bound_polars
 from dpframe.errors import UnsupportedInputError
+from dpframe.query import Agg
 
 __all__ = ["PolarsBackend", "PolarsLazyBackend", "is_polars_eager", "is_polars_lazy"]
 
@@ -183,6 +185,15 @@ class PolarsLazyBackend(_Polars):
         import polars as pl
 
         return pl, frame
+
+    def engine_sums(self, frame: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
+                    missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
+                    keys: Sequence[Any] | None) -> dict[Agg, np.ndarray] | None:
+        """A plan that is the bare scan of dpframe's in-memory copy runs the eager frame's
+        numpy kernel on that copy (:mod:`._kernel_route`: chosen from the plan's structure,
+        nothing collected, the same exact sums); any other, the Polars expressions."""
+        return kernel_sums(frame, aggs, columns, missing, group_by, keys,
+                           registered(PolarsBackend.name))
 
     def buffer_ranges(self, frame: Any) -> list[tuple[int, int]]:
         """The in-memory data the plan holds (:func:`_memory.polars_plan_ranges`)."""

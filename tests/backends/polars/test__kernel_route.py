@@ -1,0 +1,117 @@
+"""A LazyFrame that is the bare scan of dpframe's in-memory copy takes the numpy kernel
+(:mod:`dpframe.backends.polars._kernel_route`): chosen from the plan's structure only, the same
+exact aggregates as Polars' expressions bit for bit (values chosen to break an engine included),
+total on them, and within the sensitivity on neighbouring data sets."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+
+import dpframe as dpf
+from dpframe import backends
+from dpframe.backends._base import registered
+from dpframe.backends.polars import _kernel_route
+from dpframe.engine._aggregation import Agg, FixedPoint, frame_columns
+
+LO, HI = -3.0, 7.5
+
+
+def _frame(n: int = 3_001) -> pl.DataFrame:
+    rng = np.random.default_rng(3)
+    x = rng.uniform(LO - 4, HI + 4, n)
+    x[[5, 6, 7, 8]] = [np.nan, np.inf, -np.inf, 1.7e308]
+    x[9] = -1.7e308
+    values = pl.Series("x", x).scatter([11, 12], None)  # nulls beside NaN
+    return pl.DataFrame({"x": values, "k": rng.integers(0, 4, n)})
+
+
+def _aggs(n: int) -> list[Agg]:
+    fp = FixedPoint.choose(LO, HI, 2.25, n, True)
+    return [Agg("rows"), Agg("rows", "x"), Agg("sum", "x", fp), Agg("sum_sq", "x", fp)]
+
+
+def _expressions_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_kernel_route, "_route", lambda lazy: None)
+
+
+@pytest.mark.parametrize("policy", ["drop", 0.5])
+def test_kernel_equals_the_expressions_bit_for_bit(policy, monkeypatch):
+    df = _frame()
+    aggs = _aggs(df.height)
+    plans = {"bare": df.lazy(), "empty": df.clear().lazy()}
+    kernel, generic = {}, {}
+    groupings = ((None, None), ("k", list(range(25))))  # (25 keys for 3,001 rows: the kernel)
+    eager = registered("polars")
+    for name, lazy in plans.items():
+        for group_by, keys in groupings:
+            with np.errstate(over="ignore", invalid="ignore"):  # (as inside aggregate)
+                got = _kernel_route.kernel_sums(lazy, aggs, frame_columns(lazy),
+                                                {"x": policy}, group_by, keys, eager)
+            assert got is not None, (name, group_by)
+            kernel[name, group_by] = got
+    _expressions_only(monkeypatch)
+    for name, lazy in plans.items():
+        for group_by, keys in groupings:
+            generic[name, group_by] = backends.aggregate(lazy, aggs, missing={"x": policy},
+                                                         group_by=group_by, keys=keys)
+    for case, got in kernel.items():
+        for a in aggs:
+            assert np.array_equal(got[a], generic[case][a]), (case, a)
+    assert kernel["empty", None][Agg("rows")][0] == 0
+
+
+def test_route_is_read_from_the_plan_structure(tmp_path):
+    df = _frame(50)
+    bare = _kernel_route._route(df.lazy())
+    assert bare is not None and bare.rows == 50 and bare.scanned is not None
+    # a derived plan keeps the expressions (only aggregates are collected from a LazyFrame)
+    assert _kernel_route._route(df.lazy().filter(pl.col("k") >= 1)) is None
+    assert _kernel_route._route(df.lazy().select("x")) is None
+    path = tmp_path / "d.parquet"
+    df.write_parquet(path)
+    assert _kernel_route._route(pl.scan_parquet(path)) is None  # a file: the expressions
+    assert _kernel_route._route(df.lazy().join(df.lazy(), on="k")) is None  # two scans
+    assert _kernel_route._route(df.lazy().group_by("k").agg(pl.col("x").sum())) is None
+
+
+def test_protected_lazy_releases_are_unchanged_and_total(monkeypatch):
+    df = _frame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pf = dpf.protect(df.lazy(), epsilon=1e6, bounds={"x": (LO, HI)},
+                         keys={"k": [0, 1, 2, 3]})
+
+        def run() -> list[object]:
+            older = pf.dp.filter(pl.col("k") >= 2)
+            none = pf.dp.filter(pl.col("k") > 99)
+            return [pf.dp.mean("x", epsilon=1.0, random_state=1),
+                    pf.dp.groupby("k").sum("x", epsilon=1.0, random_state=2).to_dicts(),
+                    older.dp.variance("x", epsilon=1.0, random_state=3),
+                    none.dp.mean("x", epsilon=1.0, random_state=4)]
+
+        fast = run()
+        _expressions_only(monkeypatch)
+        slow = run()
+    assert repr(fast) == repr(slow)
+
+
+def test_neighbouring_data_sets_differ_within_the_sensitivity():
+    """Removing a row (the finite extreme, then the NaN one) changes each exact aggregate by
+    at most one row's share: 1 row, ``max|k|`` in Σk, ``max k²`` in Σk²."""
+    df = _frame(400)
+    aggs = _aggs(df.height)
+    fp = aggs[2].fp
+    assert fp is not None
+    bound = max(abs(fp.k_lo), abs(fp.k_hi))
+    base = backends.aggregate(df.lazy(), aggs, missing={"x": "drop"})
+    for row in (8, 5):
+        neighbour = pl.concat([df[:row], df[row + 1:]])
+        near = backends.aggregate(neighbour.lazy(), aggs, missing={"x": "drop"})
+        limits = [1, 1, bound, bound**2]
+        for a, limit in zip(aggs, limits, strict=True):
+            assert np.isfinite(near[a]).all()
+            assert abs(float(base[a][0] - near[a][0])) <= limit, (row, a)
