@@ -274,6 +274,28 @@ def render(run: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def compare(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """Two runs' medians side by side with their relative difference (|a − b| / min(a, b)),
+    and both verdicts: a figure is quoted only where the runs agree within 20 %."""
+    libs = ["dpframe", *[p for p in PEERS if p in a["versions"] and p in b["versions"]]]
+    lines = ["| statistic | " + " | ".join(f"{lib}: run A / run B (diff)" for lib in libs)
+             + " | verdicts A / B |", "|---|" + "---:|" * len(libs) + "---|"]
+    for ra, rb in zip(a["rows"], b["rows"], strict=True):
+        cells = []
+        for lib in libs:
+            if lib not in ra or lib not in rb:
+                cells.append("—")
+                continue
+            x, y = ra[lib]["median"], rb[lib]["median"]
+            low = min(x, y)
+            diff = abs(x - y) / low if low > 0 else (0.0 if x == y else float("inf"))
+            flag = "" if diff <= 0.2 else " **>20 %**"
+            cells.append(f"{_fmt(x)} / {_fmt(y)} ({diff:.0%}){flag}")
+        cells.append(f"{ra.get('verdict', '—')} / {rb.get('verdict', '—')}")
+        lines.append(f"| {ra['statistic']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
@@ -323,7 +345,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--append", action="store_true",
                         help=f"append the run to {RESULTS.name}")
     parser.add_argument("--data-dir", type=Path, default=HERE / ".data")
+    parser.add_argument("--compare", type=int, nargs=2, metavar=("A", "B"), default=None,
+                        help=f"print runs A and B of {RESULTS.name} (list indices) side by "
+                             "side and exit")
     args = parser.parse_args(argv)
+    if args.compare:
+        runs = json.loads(RESULTS.read_text())
+        a, b = (runs[i] for i in args.compare)
+        print(render(a), render(b), compare(a, b), sep="\n\n")
+        return
     if args.rows < 2 or args.seeds < 2:
         parser.error("--rows and --seeds must be at least 2")
     seeds = list(range(args.seed_offset, args.seed_offset + args.seeds))
