@@ -73,3 +73,16 @@ def test_quantile_bins_benchmark_runs() -> None:
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert "| 1000 |" in proc.stdout
+
+
+def test_peer_accuracy_benchmark_runs_dpframe_side(tmp_path: Path) -> None:
+    """benchmarks.peer_accuracy (the whole analysis against the peers at add/remove) runs its
+    dpframe side at a tiny size and renders one row per statistic (no peers: their venvs are
+    built only by the benchmark itself)."""
+    from benchmarks.peer_accuracy import ROWS, measure, render
+
+    run = measure(400, [0, 1, 2], 1.0, peers=False, data_dir=tmp_path)
+    assert [r["statistic"] for r in run["rows"]] == [lab for labs in ROWS.values() for lab in labs]
+    assert all(r["dpframe"]["lo"] <= r["dpframe"]["median"] <= r["dpframe"]["hi"]
+               for r in run["rows"])
+    assert "| variance of age |" in render(run)
