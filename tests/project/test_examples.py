@@ -220,3 +220,16 @@ def test_liu_proportions_cli(tmp_path, capsys):
                 assert cells[3 * k + 1] == pytest.approx(math.sqrt(p * (1 - p) / n), rel=0.4)
         seen += 1
     assert seen == 3 * 2 * 5  # 3 ε × 2 n × (original + 2 mechanisms × 2 methods)
+
+
+def test_auto_regions_print_the_numbers_docs_privacy_quotes(capsys):
+    """docs/privacy.md's "Regions" sentence quotes worst-case RMSE pairs (bounded / truncated):
+    every pair it quotes is one examples/auto_regions.py prints (closed forms, deterministic)."""
+    _load("auto_regions").main()
+    rows = [line.split("|")[1:6] for line in capsys.readouterr().out.splitlines()[2:]]
+    printed = {f"{b.strip()} / {t.strip()}" for _, _, b, t, _ in rows}
+    doc = (EXAMPLES.parent / "docs" / "privacy.md").read_text(encoding="utf-8")
+    sentence = doc[doc.index("Regions (Δ = 1, sup RMSE"):]
+    sentence = sentence[:sentence.index("This is Holohan Fig. 3")]
+    quoted = set(re.findall(r"\d+\.\d+ / \d+\.\d+", sentence))
+    assert len(quoted) >= 6 and quoted <= printed, quoted - printed
