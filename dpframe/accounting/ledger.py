@@ -15,7 +15,8 @@ successive releases add. Parallel composition over the disjoint groups of a grou
 accounted by the query layer, which charges the group-by once (see :mod:`dpframe.query.statistics`).
 
 **Float tolerance.** Shares are accumulated exactly (as the rational values of the given
-floats, :class:`fractions.Fraction`), so the order of spending never matters. Decimal shares
+floats: integers in units of 2^-1074 while the amounts are sums of doubles, :mod:`._dyadic`,
+else :class:`fractions.Fraction`), so the order of spending never matters. Decimal shares
 such as 0.1 + 0.2 + 0.2 + 0.2 + 0.3 are, as binary floats, 2.8e-17 *above* 1.0, so an exact
 comparison would refuse the last share of a budget the user split exactly. The ledger therefore
 accepts a total up to ``budget · (1 + 1e-9)``: the cumulative privacy loss is at most
