@@ -156,9 +156,7 @@ def snap_to_cells(
         anchor, offset = np.broadcast_arrays(anchor, offset)
     a = np.divide(anchor, grid)  # (the steps below reuse their arrays: no temporaries)
     o = np.divide(offset, grid)
-    # (clips as np.minimum of np.maximum: the same values, NaN included, without np.clip's
-    # Python-level dispatch, which costs more than the arithmetic on a few values)
-    np.minimum(np.maximum(o, -(2.0**60), out=o), 2.0**60, out=o)
+    np.clip(o, -(2.0**60), 2.0**60, out=o)
     ka, ko = np.floor(a), np.floor(o)
     frac = np.add(np.subtract(a, ka, out=a), np.subtract(o, ko, out=o), out=a)  # (in a's place)
     frac += 0.5
@@ -166,9 +164,9 @@ def snap_to_cells(
     j += ko.astype(np.int64)
     j += np.floor(frac, out=frac).astype(np.int64)
     w_lo, w_hi = window
-    np.minimum(np.maximum(j, math.floor(w_lo / grid), out=j), math.ceil(w_hi / grid), out=j)
+    np.clip(j, math.floor(w_lo / grid), math.ceil(w_hi / grid), out=j)
     out = np.multiply(j, grid, dtype=np.float64)
-    np.minimum(np.maximum(out, w_lo, out=out), w_hi, out=out)
+    np.clip(out, w_lo, w_hi, out=out)
     if not (np.isfinite(comp_lo).any() or np.isfinite(comp_hi).any()):
         return out  # no finite end: no end cells (the sampling set is the real line)
     # merge the cells closer than Λ to a finite end into one end cell, released as its midpoint
