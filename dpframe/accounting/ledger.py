@@ -15,7 +15,8 @@ successive releases add. Parallel composition over the disjoint groups of a grou
 accounted by the query layer, which charges the group-by once (see :mod:`dpframe.query.statistics`).
 
 **Float tolerance.** Shares are accumulated exactly (as the rational values of the given
-floats, :class:`fractions.Fraction`), so the order of spending never matters. Decimal shares
+floats: integers in units of 2^-1074 while the amounts are sums of doubles, :mod:`._dyadic`,
+else :class:`fractions.Fraction`), so the order of spending never matters. Decimal shares
 such as 0.1 + 0.2 + 0.2 + 0.2 + 0.3 are, as binary floats, 2.8e-17 *above* 1.0, so an exact
 comparison would refuse the last share of a budget the user split exactly. The ledger therefore
 accepts a total up to ``budget · (1 + 1e-9)``: the cumulative privacy loss is at most
@@ -36,6 +37,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpframe._validation import check_delta, check_epsilon
+from dpframe.accounting._dyadic import floor_units, to_float, to_fraction, units
 from dpframe.accounting._log_entries import (
     KEYS_CHAIN_START,
     EntryChain,
@@ -65,11 +67,38 @@ def _exact(x: float) -> Fraction:
     return Fraction(x)
 
 
+def _exact_share(name: str, value: Any) -> tuple[Fraction, int | None]:
+    """``value`` checked as a share of ε or δ (:func:`_check_budget_value`, zero allowed), as
+    its exact rational value and its units of 2^-1074 (:mod:`._dyadic`)."""
+    exact = _exact(_check_budget_value(name, value, allow_zero=True))
+    return exact, units(exact)
+
+
+_checked_share = functools.lru_cache(maxsize=1024, typed=True)(_exact_share)
+""":func:`_exact_share` cached on the value *and its type* (``typed``: ``True``, ``1`` and
+``1.0`` are separate entries, so a boolean is still refused); a value the check refuses raises
+and is not cached. The amounts are public parameters of the query."""
+
+
+def _share(name: str, value: Any) -> tuple[Fraction, int | None]:
+    """:func:`_checked_share`, uncached for a value that cannot be a cache key."""
+    try:
+        return _checked_share(name, value)
+    except TypeError:  # unhashable: checked (and refused, or converted) without the cache
+        return _exact_share(name, value)
+
+
 @functools.lru_cache(maxsize=64)
 def _limit(total: Fraction) -> Fraction:
     """The most a ledger of ``total`` may spend: ``total·(1 + RELATIVE_TOLERANCE)``."""
     return total * (1 + Fraction(RELATIVE_TOLERANCE))
 
+
+
+def _float(x: Fraction) -> float:
+    """``float(x)``, computed as Python computes it (numerator / denominator, correctly
+    rounded) without the abstract base class's dispatch."""
+    return x.numerator / x.denominator
 
 
 def new_ledger_id() -> str:
@@ -129,6 +158,8 @@ class Reservation:
     token: int
     epsilon: Fraction
     delta: Fraction
+    #: ``epsilon`` in units of 2^-1074 (:mod:`._dyadic`), None when not known
+    epsilon_units: int | None = None
 
 
 class Ledger:
@@ -159,7 +190,14 @@ class Ledger:
         self._lock = threading.Lock()
         self._eps_total = Fraction(eps)
         self._delta_total = Fraction(dlt)
-        self._eps_spent = Fraction(0)
+        #: ε spent, exactly: as units of 2^-1074 (``_eps_units``, :mod:`._dyadic`) while it is
+        #: a sum of doubles, which every in-memory spend is; as a Fraction otherwise, or when
+        #: read (built from the units on demand)
+        self._eps_units: int | None = 0
+        self._eps_exact: Fraction | None = Fraction(0)
+        #: ``(total, ⌊total·(1 + RELATIVE_TOLERANCE)⌋ in units)`` for the ε total it was
+        #: computed for (compared by identity: a durable ledger replaces its total)
+        self._eps_limit: tuple[Fraction, int] | None = None
         self._delta_spent = Fraction(0)
         self._pending: dict[int, Reservation] = {}
         self._tokens = itertools.count(1)
@@ -192,20 +230,65 @@ class Ledger:
         with self._lock:
             return self._snapshot()
 
+    @property
+    def _eps_spent(self) -> Fraction:
+        """The ε spent, exactly."""
+        if self._eps_exact is None:
+            assert self._eps_units is not None
+            self._eps_exact = to_fraction(self._eps_units)
+        return self._eps_exact
+
+    @_eps_spent.setter
+    def _eps_spent(self, value: Fraction) -> None:
+        self._eps_exact = value
+        self._eps_units = units(value)
+
+    def _eps_spent_float(self) -> float:
+        """``float(self._eps_spent)``, from the units where they are kept."""
+        if self._eps_units is not None:
+            return to_float(self._eps_units)
+        return float(self._eps_spent)
+
     def _snapshot(self) -> Budget:
         return Budget(
             float(self._eps_total),
             float(self._delta_total),
-            float(self._eps_spent),
+            self._eps_spent_float(),
             float(self._delta_spent),
         )
 
     def _refresh_budget_doc(self) -> None:
+        """The live document's budget: :meth:`Budget.as_dict` of :meth:`_snapshot`, the same
+        values computed without building the snapshot (this runs on every commit)."""
+        eps, dlt = _float(self._eps_total), _float(self._delta_total)
+        eps_spent, dlt_spent = self._eps_spent_float(), _float(self._delta_spent)
         self.budget_doc.clear()
-        self.budget_doc.update(self._snapshot().as_dict())
+        self.budget_doc.update({
+            "epsilon": eps,
+            "delta": dlt,
+            "epsilon_spent": eps_spent,
+            "delta_spent": dlt_spent,
+            "epsilon_remaining": max(0.0, eps - eps_spent),
+            "delta_remaining": max(0.0, dlt - dlt_spent),
+        })
 
     def _fits(self, spent: Fraction, pending: Fraction, extra: Fraction, total: Fraction) -> bool:
         return spent + pending + extra <= _limit(total)
+
+    def _eps_fits(self, pending: Fraction, extra: Fraction, extra_units: int | None) -> bool:
+        """:meth:`_fits` for ε: in integer units when nothing is pending and both the spent
+        ε and ``extra`` are sums of doubles (:mod:`._dyadic`; the same exact comparison),
+        else in fractions."""
+        if not self._pending and self._eps_units is not None and extra_units is not None:
+            return self._eps_units + extra_units <= self._eps_limit_units()
+        return self._fits(self._eps_spent, pending, extra, self._eps_total)
+
+    def _eps_limit_units(self) -> int:
+        """``⌊_limit(total ε)⌋`` in units, computed once per total."""
+        total = self._eps_total
+        if self._eps_limit is None or self._eps_limit[0] is not total:
+            self._eps_limit = (total, floor_units(_limit(total)))
+        return self._eps_limit[1]
 
     # -- protocol ------------------------------------------------------------------------
     def check(self, epsilon: float, delta: float = 0.0) -> None:
@@ -229,26 +312,28 @@ class Ledger:
                 "Report the bug; nothing was read or spent now."
             )
         # ε = 0: a release answered from public facts only (e.g. the public size), logged
-        eps = _exact(_check_budget_value("epsilon", epsilon, allow_zero=True))
-        dlt = _exact(_check_budget_value("delta", delta, allow_zero=True))
+        eps, eps_units = _share("epsilon", epsilon)
+        dlt, _ = _share("delta", delta)
         with self._lock:
-            pend_eps = sum((r.epsilon for r in self._pending.values()), _ZERO)
-            pend_dlt = sum((r.delta for r in self._pending.values()), _ZERO)
-            if not self._fits(self._eps_spent, pend_eps, eps, self._eps_total):
+            pend_eps = pend_dlt = _ZERO
+            if self._pending:
+                pend_eps = sum((r.epsilon for r in self._pending.values()), _ZERO)
+                pend_dlt = sum((r.delta for r in self._pending.values()), _ZERO)
+            if not self._eps_fits(pend_eps, eps, eps_units):
                 left = max(Fraction(0), self._eps_total - self._eps_spent - pend_eps)
                 raise BudgetExceededError(
                     f"this query needs epsilon={float(eps):.6g} but only {float(left):.6g} of "
                     f"{float(self._eps_total):.6g} is left; ask for a smaller epsilon or "
                     "protect the data with a larger budget. Nothing was spent."
                 )
-            if dlt > 0 and not self._fits(self._delta_spent, pend_dlt, dlt, self._delta_total):
+            if dlt and not self._fits(self._delta_spent, pend_dlt, dlt, self._delta_total):
                 left = max(Fraction(0), self._delta_total - self._delta_spent - pend_dlt)
                 raise BudgetExceededError(
                     f"this query needs delta={float(dlt):.3g} but only {float(left):.3g} of "
                     f"{float(self._delta_total):.3g} is left; pass a smaller delta (or "
                     "delta=0 with mechanism='truncated'). Nothing was spent."
                 )
-            res = Reservation(self.id, next(self._tokens), eps, dlt)
+            res = Reservation(self.id, next(self._tokens), eps, dlt, eps_units)
             self._pending[res.token] = res
             return res
 
@@ -282,12 +367,24 @@ class Ledger:
                 raise LedgerError("reservation was already committed or cancelled")
             release_id = next(self._releases)
             _stamp(entries, self.id, release_id)
-            self._eps_spent += reservation.epsilon
-            self._delta_spent += reservation.delta
+            self._spend_eps(reservation.epsilon, reservation.epsilon_units)
+            if reservation.delta:
+                self._delta_spent += reservation.delta
             self._append_log(frozen_entries(entries), keys or {})  # immutable from now on
             self.note(entries)
             self._refresh_budget_doc()
             return release_id
+
+    def _spend_eps(self, amount: Fraction, amount_units: int | None) -> None:
+        """Add ``amount`` (``amount_units`` in units, None if not known) to the ε spent (the
+        caller holds ``_lock``): in units when both are sums of doubles, else as fractions."""
+        if not amount:  # (adding an exact zero changes nothing)
+            return
+        if self._eps_units is not None and amount_units is not None:
+            self._eps_units += amount_units
+            self._eps_exact = None  # (rebuilt from the units when read)
+        else:
+            self._eps_spent = self._eps_spent + amount
 
     def _append_log(self, entries: list[LogEntry], keys: Mapping[str, str]) -> None:
         """Append committed entries and new key lists, extending the chained digests by the

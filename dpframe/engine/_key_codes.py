@@ -22,6 +22,9 @@ def pandas_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarray 
     the narwhals path runs)."""
     import pandas as pd
 
+    fast = _pandas_array_codes(_column_array(native, group_by), keys)
+    if fast is not None:
+        return fast
     declared = keys.pandas_index if isinstance(keys, Keys) else pd.Index(list(keys))
     key_col = native[group_by]
     try:
@@ -47,6 +50,36 @@ def pandas_codes(native: Any, group_by: str, keys: Sequence[Any]) -> np.ndarray 
         return np.asarray(declared.get_indexer(key_col), dtype=np.int64)
     except (TypeError, ValueError, IndexError):  # pragma: no cover - unusual key columns
         return None
+
+
+def _column_array(native: Any, name: str) -> Any:
+    """The array a pandas frame holds for column ``name`` without building a Series (which
+    costs tens of µs on a frame of several dtypes), or None (a name held by several columns,
+    an unknown name, or a pandas without the accessor: then the caller's Series path runs)."""
+    get = getattr(native, "_get_column_array", None)
+    if get is None:
+        return None
+    try:
+        loc = native.columns.get_loc(name)
+    except (KeyError, TypeError):
+        return None
+    return get(loc) if isinstance(loc, int) else None
+
+
+def _pandas_array_codes(array: Any, keys: Sequence[Any]) -> np.ndarray | None:
+    """:func:`pandas_codes` of the two common columns, from the column's array alone: a
+    nullable integer column (:func:`_masked_int_codes`) and a numpy integer column the keys'
+    lookup table covers (:func:`_lookup_codes`), the same steps :func:`pandas_codes` takes
+    for them; None for any other column (then :func:`pandas_codes` runs its general path)."""
+    import pandas as pd
+
+    if isinstance(array, pd.arrays.IntegerArray):
+        return _masked_int_codes(array, keys)
+    if isinstance(array, np.ndarray):
+        lookup = _int_lookup(keys, array.dtype)
+        if lookup is not None:
+            return _lookup_codes(array, lookup)
+    return None
 
 
 def _masked_int_codes(array: Any, keys: Sequence[Any]) -> np.ndarray | None:
@@ -115,8 +148,8 @@ def _lookup_codes(values: np.ndarray, lookup: tuple[int, np.ndarray]) -> np.ndar
     low, table = lookup
     offset = values.astype(np.int64, copy=False).view(np.uint64) - np.uint64(low % (1 << 64))
     np.minimum(offset, np.uint64(table.size - 1), out=offset)
-    codes = offset.view(np.int64)  # (every offset is now < 2^63)
-    return np.take(table, codes, out=codes, mode="clip")
+    # every offset is now a valid index (< table.size), so plain indexing needs no bounds mode
+    return table[offset.view(np.int64)]
 
 
 @functools.cache

@@ -49,7 +49,13 @@ def _leading_zeros64(w: np.ndarray) -> np.ndarray:
 class RandomSource:
     """A stream of random 64-bit words, secure unless seeded."""
 
+    #: bytes the secure source reads per :func:`os.urandom` call for :meth:`word` (four words:
+    #: a scalar draw takes two or three)
+    WORD_BUFFER_BYTES = 32
+
     def __init__(self, random_state: RandomState = None) -> None:
+        self._buffer = b""  # unread secure bytes for :meth:`word`, each used once
+        self._position = 0
         if random_state is None:
             self._rng: np.random.Generator | None = None
         elif isinstance(random_state, np.random.Generator):
@@ -77,6 +83,21 @@ class RandomSource:
         out = self._rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
         out.flags.writeable = False  # as the secure words: no caller may write into them
         return out
+
+    def word(self) -> int:
+        """One uniform 64-bit word as a Python integer.
+
+        Seeded: the next word of :meth:`words` (the same stream, word for word). Secure: the
+        next 8 unread bytes of a buffer filled by one :func:`os.urandom` call per
+        :attr:`WORD_BUFFER_BYTES` (every byte still comes from the OS CSPRNG and is used once;
+        the buffer lives and dies with this source, which serves one release)."""
+        if self._rng is not None:
+            return int(self.words(1)[0])
+        start = self._position
+        if start + 8 > len(self._buffer):
+            self._buffer, start = os.urandom(self.WORD_BUFFER_BYTES), 0
+        self._position = start + 8
+        return int.from_bytes(self._buffer[start:start + 8], "little")
 
     def uniform(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``n`` full-precision uniforms on (0, 1): returns ``(U, log U)``."""

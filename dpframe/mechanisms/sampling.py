@@ -19,9 +19,11 @@ special case ``D = ℝ`` (two pieces of infinite length anchored at ``q``: the s
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from dpframe.mechanisms.domains import LOG_HALF, FeasibleSet
+from dpframe.mechanisms.domains import LOG_HALF, FeasibleSet, real_line
 from dpframe.mechanisms.randomness import RandomSource
 
 __all__ = ["draw_pieces", "sample_offsets", "truncated_exponential"]
@@ -142,6 +144,18 @@ def _piece_offsets(domain: FeasibleSet, centre: np.ndarray, b: float, source: Ra
 _REAL_LINE = ((-np.inf, np.inf),)
 
 
+@functools.lru_cache(maxsize=256)
+def _real_line_ratios(b: float) -> tuple[np.float64, np.float64]:
+    """``(r, 1 − r)`` of the real line's choice between its two half-lines at scale ``b``:
+    the same functions on one row as :func:`_piece_offsets` runs, which do not depend on the
+    centre (both pieces have infinite length and are anchored at it). Public (the domain and
+    the scale), so computed once per scale."""
+    _, _, log_mass = _pieces(real_line(), np.zeros(1), b)
+    lm = log_mass[:, [0, 1]]
+    take, skip = _ratios(lm[:, 0], lm[:, 1], np.logaddexp(lm[:, 0], lm[:, 1]))
+    return take[0], skip[0]
+
+
 def _real_line_offsets(domain: FeasibleSet, centre: np.ndarray, b: float, source: RandomSource
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`sample_offsets` on the real line (the plain and clamped mechanisms), the same
@@ -152,11 +166,9 @@ def _real_line_offsets(domain: FeasibleSet, centre: np.ndarray, b: float, source
     ``−logaddexp(ln W, −∞ + log1p(−W))`` is ``−ln W`` bit for bit (``logaddexp(x, −∞) = x +
     log1p(0)``; the clip to ``[0, ∞]`` leaves it). Consumes the same words in the same
     order, so a seeded source gives bit-identical draws."""
-    _, _, log_mass = _pieces(domain, centre[:1], b)
-    lm = log_mass[:, [0, 1]]
-    take, skip = _ratios(lm[:, 0], lm[:, 1], np.logaddexp(lm[:, 0], lm[:, 1]))
+    take, skip = _real_line_ratios(b)
     u = source.uniform_values(centre.size)
-    below = u < take[0] if take[0] <= 0.5 else ~(u < skip[0])  # column 0: the lower half-line
+    below = u < take if take <= 0.5 else ~(u < skip)  # column 0: the lower half-line
     offset = np.multiply(source.uniform(centre.size)[1], -b)  # b·E with E = −ln W
     np.negative(offset, out=offset, where=below)
     return centre.copy(), offset, np.zeros(centre.size, dtype=np.intp)

@@ -20,6 +20,7 @@ checks the identity on every mechanism and domain kind.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import TYPE_CHECKING
@@ -49,7 +50,7 @@ def _uniform_one(source: RandomSource) -> tuple[float, float]:
     A word of at least 2^52 holds the 53 significant bits of ``U·2^64``: truncate it to them
     (exact in a double). Any other word (probability 2^-12) takes the source's general path,
     which reads further words exactly as the vectorised path does."""
-    lead = int(source.words(1)[0])
+    lead = source.word()
     if lead >= _TWO_52:
         shift = lead.bit_length() - 53
         u = float(lead >> shift << shift) * _TWO_M64
@@ -133,6 +134,14 @@ def _end_cells(lo: float, hi: float, grid: float) -> tuple[float, float, float, 
     return j_lo, lo_rep, j_hi, hi_rep
 
 
+@functools.lru_cache(maxsize=256)
+def _cells(grid: float, w_lo: float, w_hi: float, lo: float, hi: float
+           ) -> tuple[int, int, float, float, float, float]:
+    """The public constants of :func:`_snap` (window indices, then :func:`_end_cells`), from
+    the grid, the window and the component alone: computed once per mechanism."""
+    return (math.floor(w_lo / grid), math.ceil(w_hi / grid), *_end_cells(lo, hi, grid))
+
+
 def _snap(anchor: float, offset: float, plan: SnapPlan, lo: float, hi: float) -> float:
     """:func:`.snapping.snap_to_cells` for one value: integer parts added exactly (Python
     integers), only the two fractions added in floating point."""
@@ -143,9 +152,9 @@ def _snap(anchor: float, offset: float, plan: SnapPlan, lo: float, hi: float) ->
     frac = (a - ka) + (o - ko)
     j = ka + ko + math.floor(frac + 0.5)
     w_lo, w_hi = plan.window
-    j = min(max(j, math.floor(w_lo / grid)), math.ceil(w_hi / grid))
+    j_lo, j_hi, lo_edge, lo_rep, hi_edge, hi_rep = _cells(grid, w_lo, w_hi, lo, hi)
+    j = min(max(j, j_lo), j_hi)
     out = min(max(float(j) * grid, w_lo), w_hi)
-    lo_edge, lo_rep, hi_edge, hi_rep = _end_cells(lo, hi, grid)
     if j < lo_edge:
         out = lo_rep
     if j > hi_edge:
