@@ -97,17 +97,24 @@ def test_every_module_has_a_test_file_or_is_named_in_the_readme() -> None:
     )
 
 
+def _names_a_module(span: str) -> bool:
+    """A code span read as a module name: a ``.py`` path or a private name (``_entries``)."""
+    if Path(span).name.startswith("test") or "*" in span:
+        return False
+    return span.endswith(".py") or re.fullmatch(r"_\w+", span) is not None
+
+
 def test_every_module_named_in_the_readme_exists() -> None:
-    """A code span naming a module path that no longer exists is a stale entry."""
+    """A code span naming a module that no longer exists in its row's package is stale."""
     rows = _readme_rows()
-    known = {_row_key_and_name(module) for module in _modules()}
+    known = set()
+    for module in _modules():
+        key, name = _row_key_and_name(module)
+        known |= {(key, name), (key, name.removesuffix(".py"))}
     stale = [
         f"{key}{span}"
         for key, spans in rows.items()
         for span in spans
-        if span.endswith(".py")
-        and not Path(span).name.startswith("test")
-        and "*" not in span
-        and (key, span) not in known
+        if _names_a_module(span) and (key, span) not in known
     ]
     assert not stale, f"tests/README.md names modules that do not exist: {stale}"
