@@ -20,6 +20,7 @@ from dpframe.frames import bins as bins_
 from dpframe.frames import derivations, results
 from dpframe.frames.groupby import DPGroupBy
 from dpframe.frames.parameters import (
+    ACCURACY,
     CATEGORICAL,
     DESCRIBE,
     HISTOGRAM,
@@ -216,20 +217,13 @@ class Analyses(Generic[TableT]):
         return derivations.binned(self._frame, column, edges, session)
 
     # -- accuracy before spending -----------------------------------------------------------
-    @shared_parameters()
+    @shared_parameters(ACCURACY)
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                  weights: Mapping[str, float] | Sequence[float] | None = None,
                  mechanism: Mechanism = "auto", alpha: float = 0.05,
                  min_rows: int | None = None, session: Session | str | None = None,
                  ci: float | None = None) -> TableT:
         """How accurate a release with these arguments will be, before spending anything.
-
-        Parameters
-        ----------
-        ci : float, optional
-            The ``ci=`` the release will be asked with: a quantile's value interval then takes
-            ``ci_share`` of its ε, and its row reports the point's accuracy at the
-            ``ε·(1 − ci_share)`` the point gets (its note states the interval's share).
 
         Returns
         -------

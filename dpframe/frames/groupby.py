@@ -29,6 +29,7 @@ from dpframe.errors import ParameterError
 from dpframe.frames import bins as bins_
 from dpframe.frames import derivations, results
 from dpframe.frames.parameters import (
+    ACCURACY,
     CATEGORICAL,
     DESCRIBE,
     GROUPED,
@@ -113,7 +114,7 @@ class DPGroupBy(Generic[TableT]):
                           ci=ci, selection_share=self._selection_share)
         return results.with_log(out, results.to_frame(out))
 
-    @shared_parameters(GROUPED)
+    @shared_parameters(GROUPED, ACCURACY)
     def accuracy(self, queries: Mapping[str, q_.Query], *, epsilon: float, delta: float = 0.0,
                  weights: Mapping[str, float] | Sequence[float] | None = None,
                  mechanism: Mechanism = "auto", alpha: float = 0.05,
@@ -124,13 +125,6 @@ class DPGroupBy(Generic[TableT]):
         the selection and has three more columns: ``threshold`` (a group is kept iff its noisy
         count exceeds it), ``min_group_half`` and ``min_group_1_alpha`` (the smallest group
         kept with probability ½ and ``1 − alpha``); the queries' rows hold for each kept group.
-
-        Parameters
-        ----------
-        ci : float, optional
-            The ``ci=`` the release will be asked with: a quantile's value interval then takes
-            ``ci_share`` of its ε, and its row reports the point's accuracy at the
-            ``ε·(1 − ci_share)`` the point gets (its note states the interval's share).
 
         Examples
         --------

@@ -147,6 +147,14 @@ mechanism : {"bounded", "truncated", "laplace"}, default "bounded"
     no inverse): pass the same to the release, and check it with ``accuracy`` at the ε found.
 """)
 
+#: The planner's forecast (``accuracy``): the ``ci=`` the release will be asked with.
+ACCURACY = entries("""
+ci : float, optional
+    The ``ci=`` the release will be asked with: a quantile's value interval then takes
+    ``ci_share`` of its ε, and its row reports the point's accuracy at the
+    ``ε·(1 − ci_share)`` the point gets (its note states the interval's share).
+""")
+
 #: The parameters whose meaning per group differs from the frame's.
 GROUPED = entries("""
 min_rows : int, optional
