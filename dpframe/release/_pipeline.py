@@ -119,18 +119,11 @@ def run(
     epsilon, delta = (request.epsilon, release_delta(planned, request)) if spends else (0.0, 0.0)
     reservation = _reserve(ledger, epsilon, delta, finish_check)
     # --- data is read from here on: nothing below may depend on it except through noise ---
-    failure: str | None = None
-    try:
-        with quiet():  # an engine's warning (a reader's, a numeric one) depends on values
-            request, planned, selected, aggs = engine_pass(
-                cluster, timeout, functools.partial(_read, frame, facts, request, planned,
-                                                    queries), spent=(epsilon, delta))
-    except EngineTimeoutError:  # a function of elapsed time (which the caller sees anyway)
-        failure = "timeout"
-    except BaseException as exc:  # the safety net (dpframe.release._safety_net): never the text
-        failure = type(exc).__name__
-    failure = _join_check(finish_check, ledger, reservation, failure)
+    read = functools.partial(_read, frame, facts, request, planned, queries)
+    failure, result = _read_checked(read, cluster, timeout, (epsilon, delta), finish_check,
+                                    ledger, reservation)
     if failure is None:
+        request, planned, selected, aggs = result
         try:
             values, intervals, entries = _measure(frame, facts, request, planned, aggs)
         except BaseException as exc:  # the safety net, as above
@@ -138,17 +131,46 @@ def run(
     if failure is not None:
         charge_failure(frame, facts, request, list(queries), failure, reservation, delta,
                        timeout)
-    try:
-        release_id = ledger.commit(reservation, selected + entries,
-                                   keys=None if request.keys is None else dict(
-                                       [keys_reference(request.keys)]))
-    except BaseException:
-        ledger.cancel(reservation)  # no-op once committed
-        raise
+    release_id = _commit(ledger, reservation, selected + entries, request)
     key_dtypes = released_selection(request, facts)  # warns if no key was kept
     return Outcome(values, request.keys, request.group_by, entries,
                    ledger.snapshot_document() if document else {}, release_id,
                    backend_of(frame), intervals, request.ci, key_dtypes)
+
+
+def _read_checked(read: Callable[[], Any], cluster: Any, timeout: float | None,
+                  spent: tuple[float, float], finish_check: Callable[[], None], ledger: Any,
+                  reservation: Any) -> tuple[str | None, Any]:
+    """The engine's read (step 6) under the engine timeout and :func:`quiet` (an engine's
+    warning, a reader's or a numeric one, depends on values), then step 4's content digests
+    joined (:func:`_join_check`). Returns ``(failure, result)``: ``failure`` None, or the
+    failure's kind — ``"timeout"`` (a function of elapsed time, which the caller sees
+    anyway) or the exception's class name for the safety net
+    (:mod:`dpframe.release._safety_net`: never its text)."""
+    failure: str | None = None
+    result = None
+    try:
+        with quiet():
+            result = engine_pass(cluster, timeout, read, spent=spent)
+    except EngineTimeoutError:
+        failure = "timeout"
+    except BaseException as exc:  # the safety net
+        failure = type(exc).__name__
+    return _join_check(finish_check, ledger, reservation, failure), result
+
+
+def _commit(ledger: Any, reservation: Any, entries: list[dict[str, Any]], request: Request
+            ) -> Any:
+    """Commit the reservation with the release's log entries (and its keys' reference);
+    on any failure the reservation is cancelled (a no-op once committed) and the error
+    re-raised."""
+    try:
+        return ledger.commit(reservation, entries,
+                             keys=None if request.keys is None else dict(
+                                 [keys_reference(request.keys)]))
+    except BaseException:
+        ledger.cancel(reservation)
+        raise
 
 
 def _reserve(ledger: Any, epsilon: float, delta: float, finish_check: Callable[[], None]
