@@ -26,14 +26,13 @@ would (protect not timed). Results: ``benchmarks/results-batches.json``,
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.paired import header, record, run_cases
+from benchmarks.paired import fixed_cost_parser, fixed_cost_run, record, run_cases
 
 BOUNDS = {"age": (0.0, 120.0), "hours": (0.0, 100.0), "income": (0.0, 250_000.0)}
 EPS = 1.0
@@ -157,21 +156,10 @@ def cases(engines: list[str], small: int, large: int, calls: int = 10,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--small", type=int, default=1000)
-    parser.add_argument("--large", type=int, default=10_000_000)
-    parser.add_argument("--engines", default="pandas,polars")
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--cold-rounds", type=int, default=3)
-    parser.add_argument("--calls", type=int, default=10)
-    parser.add_argument("--ledger", default="memory")
-    parser.add_argument("--no-record", action="store_true")
+    parser = fixed_cost_parser(__doc__.splitlines()[0], calls=10)
     args = parser.parse_args(argv)
     ledgers = tuple(args.ledger.split(","))
-    run = {"header": header(args.rounds, args.cold_rounds)}
-    run["header"]["ledger"] = "in-memory" + (
-        "; rows marked 'durable ledger': durable (fsync on)" if "durable" in ledgers else "")
-    run["header"]["calls"] = args.calls
+    run = fixed_cost_run(args, ledgers)
     run["cases"] = run_cases(cases(args.engines.split(","), args.small, args.large,
                                    args.calls, ledgers),
                              args.rounds, args.cold_rounds)

@@ -33,7 +33,6 @@ Results: ``benchmarks/results-counts.json``, ``benchmarks/RESULTS-counts.md``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -42,7 +41,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.paired import header, record, run_cases
+from benchmarks.paired import fixed_cost_parser, fixed_cost_run, record, run_cases
 
 EDGES = [float(e) for e in range(0, 101, 10)]  # 10 bins of [0, 100]
 N_KEYS = 10
@@ -199,23 +198,12 @@ def cases(engines: list[str], small: int, large: int, calls: int = 20,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--small", type=int, default=1000)
-    parser.add_argument("--large", type=int, default=10_000_000)
-    parser.add_argument("--engines", default="pandas,polars")
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--cold-rounds", type=int, default=3)
-    parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--ledger", default="memory")
+    parser = fixed_cost_parser(__doc__.splitlines()[0], calls=20)
     parser.add_argument("--peers", action="store_true")
-    parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # (Polars' cut: renamed)
     ledgers = tuple(args.ledger.split(","))
-    run = {"header": header(args.rounds, args.cold_rounds)}
-    run["header"]["ledger"] = "in-memory" + (
-        "; rows marked 'durable ledger': durable (fsync on)" if "durable" in ledgers else "")
-    run["header"]["calls"] = args.calls
+    run = fixed_cost_run(args, ledgers)
     peer = _Peer(args.small) if args.peers else None
     try:
         run["cases"] = []

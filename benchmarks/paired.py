@@ -6,6 +6,7 @@ compared (a figure is written only when they agree within 20 %)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import statistics
@@ -58,6 +59,32 @@ def header(rounds: int, cold_rounds: int) -> dict[str, Any]:
             "load_before": round(os.getloadavg()[0], 2), "rounds": rounds,
             "cold_rounds": cold_rounds, "ledger": "in-memory",
             "time": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def fixed_cost_parser(description: str, calls: int) -> argparse.ArgumentParser:
+    """The command line the fixed-cost benchmarks share (``counts``, ``batches``): sizes,
+    engines, paired rounds, ``--calls`` per warm round (default ``calls``), the ledgers
+    (``memory``, ``durable``) and ``--no-record``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--small", type=int, default=1000)
+    parser.add_argument("--large", type=int, default=10_000_000)
+    parser.add_argument("--engines", default="pandas,polars")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--cold-rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=calls)
+    parser.add_argument("--ledger", default="memory")
+    parser.add_argument("--no-record", action="store_true")
+    return parser
+
+
+def fixed_cost_run(args: argparse.Namespace, ledgers: tuple[str, ...]) -> dict[str, Any]:
+    """A run's record before its cases: :func:`header` with the ledgers measured and the
+    calls per warm round."""
+    run: dict[str, Any] = {"header": header(args.rounds, args.cold_rounds)}
+    run["header"]["ledger"] = "in-memory" + (
+        "; rows marked 'durable ledger': durable (fsync on)" if "durable" in ledgers else "")
+    run["header"]["calls"] = args.calls
+    return run
 
 
 
