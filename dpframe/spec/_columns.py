@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dpframe.accounting.neighbours import ADD_REMOVE, REPLACE, Neighbours
+from dpframe.accounting.neighbours import NEIGHBOURS, Neighbours, check_neighbours
 from dpframe.provenance import check_key_list, validate_bounds, validate_missing
 from dpframe.spec._toml import Path_, _Checker
 
@@ -22,22 +22,20 @@ def _bounds(c: _Checker, raw: Any) -> dict[str, tuple[float, float]]:
                            ("bounds", col), f"bounds.{col}") for col, pair in t.items()}
 
 
-#: The neighbour definitions a spec names (``privacy.neighbours``), protect's words:
-#: ``"replace"`` (one row replaced, n public: today's definition) and ``"add_remove"`` (one
-#: row added or removed, n private).
-NEIGHBOURS = ("replace", "add_remove")
 
 
 def neighbour_definition(c: _Checker, priv: Mapping[str, Any]
                          ) -> tuple[Neighbours | None, int | None]:
-    """``privacy.neighbours`` (one of :data:`NEIGHBOURS`) and ``privacy.max_rows`` (a public
-    bound on the rows, a whole number ≥ 1), passed to protect as ``neighbours=`` and
-    ``max_rows=`` (protect checks their combination: ``max_rows`` belongs to add/remove)."""
+    """``privacy.neighbours`` (protect's words, :data:`dpframe.accounting.neighbours.NEIGHBOURS`:
+    ``"replace"``, one row replaced, n public; ``"add_remove"``, one row added or removed, n
+    private) and ``privacy.max_rows`` (a public bound on the rows, a whole number ≥ 1), passed
+    to protect as ``neighbours=`` and ``max_rows=`` (protect checks their combination:
+    ``max_rows`` belongs to add/remove)."""
     neighbours: Neighbours | None = None
     if "neighbours" in priv:
         chosen = c.choice(priv["neighbours"], ("privacy", "neighbours"),
                           "privacy.neighbours", NEIGHBOURS)
-        neighbours = ADD_REMOVE if chosen == ADD_REMOVE else REPLACE
+        neighbours = check_neighbours(chosen)  # (the Literal type of the checked word)
     max_rows = None
     if "max_rows" in priv:
         raw = priv["max_rows"]
