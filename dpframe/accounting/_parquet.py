@@ -22,6 +22,12 @@ beside it in pandas' ``attrs``; otherwise it raises :class:`~dpframe.errors.Inte
 A file that cannot be read as Parquet (missing, a directory, unreadable, truncated, not
 Parquet) raises :class:`~dpframe.errors.ReleaseFileError`; read_log raises no other kind of
 exception.
+
+:func:`read_release` verifies the same way, on the Arrow table as stored, then returns the
+table as a pandas or Polars release table: with the file's log when the frame matches its
+seal (a file written from that library), else (the release spec's output, whose metadata no
+frame carries) with the same log sealed anew to the frame, ``derived_from`` naming the file's
+seal.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
 
+from dpframe._util.forking import check_polars_usable
 from dpframe.accounting._log_schema import log_frame
 from dpframe.accounting.ledger import LOG_VERSION
 from dpframe.accounting.seals import (
@@ -43,6 +50,7 @@ from dpframe.accounting.seals import (
     attach_sealed,
     check_seal,
     release_log_of,
+    sealed_document,
 )
 from dpframe.errors import (
     IntegrityError,
@@ -421,6 +429,28 @@ def _json(raw: bytes, where: str, name: str = "dpframe log") -> Any:
         raise IntegrityError(f"{where!r}: the {name} metadata is not valid JSON") from exc
 
 
+def _verified_log(where: str, *, checking: bool, key: bytes | str | None
+                  ) -> tuple[dict[str, Any], ReleaseFile]:
+    """The file read once, its log found and (``checking``) verified on the bytes as read
+    (:func:`verify_release`): the log and the file, its table included when checked."""
+    file = read_release_file(where, values=checking)
+    doc = find_log(file.metadata, where, created_by=file.created_by)
+    version = doc.get("version", 0)
+    if not isinstance(version, int) or version > LOG_VERSION:
+        raise LedgerError(
+            f"log version {version!r} is newer than this dpframe understands "
+            f"({LOG_VERSION}); upgrade dpframe"
+        )
+    if checking:
+        verify_release(doc, file.table, file.metadata, key=key, where=where, file=file)
+    return doc, file
+
+
+def _check_key(key: Any) -> None:
+    if key is not None and not isinstance(key, bytes | str):
+        raise ParameterError("key must be the steward's key as bytes or str")
+
+
 def read_log(
     path: str | os.PathLike[str],
     *,
@@ -443,20 +473,9 @@ def read_log(
     """
     if as_frame not in (None, "pandas", "polars"):
         raise ParameterError(f"as_frame must be None, 'pandas' or 'polars', got {as_frame!r}")
-    if key is not None and not isinstance(key, bytes | str):
-        raise ParameterError("key must be the steward's key as bytes or str")
+    _check_key(key)
     where = _as_path(path)
-    checking = verify or key is not None
-    file = read_release_file(where, values=checking)
-    doc = find_log(file.metadata, where, created_by=file.created_by)
-    version = doc.get("version", 0)
-    if not isinstance(version, int) or version > LOG_VERSION:
-        raise LedgerError(
-            f"log version {version!r} is newer than this dpframe understands "
-            f"({LOG_VERSION}); upgrade dpframe"
-        )
-    if checking:
-        verify_release(doc, file.table, file.metadata, key=key, where=where, file=file)
+    doc, _ = _verified_log(where, checking=verify or key is not None, key=key)
     if as_frame is None:
         return doc
 
@@ -471,36 +490,87 @@ def read_log(
 
 def read_release(path: str | os.PathLike[str], *, as_frame: str = "pandas",
                  key: bytes | str | None = None) -> Any:
-    """A release file read back as a **release table**: verified like :func:`read_log`, then
-    returned as a pandas (``as_frame="pandas"``) or Polars (``"polars"``) DataFrame that
-    carries its sealed log, so the ``dpf.*_release`` post-processing functions,
-    ``dpf.concat_releases`` and ``dpf.write_parquet`` take it like the table the release
-    returned. A steward replays a post-processed file's recorded steps on the original files
-    this way (docs/ledger.md).
+    """A release file read back as a **release table**: verified like :func:`read_log` (on the
+    Arrow table as stored: the bytes in the file), then returned as a pandas
+    (``as_frame="pandas"``) or Polars (``"polars"``) DataFrame that carries a sealed log, so
+    the ``dpf.*_release`` post-processing functions, ``dpf.concat_releases`` and
+    ``dpf.write_parquet`` take it like the table the release returned (and an edit of it
+    after reading fails verification). A steward replays a post-processed file's recorded
+    steps on the original files this way (docs/ledger.md).
 
-    The frame must match the seal as it is in memory: a file written from pandas is read as
-    pandas (its seal covers the pandas metadata), one written from Polars as Polars; the
-    other library is refused (:class:`~dpframe.errors.IntegrityError`, naming the one to
-    use). Raises what :func:`read_log` raises."""
+    * A file written from a frame (``dpf.write_parquet``, pandas ``to_parquet``) is read as
+      the library that wrote it and carries the file's log unchanged (its seal matches the
+      frame in memory: a pandas file's seal covers the pandas metadata); the other library is
+      refused (:class:`~dpframe.errors.IntegrityError`, naming the one to use).
+    * A file whose table matches neither library's frame (``dpframe release`` writes an
+      Arrow table with the spec's text beside the log, metadata no frame carries): the frame
+      read back is sealed anew (:func:`_resealed`) with the same log, and its
+      ``derived_from`` names the file's seal. A signed file needs ``key=`` here, which
+      verifies the file's signature and re-signs the frame (a signature is never silently
+      dropped; :class:`~dpframe.errors.ParameterError` without it).
+
+    Otherwise raises what :func:`read_log` raises (and, for a Polars frame in a child forked
+    after Polars ran, :class:`~dpframe.errors.UnsupportedProcessError`)."""
 
     if as_frame not in ("pandas", "polars"):
         raise ParameterError(f"as_frame must be 'pandas' or 'polars', got {as_frame!r}")
-    where = os.fsdecode(os.fspath(path))
-    doc = read_log(path, key=key)
-    table = read_release_file(where).table
-    if as_frame == "pandas":
-        frame = table.to_pandas()
-    else:
-        import polars as pl
-
-        frame = pl.from_arrow(table)
-    try:
-        check_seal(doc, frame, key=key, where=where)
-    except IntegrityError:
+    _check_key(key)
+    where = _as_path(path)
+    doc, file = _verified_log(where, checking=True, key=key)
+    frame = _frame_of(file.table, as_frame)
+    if not _seal_matches(doc, frame):
         other = "polars" if as_frame == "pandas" else "pandas"
-        raise IntegrityError(
-            f"{where!r} does not read back as a {as_frame} release table with the same sealed "
-            f"content (it was written from another library); read it with as_frame={other!r}"
-        ) from None
+        if _seal_matches(doc, _frame_of(file.table, other)):
+            raise IntegrityError(
+                f"{where!r} does not read back as a {as_frame} release table with the same "
+                f"sealed content (it was written from another library); read it with "
+                f"as_frame={other!r}"
+            )
+        doc = _resealed(doc, frame, key, where)
     attach_sealed(frame, doc)
     return frame
+
+
+def _frame_of(table: Any, as_frame: str) -> Any:
+    """The Arrow table as a pandas or Polars DataFrame (Polars only where it can run:
+    :class:`~dpframe.errors.UnsupportedProcessError` in a child forked after Polars ran,
+    where it would hang)."""
+    if as_frame == "pandas":
+        return table.to_pandas()
+    check_polars_usable()
+    import polars as pl
+
+    return pl.from_arrow(table)
+
+
+def _seal_matches(document: dict[str, Any], frame: Any) -> bool:
+    """The (verified) log's seal matches ``frame`` as it is in memory."""
+    try:
+        check_seal(document, frame)
+    except IntegrityError:
+        return False
+    return True
+
+
+def _resealed(document: dict[str, Any], frame: Any, key: bytes | str | None,
+              where: str) -> dict[str, Any]:
+    """``document`` (verified against the file) sealed anew to ``frame``, the file's table
+    converted to a frame: the same log, release ids and signing state
+    (:func:`~dpframe.accounting.seals.sealed_document`), with ``derived_from`` naming the
+    file's seal (``table`` and ``digest``) unless the log already names the releases it was
+    derived from, so post-processing the frame records the file it came from. A signed file
+    is re-signed with ``key``; without one it is refused
+    (:class:`~dpframe.errors.ParameterError`) rather than returned unsigned."""
+    seal = document["seal"]
+    if "hmac" in seal and key is None:
+        raise ParameterError(
+            f"{where!r} is signed, and the table read back cannot carry the file's seal (the "
+            "file holds metadata the frame does not), so it is sealed anew: pass key= (the "
+            "steward's key) to verify the signature and sign the table read back (without it "
+            "the signature would be dropped)"
+        )
+    base = dict(document)
+    if not isinstance(base.get("derived_from"), list):
+        base["derived_from"] = [{"table": seal.get("table"), "digest": seal.get("digest")}]
+    return sealed_document(frame, base, release_id=list(document.get("release_ids") or []),
+                           key=key)

@@ -34,7 +34,9 @@ def write_output(folder: Any, name: str, rows: list[dict[str, Any]],
            documents: list[dict[str, Any]], spec_text: str) -> Any:
     """Write the tidy table with a sealed log (:mod:`dpframe.accounting.seals`): the latest of the
     releases' logs, naming all their release ids, sealed to exactly the values written; the
-    spec's text goes along under ``dpframe.spec._parse``. Atomic (temporary file, then rename)."""
+    spec's text goes along under :data:`SPEC_KEY` (``dpframe.cli.spec``), which the seal
+    covers too (``dpf.read_release`` reads the file back as a release table). Atomic
+    (temporary file, then rename)."""
 
     table = tidy_table(rows)
     # the spec's text is part of what the seal covers (every metadata key a reader sees)

@@ -222,6 +222,26 @@ def test_extra_schema_metadata_is_sealed_when_written_with_the_table(releases, t
         dpf.read_log(tmp_path / "bad.parquet")
 
 
+def test_a_signed_file_with_extra_metadata_reads_back_only_with_its_key(releases, tmp_path):
+    """read_release seals the frame of such a file anew (no frame carries the extra key): a
+    signed one needs key=, which checks the file's signature and re-signs the frame."""
+    doc = release_log_of(releases["polars"])
+    table = releases["polars"].to_arrow().replace_schema_metadata(
+        {b"dpframe.cli.spec": b"epsilon = 0.5"})
+    sealed = sealed_document(table, doc, release_id=doc["release_ids"], key=KEY)
+    pq.write_table(table.replace_schema_metadata({**table.schema.metadata,
+                                                  b"dpframe.log": json.dumps(sealed).encode()}),
+                   tmp_path / "s.parquet")
+    with pytest.raises(dpf.ParameterError, match=r"is signed.*pass key="):
+        dpf.read_release(tmp_path / "s.parquet")
+    with pytest.raises(dpf.IntegrityError, match="signature does not match"):
+        dpf.read_release(tmp_path / "s.parquet", key=b"another key")
+    frame = dpf.read_release(tmp_path / "s.parquet", key=KEY)
+    assert integrity.check_seal(release_log_of(frame), frame, key=KEY)["signature"] == "valid"
+    assert release_log_of(frame)["derived_from"] == [
+        {"table": sealed["seal"]["table"], "digest": sealed["seal"]["digest"]}]
+
+
 def _legacy_sealed(table, scheme):
     doc = {k: v for k, v in release_log_of(table).items() if k != "seal"}
     doc = json.loads(json.dumps(doc))
