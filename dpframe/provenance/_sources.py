@@ -11,10 +11,11 @@ fails then depends on one row: a leak. So a protected CSV source must
 * **parse in full at protect**: :func:`parse_in_full` reads every value of every column once,
   when the data is protected (before any budget exists). A file that does not parse as
   declared is refused there, without the reader's message. Afterwards the files are bound by
-  their content (:class:`dpframe.provenance._binding.SourceBinding`: the SHA-256 of every byte,
-  taken by :func:`file_digest` and re-checked at each release, beside the engine's read and
-  before anything is drawn or spent), so every release that is answered parsed the same bytes
-  the check parsed and cannot fail.
+  their content (:class:`dpframe.provenance._binding.SourceBinding`: SHA-256 digests covering
+  every byte, taken by :func:`file_digest` — a Parquet file's by footer and column chunks, by
+  :func:`ranges_digest` — and the bytes a release can read re-checked at each release, beside
+  the engine's read and before anything is drawn or spent), so every release that is answered
+  parsed the same bytes the check parsed and cannot fail.
 
 Other files are parsed in full at protect too (Polars and DuckDB scans of Parquet, IPC or JSON):
 their types are declared by the file, but a value can still fail to decode (a string column
