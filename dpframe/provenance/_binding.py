@@ -235,8 +235,13 @@ def _bare_parquet_scan(lazy: Any) -> bool:
     if len(nodes) != 1 or type(nodes[0]).__name__ != "Scan":
         return False
     scan = nodes[0]
-    return scan.predicate is None and bool(scan.scan_type) and str(scan.scan_type[0]) == \
-        "parquet"
+    try:  # a column mapping (Iceberg field ids) or deletion files: not a plain scan by name
+        options = scan.file_options
+        plain = options.column_mapping is None and options.deletion_files is None
+    except Exception:
+        return False
+    return plain and scan.predicate is None and bool(scan.scan_type) and \
+        str(scan.scan_type[0]) == "parquet"
 
 
 def _is_local(path: str) -> bool:
