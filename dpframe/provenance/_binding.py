@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpframe._util.polars_plan import all_nodes, plan_sources
+from dpframe._util.polars_plan import _EXPRESSION_CHILDREN, all_nodes, plan_sources
 from dpframe.backends import Backend
 from dpframe.provenance._parquet_layout import ParquetLayout, read_layout
 from dpframe.provenance._sources import (
@@ -20,7 +20,8 @@ from dpframe.provenance._sources import (
     ranges_digest,
 )
 
-__all__ = ["ContentCheck", "FileContent", "SourceBinding", "bind_file", "file_unchanged"]
+__all__ = ["ContentCheck", "FileContent", "SourceBinding", "bind_file", "file_unchanged",
+           "source_columns"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -221,6 +222,60 @@ class ContentCheck:
             return True
         self._thread.join()
         return not self._same
+
+
+#: the plan nodes :func:`source_columns` follows: each passes its input's columns on by name
+#: or computes new ones from the columns its expressions reference
+_ROW_NODES = frozenset({"Filter", "HStack", "Select", "SimpleProjection"})
+
+
+def source_columns(data: Any, read: Collection[str]) -> frozenset[str] | None:
+    """The columns of the protected scan under ``data`` (a Polars plan: the protected frame's
+    scan with row-wise steps compiled on it, as a release reads it) that a release reading
+    the columns ``read`` of ``data`` can use — for :meth:`SourceBinding.begin_check`. A
+    superset: ``read`` with every column any expression of the plan references. Every node
+    above the scan must be a filter, ``with_columns``, ``select`` or projection, which pass
+    columns on by their names or compute them from columns they reference; any other node
+    (a rename, a join, ...), an expression kind not known, or a plan that cannot be read
+    gives None: every column is then checked."""
+    names = set(read)
+    try:
+        scans = 0
+        for nt, node in all_nodes(data):
+            kind = type(node).__name__
+            if kind == "Scan":
+                scans += 1
+                continue
+            if kind not in _ROW_NODES:
+                return None
+            for attr in ("predicate", "exprs", "expr"):
+                held = getattr(node, attr, None)
+                for e in held if isinstance(held, list) else [held] if held else []:
+                    if not _referenced(nt, e.node, names):
+                        return None
+    except Exception:
+        return None
+    return frozenset(names) if scans == 1 else None
+
+
+def _referenced(nt: Any, node_id: int, names: set[str]) -> bool:
+    """Add the columns expression ``node_id`` references to ``names``; False if it holds an
+    expression kind not known (its references cannot be told)."""
+    stack = [node_id]
+    while stack:
+        e = nt.view_expression(stack.pop())
+        kind = type(e).__name__
+        if kind == "Column":
+            names.add(str(e.name))
+            continue
+        children = _EXPRESSION_CHILDREN.get(kind)
+        if children is None:
+            return False
+        for attr in children:
+            value = getattr(e, attr)
+            ids = value if isinstance(value, list) else [value]
+            stack.extend(i for i in ids if isinstance(i, int) and not isinstance(i, bool))
+    return True
 
 
 def _bare_parquet_scan(lazy: Any) -> bool:

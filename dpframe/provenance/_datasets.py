@@ -88,8 +88,9 @@ class Dataset:
         rewritten file is reported as such, as before.
 
         ``columns``: the columns *of the protected frame itself* that the release can read
-        (a superset is fine; None: all). A release on a derivation passes None, or the
-        protected frame's columns its derivation and aggregates reference. Only the column
+        (a superset is fine; None: all) —
+        :func:`~dpframe.provenance._binding.source_columns` of the plan the release reads and
+        the columns its queries, groups and privacy unit read from it. Only the column
         chunks of those columns (and every Parquet file's footer and other bytes outside
         column chunks) are hashed, where the binding maps them to the files' columns
         (:class:`SourceBinding`, ``by_name``); otherwise every byte is."""

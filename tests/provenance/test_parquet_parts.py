@@ -133,13 +133,13 @@ def test_a_rewrite_of_a_read_column_or_the_footer_is_refused(tmp_path, monkeypat
     p.dp.mean("x", epsilon=1.0, random_state=1)
     data = path.read_bytes()  # the writer's name in the footer: same size, other bytes
     at = data.rindex(b"parquet-cpp")
-    _binding_rewrite(path, at, b"PARQUET-CPP")
+    _overwrite(path, at, b"PARQUET-CPP")
     with pytest.raises(dpf.SourceChangedError):
         _dataset(p).begin_check(set())()  # even a release reading no column
     assert p.dp.budget.epsilon_spent == 2.0
 
 
-def _binding_rewrite(path: Path, at: int, data: bytes) -> None:
+def _overwrite(path: Path, at: int, data: bytes) -> None:
     before = os.stat(path)
     with open(path, "r+b") as f:
         f.seek(at)
@@ -230,3 +230,32 @@ def test_polars_reads_a_column_from_its_own_chunks_only(tmp_path):
     assert pl.scan_parquet(path).select("x").collect().equals(before)
     with pytest.raises(Exception):  # noqa: B017 (the reader's own error: y is noise now)
         pl.scan_parquet(path).select("y").collect()
+
+
+def test_a_derivation_hashes_the_columns_its_steps_reference(tmp_path, monkeypatch):
+    """``source_columns``: what a release of a derived column can read is that column's
+    inputs and every column a step references (the filter's ``k``), never fewer."""
+    import polars as pl
+
+    path = tmp_path / "people.parquet"
+    _write(path, None)
+    p = _protect(path)
+    derived = p.dp.filter(pl.col("k") > 0).dp.with_columns(
+        (pl.col("x") * 2).alias("z"), bounds={"z": (0.0, 200.0)}, missing=0.0)
+    data = dpf.provenance.resolve(derived).data
+    assert {"x", "k"} <= (_binding.source_columns(data, ["z"]) or set())
+    assert _binding.source_columns(data.join(data, on="k"), ["z"]) is None
+    begin = Dataset.begin_check
+    monkeypatch.setattr(Dataset, "begin_check", lambda self, _columns=None: begin(
+        self, _binding.source_columns(data, ["z"])))
+    derived.dp.mean("z", epsilon=1.0, random_state=1)
+    y = _columns(None)["y"]
+    _rewrite(path, y[9], y[9] + 0.25)  # y: referenced by no step, not read
+    derived.dp.mean("z", epsilon=1.0, random_state=1)
+    layout, _rest = read_layout(str(path), "sha256") or (None, None)
+    assert layout is not None
+    last = layout.columns["k"][0][1] - 1  # the last byte of k's first chunk, flipped
+    _overwrite(path, last, bytes([path.read_bytes()[last] ^ 1]))
+    with pytest.raises(dpf.SourceChangedError):  # k: read by the filter
+        derived.dp.mean("z", epsilon=1.0, random_state=1)
+    assert p.dp.budget.epsilon_spent == 2.0
