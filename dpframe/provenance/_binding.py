@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpframe._util.polars_plan import _EXPRESSION_CHILDREN, all_nodes, plan_sources
+from dpframe._util.polars_plan import all_nodes, plan_sources
 from dpframe.backends import Backend
 from dpframe.provenance._parquet_layout import ParquetLayout, read_layout
 from dpframe.provenance._sources import (
@@ -224,58 +224,37 @@ class ContentCheck:
         return not self._same
 
 
-#: the plan nodes :func:`source_columns` follows: each passes its input's columns on by name
-#: or computes new ones from the columns its expressions reference
-_ROW_NODES = frozenset({"Filter", "HStack", "Select", "SimpleProjection"})
-
-
 def source_columns(data: Any, read: Collection[str]) -> frozenset[str] | None:
     """The columns of the protected scan under ``data`` (a Polars plan: the protected frame's
-    scan with row-wise steps compiled on it, as a release reads it) that a release reading
-    the columns ``read`` of ``data`` can use — for :meth:`SourceBinding.begin_check`. A
-    superset: ``read`` with every column any expression of the plan references. Every node
-    above the scan must be a filter, ``with_columns``, ``select`` or projection, which pass
-    columns on by their names or compute them from columns they reference; any other node
-    (a rename, a join, ...), an expression kind not known, or a plan that cannot be read
-    gives None: every column is then checked."""
-    names = set(read)
+    scan with the verified steps compiled on it, as a release reads it) that a release reading
+    the columns ``read`` of ``data`` can use — for :meth:`SourceBinding.begin_check`. Asked of
+    Polars itself: the scan's projection once Polars pushes the projection of ``read`` (and a
+    row count, which keeps every filter) down the plan, the projection Polars' reader then
+    reads (and needs: it reads nothing else). None — every column checked — when the scan is
+    not projected, when the plan holds more than one scan or one with a predicate, or when the
+    plan cannot be read."""
+    import polars as pl
+
     try:
-        scans = 0
-        for nt, node in all_nodes(data):
-            kind = type(node).__name__
-            if kind == "Scan":
-                scans += 1
-                continue
-            if kind not in _ROW_NODES:
-                return None
-            for attr in ("predicate", "exprs", "expr"):
-                held = getattr(node, attr, None)
-                for e in held if isinstance(held, list) else [held] if held else []:
-                    if not _referenced(nt, e.node, names):
-                        return None
+        flags = pl.QueryOptFlags.none()
+        flags.projection_pushdown = True
+        rows = pl.len().alias("__dpframe_rows_" + "_".join(sorted(read)))
+        nt = data.select(*[pl.col(c) for c in read], rows)._ldf.with_optimizations(
+            flags._pyoptflags).visit()
+        scans = []
+        stack = [nt.get_node()]
+        while stack:
+            nt.set_node(stack.pop())
+            node = nt.view_current_node()
+            if type(node).__name__ == "Scan":
+                scans.append(node)
+            stack.extend(nt.get_inputs())
+        if len(scans) != 1 or scans[0].predicate is not None:
+            return None
+        projected = scans[0].file_options.with_columns
     except Exception:
         return None
-    return frozenset(names) if scans == 1 else None
-
-
-def _referenced(nt: Any, node_id: int, names: set[str]) -> bool:
-    """Add the columns expression ``node_id`` references to ``names``; False if it holds an
-    expression kind not known (its references cannot be told)."""
-    stack = [node_id]
-    while stack:
-        e = nt.view_expression(stack.pop())
-        kind = type(e).__name__
-        if kind == "Column":
-            names.add(str(e.name))
-            continue
-        children = _EXPRESSION_CHILDREN.get(kind)
-        if children is None:
-            return False
-        for attr in children:
-            value = getattr(e, attr)
-            ids = value if isinstance(value, list) else [value]
-            stack.extend(i for i in ids if isinstance(i, int) and not isinstance(i, bool))
-    return True
+    return None if projected is None else frozenset(str(c) for c in projected)
 
 
 def _bare_parquet_scan(lazy: Any) -> bool:
