@@ -6,38 +6,100 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpframe._util.polars_plan import plan_sources
+from dpframe._util.polars_plan import all_nodes, plan_sources
 from dpframe.backends import Backend
+from dpframe.provenance._parquet_layout import ParquetLayout, read_layout
 from dpframe.provenance._sources import (
+    DIGEST,
     expand_paths,
     file_digest,
+    ranges_digest,
 )
 
-__all__ = ["ContentCheck", "SourceBinding"]
+__all__ = ["ContentCheck", "FileContent", "SourceBinding", "bind_file", "file_unchanged",
+           "source_columns"]
+
+
+@dataclass(frozen=True, eq=False)
+class FileContent:
+    """What binds one file's content. ``layout`` None: ``digests[None]`` is the
+    :data:`~dpframe.provenance._sources.DIGEST` of every byte. A Parquet file with a plain
+    layout (:func:`~dpframe.provenance._parquet_layout.read_layout`): ``digests[None]`` is
+    the digest of its rest (magics, footer, page indexes, bloom filters, any byte in no
+    column chunk) and ``digests[c]`` that of the chunks of top-level column ``c``, every row
+    group's, in file order. Either way every byte of the file is under exactly one digest."""
+
+    layout: ParquetLayout | None
+    digests: dict[str | None, bytes]
+
+
+def bind_file(path: str) -> FileContent | None:
+    """The :class:`FileContent` of the file at ``path`` now (None: it cannot be read)."""
+    found = read_layout(path, DIGEST)
+    if found is None:
+        whole = file_digest(path)
+        return None if whole is None else FileContent(None, {None: whole})
+    layout, rest = found
+    digests: dict[str | None, bytes] = {None: rest}
+    for column, ranges in layout.columns.items():
+        digest = ranges_digest(path, ranges)
+        if digest is None:
+            return None
+        digests[column] = digest
+    return FileContent(layout, digests)
+
+
+def file_unchanged(path: str, bound: FileContent | None,
+                   columns: frozenset[str] | None = None) -> bool:
+    """Whether the file at ``path`` still has the content ``bound`` at protect, in the parts
+    a release reading ``columns`` can read (None: all of them): a file hashed whole is
+    re-hashed whole; a Parquet file's rest is re-hashed (so its footer, hence every chunk's
+    byte range, is the protected one), then the chunks of each column in ``columns``. Stops
+    at the first part that differs."""
+    if bound is None:
+        return file_digest(path) is None
+    if bound.layout is None:
+        return file_digest(path) == bound.digests[None]
+    if ranges_digest(path, bound.layout.rest) != bound.digests[None]:
+        return False
+    for column, ranges in bound.layout.columns.items():
+        if columns is not None and column not in columns:
+            continue
+        if ranges_digest(path, ranges) != bound.digests[column]:
+            return False
+    return True
 
 
 @dataclass(eq=False)
 class SourceBinding:
     """The files a lazy source reads, bound by their content: path → (size, mtime, device,
-    inode) and path → SHA-256 of every byte (:func:`dpframe.provenance._sources.file_digest`),
-    recorded
+    inode) and path → :class:`FileContent` (SHA-256 digests covering every byte), recorded
     at protect time and checked before every release. ``recount``: the source is not made of
     files dpframe can identify, so its row count is re-read instead. ``lister``: for engines
     that fix their file list in the plan (Spark), asks the engine for the list it will read
     now (None: it no longer can), compared with the recorded one; ``patterns`` (globs and
-    folders expanded) are used otherwise.
+    folders expanded) are used otherwise. ``by_name``: the protected plan is a bare Polars
+    scan of Parquet files, so a column of the protected frame is the files' column of that
+    name (a release that names the columns it reads then hashes only theirs).
 
     What is checked, and when (``docs/engines.md``, "Is the source still the protected
-    one?"): at every release, the list of files, each file's metadata, and the digest of
-    each file's whole content, re-read from disk. Metadata alone is not enough: a same-size
-    rewrite with its modification time put back (``os.utime``) keeps it. If the engine reads
-    exactly the listed files and each still has the digest taken at protect, the bytes read
-    — hence the ``n`` rows — are those counted at protect. The check reads file bytes, never
-    parses a row; a refusal depends only on the files, which the data's steward controls and
+    one?"): at every release, the list of files, each file's metadata, and the digests of
+    the content the release can read, re-read from disk. Metadata alone is not enough: a
+    same-size rewrite with its modification time put back (``os.utime``) keeps it. A file
+    other than Parquet is hashed whole. A Parquet file is hashed in parts
+    (:class:`FileContent`): always its rest (footer included), then the column chunks of
+    every column the release can read (all of them unless the release names its columns
+    and ``by_name`` holds). The engine reads a column's values from that column's chunks
+    only, through the footer's byte ranges, which the rest's digest fixes; so if every file
+    listed is unchanged in those parts, the bytes the release's reader can use — hence the
+    ``n`` rows and the values it aggregates — are those bound at protect. A rewrite of a
+    column this release does not read cannot reach its answer; the first release that
+    reads that column is refused. The check reads file bytes and the footer's structure,
+    never a row; a refusal depends only on the files, which the data's steward controls and
     sees anyway.
 
     :meth:`changed` runs the whole check at once (at protect). A release uses
@@ -45,21 +107,23 @@ class SourceBinding:
     budget is reserved), and the digests are computed in a thread *while the engine reads*;
     the release joins that thread after the read and before any noise is drawn or budget
     spent, and a changed file is then refused with its reservation cancelled and the read's
-    result dropped unlooked-at (:class:`ContentCheck`). The digests read every byte at some
-    time after the release began, so a file rewritten before the release is caught exactly as
-    by a check before the read; a rewrite *during* a running release may or may not be caught
-    (as before: the curator's to prevent).
+    result dropped unlooked-at (:class:`ContentCheck`). The digests read every byte they
+    cover at some time after the release began, so a file rewritten before the release is
+    caught exactly as by a check before the read; a rewrite *during* a running release may
+    or may not be caught (as before: the curator's to prevent).
     """
 
     files: dict[str, tuple[int, int, int, int]]
     patterns: tuple[str, ...]
     recount: bool
     lister: Callable[[], tuple[str, ...] | None] | None = field(default=None, repr=False)
-    digests: dict[str, bytes | None] = field(default_factory=dict, repr=False)
+    digests: dict[str, FileContent | None] = field(default_factory=dict, repr=False)
+    by_name: bool = False
 
     def __post_init__(self) -> None:
         if not self.digests:
-            self.digests = _digests(self.files)
+            self.digests = {path: bind_file(path) if st[0] >= 0 else None
+                            for path, st in self.files.items()}
 
     @classmethod
     def of(cls, lazy: Any) -> SourceBinding:
@@ -70,7 +134,7 @@ class SourceBinding:
         # cannot be bound by identity: its row count is re-read before every release instead
         unbound = any(not _is_local(p) for p in patterns) or any(
             st[0] < 0 for st in files.values())
-        return cls(files, patterns, other or unbound)
+        return cls(files, patterns, other or unbound, by_name=_bare_parquet_scan(lazy))
 
     @classmethod
     def of_engine(cls, frame: Any, backend: Backend) -> SourceBinding:
@@ -88,21 +152,16 @@ class SourceBinding:
 
     def changed(self) -> bool:
         """Whether the files differ from those bound at protect: another list, other
-        metadata, or other content (every file's digest is recomputed: about 1–2 ms per MB
-        on the shared test machine, measured in ``docs/engines.md``)."""
-        if self.lister is None:
-            now = _stat_all(self.patterns)
-        else:
-            listed = self.lister()
-            if listed is None:
-                return True
-            now = _stat_paths(listed)
-        return now != self.files or _digests(now) != self.digests
+        metadata, or other content (every digest is recomputed, every byte read: about
+        1 ms per MB on the shared test machine, measured in ``docs/engines.md``)."""
+        return self.begin_check().changed()
 
-    def begin_check(self) -> ContentCheck:
+    def begin_check(self, columns: Collection[str] | None = None) -> ContentCheck:
         """:meth:`changed`, split for a release: the file list and metadata are compared now
-        (a difference is final at once, nothing hashed), and the digest of every file is
-        started in a background thread; :meth:`ContentCheck.changed` waits for it."""
+        (a difference is final at once, nothing hashed), and the digests are started in a
+        background thread; :meth:`ContentCheck.changed` waits for them. ``columns``: the
+        columns of the protected frame the release can read (None: all); used only when
+        ``by_name`` holds, else every column's chunks are hashed."""
         if self.lister is None:
             now = _stat_all(self.patterns)
         else:
@@ -112,41 +171,45 @@ class SourceBinding:
             now = _stat_paths(listed)
         if now != self.files:
             return ContentCheck(None)
-        return ContentCheck(now, self.digests)
+        read = frozenset(columns) if columns is not None and self.by_name else None
+        return ContentCheck(now, self.digests, read)
 
 
 class ContentCheck:
-    """The content digests of a binding's files, computed in a daemon thread started at
-    construction (``hashlib`` releases the GIL while it hashes each 1 MiB chunk, so the digest
-    runs beside an engine's read on another core), compared with ``expected`` by
-    :meth:`changed`. ``files`` None: the list or metadata already differ (changed, no thread).
+    """The content check of a binding's files (:func:`file_unchanged` on each, restricted to
+    ``columns`` if given), run in a daemon thread started at construction (``hashlib``
+    releases the GIL while it hashes each 1 MiB block, so the digests run beside an engine's
+    read on another core), its result read by :meth:`changed`. ``files`` None: the list or
+    metadata already differ (changed, no thread).
 
     Soundness of the overlap (``docs/engines.md``, "Is the source still the protected
-    one?"): the thread reads each file from its first byte to its last after the release
-    started, so a file that differed from the protected bytes when the release started is
-    seen different unless it is written back in the meantime — the same race a check before
-    the read leaves open. Whatever the engine read meanwhile is dropped when :meth:`changed`
-    is true: the caller raises :class:`~dpframe.errors.SourceChangedError` with its
-    reservation cancelled, whatever the read returned or raised, so the outcome depends on
-    whether the file's bytes changed (the steward's own action), not on any value in them. A
-    thread that fails (it cannot: :func:`~dpframe.provenance._sources.file_digest` turns an
-    ``OSError`` into None) counts as a change."""
+    one?"): the thread reads each part it checks from its first byte to its last after the
+    release started, so a part that differed from the protected bytes when the release
+    started is seen different unless it is written back in the meantime — the same race a
+    check before the read leaves open. Whatever the engine read meanwhile is dropped when
+    :meth:`changed` is true: the caller raises :class:`~dpframe.errors.SourceChangedError`
+    with its reservation cancelled, whatever the read returned or raised, so the outcome
+    depends on whether the file's bytes changed (the steward's own action), not on any value
+    in them. A thread that fails (it cannot: reading turns an ``OSError`` into a mismatch)
+    counts as a change."""
 
     def __init__(self, files: Mapping[str, tuple[int, int, int, int]] | None,
-                 expected: Mapping[str, bytes | None] | None = None) -> None:
-        self._expected = expected
-        self._found: dict[str, bytes | None] | None = None
+                 expected: Mapping[str, FileContent | None] | None = None,
+                 columns: frozenset[str] | None = None) -> None:
+        self._same = False
         self._thread: threading.Thread | None = None
-        if files is not None:
-            self._thread = threading.Thread(target=self._digest, args=(files,),
+        if files is not None and expected is not None:
+            self._thread = threading.Thread(target=self._digest,
+                                            args=(list(files), expected, columns),
                                             name="dpframe-content-check", daemon=True)
             self._thread.start()
 
-    def _digest(self, files: Mapping[str, tuple[int, int, int, int]]) -> None:
+    def _digest(self, paths: list[str], expected: Mapping[str, FileContent | None],
+                columns: frozenset[str] | None) -> None:
         try:
-            self._found = _digests(files)
-        except BaseException:  # counted as a change (self._found stays None)
-            self._found = None
+            self._same = all(file_unchanged(p, expected.get(p), columns) for p in paths)
+        except BaseException:  # counted as a change (self._same stays False)
+            self._same = False
 
     @property
     def decided(self) -> bool:
@@ -158,12 +221,61 @@ class ContentCheck:
         if self._thread is None:
             return True
         self._thread.join()
-        return self._found is None or self._found != self._expected
+        return not self._same
 
 
-def _digests(files: Mapping[str, tuple[int, int, int, int]]) -> dict[str, bytes | None]:
-    """Path → digest of its content (None for a file that cannot be read)."""
-    return {path: file_digest(path) if st[0] >= 0 else None for path, st in files.items()}
+def source_columns(data: Any, read: Collection[str]) -> frozenset[str] | None:
+    """The columns of the protected scan under ``data`` (a Polars plan: the protected frame's
+    scan with the verified steps compiled on it, as a release reads it) that a release reading
+    the columns ``read`` of ``data`` can use — for :meth:`SourceBinding.begin_check`. Asked of
+    Polars itself: the scan's projection once Polars pushes the projection of ``read`` (and a
+    row count, which keeps every filter) down the plan, the projection Polars' reader then
+    reads (and needs: it reads nothing else). None — every column checked — when the scan is
+    not projected, when the plan holds more than one scan or one with a predicate, or when the
+    plan cannot be read."""
+    import polars as pl
+
+    try:
+        flags = pl.QueryOptFlags.none()
+        flags.projection_pushdown = True
+        rows = pl.len().alias("__dpframe_rows_" + "_".join(sorted(read)))
+        nt = data.select(*[pl.col(c) for c in read], rows)._ldf.with_optimizations(
+            flags._pyoptflags).visit()
+        scans = []
+        stack = [nt.get_node()]
+        while stack:
+            nt.set_node(stack.pop())
+            node = nt.view_current_node()
+            if type(node).__name__ == "Scan":
+                scans.append(node)
+            stack.extend(nt.get_inputs())
+        if len(scans) != 1 or scans[0].predicate is not None:
+            return None
+        projected = scans[0].file_options.with_columns
+    except Exception:
+        return None
+    return None if projected is None else frozenset(str(c) for c in projected)
+
+
+def _bare_parquet_scan(lazy: Any) -> bool:
+    """Whether ``lazy``'s plan is one Parquet scan and nothing else (no predicate, no other
+    node): its columns are then the files' columns of the same names. Anything else (a
+    derivation, a rename, a filter reading other columns, another format) is False: every
+    column's chunks are hashed."""
+    try:
+        nodes = [node for _nt, node in all_nodes(lazy)]
+    except Exception:
+        return False
+    if len(nodes) != 1 or type(nodes[0]).__name__ != "Scan":
+        return False
+    scan = nodes[0]
+    try:  # a column mapping (Iceberg field ids) or deletion files: not a plain scan by name
+        options = scan.file_options
+        plain = options.column_mapping is None and options.deletion_files is None
+    except Exception:
+        return False
+    return plain and scan.predicate is None and bool(scan.scan_type) and \
+        str(scan.scan_type[0]) == "parquet"
 
 
 def _is_local(path: str) -> bool:

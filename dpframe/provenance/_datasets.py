@@ -12,7 +12,7 @@ import contextvars
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,7 +76,7 @@ class Dataset:
         is not looked at. (:meth:`begin_check` and its result, at once.)"""
         self.begin_check()()
 
-    def begin_check(self) -> Callable[[], None]:
+    def begin_check(self, columns: Collection[str] | None = None) -> Callable[[], None]:
         """:meth:`check_unchanged` split for a release
         (:func:`~dpframe.release._pipeline.run`): the list and metadata of the files (and
         the re-count, if any) are checked now, raising :class:`SourceChangedError`; the
@@ -85,10 +85,18 @@ class Dataset:
         :class:`SourceChangedError` if any file's content changed — the caller calls it after
         the read and before drawing noise, and on that error cancels its reservation and
         drops what was read. A re-count that disagrees waits for the digests first, so a
-        rewritten file is reported as such, as before."""
+        rewritten file is reported as such, as before.
+
+        ``columns``: the columns *of the protected frame itself* that the release can read
+        (a superset is fine; None: all) —
+        :func:`~dpframe.provenance._binding.source_columns` of the plan the release reads and
+        the columns its queries, groups and privacy unit read from it. Only the column
+        chunks of those columns (and every Parquet file's footer and other bytes outside
+        column chunks) are hashed, where the binding maps them to the files' columns
+        (:class:`SourceBinding`, ``by_name``); otherwise every byte is."""
         if self.source is None:
             return _unchanged
-        check = self.source.begin_check()
+        check = self.source.begin_check(columns)
         if check.decided:
             _refuse_changed_files(True, read=False)
         if self.source.recount and self.backend.count_rows(self.root_strong,

@@ -68,13 +68,13 @@ def _during_read(monkeypatch: pytest.MonkeyPatch, path: Path, data: bytes,
     protected one). Returns the names of the threads that took the digest."""
     rewritten = threading.Event()
     threads: list[str] = []
-    digest = _binding.file_digest
+    unchanged = _binding.file_unchanged
     aggregate = _pipeline._aggregate
 
-    def late_digest(p: str) -> bytes | None:
+    def late_digest(*args: Any) -> bool:
         threads.append(threading.current_thread().name)
         rewritten.wait(30)
-        return digest(p)
+        return unchanged(*args)
 
     def read(*args: Any) -> Any:
         _rewrite(path, data)
@@ -83,7 +83,7 @@ def _during_read(monkeypatch: pytest.MonkeyPatch, path: Path, data: bytes,
             raise ValueError("value 42.5 in row 3")
         return aggregate(*args)
 
-    monkeypatch.setattr(_binding, "file_digest", late_digest)
+    monkeypatch.setattr(_binding, "file_unchanged", late_digest)
     monkeypatch.setattr(_pipeline, "_aggregate", read)
     return threads
 
@@ -131,18 +131,18 @@ def test_the_digest_runs_beside_the_read(tmp_path, monkeypatch):
     path = tmp_path / "people.parquet"
     p = _protected(path, _values())
     started = threading.Event()
-    digest = _binding.file_digest
+    unchanged = _binding.file_unchanged
     aggregate = _pipeline._aggregate
 
-    def late_digest(f: str) -> bytes | None:
+    def late_digest(*args: Any) -> bool:
         started.wait(30)  # (a timeout would show as a refusal below)
-        return digest(f)
+        return unchanged(*args)
 
     def read(*args: Any) -> Any:
         started.set()
         return aggregate(*args)
 
-    monkeypatch.setattr(_binding, "file_digest", late_digest)
+    monkeypatch.setattr(_binding, "file_unchanged", late_digest)
     monkeypatch.setattr(_pipeline, "_aggregate", read)
     assert np.isfinite(p.dp.mean("x", epsilon=1.0, random_state=1))
     assert p.dp.budget.epsilon_spent == 1.0

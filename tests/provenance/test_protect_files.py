@@ -103,8 +103,9 @@ def test_same_size_rewrite_with_mtime_restored_is_refused_before_spending(tmp_pa
 
 
 def test_the_binding_rereads_the_content_before_each_release(tmp_path, monkeypatch):
-    """What is re-checked, and when: the file list, metadata and the SHA-256 of every byte of
-    every bound file, before each release (never skipped because the metadata is unchanged)."""
+    """What is re-checked, and when: the file list, metadata and the SHA-256 digests of every
+    bound file's content, before each release (never skipped because the metadata is
+    unchanged)."""
     import polars as pl
 
     from dpframe.provenance import _binding as provenance
@@ -114,8 +115,9 @@ def test_the_binding_rereads_the_content_before_each_release(tmp_path, monkeypat
     p = dpf.protect(pl.scan_parquet(path), epsilon=5.0, bounds={"x": (0.0, 100.0)},
                     missing=0.0)
     read: list[str] = []
-    digest = provenance.file_digest
-    monkeypatch.setattr(provenance, "file_digest", lambda f: read.append(f) or digest(f))
+    unchanged = provenance.file_unchanged
+    monkeypatch.setattr(provenance, "file_unchanged",
+                        lambda f, *rest: read.append(f) or unchanged(f, *rest))
     p.dp.mean("x", epsilon=1.0, random_state=1)
     p.dp.sum("x", epsilon=1.0, random_state=2)
     assert read == [str(path), str(path)]
