@@ -1,0 +1,168 @@
+"""The two-pass bin count of a quantile (issue 34, ``dpframe.engine._bins.two_pass_counts``):
+exact block totals and end bins, exact fine counts in every block a recorded draw reads
+(``fine_blocks_read``), on adversarial columns (NaN, ±inf, values at or beyond the bounds,
+one value, no rows, integers) under both missing-value policies; and through the frames, the
+same seeded outputs as the dense count even when every block no draw reads is garbled (a read
+outside the window would change the draws)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import dpframe as dpf
+from dpframe.engine import _bins
+from dpframe.engine._kernel import _read_block
+from dpframe.mechanisms.quantile_intervals import BracketMechanism
+from dpframe.mechanisms.quantiles import CumulativeCounts, QuantileMechanism, fine_blocks_read
+from dpframe.query._aggregates import Bins, ReadWindows
+
+K = CumulativeCounts.BLOCK
+BIN_COUNTS = (1 << 15, (1 << 15) + 1, (1 << 15) + 1025)  # whole, 1-bin and short last block
+
+
+def _dense(x: np.ndarray, bins: Bins, policy: object) -> np.ndarray:
+    binning = _bins._BlockBinning(bins, 1, max(min(x.size, _bins._BIN_BLOCK), 1))
+    for start in range(0, x.size, _bins._BIN_BLOCK):
+        block, missing = _read_block(x, start, start + _bins._BIN_BLOCK)
+        binning.add(block, missing, policy, None)
+    return binning.counts()[0].copy()
+
+
+def _windows(b: int, lam: float) -> ReadWindows:
+    w = ReadWindows()
+    w.record(QuantileMechanism(2 * lam, 0.0, 100.0, [0.5, 0.0, 0.93], bins=b))
+    for side in ("lower", "upper"):
+        w.record(BracketMechanism(2 * lam, 0.0, 100.0, [0.5], side=side, alpha_side=0.05,
+                                  bins=b))
+    return w
+
+
+values = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                   st.floats(-1.0, 101.0), st.sampled_from([0.0, 100.0, 50.0]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(values, max_size=300), st.sampled_from(BIN_COUNTS),
+       st.sampled_from(["drop", 0.0, 100.0, 37.5]), st.sampled_from([0.02, 1.0, 40.0]))
+@example([], BIN_COUNTS[0], "drop", 1.0)
+@example([42.0], BIN_COUNTS[1], 0.0, 40.0)
+@example([37.5] * 200, BIN_COUNTS[2], "drop", 40.0)
+@example([100.0] * 50 + [1e308] * 50, BIN_COUNTS[1], "drop", 40.0)
+@example([-np.inf, np.inf, np.nan, 0.0] * 30, BIN_COUNTS[2], 100.0, 40.0)
+def test_two_pass_counts_agree_with_the_dense_count_where_draws_read(x, b, policy, lam):
+    column = np.asarray(x, dtype=np.float64)
+    windows = _windows(b, lam)
+    bins = Bins(0.0, 100.0, b, windows)
+    dense = _dense(column, bins, policy)
+    old = _bins.TWO_PASS_MIN_ROWS
+    _bins.TWO_PASS_MIN_ROWS = 0
+    try:
+        got = _bins.two_pass_counts(column, bins, policy)
+    finally:
+        _bins.TWO_PASS_MIN_ROWS = old
+    assert got is not None and got.shape == (1, b)
+    got = got[0]
+    assert (got >= 0).all() and (np.trunc(got) == got).all()
+    totals = CumulativeCounts.block_totals(dense)
+    assert np.array_equal(CumulativeCounts.block_totals(got), totals)
+    assert got[0] == dense[0] and got[-1] == dense[-1]
+    draws = windows.draws()
+    assert draws is not None
+    for d in draws:
+        k1, k2 = fine_blocks_read(totals, b, d.q, d.offset, d.padding, d.coefficient)
+        assert np.array_equal(got[k1 * K:(k2 + 1) * K], dense[k1 * K:(k2 + 1) * K])
+
+
+def test_integer_column_and_no_draws():
+    x = np.arange(-50, 150, dtype=np.int64).repeat(3)
+    bins = Bins(0.0, 100.0, 1 << 15, _windows(1 << 15, 40.0))
+    old = _bins.TWO_PASS_MIN_ROWS
+    _bins.TWO_PASS_MIN_ROWS = 0
+    try:
+        got = _bins.two_pass_counts(x, bins, "drop")
+        assert got is not None
+        assert np.array_equal(CumulativeCounts.block_totals(got[0]),
+                              CumulativeCounts.block_totals(_dense(x, bins, "drop")))
+        # no recorded draws, or a histogram's bins: the dense count
+        assert _bins.two_pass_counts(x, Bins(0.0, 100.0, 1 << 15, ReadWindows()), 0.0) is None
+        assert _bins.two_pass_counts(x, Bins(0.0, 100.0, 1 << 15), 0.0) is None
+    finally:
+        _bins.TWO_PASS_MIN_ROWS = old
+
+
+def test_too_many_draws_fall_back_to_the_dense_count():
+    w = ReadWindows()
+    for i in range(ReadWindows.MAX_DRAWS + 1):
+        w.record(QuantileMechanism(1.0 + i, 0.0, 1.0, 0.5, bins=1 << 15))
+    assert w.draws() is None
+
+
+def _garbled_fill(out, totals, ends, unread):
+    """Every unread block's total spread over random bins of the block (ends exact): a count
+    vector with the same totals that differs from the exact one wherever it is not read."""
+    rng = np.random.default_rng(len(out))
+    b = out.size
+    for k in np.nonzero(unread)[0]:
+        lo, hi = k * K, min((k + 1) * K, b)
+        fixed = {0: ends[0]} if k == 0 else {}
+        if hi == b:
+            fixed[b - 1 - lo] = ends[1]
+        rest = int(totals[k]) - sum(fixed.values())
+        cells = np.bincount(rng.integers(0, hi - lo, rest), minlength=hi - lo).astype(float)
+        for i in fixed:
+            cells[i] = 0.0
+        moved = rest - int(cells.sum())
+        free = [i for i in range(hi - lo) if i not in fixed]
+        cells[free[0]] += moved
+        for i, v in fixed.items():
+            cells[i] = v
+        out[lo:hi] = cells
+
+
+def test_frames_release_the_dense_counts_draws_with_unread_blocks_garbled(monkeypatch):
+    """Point, several levels and ci= brackets, seeded: the two-pass route (with every block
+    no draw reads garbled) releases exactly what the dense count releases."""
+    rng = np.random.default_rng(34)
+    x = np.concatenate([rng.normal(50, 5, 20_000), [np.nan, np.inf, -np.inf, 150.0, -3.0]])
+    frame = dpf.protect(pd.DataFrame({"x": x}), epsilon=1e6, bounds={"x": (0.0, 100.0)},
+                        missing={"x": 0.0})
+
+    def releases():
+        return [frame.dp.quantile("x", [0.1, 0.5, 0.97], epsilon=60.0, bins=1 << 16,
+                                  random_state=s, ci=0.9) for s in range(3)]
+
+    monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 10**12)
+    dense = releases()
+    unread: list[int] = []
+    fill = _bins._fill_unread
+
+    def garbled(out, totals, ends, mask):
+        unread.append(int(mask.sum()))
+        fill(out, totals, ends, mask)
+        _garbled_fill(out, totals, ends, mask)
+
+    monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 0)
+    monkeypatch.setattr(_bins, "_fill_unread", garbled)
+    two_pass = releases()
+    assert unread and min(unread) > 30  # most blocks unread: the check is not vacuous
+    for a, b in zip(dense, two_pass, strict=True):
+        pd.testing.assert_frame_equal(a, b) if isinstance(a, pd.DataFrame) else \
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("ci", [None, 0.9])
+def test_a_quantile_plan_records_the_draws_of_each_mechanism_it_builds(ci):
+    """The plan's Bins aggregate carries the draws of the point (and the two brackets),
+    recorded when the release builds them; each plan its own record."""
+    from dpframe.release._pipeline import plan
+
+    frame = dpf.protect(pd.DataFrame({"x": np.linspace(0, 1, 50)}), epsilon=10.0,
+                        bounds={"x": (0.0, 1.0)})
+    planned = plan(frame, {"q": dpf.quantile("x", [0.25, 0.75])}, epsilon=1.0, ci=ci)
+    (agg,) = {a for p in planned for a in p.plan.aggregates}
+    draws = agg.bins.window.draws()
+    assert draws is not None and len(draws) == (2 if ci is None else 6)
