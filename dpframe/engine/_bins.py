@@ -157,6 +157,28 @@ class _BlockBinning:
             j += codes.astype(np.int64) * self.stride
         np.add.at(self.cells, j, 1)
 
+    def block_index(self, block: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``⌊B·t⌋ // 1024`` of each value of a block of :func:`present_values` (the block of
+        :meth:`_bin_index`'s cell), written into ``out`` (uint16). With ``B`` a multiple of
+        1,024 as ``⌊(B/1024)·t⌋``: scaling by the power of two 1,024 is exact, so
+        ``fl(t·B) = 1024·fl(t·B/1024)`` and ``⌊⌊x⌋/1024⌋ = ⌊x/1024⌋``: the same block,
+        one operation less."""
+        bins = self.bins
+        y = np.clip(block, bins.lower, bins.upper, out=self.buffer[: block.size])
+        y *= 0.5
+        y -= bins.half_lower
+        y /= bins.half_width
+        if bins.count % _FINE == 0:
+            y *= bins.count // _FINE
+            out[...] = y  # truncation toward zero: the floor, as y ≥ 0
+        else:
+            y *= bins.count
+            j = self.index[: block.size]
+            j[...] = y
+            j >>= 10
+            out[...] = j
+        return out
+
     def _bin_index(self, block: np.ndarray) -> np.ndarray:
         """The cell ``⌊B·t⌋ ∈ [0, B]`` of each value of a block of :func:`present_values`
         (in a buffer reused by the next block)."""
@@ -228,142 +250,89 @@ def two_pass_counts(values: Any, bins: Bins, policy: Any) -> np.ndarray | None:
     the released law, the seeded outputs and the privacy guarantee are those of the dense
     count.
 
-    *Pass 1* bins every counted row (:func:`present_values`, the dense count's formula) into
-    ``B/1,024 + 1`` block cells, which stay in cache, and counts the two end bins. *Pass 2*
-    counts fine bins only inside the union of every recorded draw's blocks: a row enters
-    only if its value lies in a block range's value range (two comparisons, with thresholds
-    checked against the bin formula so that no row of the range is missed:
-    :func:`_value_range`), and its bin is then computed by the same formula. The result is
-    an ordinary count vector: exact in those blocks and at both ends; in every other block
-    the block's total sits in its first bin (block 0: ``c_0`` in bin 0 and the rest in bin 1;
-    the last block: ``c_{B−1}`` in its last bin and the rest in its first), so every block
-    total is exact. (An audit reading these counts elsewhere than the sampler does sees that
-    arrangement, not the fine counts.)
+    *Pass 1* computes every counted row's block (:func:`present_values` and the dense
+    count's formula, :meth:`_BlockBinning.block_index`), keeps it (two bytes a row) and
+    counts the rows per block (``B/1,024 + 1`` cells, in cache). *Pass 2* counts fine bins
+    only for the rows whose block is *read*: in some recorded draw's ``k₁ … k₂``, or the
+    first or last block (which hold ``c_0`` and ``c_{B−1}``); their bins are computed by the
+    same formula. The result is an ordinary count vector: exact in every read block; in every
+    other block the block's total sits in its first bin, so every block total is exact. (An
+    audit reading these counts elsewhere than the sampler does sees that arrangement, not
+    the fine counts.)
 
     *Timing.* Pass 2's time grows with the rows whose value lies in the read blocks, as every
     aggregation's time depends on the data (timing side channels are out of scope:
     docs/audit.md); the values read and the output distribution are those of the dense count.
-    Memory: the ``B`` doubles of the result and two cache-sized buffers; no per-row array."""
-    windows = None if bins.window is None else bins.window.draws()
+    Memory: the ``B`` doubles of the result, two bytes a row for the blocks (a quarter of a
+    float column) and cache-sized buffers."""
+    draws = None if bins.window is None else bins.window.draws()
     b = bins.count
-    if (windows is None or b < max(TWO_PASS_MIN_BINS, 2 * _FINE)
+    if (draws is None or b < max(TWO_PASS_MIN_BINS, 2 * _FINE)
             or values.size < TWO_PASS_MIN_ROWS):
         return None
     n_blocks = -(-b // _FINE)
     binning = _BlockBinning(bins, 1, min(values.size, _BIN_BLOCK))
     coarse = np.zeros(n_blocks + 1, dtype=np.int64)  # cell n_blocks: index B when B % 1024 = 0
-    ends = [0, 0]
-    missing_blocks: list[bool] = []
+    block_of = np.empty(values.size, dtype=np.uint16)  # each row's block (≤ 4,096)
+    recount: list[bool] = []  # row blocks not counted as they are (missing values, integers)
     for start in range(0, values.size, _BIN_BLOCK):
         block, missing = _read_block(values, start, start + _BIN_BLOCK)
         present, _ = present_values(block, missing, policy, None)
-        missing_blocks.append(present is not block)
-        j = binning._bin_index(present)
-        ends[0] += int(np.count_nonzero(j == 0))
-        ends[1] += int(np.count_nonzero(j >= b - 1))
-        j >>= 10
-        coarse += np.bincount(j, minlength=n_blocks + 1)
+        recount.append(present is not block)
+        ids = binning.block_index(present, block_of[start:start + present.size])
+        coarse += np.bincount(ids, minlength=n_blocks + 1)
     coarse[n_blocks - 1] += coarse[n_blocks]
     totals = coarse[:n_blocks]
-    ranges = _read_blocks(totals, b, windows)
+    read = _read_blocks(totals, b, draws)
     out = np.zeros(b, dtype=np.float64)
-    unread = np.ones(n_blocks, dtype=bool)
-    for k1, k2 in ranges:
-        unread[k1:k2 + 1] = False
-    _fill_unread(out, totals, ends, unread)
-    if ranges:
-        _fine_counts(out, values, bins, policy, ranges, missing_blocks, binning)
+    _place_unread(out, totals, np.nonzero(~read[:n_blocks] & (totals > 0))[0])
+    if (read[:n_blocks] & (totals > 0)).any():
+        _fine_counts(out, values, block_of, read, policy, recount, binning)
     return out.reshape(1, b)
 
 
-def _read_blocks(totals: np.ndarray, b: int, draws: Any) -> list[tuple[int, int]]:
-    """The union of every draw's blocks ``[k₁, k₂]``, as sorted disjoint ranges."""
-    spans = sorted(fine_blocks_read(totals, b, d.q, d.offset, d.padding, d.coefficient)
-                   for d in draws)
-    merged: list[tuple[int, int]] = []
-    for k1, k2 in spans:
-        if k1 > k2:
-            continue
-        if merged and k1 <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], k2))
-        else:
-            merged.append((k1, k2))
-    return merged
+def _place_unread(out: np.ndarray, totals: np.ndarray, unread: np.ndarray) -> None:
+    """Each unread non-empty block's total in its first bin (empty blocks: their pages of
+    ``out`` stay untouched)."""
+    out[unread * _FINE] = totals[unread]
 
 
-def _fill_unread(out: np.ndarray, totals: np.ndarray, ends: list[int], unread: np.ndarray
-                 ) -> None:
-    """Every unread block's total in its first bin; the end bins exact (module docstring of
-    :func:`two_pass_counts`)."""
-    b, last = out.size, totals.size - 1
-    first_bins = np.nonzero(unread)[0]
-    out[first_bins * _FINE] = totals[first_bins]
-    if unread[0]:
-        out[0], out[1] = ends[0], totals[0] - ends[0]
-    if unread[last] and last * _FINE < b - 1:  # (a last block of one bin is that bin)
-        out[last * _FINE] = totals[last] - ends[1]
-        out[b - 1] = ends[1]
+def _read_blocks(totals: np.ndarray, b: int, draws: Any) -> np.ndarray:
+    """Which blocks are counted bin by bin (cell ``n_blocks``: the block of index ``B``, the
+    last): the union of every draw's ``k₁ … k₂``, and the first and the last block."""
+    n_blocks = totals.size
+    read = np.zeros(n_blocks + 1, dtype=bool)
+    for d in draws:
+        k1, k2 = fine_blocks_read(totals, b, d.q, d.offset, d.padding, d.coefficient)
+        read[k1:k2 + 1] = True
+    read[0] = read[n_blocks - 1] = True
+    read[n_blocks] = read[n_blocks - 1]
+    return read
 
 
-def _fine_counts(out: np.ndarray, values: Any, bins: Bins, policy: Any,
-                 ranges: list[tuple[int, int]], missing_blocks: list[bool],
-                 binning: _BlockBinning) -> None:
-    """Pass 2: the exact counts of the bins of each block range, written into ``out``."""
-    b = bins.count
-    spans = []
-    for k1, k2 in ranges:
-        lo_bin, hi_bin = k1 * _FINE, min((k2 + 1) * _FINE, b)
-        cells = np.zeros(hi_bin - lo_bin + 1, dtype=np.int64)  # (+1: index B, values at u)
-        spans.append((lo_bin, hi_bin, *_value_range(bins, lo_bin, hi_bin), cells))
+def _fine_counts(out: np.ndarray, values: Any, block_of: np.ndarray, read: np.ndarray,
+                 policy: Any, recount: list[bool], binning: _BlockBinning) -> None:
+    """Pass 2: add the rows of the read blocks to their bins of ``out`` (exact: integers
+    below 2^53 in doubles), selected by two comparisons per run of read blocks on the
+    two-byte blocks of pass 1. A row block whose values pass 1 did not count as they are
+    is read again as pass 1 read it and binned whole."""
+    b = binning.bins.count
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], read, [False]]).astype(np.int8)))
+    runs = list(zip(edges[::2].tolist(), (edges[1::2] - 1).tolist(), strict=True))
     for i, start in enumerate(range(0, values.size, _BIN_BLOCK)):
         block, missing = _read_block(values, start, start + _BIN_BLOCK)
-        if missing_blocks[i] or block.dtype != np.float64:
+        if recount[i]:
             block, _ = present_values(block, missing, policy, None)
-        for lo_bin, _, lo_value, hi_value, cells in spans:
-            keep = block >= lo_value  # (NaN: never kept; dropped rows have no value)
-            keep &= block <= hi_value
-            rows = block[keep]
-            if rows.size:
-                j = binning._bin_index(rows) - lo_bin
-                inside = j >= 0
-                inside &= j < cells.size
-                np.add.at(cells, j[inside], 1)
-    for lo_bin, hi_bin, _, _, cells in spans:
-        if hi_bin == b:
-            cells[b - 1 - lo_bin] += cells[b - lo_bin]
-        out[lo_bin:hi_bin] = cells[:hi_bin - lo_bin]
-
-
-def _value_range(bins: Bins, lo_bin: int, hi_bin: int) -> tuple[float, float]:
-    """Values ``[v₁, v₂]`` holding every value whose bin is in ``[lo_bin, hi_bin)``: the
-    bin formula is monotone in the value (clamping, halving and scaling with round-to-nearest
-    are), so a value below ``v₁`` has a bin below ``lo_bin`` once the formula's bin of the
-    double just below ``v₁`` is below it, which is checked on the formula itself (the
-    threshold moved down until it holds); likewise above. ``±inf`` at the ends (every value
-    clamped to a bound is then kept), and when no threshold is found (never expected)."""
-    lo_value = -np.inf
-    if lo_bin > 0:
-        lo_value = _threshold(bins, lo_bin, below=True)
-    hi_value = np.inf
-    if hi_bin < bins.count:
-        hi_value = _threshold(bins, hi_bin, below=False)
-    return lo_value, hi_value
-
-
-def _threshold(bins: Bins, edge_bin: int, *, below: bool) -> float:
-    """``below``: a value ``v`` with ``bin(nextdown(v)) < edge_bin``; else one with
-    ``bin(nextup(v)) ≥ edge_bin``: the edge ``l + (u − l)·edge/B`` moved outward (by
-    doubling steps from ``2^-40`` of the bounds' magnitude) until the formula agrees."""
-    half = bins.half_lower + bins.half_width * (edge_bin / bins.count)
-    edge = 2.0 * half
-    step = max(abs(edge), abs(bins.lower), abs(bins.upper)) * 2.0**-40
-    for _ in range(64):
-        probe = np.nextafter(edge, -np.inf if below else np.inf)
-        j = int(bins.index(np.array([probe]))[0])
-        if (j < edge_bin) if below else (j >= edge_bin):
-            return float(edge)
-        edge = edge - step if below else edge + step
-        step *= 2.0
-        if not np.isfinite(edge):
-            break
-    return -np.inf if below else np.inf
+            j = binning._bin_index(block)
+            rows = j[read[j >> 10]]
+        else:
+            ids = block_of[start:start + block.size]
+            keep = np.zeros(block.size, dtype=bool)
+            for k1, k2 in runs:
+                in_run = ids >= k1
+                in_run &= ids <= k2
+                keep |= in_run
+            rows = binning._bin_index(block[keep])
+        if rows.size:
+            np.minimum(rows, b - 1, out=rows)  # (index B: values at u, in the last bin)
+            np.add.at(out, rows, 1.0)

@@ -101,26 +101,13 @@ def test_too_many_draws_fall_back_to_the_dense_count():
     assert w.draws() is None
 
 
-def _garbled_fill(out, totals, ends, unread):
-    """Every unread block's total spread over random bins of the block (ends exact): a count
-    vector with the same totals that differs from the exact one wherever it is not read."""
+def _garbled(out, totals, unread):
+    """Every unread block's total spread over random bins of the block: a count vector with
+    the same totals that differs from the exact one wherever it is not read."""
     rng = np.random.default_rng(len(out))
-    b = out.size
-    for k in np.nonzero(unread)[0]:
-        lo, hi = k * K, min((k + 1) * K, b)
-        fixed = {0: ends[0]} if k == 0 else {}
-        if hi == b:
-            fixed[b - 1 - lo] = ends[1]
-        rest = int(totals[k]) - sum(fixed.values())
-        cells = np.bincount(rng.integers(0, hi - lo, rest), minlength=hi - lo).astype(float)
-        for i in fixed:
-            cells[i] = 0.0
-        moved = rest - int(cells.sum())
-        free = [i for i in range(hi - lo) if i not in fixed]
-        cells[free[0]] += moved
-        for i, v in fixed.items():
-            cells[i] = v
-        out[lo:hi] = cells
+    for k in unread:
+        lo, hi = k * K, min((k + 1) * K, out.size)
+        out[lo:hi] = np.bincount(rng.integers(0, hi - lo, int(totals[k])), minlength=hi - lo)
 
 
 def test_frames_release_the_dense_counts_draws_with_unread_blocks_garbled(monkeypatch):
@@ -138,17 +125,15 @@ def test_frames_release_the_dense_counts_draws_with_unread_blocks_garbled(monkey
     monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 10**12)
     dense = releases()
     unread: list[int] = []
-    fill = _bins._fill_unread
 
-    def garbled(out, totals, ends, mask):
-        unread.append(int(mask.sum()))
-        fill(out, totals, ends, mask)
-        _garbled_fill(out, totals, ends, mask)
+    def garbled(out, totals, blocks):
+        unread.append(blocks.size)
+        _garbled(out, totals, blocks)
 
     monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 0)
-    monkeypatch.setattr(_bins, "_fill_unread", garbled)
+    monkeypatch.setattr(_bins, "_place_unread", garbled)
     two_pass = releases()
-    assert unread and min(unread) > 30  # most blocks unread: the check is not vacuous
+    assert unread and min(unread) >= 15  # many non-empty blocks unread: not vacuous
     for a, b in zip(dense, two_pass, strict=True):
         pd.testing.assert_frame_equal(a, b) if isinstance(a, pd.DataFrame) else \
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
