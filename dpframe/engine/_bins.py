@@ -113,10 +113,10 @@ def _numpy_bin_counts(native: Any, backend: FrameEngine, agg: Agg, policy: Any,
         codes = backend.key_codes(native, group_by, keys)
         if codes is None:
             return None
-    if codes is None:
-        counts = two_pass_counts(values, agg.bins, policy)
-        if counts is not None:
-            return counts
+    counts = (two_pass_counts(values, agg.bins, policy) if codes is None else
+              grouped_two_pass_counts(values, codes, agg.bins, policy, n_groups))
+    if counts is not None:
+        return counts
     binning = _BlockBinning(agg.bins, n_groups, min(values.size, _BIN_BLOCK))
     for start in range(0, values.size, _BIN_BLOCK):
         block, missing = _read_block(values, start, start + _BIN_BLOCK)
@@ -326,13 +326,80 @@ def _fine_counts(out: np.ndarray, values: Any, block_of: np.ndarray, read: np.nd
             j = binning._bin_index(block)
             rows = j[read[j >> 10]]
         else:
-            ids = block_of[start:start + block.size]
-            keep = np.zeros(block.size, dtype=bool)
-            for k1, k2 in runs:
-                in_run = ids >= k1
-                in_run &= ids <= k2
-                keep |= in_run
-            rows = binning._bin_index(block[keep])
+            rows = binning._bin_index(block[_in_runs(block_of[start:start + block.size],
+                                                     runs, read.size - 1)])
         if rows.size:
             np.minimum(rows, b - 1, out=rows)  # (index B: values at u, in the last bin)
             np.add.at(out, rows, 1.0)
+
+
+def _in_runs(ids: np.ndarray, runs: list[tuple[int, int]], top: int) -> np.ndarray:
+    """Which rows' blocks lie in one of the ``runs`` ``[k₁, k₂]`` (``top``: the largest
+    block a row can have; a run's bound at 0 or ``top`` needs no comparison)."""
+    keep: np.ndarray | None = None
+    for k1, k2 in runs:
+        if k1 > 0 and k2 < top:
+            in_run = ids >= k1
+            in_run &= ids <= k2
+        else:
+            in_run = ids >= k1 if k1 > 0 else ids <= k2
+        if keep is None:
+            keep = in_run
+        else:
+            keep |= in_run
+    return np.zeros(ids.size, dtype=bool) if keep is None else keep
+
+
+def grouped_two_pass_counts(values: Any, codes: np.ndarray, bins: Bins, policy: Any,
+                            n_groups: int) -> np.ndarray | None:
+    """:func:`two_pass_counts` per group (``codes``: each row's group, −1 for none): the
+    ``(G, B)`` counts, exact in every block some recorded draw reads in that group (from the
+    group's own block totals) and in each group's first and last block, each other block's
+    total in its first bin. Pass 1 keeps each row's cell ``g·(B/1024 + 1) + block`` (two
+    bytes; the dense count when the ``G·(B/1024 + 1)`` cells do not fit), pass 2 selects the
+    rows of read cells by a lookup in the ``G·(B/1024 + 1)`` read flags."""
+    draws = None if bins.window is None else bins.window.draws()
+    b = bins.count
+    stride = -(-b // _FINE) + 1  # blocks per group and the cell of index B
+    if (draws is None or b < max(TWO_PASS_MIN_BINS, 2 * _FINE)
+            or values.size < TWO_PASS_MIN_ROWS or not 0 < n_groups * stride < 1 << 16):
+        return None
+    binning = _BlockBinning(bins, 1, min(values.size, _BIN_BLOCK))
+    coarse = np.zeros(n_groups * stride, dtype=np.int64)
+    cell_of = np.empty(values.size, dtype=np.uint16)
+    recount: list[bool] = []
+    ids = np.empty(min(values.size, _BIN_BLOCK), dtype=np.uint16)
+    for start in range(0, values.size, _BIN_BLOCK):
+        block, missing = _read_block(values, start, start + _BIN_BLOCK)
+        row_codes = codes[start:start + _BIN_BLOCK]
+        present, kept = present_values(block, missing, policy, row_codes)
+        assert kept is not None
+        recount.append(present is not block)
+        cells = binning.block_index(present, ids[:present.size]) + kept * stride
+        coarse += np.bincount(cells, minlength=coarse.size)
+        if not recount[-1]:
+            cell_of[start:start + present.size] = cells
+    totals = coarse.reshape(n_groups, stride)
+    totals[:, -2] += totals[:, -1]
+    read = np.stack([_read_blocks(totals[g, :-1], b, draws) for g in range(n_groups)])
+    out = np.zeros((n_groups, b), dtype=np.float64)
+    for g in range(n_groups):
+        _place_unread(out[g], totals[g, :-1],
+                      np.nonzero(~read[g, :-1] & (totals[g, :-1] > 0))[0])
+    flags = read.reshape(-1)
+    for i, start in enumerate(range(0, values.size, _BIN_BLOCK)):
+        block, missing = _read_block(values, start, start + _BIN_BLOCK)
+        row_codes = codes[start:start + _BIN_BLOCK]
+        if recount[i]:
+            present, kept = present_values(block, missing, policy, row_codes)
+            assert kept is not None
+            j = binning._bin_index(present)
+            keep = flags[(j >> 10) + kept * stride]
+            j, kept = j[keep], kept[keep]
+        else:
+            keep = flags.take(cell_of[start:start + block.size])
+            j, kept = binning._bin_index(block[keep]), row_codes[keep]
+        if j.size:
+            np.minimum(j, b - 1, out=j)
+            np.add.at(out.reshape(-1), kept.astype(np.int64) * b + j, 1.0)
+    return out

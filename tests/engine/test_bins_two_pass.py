@@ -151,3 +151,60 @@ def test_a_quantile_plan_records_the_draws_of_each_mechanism_it_builds(ci):
     (agg,) = {a for p in planned for a in p.plan.aggregates}
     draws = agg.bins.window.draws()
     assert draws is not None and len(draws) == (2 if ci is None else 6)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.tuples(values, st.integers(-1, 2)), max_size=200),
+       st.sampled_from(BIN_COUNTS), st.sampled_from(["drop", 0.0, 100.0]))
+@example([(37.5, 0)] * 100 + [(np.nan, 1), (np.inf, -1), (-np.inf, 2)], BIN_COUNTS[2], "drop")
+def test_grouped_two_pass_counts_agree_with_the_dense_count_where_draws_read(rows, b, policy):
+    column = np.asarray([v for v, _ in rows], dtype=np.float64)
+    codes = np.asarray([c for _, c in rows], dtype=np.int64)
+    windows = _windows(b, 40.0)
+    bins = Bins(0.0, 100.0, b, windows)
+    binning = _bins._BlockBinning(bins, 3, max(min(column.size, _bins._BIN_BLOCK), 1))
+    binning.add(column, _bins._UNCHECKED, policy, codes)
+    dense = binning.counts()
+    old = _bins.TWO_PASS_MIN_ROWS
+    _bins.TWO_PASS_MIN_ROWS = 0
+    try:
+        got = _bins.grouped_two_pass_counts(column, codes, bins, policy, 3)
+    finally:
+        _bins.TWO_PASS_MIN_ROWS = old
+    assert got is not None and got.shape == (3, b)
+    draws = windows.draws()
+    assert draws is not None
+    for g in range(3):
+        totals = CumulativeCounts.block_totals(dense[g])
+        assert np.array_equal(CumulativeCounts.block_totals(got[g]), totals)
+        assert got[g, 0] == dense[g, 0] and got[g, -1] == dense[g, -1]
+        for d in draws:
+            k1, k2 = fine_blocks_read(totals, b, d.q, d.offset, d.padding, d.coefficient)
+            assert np.array_equal(got[g, k1 * K:(k2 + 1) * K], dense[g, k1 * K:(k2 + 1) * K])
+
+
+def test_grouped_frames_release_the_dense_counts_draws_with_unread_blocks_garbled(monkeypatch):
+    rng = np.random.default_rng(35)
+    n = 30_000
+    frame = dpf.protect(pd.DataFrame({"x": rng.normal(50, 5, n), "g": rng.choice(["a", "b"], n)}),
+                        epsilon=1e6, bounds={"x": (0.0, 100.0)}, missing={"x": 0.0},
+                        keys={"g": ["a", "b", "c"]})
+
+    def releases():
+        return [frame.dp.groupby("g").quantile("x", [0.2, 0.5], epsilon=60.0, bins=1 << 16,
+                                               random_state=s, ci=0.9) for s in range(2)]
+
+    monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 10**12)
+    dense = releases()
+    unread: list[int] = []
+
+    def garbled(out, totals, blocks):
+        unread.append(blocks.size)
+        _garbled(out, totals, blocks)
+
+    monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 0)
+    monkeypatch.setattr(_bins, "_place_unread", garbled)
+    two_pass = releases()
+    assert unread and max(unread) >= 15
+    for a, b in zip(dense, two_pass, strict=True):
+        pd.testing.assert_frame_equal(a, b)
