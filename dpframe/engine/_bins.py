@@ -99,7 +99,9 @@ def _numpy_bin_counts(native: Any, backend: FrameEngine, agg: Agg, policy: Any,
 
     One pass over the column in cache-sized blocks (:data:`_BIN_BLOCK` rows), each row added
     to its cell of one int64 count array (:func:`_add_block`); no per-block array of the
-    ``G·B`` cells, so the cost is per row, not per block × cell."""
+    ``G·B`` cells, so the cost is per row, not per block × cell. A quantile's bins (with the
+    draws its mechanisms recorded) are counted in two passes instead, exactly where the draws
+    read (:func:`two_pass_counts`, :func:`grouped_two_pass_counts`)."""
     assert agg.column is not None and agg.bins is not None
     if backend.lazy or (
             group_by is not None and not isinstance(group_by, str)):
