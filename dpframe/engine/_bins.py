@@ -388,7 +388,18 @@ def grouped_two_pass_counts(values: Any, codes: np.ndarray, bins: Bins, policy: 
     for g in range(n_groups):
         _place_unread(out[g], totals[g, :-1],
                       np.nonzero(~read[g, :-1] & (totals[g, :-1] > 0))[0])
-    flags = read.reshape(-1)
+    _grouped_fine_counts(out, values, codes, cell_of, read.reshape(-1), policy, recount, binning)
+    return out
+
+
+def _grouped_fine_counts(out: np.ndarray, values: Any, codes: np.ndarray, cell_of: np.ndarray,
+                         flags: np.ndarray, policy: Any, recount: list[bool],
+                         binning: _BlockBinning) -> None:
+    """Pass 2 of :func:`grouped_two_pass_counts`: add the rows of read cells (``flags``, by
+    ``g·stride + block``) to their bins of ``out`` (``(G, B)``); a row block pass 1 did not
+    count as it is, read again as pass 1 read it."""
+    b = binning.bins.count
+    stride = flags.size // out.shape[0]
     for i, start in enumerate(range(0, values.size, _BIN_BLOCK)):
         block, missing = _read_block(values, start, start + _BIN_BLOCK)
         row_codes = codes[start:start + _BIN_BLOCK]
@@ -404,4 +415,3 @@ def grouped_two_pass_counts(values: Any, codes: np.ndarray, bins: Bins, policy: 
         if j.size:
             np.minimum(j, b - 1, out=j)
             np.add.at(out.reshape(-1), kept.astype(np.int64) * b + j, 1.0)
-    return out

@@ -40,7 +40,9 @@ class Quantile(Query):
 
     The column is clamped to ``[l, u]`` and its rows counted per bin of ``B`` equal public
     bins (:class:`dpframe.query._aggregates.Bins`: one exact integer aggregate per bin and group,
-    computed in the frame's engine). For each level ``q`` the mechanism picks bin ``j`` with
+    computed in the frame's engine; the numpy engine counts bin by bin only where the draws
+    recorded on the aggregate's :class:`~dpframe.query._aggregates.ReadWindows` read, and
+    block totals elsewhere: the same draws). For each level ``q`` the mechanism picks bin ``j`` with
     probability
     ``∝ exp(−λ·min(d_j, C/λ))``, ``d_j`` the distance from the target rank ``q·N`` to the ranks
     the bin holds, and releases the bin's midpoint, always inside ``[l, u]``. Several levels
