@@ -107,71 +107,49 @@ def _dense_counts(x: Any, bins: Any) -> Any:
     return binning.counts()[0]
 
 
-def _two_pass_counts(x: Any, bins: Any, epsilon: float) -> tuple[Any, Any, Any, Any]:
-    """A prototype of the two-pass count the run sampler allows (not wired into the
-    engine): pass 1 bins every row and counts 1024-bin blocks (4,097 cells, in cache) and
-    the two end bins; :func:`fine_blocks_read` names the blocks ``k₁ … k₂`` a median draw at
-    ``epsilon`` reads; pass 2 counts fine bins only for the rows whose value lies in those
-    blocks' value range (a comparison prefilter, then the exact bin formula on the few rows
-    left; the formula is monotone in the value, so a slightly wider range loses no row).
-    Returns the block totals, the end bins' counts, the first block read and the fine counts
-    of the blocks read. Missing values are not handled (the benchmark column has none)."""
-    from fractions import Fraction
+def _two_pass_counts(x: Any, bins: Any, epsilon: float) -> Any:
+    """The engine's two-pass count (``dpframe.engine._bins.two_pass_counts``) of the column
+    ``x`` for one median draw at ``epsilon`` (the draw recorded as a release records it)."""
+    from dpframe.engine._bins import two_pass_counts
+    from dpframe.mechanisms.quantiles import QuantileMechanism
+    from dpframe.query._aggregates import Bins, ReadWindows
 
-    import numpy as np
-
-    from dpframe.engine._bins import _BIN_BLOCK, _BlockBinning
-    from dpframe.mechanisms.quantiles import CumulativeCounts, fine_blocks_read
-
-    k, b = CumulativeCounts.BLOCK, bins.count
-    binning = _BlockBinning(bins, 1, _BIN_BLOCK)
-    coarse = np.zeros(b // k + 1, dtype=np.int64)
-    ends = np.zeros(2, dtype=np.int64)
-    for start in range(0, x.size, _BIN_BLOCK):
-        j = binning._bin_index(x[start:start + _BIN_BLOCK])
-        ends[0] += np.count_nonzero(j == 0)
-        ends[1] += np.count_nonzero(j >= b - 1)
-        j >>= 10
-        coarse += np.bincount(j, minlength=coarse.size)
-    coarse[-2] += coarse[-1]  # cell B (values at u exactly) belongs to bin B − 1
-    totals = coarse[:-1]
-    k1, k2 = fine_blocks_read(totals, b, 0.5, Fraction(0), 0, epsilon / 2.0)
-    lo_bin, hi_bin = k1 * k, min((k2 + 1) * k, b)
-    fine = np.zeros(max(0, hi_bin - lo_bin), dtype=np.int64)
-    if fine.size:
-        width = bins.upper - bins.lower
-        slack = width * 1e-9  # (the end blocks also hold every value clamped to the bounds)
-        lo_v = bins.lower + width * lo_bin / b - slack if lo_bin else -np.inf
-        hi_v = bins.lower + width * hi_bin / b + slack if hi_bin < b else np.inf
-        for start in range(0, x.size, _BIN_BLOCK):
-            block = x[start:start + _BIN_BLOCK]
-            keep = block >= lo_v
-            keep &= block <= hi_v
-            j = bins.index(block[keep])
-            fine += np.bincount(j[(j >= lo_bin) & (j < hi_bin)] - lo_bin, minlength=fine.size)
-    return totals, ends, k1, fine
+    windows = ReadWindows()
+    windows.record(QuantileMechanism(epsilon, bins.lower, bins.upper, 0.5, bins=bins.count))
+    return two_pass_counts(x, Bins(bins.lower, bins.upper, bins.count, windows), 0.0)[0]
 
 
 def probe_two_pass(rows: int, rounds: int) -> dict[str, Any]:
     """Paired rounds of the counting alone, on the benchmark column (Polars frame): the
-    engine's one-pass dense count and the two-pass prototype, each against Polars' exact
-    quantile; the prototype's fine counts are checked equal to the dense ones first."""
+    engine's one-pass dense count and its two-pass count, each against Polars' exact
+    quantile; the two-pass counts are checked first against the dense ones where the draw
+    reads them (block totals, end bins, the blocks ``fine_blocks_read`` names)."""
+    from fractions import Fraction
+
     import numpy as np
 
-    from dpframe.mechanisms.quantiles import CumulativeCounts, default_bins
+    from dpframe.mechanisms.quantiles import (
+        CumulativeCounts,
+        QuantileMechanism,
+        default_bins,
+        fine_blocks_read,
+    )
     from dpframe.query._aggregates import Bins
 
     frame = _frames(rows)["polars"]
     x = frame.get_column("x").to_numpy()
     bins = Bins(0.0, 100.0, default_bins(rows, 1.0))
     dense = _dense_counts(x, bins)
-    totals, ends, first_block, fine = _two_pass_counts(x, bins, 1.0)
+    two_pass = _two_pass_counts(x, bins, 1.0)
     k = CumulativeCounts.BLOCK
-    assert np.array_equal(totals, CumulativeCounts.block_totals(dense))
-    assert ends.tolist() == [dense[0], dense[-1]]
-    assert np.array_equal(fine, dense[first_block * k:first_block * k + fine.size])
+    totals = CumulativeCounts.block_totals(dense)
+    assert np.array_equal(CumulativeCounts.block_totals(two_pass), totals)
+    assert two_pass[0] == dense[0] and two_pass[-1] == dense[-1]
+    lam = QuantileMechanism(1.0, 0.0, 100.0, 0.5, bins=bins.count).coefficients[0]
+    k1, k2 = fine_blocks_read(totals, bins.count, 0.5, Fraction(0), 0, lam)
+    assert np.array_equal(two_pass[k1 * k:(k2 + 1) * k], dense[k1 * k:(k2 + 1) * k])
     native = _native("polars", frame)
-    out = {"bins": bins.count, "first_block": first_block, "fine_bins": int(fine.size)}
+    out = {"bins": bins.count, "first_block": k1, "fine_bins": (k2 - k1 + 1) * k}
     for name, fn in (("dense", lambda: _dense_counts(x, bins)),
                      ("two_pass", lambda: _two_pass_counts(x, bins, 1.0))):
         out[name] = paired_rounds({"dp": fn, "native": native}, rounds)
@@ -230,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="what dpframe is measured, when not this checkout's (e.g. the "
                         "commit before, put first on PYTHONPATH)")
     parser.add_argument("--probe", action="store_true",
-                        help="time only the counting: one-pass dense against the two-pass "
-                        "prototype, each against Polars (printed, results-probe-*.json)")
+                        help="time only the counting: one-pass dense against the engine's "
+                        "two-pass count, each against Polars (printed, results-probe-*.json)")
     args = parser.parse_args(argv)
     if args.probe:
         probe_head: dict[str, Any] = {

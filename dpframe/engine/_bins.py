@@ -15,13 +15,21 @@ from dpframe.engine._row_expressions import (
     as_float_if,
     is_present,
 )
-from dpframe.query import DROP, Agg
+from dpframe.mechanisms.quantiles import CumulativeCounts, fine_blocks_read
+from dpframe.query import DROP, Agg, Bins
 
 __all__: list[str] = []
 
 #: Rows per block of the bin-count kernel: 64 K doubles (512 KB) and their indices stay in the
 #: CPU cache between the steps of the bin formula.
 _BIN_BLOCK = 1 << 16
+#: The two-pass count (:func:`two_pass_counts`) runs from this many bins on (below, the count
+#: array stays in cache and one pass is cheaper) and from this many rows on (below, the dense
+#: count is no dearer); both give the sampler the same reads, so the choice is free.
+TWO_PASS_MIN_BINS = 1 << 15
+TWO_PASS_MIN_ROWS = 1 << 14
+#: Fine bins per block of the block totals (the sampler's :class:`CumulativeCounts`).
+_FINE = CumulativeCounts.BLOCK
 
 
 def _bin_counts(
@@ -91,7 +99,9 @@ def _numpy_bin_counts(native: Any, backend: FrameEngine, agg: Agg, policy: Any,
 
     One pass over the column in cache-sized blocks (:data:`_BIN_BLOCK` rows), each row added
     to its cell of one int64 count array (:func:`_add_block`); no per-block array of the
-    ``G·B`` cells, so the cost is per row, not per block × cell."""
+    ``G·B`` cells, so the cost is per row, not per block × cell. A quantile's bins (with the
+    draws its mechanisms recorded) are counted in two passes instead, exactly where the draws
+    read (:func:`two_pass_counts`, :func:`grouped_two_pass_counts`)."""
     assert agg.column is not None and agg.bins is not None
     if backend.lazy or (
             group_by is not None and not isinstance(group_by, str)):
@@ -105,6 +115,10 @@ def _numpy_bin_counts(native: Any, backend: FrameEngine, agg: Agg, policy: Any,
         codes = backend.key_codes(native, group_by, keys)
         if codes is None:
             return None
+    counts = (two_pass_counts(values, agg.bins, policy) if codes is None else
+              grouped_two_pass_counts(values, codes, agg.bins, policy, n_groups))
+    if counts is not None:
+        return counts
     binning = _BlockBinning(agg.bins, n_groups, min(values.size, _BIN_BLOCK))
     for start in range(0, values.size, _BIN_BLOCK):
         block, missing = _read_block(values, start, start + _BIN_BLOCK)
@@ -139,25 +153,37 @@ class _BlockBinning:
     def add(self, block: np.ndarray, missing: Any, policy: Any,
             codes: np.ndarray | None) -> None:
         """Count one block (``missing``: as :func:`_read_block` returns it)."""
-        if block.dtype != np.float64:
-            block = block.astype(np.float64)  # (as the narwhals path casts integers)
-        if missing is _UNCHECKED:
-            missing = np.isnan(block)
-        keep = None if codes is None else codes >= 0
-        if missing is not None and missing.any():
-            if policy == DROP:
-                keep = ~missing if keep is None else keep & ~missing
-            else:
-                block = np.where(missing, float(policy), block)
-        if keep is not None and not keep.all():
-            block = block[keep]
-            codes = None if codes is None else codes[keep]
+        block, codes = present_values(block, missing, policy, codes)
         j = self._bin_index(block)
         if codes is not None:
             j += codes.astype(np.int64) * self.stride
         np.add.at(self.cells, j, 1)
 
+    def block_index(self, block: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``⌊B·t⌋ // 1024`` of each value of a block of :func:`present_values` (the block of
+        :meth:`_bin_index`'s cell), written into ``out`` (uint16). With ``B`` a multiple of
+        1,024 as ``⌊(B/1024)·t⌋``: scaling by the power of two 1,024 is exact, so
+        ``fl(t·B) = 1024·fl(t·B/1024)`` and ``⌊⌊x⌋/1024⌋ = ⌊x/1024⌋``: the same block,
+        one operation less."""
+        bins = self.bins
+        y = np.clip(block, bins.lower, bins.upper, out=self.buffer[: block.size])
+        y *= 0.5
+        y -= bins.half_lower
+        y /= bins.half_width
+        if bins.count % _FINE == 0:
+            y *= bins.count // _FINE
+            out[...] = y  # truncation toward zero: the floor, as y ≥ 0
+        else:
+            y *= bins.count
+            j = self.index[: block.size]
+            j[...] = y
+            j >>= 10
+            out[...] = j
+        return out
+
     def _bin_index(self, block: np.ndarray) -> np.ndarray:
+        """The cell ``⌊B·t⌋ ∈ [0, B]`` of each value of a block of :func:`present_values`
+        (in a buffer reused by the next block)."""
         bins = self.bins
         y = np.clip(block, bins.lower, bins.upper, out=self.buffer[: block.size])
         y *= 0.5
@@ -177,6 +203,28 @@ class _BlockBinning:
         return _as_doubles_in_place(self.cells).reshape(self.n_groups, self.stride)[:, :b]
 
 
+def present_values(block: np.ndarray, missing: Any, policy: Any, codes: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The values of one block that are counted, as float64 (integers cast, as the narwhals
+    path casts them), with their group codes: missing values (``missing`` as
+    :func:`_read_block` returns it) dropped or replaced by the public fill value ``policy``,
+    rows of undeclared keys (code −1) dropped."""
+    if block.dtype != np.float64:
+        block = block.astype(np.float64)
+    if missing is _UNCHECKED:
+        missing = np.isnan(block)
+    keep = None if codes is None else codes >= 0
+    if missing is not None and missing.any():
+        if policy == DROP:
+            keep = ~missing if keep is None else keep & ~missing
+        else:
+            block = np.where(missing, float(policy), block)
+    if keep is not None and not keep.all():
+        block = block[keep]
+        codes = None if codes is None else codes[keep]
+    return block, codes
+
+
 def _as_doubles_in_place(cells: np.ndarray) -> np.ndarray:
     """The int64 array ``cells`` as doubles in its own buffer (which it then no longer holds
     as integers), converted in cache-sized slices: each slice is read as int64 and written
@@ -188,3 +236,182 @@ def _as_doubles_in_place(cells: np.ndarray) -> np.ndarray:
         stop = start + _BIN_BLOCK
         doubles[start:stop] = cells[start:stop]
     return doubles
+
+
+def two_pass_counts(values: Any, bins: Bins, policy: Any) -> np.ndarray | None:
+    """The ``(1, B)`` counts one ungrouped quantile's draws read, in two passes; None when
+    the dense count is used instead (no recorded draws, few bins or rows).
+
+    *What the draws read.* A draw of the run sampler
+    (:func:`dpframe.mechanisms.quantiles.race_over_runs`) reads the totals of the 1,024-bin
+    blocks, ``c_0``, ``c_{B−1}`` and exact counts only inside the blocks ``k₁ … k₂`` that
+    :func:`~dpframe.mechanisms.quantiles.fine_blocks_read` names from those totals and the
+    draw's public parameters (level, offset, padding, λ: recorded on ``bins.window`` when
+    each mechanism was built). Counts that agree with the exact ones there give every draw
+    the same bin for the same random bits (tests/mechanisms/test_quantile_run_reads.py), so
+    the released law, the seeded outputs and the privacy guarantee are those of the dense
+    count.
+
+    *Pass 1* computes every counted row's block (:func:`present_values` and the dense
+    count's formula, :meth:`_BlockBinning.block_index`), keeps it (two bytes a row) and
+    counts the rows per block (``B/1,024 + 1`` cells, in cache). *Pass 2* counts fine bins
+    only for the rows whose block is *read*: in some recorded draw's ``k₁ … k₂``, or the
+    first or last block (which hold ``c_0`` and ``c_{B−1}``); their bins are computed by the
+    same formula. The result is an ordinary count vector: exact in every read block; in every
+    other block the block's total sits in its first bin, so every block total is exact. (An
+    audit reading these counts elsewhere than the sampler does sees that arrangement, not
+    the fine counts.)
+
+    *Timing.* Pass 2's time grows with the rows whose value lies in the read blocks, as every
+    aggregation's time depends on the data (timing side channels are out of scope:
+    docs/audit.md); the values read and the output distribution are those of the dense count.
+    Memory: the ``B`` doubles of the result, two bytes a row for the blocks (a quarter of a
+    float column) and cache-sized buffers."""
+    draws = None if bins.window is None else bins.window.draws()
+    b = bins.count
+    if (draws is None or b < max(TWO_PASS_MIN_BINS, 2 * _FINE)
+            or values.size < TWO_PASS_MIN_ROWS):
+        return None
+    n_blocks = -(-b // _FINE)
+    binning = _BlockBinning(bins, 1, min(values.size, _BIN_BLOCK))
+    coarse = np.zeros(n_blocks + 1, dtype=np.int64)  # cell n_blocks: index B when B % 1024 = 0
+    block_of = np.empty(values.size, dtype=np.uint16)  # each row's block (≤ 4,096)
+    recount: list[bool] = []  # row blocks not counted as they are (missing values, integers)
+    for start in range(0, values.size, _BIN_BLOCK):
+        block, missing = _read_block(values, start, start + _BIN_BLOCK)
+        present, _ = present_values(block, missing, policy, None)
+        recount.append(present is not block)
+        ids = binning.block_index(present, block_of[start:start + present.size])
+        coarse += np.bincount(ids, minlength=n_blocks + 1)
+    coarse[n_blocks - 1] += coarse[n_blocks]
+    totals = coarse[:n_blocks]
+    read = _read_blocks(totals, b, draws)
+    out = np.zeros(b, dtype=np.float64)
+    _place_unread(out, totals, np.nonzero(~read[:n_blocks] & (totals > 0))[0])
+    if (read[:n_blocks] & (totals > 0)).any():
+        _fine_counts(out, values, block_of, read, policy, recount, binning)
+    return out.reshape(1, b)
+
+
+def _place_unread(out: np.ndarray, totals: np.ndarray, unread: np.ndarray) -> None:
+    """Each unread non-empty block's total in its first bin (empty blocks: their pages of
+    ``out`` stay untouched)."""
+    out[unread * _FINE] = totals[unread]
+
+
+def _read_blocks(totals: np.ndarray, b: int, draws: Any) -> np.ndarray:
+    """Which blocks are counted bin by bin (cell ``n_blocks``: the block of index ``B``, the
+    last): the union of every draw's ``k₁ … k₂``, and the first and the last block."""
+    n_blocks = totals.size
+    read = np.zeros(n_blocks + 1, dtype=bool)
+    for d in draws:
+        k1, k2 = fine_blocks_read(totals, b, d.q, d.offset, d.padding, d.coefficient)
+        read[k1:k2 + 1] = True
+    read[0] = read[n_blocks - 1] = True
+    read[n_blocks] = read[n_blocks - 1]
+    return read
+
+
+def _fine_counts(out: np.ndarray, values: Any, block_of: np.ndarray, read: np.ndarray,
+                 policy: Any, recount: list[bool], binning: _BlockBinning) -> None:
+    """Pass 2: add the rows of the read blocks to their bins of ``out`` (exact: integers
+    below 2^53 in doubles), selected by two comparisons per run of read blocks on the
+    two-byte blocks of pass 1. A row block whose values pass 1 did not count as they are
+    is read again as pass 1 read it and binned whole."""
+    b = binning.bins.count
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], read, [False]]).astype(np.int8)))
+    runs = list(zip(edges[::2].tolist(), (edges[1::2] - 1).tolist(), strict=True))
+    for i, start in enumerate(range(0, values.size, _BIN_BLOCK)):
+        block, missing = _read_block(values, start, start + _BIN_BLOCK)
+        if recount[i]:
+            block, _ = present_values(block, missing, policy, None)
+            j = binning._bin_index(block)
+            rows = j[read[j >> 10]]
+        else:
+            rows = binning._bin_index(block[_in_runs(block_of[start:start + block.size],
+                                                     runs, read.size - 1)])
+        if rows.size:
+            np.minimum(rows, b - 1, out=rows)  # (index B: values at u, in the last bin)
+            np.add.at(out, rows, 1.0)
+
+
+def _in_runs(ids: np.ndarray, runs: list[tuple[int, int]], top: int) -> np.ndarray:
+    """Which rows' blocks lie in one of the ``runs`` ``[k₁, k₂]`` (``top``: the largest
+    block a row can have; a run's bound at 0 or ``top`` needs no comparison)."""
+    keep: np.ndarray | None = None
+    for k1, k2 in runs:
+        if k1 > 0 and k2 < top:
+            in_run = ids >= k1
+            in_run &= ids <= k2
+        else:
+            in_run = ids >= k1 if k1 > 0 else ids <= k2
+        if keep is None:
+            keep = in_run
+        else:
+            keep |= in_run
+    return np.zeros(ids.size, dtype=bool) if keep is None else keep
+
+
+def grouped_two_pass_counts(values: Any, codes: np.ndarray, bins: Bins, policy: Any,
+                            n_groups: int) -> np.ndarray | None:
+    """:func:`two_pass_counts` per group (``codes``: each row's group, −1 for none): the
+    ``(G, B)`` counts, exact in every block some recorded draw reads in that group (from the
+    group's own block totals) and in each group's first and last block, each other block's
+    total in its first bin. Pass 1 keeps each row's cell ``g·(B/1024 + 1) + block`` (two
+    bytes; the dense count when the ``G·(B/1024 + 1)`` cells do not fit), pass 2 selects the
+    rows of read cells by a lookup in the ``G·(B/1024 + 1)`` read flags."""
+    draws = None if bins.window is None else bins.window.draws()
+    b = bins.count
+    stride = -(-b // _FINE) + 1  # blocks per group and the cell of index B
+    if (draws is None or b < max(TWO_PASS_MIN_BINS, 2 * _FINE)
+            or values.size < TWO_PASS_MIN_ROWS or not 0 < n_groups * stride < 1 << 16):
+        return None
+    binning = _BlockBinning(bins, 1, min(values.size, _BIN_BLOCK))
+    coarse = np.zeros(n_groups * stride, dtype=np.int64)
+    cell_of = np.empty(values.size, dtype=np.uint16)
+    recount: list[bool] = []
+    ids = np.empty(min(values.size, _BIN_BLOCK), dtype=np.uint16)
+    for start in range(0, values.size, _BIN_BLOCK):
+        block, missing = _read_block(values, start, start + _BIN_BLOCK)
+        row_codes = codes[start:start + _BIN_BLOCK]
+        present, kept = present_values(block, missing, policy, row_codes)
+        assert kept is not None
+        recount.append(present is not block)
+        cells = binning.block_index(present, ids[:present.size]) + kept * stride
+        coarse += np.bincount(cells, minlength=coarse.size)
+        if not recount[-1]:
+            cell_of[start:start + present.size] = cells
+    totals = coarse.reshape(n_groups, stride)
+    totals[:, -2] += totals[:, -1]
+    read = np.stack([_read_blocks(totals[g, :-1], b, draws) for g in range(n_groups)])
+    out = np.zeros((n_groups, b), dtype=np.float64)
+    for g in range(n_groups):
+        _place_unread(out[g], totals[g, :-1],
+                      np.nonzero(~read[g, :-1] & (totals[g, :-1] > 0))[0])
+    _grouped_fine_counts(out, values, codes, cell_of, read.reshape(-1), policy, recount, binning)
+    return out
+
+
+def _grouped_fine_counts(out: np.ndarray, values: Any, codes: np.ndarray, cell_of: np.ndarray,
+                         flags: np.ndarray, policy: Any, recount: list[bool],
+                         binning: _BlockBinning) -> None:
+    """Pass 2 of :func:`grouped_two_pass_counts`: add the rows of read cells (``flags``, by
+    ``g·stride + block``) to their bins of ``out`` (``(G, B)``); a row block pass 1 did not
+    count as it is, read again as pass 1 read it."""
+    b = binning.bins.count
+    stride = flags.size // out.shape[0]
+    for i, start in enumerate(range(0, values.size, _BIN_BLOCK)):
+        block, missing = _read_block(values, start, start + _BIN_BLOCK)
+        row_codes = codes[start:start + _BIN_BLOCK]
+        if recount[i]:
+            present, kept = present_values(block, missing, policy, row_codes)
+            assert kept is not None
+            j = binning._bin_index(present)
+            keep = flags[(j >> 10) + kept * stride]
+            j, kept = j[keep], kept[keep]
+        else:
+            keep = flags.take(cell_of[start:start + block.size])
+            j, kept = binning._bin_index(block[keep]), row_codes[keep]
+        if j.size:
+            np.minimum(j, b - 1, out=j)
+            np.add.at(out.reshape(-1), kept.astype(np.int64) * b + j, 1.0)

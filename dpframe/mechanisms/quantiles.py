@@ -450,7 +450,8 @@ def fine_blocks_read(block_totals: np.ndarray, size: int, q: float, offset: Frac
     totals for thresholds computed from ``n`` (their sum) and the public ``q``, ``offset``,
     ``padding``, ``λ`` (:func:`_window_thresholds`). So counts that agree with the exact
     ones on these blocks and the two end bins, together with the exact totals, give every
-    draw the same bin for the same random bits — the same law on every data set."""
+    draw the same bin for the same random bits — the same law on every data set. The numpy
+    engine counts fine bins only there (``dpframe.engine._bins.two_pass_counts``)."""
     block_end = np.cumsum(block_totals)
     blocks = block_end.size
     if blocks == 0 or size < 3:

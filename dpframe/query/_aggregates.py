@@ -15,14 +15,15 @@ import functools
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import narwhals.stable.v2 as nw
 import numpy as np
 
 from dpframe.errors import UnsupportedInputError
 
-__all__ = ["ADDITIVE_KINDS", "DROP", "Agg", "Bins", "Bounding", "FixedPoint", "UnitBound"]
+__all__ = ["ADDITIVE_KINDS", "DROP", "Agg", "Bins", "Bounding", "FixedPoint", "ReadWindows",
+           "UnitBound"]
 
 _EXACT = 2**53 - 1
 DROP = "drop"
@@ -75,6 +76,60 @@ class FixedPoint:
         return cls(float(center), float(q), k_lo, k_hi)
 
 
+class Draw(NamedTuple):
+    """The public parameters of one draw of the quantile run sampler on a bins aggregate:
+    level ``q``, target ``offset``, ``padding`` and coefficient ``λ``
+    (:func:`dpframe.mechanisms.quantiles.fine_blocks_read`)."""
+
+    q: float
+    offset: Fraction
+    padding: int
+    coefficient: float
+
+
+class ReadWindows:
+    """The draws the mechanisms of one quantile plan will make on its bin counts, recorded
+    as each mechanism is built — before the read, from public parameters only (levels, ε,
+    the ``ci=`` brackets' padding and offsets).
+
+    With them an engine may count fine bins only where those draws read
+    (:func:`dpframe.mechanisms.quantiles.fine_blocks_read`: the 1,024-bin block totals, the two
+    end bins and the blocks of each draw's window, found from the totals) and fill every
+    other block with a count vector that has the same block totals (``dpframe.engine._bins``).
+    Equal only to itself (identity): two plans never share a record, so a bins aggregate
+    deduplicated by the engine always carries the draws of every mechanism that reads it.
+    :meth:`draws` is None — count every bin — when nothing was recorded, or when more than
+    :data:`MAX_DRAWS` distinct draws were (e.g. a planner building many mechanisms): a
+    dense count answers every read."""
+
+    MAX_DRAWS = 64
+
+    def __init__(self) -> None:
+        self._draws: dict[Draw, None] = {}
+        self._overflow = False
+
+    def __repr__(self) -> str:
+        return f"ReadWindows({len(self._draws)} draws)"
+
+    def record(self, mechanism: Any) -> None:
+        """Record every level of a quantile ``mechanism``
+        (:class:`dpframe.mechanisms.quantiles.QuantileMechanism` or a bracketing one)."""
+        for i, (q, lam) in enumerate(zip(mechanism.levels, mechanism.coefficients,
+                                         strict=True)):
+            draw = Draw(float(q), Fraction(mechanism.target_offset(i)),
+                        int(mechanism.padding), float(lam))
+            if len(self._draws) >= self.MAX_DRAWS and draw not in self._draws:
+                self._overflow = True
+            else:
+                self._draws[draw] = None
+
+    def draws(self) -> tuple[Draw, ...] | None:
+        """The recorded draws, or None: count every bin (see the class docstring)."""
+        if self._overflow or not self._draws:
+            return None
+        return tuple(self._draws)
+
+
 @dataclass(frozen=True)
 class Bins:
     """``count`` equal public bins of ``[lower, upper]``.
@@ -87,11 +142,18 @@ class Bins:
     same IEEE operations (the constants ``l/2`` and ``u/2 − l/2`` computed once here), so all
     paths agree bit for bit. Bins are half-open, the last one closed; values outside ``[l, u]``
     go to the end bins (clamping). Needs ``u/2 − l/2 > 0`` (checked when planning).
+
+    ``window``: a quantile's :class:`ReadWindows` (None for a histogram): an engine may then
+    answer with counts that are exact only where the quantile's draws read them, and keep
+    every 1,024-bin block's total exact elsewhere (the sampler's law is unchanged:
+    :func:`dpframe.mechanisms.quantiles.fine_blocks_read`); engines that count every bin
+    ignore it.
     """
 
     lower: float
     upper: float
     count: int
+    window: ReadWindows | None = None
 
     @property
     def half_lower(self) -> float:

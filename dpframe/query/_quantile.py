@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from dpframe.mechanisms.quantiles import (
     default_bins,
 )
 from dpframe.mechanisms.randomness import RandomState
-from dpframe.query._aggregates import Agg, Bins
+from dpframe.query._aggregates import Agg, Bins, ReadWindows
 from dpframe.query._measurement_kinds import SELECTION
 from dpframe.query._plans import (
     Measurement,
@@ -39,7 +40,9 @@ class Quantile(Query):
 
     The column is clamped to ``[l, u]`` and its rows counted per bin of ``B`` equal public
     bins (:class:`dpframe.query._aggregates.Bins`: one exact integer aggregate per bin and group,
-    computed in the frame's engine). For each level ``q`` the mechanism picks bin ``j`` with
+    computed in the frame's engine; the numpy engine counts bin by bin only where the draws
+    recorded on the aggregate's :class:`~dpframe.query._aggregates.ReadWindows` read, and
+    block totals elsewhere: the same draws). For each level ``q`` the mechanism picks bin ``j`` with
     probability
     ``∝ exp(−λ·min(d_j, C/λ))``, ``d_j`` the distance from the target rank ``q·N`` to the ranks
     the bin holds, and releases the bin's midpoint, always inside ``[l, u]``. Several levels
@@ -101,7 +104,8 @@ class Quantile(Query):
             # very many groups (e.g. keys selected from the data): fewer bins, so the counts
             # (groups × bins doubles) stay within the public memory budget
             count = max(2, DEFAULT_MAX_CELLS // groups)
-        bins = Bins(float(lo), float(hi), count)
+        windows = ReadWindows()  # the draws of this plan's mechanisms, recorded as built
+        bins = Bins(float(lo), float(hi), count, windows)
         if not (hi > lo and math.isfinite(lo) and math.isfinite(hi) and bins.half_width > 0):
             # binning divides by u/2 − l/2 (engine.Bins): a public fact, checked here, so
             # binning can never fail on a value
@@ -132,9 +136,25 @@ class Quantile(Query):
             f"{neighbours} neighbours); the chosen bin's midpoint, sorted over levels")
         # with ci=: a value interval from two bracketing releases at ci_share of the ε, and
         # the point's rank interval (docs/privacy.md Q.6, dpframe.mechanisms.quantile_intervals)
-        return Plan(self.kind, self.column, **quantile_plan_fields(
-            self, m, formulation, ctx, k, neighbours, count,
-            lambda mech: QuantileSelection(mech, k)))
+        fields = quantile_plan_fields(self, m, formulation, ctx, k, neighbours, count,
+                                      lambda mech: QuantileSelection(mech, k))
+        # every mechanism that will read the counts (the point and, with ci=, the two
+        # brackets) records its draws on the aggregate when it is built, before the read
+        fields["measurements"] = tuple(
+            replace(p, make=_recording(p.make, windows)) if p.make is not None else p
+            for p in fields["measurements"])
+        return Plan(self.kind, self.column, **fields)
+
+
+def _recording(make: Callable[[float, float], QuantileSelection], windows: ReadWindows
+               ) -> Callable[[float, float], QuantileSelection]:
+    """``make``, recording the draws of each mechanism it builds on ``windows``."""
+    def made(epsilon: float, delta: float) -> QuantileSelection:
+        selection = make(epsilon, delta)
+        windows.record(selection.mechanism)
+        return selection
+
+    return made
 
 
 def _level_labels(levels: Sequence[float]) -> tuple[str, ...]:
