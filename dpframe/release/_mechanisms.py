@@ -129,7 +129,10 @@ def draw_all(p: Planned, request: Request, aggs: Mapping[Any, np.ndarray],
         drawn = m.kind.draw(m, mech, np.asarray(m.statistic(aggs), dtype=float), noisy,
                             laplace, request.rng)
         noisy[m.name], used[m.name] = drawn.value, drawn.mechanism
-        entries.append(context.entry(p, m, drawn.mechanism, eps, dlt, drawn.point))
+        if drawn.point is None and mech is not None and drawn.mechanism is mech:
+            entries.append(context.planned_entry(p, m, mech, eps, dlt))
+        else:  # (a mechanism built at draw time, or a single-point domain)
+            entries.append(context.entry(p, m, drawn.mechanism, eps, dlt, drawn.point))
     if not p.plan.measurements:  # answered from public facts: logged, not noised
         entries.append(context.entry(p, None, None, 0.0, 0.0, None))
     return noisy, used
