@@ -391,8 +391,9 @@ class Ledger:
         new items only (the caller holds ``_lock``)."""
         self.entries.extend(entries)  # the entries chain extends when it is read
         new = [(ref, text) for ref, text in keys.items() if ref not in self.keys]
-        self.keys.update(new)
-        self._keys_digest = chain_keys(self._keys_digest, new)
+        if new:  # (no new key list: the chain is unchanged)
+            self.keys.update(new)
+            self._keys_digest = chain_keys(self._keys_digest, new)
 
     def _clear_log(self) -> None:
         """Forget every entry and key list (the caller holds ``_lock``)."""

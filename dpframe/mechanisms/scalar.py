@@ -165,8 +165,10 @@ def _snap(anchor: float, offset: float, plan: SnapPlan, lo: float, hi: float) ->
 def project_one(domain: FeasibleSet, x: float) -> float:
     """:meth:`FeasibleSet.project` for one value: the nearest point of the set (ties to the
     lower component)."""
-    out = min(max(x, domain.lower), domain.upper)
     comps = domain.components
+    out = min(max(x, comps[0][0]), comps[-1][1])
+    if len(comps) == 1:  # (an interval: nothing between components)
+        return out
     for (_, hi), (lo_next, _) in itertools.pairwise(comps):
         if hi < out < lo_next:
             out = hi if out <= hi + (lo_next - hi) / 2.0 else lo_next

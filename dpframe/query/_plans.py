@@ -36,6 +36,7 @@ __all__ = [
     "PlanContext",
     "Query",
     "Statistic",
+    "clip_one",
     "composed",
     "require_bounds",
     "rows_of",
@@ -200,6 +201,13 @@ class Measurement:
 
     def __post_init__(self) -> None:
         self.kind.check(self)
+
+
+def clip_one(x: float, lower: float, upper: float) -> float:
+    """``np.clip`` of one double between two bounds that are not NaN, bit for bit (a NaN stays
+    NaN, ties between the signed zeros keep ``x``'s sign, as numpy's loop does), without the
+    arrays: Python's ``max`` and ``min`` keep their first argument on a tie."""
+    return min(max(x, lower), upper)
 
 
 def rows_of(agg: Agg) -> Statistic:

@@ -36,9 +36,11 @@ def _interval_text(level: float | None, p: Planned) -> str | None:
     return "none: this statistic has no interval (ci= ignored for it)"
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class LogContext:
-    """The fields every entry of one release shares."""
+    """The fields every entry of one release shares (made once per release and never changed:
+    not a frozen dataclass only because its ``__init__`` would set each field through
+    ``object.__setattr__``, a cost on every release)."""
 
     time: str
     engine: str

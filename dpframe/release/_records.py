@@ -63,7 +63,7 @@ class Planned:
     pure: frozenset[str] = frozenset()
     #: log entries already written for this plan, shared by every copy a repeated query gets
     #: (:mod:`dpframe.release._plan_cache`): each a function of public facts alone, keyed by
-    #: them (:meth:`dpframe.release._entries.LogContext.entry_of_planned`); None: not kept
+    #: them (:meth:`dpframe.release._entries.LogContext.planned_entry`); None: not kept
     entries: dict[Any, Any] | None = field(default=None, compare=False, repr=False)
 
 
