@@ -11,6 +11,7 @@ mechanisms and their raw outputs (``docs/privacy.md``, intervals I.2, I.3).
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -253,8 +254,10 @@ class Plan:
             return self.group_share or 0.5
         return self.cell_share or 1.0
 
-    @property
+    @functools.cached_property
     def aggregates(self) -> tuple[Agg, ...]:
+        """Every aggregate the measurements need, once each, in order (computed once: a
+        plan is immutable, and a repeated query reuses its plan)."""
         return tuple(dict.fromkeys(a for m in self.measurements for a in m.needs))
 
 
