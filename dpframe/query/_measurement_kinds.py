@@ -120,7 +120,7 @@ class AddedNoise(MeasurementKind):
         assert mechanism is not None  # built before the read (build)
         lower, upper = mechanism.domain.lower, mechanism.domain.upper
         if exact.size == 1:  # one value (a scalar query): the same clamps, without arrays
-            value = min(max(float(exact.reshape(-1)[0]), lower), upper)
+            value = min(max(float(exact.item()), lower), upper)
             if m.magnitude is not None:
                 value = min(max(value, -m.magnitude), m.magnitude)
             out = mechanism.sample(value, random_state=rng)
