@@ -153,9 +153,9 @@ class LogContext:
         table = p.entries
         if table is None:
             return self.entry(p, m, mech, epsilon, delta, None)
-        key = (m.name, epsilon, delta, p.choices.get(m.name), self.random_source,
-               self.engine, self.group_by, self.keys_ref, self.n_keys, self.derivation,
-               self.level)
+        key = (m.name, epsilon, delta, math.copysign(1.0, delta), p.choices.get(m.name),
+               self.random_source, self.engine, self.group_by, self.keys_ref, self.n_keys,
+               self.derivation, self.level)  # (δ's sign too: -0.0 == 0.0, the log tells them)
         known = table.get(key)
         if known is not None and known[0] is m and known[1] is mech:
             fields = dict(known[2])
