@@ -39,6 +39,9 @@ def is_real_number(value: Any) -> bool:
     """A real number in the sense of :class:`numbers.Real` (int, float, numpy numbers,
     Fraction) that is not a boolean (``True == 1`` in Python): strings, ``Decimal`` (whose
     conversion to float rounds silently) and bools are not."""
+    kind = type(value)
+    if kind is float or kind is int:  # (the common case, without the ABC's dispatch)
+        return True
     import numpy as np
 
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)

@@ -99,7 +99,8 @@ class LogEntry(_Shared, dict[str, Any]):
         return (_frozen, (dict(self),))
 
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+_SCALARS = frozenset(_SCALAR_TYPES)
 _STR = {str}
 
 
@@ -115,10 +116,11 @@ def _frozen(value: Any) -> Any:
         if not set(map(type, value)) <= _STR:
             raise _NotStringKeyError
         out = LogEntry()
-        dict.update(out, value)  # then freeze the few values that are containers
-        for k, v in value.items():
-            if type(v) not in _SCALARS:
-                dict.__setitem__(out, k, _frozen(v))
+        dict.update(out, value)  # then freeze the few values that are containers, if any
+        if not set(map(type, value.values())) <= _SCALARS:
+            for k, v in value.items():
+                if type(v) not in _SCALARS:
+                    dict.__setitem__(out, k, _frozen(v))
         return out
     if isinstance(value, list | tuple):
         return _FrozenList(v if type(v) in _SCALARS else _frozen(v) for v in value)
@@ -271,7 +273,7 @@ def detached(value: Any) -> Any:
         return {k: detached(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [detached(v) for v in value]
-    if isinstance(value, _SCALARS):
+    if isinstance(value, _SCALAR_TYPES):
         return value
     return json.loads(json.dumps(value))  # (anything else: as the JSON round trip made it)
 

@@ -198,6 +198,9 @@ class Ledger:
         #: ``(total, ⌊total·(1 + RELATIVE_TOLERANCE)⌋ in units)`` for the ε total it was
         #: computed for (compared by identity: a durable ledger replaces its total)
         self._eps_limit: tuple[Fraction, int] | None = None
+        #: (the Fractions, their floats) of :meth:`_fractions_as_floats`
+        self._floats: tuple[tuple[Fraction, Fraction, Fraction],
+                            tuple[float, float, float]] | None = None
         self._delta_spent = Fraction(0)
         self._pending: dict[int, Reservation] = {}
         self._tokens = itertools.count(1)
@@ -260,8 +263,8 @@ class Ledger:
     def _refresh_budget_doc(self) -> None:
         """The live document's budget: :meth:`Budget.as_dict` of :meth:`_snapshot`, the same
         values computed without building the snapshot (this runs on every commit)."""
-        eps, dlt = _float(self._eps_total), _float(self._delta_total)
-        eps_spent, dlt_spent = self._eps_spent_float(), _float(self._delta_spent)
+        eps, dlt, dlt_spent = self._fractions_as_floats()
+        eps_spent = self._eps_spent_float()
         self.budget_doc.clear()
         self.budget_doc.update({
             "epsilon": eps,
@@ -271,6 +274,18 @@ class Ledger:
             "epsilon_remaining": max(0.0, eps - eps_spent),
             "delta_remaining": max(0.0, dlt - dlt_spent),
         })
+
+    def _fractions_as_floats(self) -> tuple[float, float, float]:
+        """``float`` of the ε total, the δ total and the δ spent, converted again only when
+        one of them is replaced (they are immutable ``Fraction`` objects, compared by
+        identity; the cache holds them, so an identity cannot be reused while it is kept)."""
+        eps, dlt, dlt_spent = self._eps_total, self._delta_total, self._delta_spent
+        cached = getattr(self, "_floats", None)
+        if (cached is None or cached[0][0] is not eps or cached[0][1] is not dlt
+                or cached[0][2] is not dlt_spent):
+            cached = ((eps, dlt, dlt_spent), (_float(eps), _float(dlt), _float(dlt_spent)))
+            self._floats = cached
+        return cached[1]
 
     def _fits(self, spent: Fraction, pending: Fraction, extra: Fraction, total: Fraction) -> bool:
         return spent + pending + extra <= _limit(total)
@@ -391,8 +406,9 @@ class Ledger:
         new items only (the caller holds ``_lock``)."""
         self.entries.extend(entries)  # the entries chain extends when it is read
         new = [(ref, text) for ref, text in keys.items() if ref not in self.keys]
-        self.keys.update(new)
-        self._keys_digest = chain_keys(self._keys_digest, new)
+        if new:  # (no new key list: the chain is unchanged)
+            self.keys.update(new)
+            self._keys_digest = chain_keys(self._keys_digest, new)
 
     def _clear_log(self) -> None:
         """Forget every entry and key list (the caller holds ``_lock``)."""

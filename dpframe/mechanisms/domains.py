@@ -176,8 +176,12 @@ def half_line(*, lower: float | None = None, upper: float | None = None) -> Feas
 
 
 def real_line() -> FeasibleSet:
-    """The whole real line (the plain Laplace mechanism's output set)."""
-    return FeasibleSet(((-math.inf, math.inf),))
+    """The whole real line (the plain Laplace mechanism's output set): one shared instance (a
+    feasible set is immutable; a scalar draw asks for it on every release)."""
+    return _REAL_LINE
+
+
+_REAL_LINE = FeasibleSet(((-math.inf, math.inf),))
 
 
 def union(intervals: Iterable[Sequence[float]]) -> FeasibleSet:

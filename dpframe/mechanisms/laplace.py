@@ -56,6 +56,8 @@ def _check_positive_finite(value: object, name: str, hint: str) -> float:
 def _single_value(value: Any) -> tuple[float, tuple[int, ...]] | None:
     """``(value, shape)`` when ``value`` is one number (a Python or numpy scalar, or an
     array of one element), else None."""
+    if type(value) is float:  # (the release's case, without the isinstance chain)
+        return value, ()
     if isinstance(value, (float, int, np.floating, np.integer)) and not isinstance(value, bool):
         return float(value), ()
     if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "fiu":
@@ -211,7 +213,10 @@ class _LaplaceFamily:
             raise self._refused("nan")
         if math.isinf(value):
             raise self._refused("infinite")
-        if not any(lo <= value <= hi for lo, hi in self.domain.components):
+        comps = self.domain.components
+        inside = (comps[0][0] <= value <= comps[0][1] if len(comps) == 1 else
+                  any(lo <= value <= hi for lo, hi in comps))
+        if not inside:
             raise self._refused("outside")
         if abs(value) > self.magnitude:
             raise self._refused("magnitude")

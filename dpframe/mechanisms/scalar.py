@@ -165,18 +165,28 @@ def _snap(anchor: float, offset: float, plan: SnapPlan, lo: float, hi: float) ->
 def project_one(domain: FeasibleSet, x: float) -> float:
     """:meth:`FeasibleSet.project` for one value: the nearest point of the set (ties to the
     lower component)."""
-    out = min(max(x, domain.lower), domain.upper)
     comps = domain.components
+    out = min(max(x, comps[0][0]), comps[-1][1])
+    if len(comps) == 1:  # (an interval: nothing between components)
+        return out
     for (_, hi), (lo_next, _) in itertools.pairwise(comps):
         if hi < out < lo_next:
             out = hi if out <= hi + (lo_next - hi) / 2.0 else lo_next
     return out
 
 
+#: The real line's one component, and the log-sum of its two pieces' masses (each is
+#: ``log(-expm1(-∞)) + log ½ = log ½`` exactly), as :func:`_choose` computes it.
+_REAL_LINE = ((-math.inf, math.inf),)
+_REAL_LINE_TOTAL = float(np.logaddexp(LOG_HALF, LOG_HALF))
+
+
 def draw_one(sampling_set: FeasibleSet, q: float, b: float, plan: SnapPlan | None,
              source: RandomSource) -> float:
     """Laplace(q, b) conditioned on ``sampling_set``, snapped by ``plan`` (if any): the
     release the vectorised sampler gives for a 1-element ``q`` with the same words."""
+    if sampling_set.components == _REAL_LINE:  # (public: the mechanism's set)
+        return _draw_real_line(q, b, plan, source)
     anchors, lengths, masses = _pieces(sampling_set, q, b)
     col = _choose(masses, source)
     k = len(sampling_set.components)
@@ -187,3 +197,18 @@ def draw_one(sampling_set: FeasibleSet, q: float, b: float, plan: SnapPlan | Non
         return anchors[col] + offset
     lo, hi = sampling_set.components[col % k]
     return _snap(anchors[col], offset, plan, lo, hi)
+
+
+def _draw_real_line(q: float, b: float, plan: SnapPlan | None, source: RandomSource) -> float:
+    """:func:`draw_one` on the real line (the plain and truncated Laplace mechanisms), with
+    the pieces' public constants filled in: both pieces are anchored at ``q`` (``min(∞, q)``,
+    ``max(−∞, q)``), infinitely long, of log-mass ``log ½`` each (:func:`_pieces`), so
+    :func:`_choose` makes its one decision against :data:`_REAL_LINE_TOTAL`. The same words
+    in the same order, the same arithmetic: the same release."""
+    below = _decide(_uniform_one(source)[0], LOG_HALF, LOG_HALF, _REAL_LINE_TOTAL)
+    w, log_w = _uniform_one(source)
+    e = _truncated_exponential(math.inf / b, w, log_w)
+    offset = (-1.0 if below else 1.0) * (b * e)
+    if plan is None:
+        return q + offset
+    return _snap(q, offset, plan, -math.inf, math.inf)

@@ -20,6 +20,7 @@ from dpframe.query._plans import (
     Plan,
     PlanContext,
     Query,
+    clip_one,
     composed,
     require_bounds,
     rows_of,
@@ -65,12 +66,15 @@ class Mean(Query):
             def stat(a: Mapping[Agg, np.ndarray]) -> np.ndarray:
                 # k·q/n correctly rounded: Python's int / int rounds correctly (as
                 # float(Fraction) does, by the same division)
-                return np.array([int(k) * q_num / (q_den * n) for k in a[agg]])
+                return np.array([int(k) * q_num / (q_den * n) for k in a[agg].tolist()])
 
             m = Measurement("mean", stat, quotient_sensitivity(w, n), 0.0, wf, 1.0, (agg,))
 
             def shifted(v: dict[str, np.ndarray]) -> np.ndarray:
-                return np.clip(lo + v["mean"], lo, hi)
+                noisy = v["mean"]
+                if noisy.shape == (1,):  # one value: np.clip's result without its wrappers
+                    return np.array([clip_one(lo + float(noisy[0]), lo, hi)])
+                return np.clip(lo + noisy, lo, hi)
 
             return Plan("mean", self.column, (m,), shifted, "shifted mean l + Σ(x−l)/n (public n)",
                         public_size=True, interval=single_interval("mean", lo, hi, offset=lo))

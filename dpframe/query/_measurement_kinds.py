@@ -120,11 +120,13 @@ class AddedNoise(MeasurementKind):
         assert mechanism is not None  # built before the read (build)
         lower, upper = mechanism.domain.lower, mechanism.domain.upper
         if exact.size == 1:  # one value (a scalar query): the same clamps, without arrays
-            value = min(max(float(exact.reshape(-1)[0]), lower), upper)
+            value = min(max(float(exact.item()), lower), upper)
             if m.magnitude is not None:
                 value = min(max(value, -m.magnitude), m.magnitude)
             out = mechanism.sample(value, random_state=rng)
-            return Drawn(np.full(exact.shape if exact.ndim else (1,), out), mechanism)
+            if exact.ndim <= 1:  # (shape (1,): the array np.full would make, made directly)
+                return Drawn(np.array([out], dtype=float), mechanism)
+            return Drawn(np.full(exact.shape, out), mechanism)
         exact = np.clip(exact, lower, upper)
         if m.magnitude is not None:
             exact = np.clip(exact, -m.magnitude, m.magnitude)

@@ -11,6 +11,7 @@ mechanisms and their raw outputs (``docs/privacy.md``, intervals I.2, I.3).
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -36,6 +37,7 @@ __all__ = [
     "PlanContext",
     "Query",
     "Statistic",
+    "clip_one",
     "composed",
     "require_bounds",
     "rows_of",
@@ -202,6 +204,13 @@ class Measurement:
         self.kind.check(self)
 
 
+def clip_one(x: float, lower: float, upper: float) -> float:
+    """``np.clip`` of one double between two bounds that are not NaN, bit for bit (a NaN stays
+    NaN, ties between the signed zeros keep ``x``'s sign, as numpy's loop does), without the
+    arrays: Python's ``max`` and ``min`` keep their first argument on a tie."""
+    return min(max(x, lower), upper)
+
+
 def rows_of(agg: Agg) -> Statistic:
     """Row count(s) as doubles (exact below 2⁵³)."""
     return lambda a: np.asarray(a[agg], dtype=np.float64)
@@ -245,8 +254,10 @@ class Plan:
             return self.group_share or 0.5
         return self.cell_share or 1.0
 
-    @property
+    @functools.cached_property
     def aggregates(self) -> tuple[Agg, ...]:
+        """Every aggregate the measurements need, once each, in order (computed once: a
+        plan is immutable, and a repeated query reuses its plan)."""
         return tuple(dict.fromkeys(a for m in self.measurements for a in m.needs))
 
 

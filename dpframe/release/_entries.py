@@ -21,6 +21,9 @@ from dpframe.query import keys_reference
 from dpframe.query.statistics import Measurement
 from dpframe.release._records import GroupBy, Planned, Request, group_columns
 
+#: Log entries kept per planned query (:meth:`LogContext.planned_entry`).
+_ENTRIES_PER_PLAN = 16
+
 
 def _interval_text(level: float | None, p: Planned) -> str | None:
     """The log's ``interval`` field: what ``ci=`` released for this query, truthfully."""
@@ -33,9 +36,11 @@ def _interval_text(level: float | None, p: Planned) -> str | None:
     return "none: this statistic has no interval (ci= ignored for it)"
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class LogContext:
-    """The fields every entry of one release shares."""
+    """The fields every entry of one release shares (made once per release and never changed:
+    not a frozen dataclass only because its ``__init__`` would set each field through
+    ``object.__setattr__``, a cost on every release)."""
 
     time: str
     engine: str
@@ -135,6 +140,31 @@ class LogContext:
             "none needed: the value is public",
         })
         return LogRecord.entry_dict(fields)
+
+    def planned_entry(self, p: Planned, m: Measurement, mech: Mechanism, epsilon: float,
+                      delta: float) -> dict[str, Any]:
+        """:meth:`entry` of a measurement released by the mechanism built before the read
+        (no single-point domain): every field but ``time`` is then a function of public
+        facts alone — the plan, the measurement, the mechanism's calibration, the charge and
+        this release's shared fields — so a repeated query (whose plan copies share
+        ``p.entries``, :mod:`dpframe.release._plan_cache`) copies the entry written the first
+        time with this release's time: the same fields, in the same order. Keyed by those
+        public facts (never by the data or a result)."""
+        table = p.entries
+        if table is None:
+            return self.entry(p, m, mech, epsilon, delta, None)
+        key = (m.name, epsilon, delta, math.copysign(1.0, delta), p.choices.get(m.name),
+               self.random_source, self.engine, self.group_by, self.keys_ref, self.n_keys,
+               self.derivation, self.level)  # (δ's sign too: -0.0 == 0.0, the log tells them)
+        known = table.get(key)
+        if known is not None and known[0] is m and known[1] is mech:
+            fields = dict(known[2])
+            fields["time"] = self.time
+            return fields
+        out = self.entry(p, m, mech, epsilon, delta, None)
+        if len(table) < _ENTRIES_PER_PLAN:
+            table[key] = (m, mech, dict(out))  # (a copy: the ledger stamps the one it gets)
+        return out
 
     def selection_entry(self, log: Mapping[str, Any], columns: Sequence[str]
                         ) -> dict[str, Any]:

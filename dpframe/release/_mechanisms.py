@@ -88,6 +88,14 @@ def _laplace(request: Request, m: Measurement, epsilon: float, delta: float,
                                                         upper, sensitivity, choices=choices)
 
 
+def _laplace_at_draw(request: Request, m: Measurement, p: Planned) -> LaplaceFactory:
+    """:func:`_laplace` at ``m``'s grouped charge (:func:`_charged`), computed when a kind
+    asks for a mechanism at draw time (most draw with the one built before the read)."""
+    return lambda lower, upper, sensitivity: _mechanism(
+        request, m, *_charged(p, m, request, grouped=True), lower, upper, sensitivity,
+        choices=p.choices)
+
+
 def _mechanism(request: Request, m: Measurement, epsilon: float, delta: float,
                lower: float | None = None, upper: float | None = None,
                sensitivity: float | None = None, *, choices: dict[str, str]) -> Mechanism:
@@ -125,11 +133,14 @@ def draw_all(p: Planned, request: Request, aggs: Mapping[Any, np.ndarray],
     used: dict[str, Mechanism | None] = {}
     for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True):
         eps, dlt = _charged(p, m, request, grouped=False)
-        laplace = _laplace(request, m, *_charged(p, m, request, grouped=True), p.choices)
+        laplace = _laplace_at_draw(request, m, p)
         drawn = m.kind.draw(m, mech, np.asarray(m.statistic(aggs), dtype=float), noisy,
                             laplace, request.rng)
         noisy[m.name], used[m.name] = drawn.value, drawn.mechanism
-        entries.append(context.entry(p, m, drawn.mechanism, eps, dlt, drawn.point))
+        if drawn.point is None and mech is not None and drawn.mechanism is mech:
+            entries.append(context.planned_entry(p, m, mech, eps, dlt))
+        else:  # (a mechanism built at draw time, or a single-point domain)
+            entries.append(context.entry(p, m, drawn.mechanism, eps, dlt, drawn.point))
     if not p.plan.measurements:  # answered from public facts: logged, not noised
         entries.append(context.entry(p, None, None, 0.0, 0.0, None))
     return noisy, used

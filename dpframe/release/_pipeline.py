@@ -47,7 +47,7 @@ import numpy as np
 
 from dpframe import engine
 from dpframe import provenance as units
-from dpframe.backends import backend_of
+from dpframe.backends import Backend, backend_of
 from dpframe.engine import Bounding, release_seed
 from dpframe.errors import EngineTimeoutError, SourceChangedError
 from dpframe.mechanisms.selection import select_keys
@@ -108,7 +108,8 @@ def run(
         mechanism=mechanism, random_state=random_state, group_by=group_by, keys=keys, ci=ci,
         selection_share=selection_share)
     dataset = facts.dataset
-    cluster = backend_of(frame).pass_hooks()  # Dask, Spark: each pass under the engine timeout
+    backend = backend_of(frame)  # (found once: the read and the outcome use it too)
+    cluster = backend.pass_hooks()  # Dask, Spark: each pass under the engine timeout
     timeout = engine_timeout() if cluster is not None else None
     # step 4: list, metadata (and re-count) now; the content digests beside the read
     finish_check = engine_pass(cluster, timeout, dataset.begin_check, spent=None)
@@ -119,7 +120,7 @@ def run(
     epsilon, delta = (request.epsilon, release_delta(planned, request)) if spends else (0.0, 0.0)
     reservation = _reserve(ledger, epsilon, delta, finish_check)
     # --- data is read from here on: nothing below may depend on it except through noise ---
-    read = functools.partial(_read, frame, facts, request, planned, queries)
+    read = functools.partial(_read, frame, facts, request, planned, queries, backend)
     failure, result = _read_checked(read, cluster, timeout, (epsilon, delta), finish_check,
                                     ledger, reservation)
     if failure is None:
@@ -135,7 +136,7 @@ def run(
     key_dtypes = released_selection(request, facts)  # warns if no key was kept
     return Outcome(values, request.keys, request.group_by, entries,
                    ledger.snapshot_document() if document else {}, release_id,
-                   backend_of(frame), intervals, request.ci, key_dtypes)
+                   backend, intervals, request.ci, key_dtypes)
 
 
 def _read_checked(read: Callable[[], Any], cluster: Any, timeout: float | None,
@@ -220,14 +221,14 @@ def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str
 
 
 def _read(frame: Any, facts: FrameFacts, request: Request, planned: list[Planned],
-          queries: Mapping[str, Query]
+          queries: Mapping[str, Query], backend: Backend
           ) -> tuple[Request, list[Planned], list[dict[str, Any]], Mapping[Any, np.ndarray]]:
     """Every engine pass of a release after the reservation: the key selection, if any, then
     the aggregation (one :func:`engine_pass`: returned whole, or not at all)."""
     selected: list[dict[str, Any]] = []
     if request.selection is not None:
         request, planned, selected = _select_keys(frame, facts, request, queries)
-    return request, planned, selected, _aggregate(frame, facts, request, planned)
+    return request, planned, selected, _aggregate(frame, facts, request, planned, backend)
 
 
 def _select_keys(frame: Any, facts: FrameFacts, request: Request,
@@ -265,11 +266,11 @@ def _select_keys(frame: Any, facts: FrameFacts, request: Request,
     return rest, planned, [context.selection_entry(chosen.log, cols)]
 
 
-def _aggregate(frame: Any, facts: FrameFacts, request: Request, planned: list[Planned]
-               ) -> Mapping[Any, np.ndarray]:
-    """Every exact aggregate the planned queries need, in one pass of the frame's engine (the
-    read: the caller runs it under the safety net)."""
-    return backend_of(frame).aggregate(
+def _aggregate(frame: Any, facts: FrameFacts, request: Request, planned: list[Planned],
+               backend: Backend) -> Mapping[Any, np.ndarray]:
+    """Every exact aggregate the planned queries need, in one pass of the frame's engine
+    (``backend``, the frame's: the read, which the caller runs under the safety net)."""
+    return backend.aggregate(
         frame, [a for p in planned for a in p.plan.aggregates],
         missing={c: facts.missing.get(c, DROP) for p in planned for c in p.query.columns_read()},
         group_by=request.group_by, keys=request.keys,

@@ -6,7 +6,6 @@ never change, and the checked arguments), so a repeated query reuses its plan an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from dpframe._util.identity import IdentityMap
@@ -41,13 +40,18 @@ def plan_repeated(frame: Any, facts: FrameFacts, request: Request,
         return [_copied(p) for p in known]
     planned = _plan_all(frame, facts, request, queries)
     if len(per_frame) < _PLANS_PER_FRAME:
+        for p in planned:  # the copies share one table of log entries (public facts only)
+            p.entries = {}
         per_frame[key] = [_copied(p) for p in planned]
     return planned
 
 
 def _copied(p: Planned) -> Planned:
-    """``p`` with its own lists of mechanisms and choices (a draw may add to them)."""
-    return replace(p, mechanisms=list(p.mechanisms), choices=dict(p.choices))
+    """``p`` with its own lists of mechanisms and choices (a draw may add to them) and the
+    same table of log entries (``dataclasses.replace`` without its per-field machinery: this
+    runs on every repeated query)."""
+    return Planned(p.name, p.query, p.plan, p.share, list(p.mechanisms), dict(p.choices),
+                   p.epsilon, p.bounds, p.pure, p.entries)
 
 
 def _plan_key(facts: FrameFacts, request: Request, queries: Mapping[str, Query]) -> Any:
@@ -57,7 +61,7 @@ def _plan_key(facts: FrameFacts, request: Request, queries: Mapping[str, Query])
     if not immutable(facts):
         return None
     try:
-        key = (tuple((name, type(q), _typed(vars(q))) for name, q in queries.items()),
+        key = (tuple([(name, type(q), _typed(vars(q))) for name, q in queries.items()]),
                _typed((request.epsilon, request.delta, request.mechanism, request.shares,
                        request.group_by, request.keys, request.ci, request.keys_from_data)))
         hash(key)
@@ -66,15 +70,35 @@ def _plan_key(facts: FrameFacts, request: Request, queries: Mapping[str, Query])
     return key
 
 
+#: Leaf types whose values are their own image (with the type); subclasses take
+#: :func:`_typed_other`, which gives them the same image.
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _typed(value: Any) -> Any:
     """A hashable, typed image of ``value``: containers element by element, every leaf with
     its type; raises ``TypeError`` for anything it cannot represent faithfully."""
+    kind = type(value)
+    if kind in _LEAVES:  # (the common case, without isinstance's subclass checks)
+        return (kind, value)
+    return _typed_other(value)
+
+
+def _typed_other(value: Any) -> Any:
+    """:func:`_typed` of anything but an exact leaf type (exact lists, tuples and dicts
+    first: none of them is a leaf or a key list)."""
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return (kind.__name__, tuple([(type(v), v) if type(v) in _LEAVES else _typed_other(v)
+                                      for v in value]))
+    if kind is dict:
+        return ("dict", tuple([(_typed(k), _typed(v)) for k, v in value.items()]))
     if isinstance(value, str | int | float | bool | type(None)):
         return (type(value), value)
     if isinstance(value, Keys) and value.fingerprint is not None:
         return value.fingerprint  # built once per key list: no per-key work per query
     if isinstance(value, dict):
-        return ("dict", tuple((_typed(k), _typed(v)) for k, v in value.items()))
+        return ("dict", tuple([(_typed(k), _typed(v)) for k, v in value.items()]))
     if isinstance(value, list | tuple):
-        return (type(value).__name__, tuple(_typed(v) for v in value))
+        return (type(value).__name__, tuple([_typed(v) for v in value]))
     raise TypeError("not a plain value")

@@ -6,7 +6,7 @@ of ε and its mechanisms (:class:`Planned`, step 3) and a key selection's public
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,10 @@ class Planned:
     #: measurements whose mechanism is pure ε-DP (auto picked truncated or plain Laplace):
     #: charged no δ (:func:`~dpframe.release._mechanisms.mark_pure`)
     pure: frozenset[str] = frozenset()
+    #: log entries already written for this plan, shared by every copy a repeated query gets
+    #: (:mod:`dpframe.release._plan_cache`): each a function of public facts alone, keyed by
+    #: them (:meth:`dpframe.release._entries.LogContext.planned_entry`); None: not kept
+    entries: dict[Any, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

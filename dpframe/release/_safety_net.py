@@ -24,9 +24,9 @@ totality, not this module, is the protection.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-from collections.abc import Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -102,16 +102,34 @@ def failure_error(what: str, names: Sequence[str], epsilon: float,
     )
 
 
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
+class quiet:  # noqa: N801 - used as a function: ``with quiet():``
     """No warning an engine might print while evaluating a verified derivation (overflow in a
     cast, log of a negative...) reaches the caller: such warnings depend on the values. The
-    result holds null / NaN / inf there, which the missing-value rule and clamping handle."""
-    import warnings
+    result holds null / NaN / inf there, which the missing-value rule and clamping handle.
+    (``warnings.catch_warnings`` with every warning ignored, and ``np.errstate(all="ignore")``,
+    entered and left as one context manager: a class rather than a generator, as every
+    release enters it.)"""
 
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        yield
+    __slots__ = ("_errors", "_warnings")
+
+    def __init__(self) -> None:
+        self._warnings = warnings.catch_warnings()
+        self._errors = np.errstate(all="ignore")
+
+    def __enter__(self) -> None:
+        self._warnings.__enter__()
+        try:
+            warnings.simplefilter("ignore")
+            self._errors.__enter__()
+        except BaseException:
+            self._warnings.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._errors.__exit__(None, None, None)
+        finally:
+            self._warnings.__exit__(None, None, None)
 
 
 def charge_failure(frame: Any, facts: FrameFacts, request: Request, names: list[str],
