@@ -93,18 +93,13 @@ def _scan_frame(s: Sizes) -> tuple[Any, str]:
     return _SCAN["pf"], path
 
 
-#: the columns of the benchmark file each scan figure's release reads (what the pipeline would
-#: pass to ``Dataset.begin_check`` once it names them; simulated by ``check="columns"``)
-_READ = {"mean": ("x",), "groupby": ("x", "k")}
-
-
 def _scan(family: str, check: str = "overlap") -> Measure:
     """``scan_parquet`` mean or 1,000-key group-by mean against the native lazy query on the
     same file (streaming engine on both sides). ``check``: ``"overlap"`` as releases run it
-    (the digests in a thread beside the read, joined before the noise; the release names no
-    columns, so the footer's rest and every column's chunks are hashed); ``"columns"`` the
-    same with the columns the query reads passed to the check (only their chunks and the
-    rest hashed: the pipeline hook, simulated); ``"serial"`` the digests completed before
+    (the digests in a thread beside the read, joined before the noise; the release names the
+    columns it reads, so the footer's rest and those columns' chunks are hashed);
+    ``"whole"`` the same with every byte of the file hashed (as before releases named their
+    columns); ``"serial"`` the digests completed before
     the read (the order before the overlap); ``"off"`` the content check ablated — patched
     in this process only."""
 
@@ -115,16 +110,16 @@ def _scan(family: str, check: str = "overlap") -> Measure:
         variants = {"dp": dp_call(pf, family), "native": _scan_native(path, family, 1000)}
         original = Dataset.begin_check
 
-        def serial(self: Dataset, columns: Any = None) -> Callable[[], None]:
-            finish = original(self, columns)
+        def serial(self: Dataset, columns: Any = None, plan: Any = None) -> Callable[[], None]:
+            finish = original(self, columns, plan)
             finish()
             return lambda: None
 
-        def named(self: Dataset, columns: Any = None) -> Callable[[], None]:
-            return original(self, _READ[family])
+        def whole(self: Dataset, columns: Any = None, plan: Any = None) -> Callable[[], None]:
+            return original(self)
 
-        patched = {"overlap": original, "serial": serial, "columns": named,
-                   "off": lambda self, columns=None: (lambda: None)}[check]
+        patched = {"overlap": original, "serial": serial, "whole": whole,
+                   "off": lambda self, columns=None, plan=None: (lambda: None)}[check]
         Dataset.begin_check = patched  # type: ignore[method-assign]
         try:
             out = warm(variants, s.large_rounds)
@@ -272,16 +267,12 @@ def figures() -> dict[str, tuple[str, Measure]]:
         "scan.mean.10M.serial": ("scan_parquet DP mean with the content check completed "
                                  "before the read (not beside it) / native lazy query",
                                  _scan("mean", check="serial")),
-        "scan.mean.10M.columns": ("scan_parquet DP mean, the check hashing the footer's rest "
-                                  "and the read column's chunks only (pipeline hook "
-                                  "simulated) / native lazy query", _scan("mean", "columns")),
-        "scan.groupby.10M.columns": ("scan_parquet group-by mean, 1,000 keys, the check "
-                                     "hashing the read columns' chunks (hook simulated; here "
-                                     "every column) / native lazy group-by joined to the keys",
-                                     _scan("groupby", "columns")),
-        "scan.digest.10M": ("the content check alone as releases run it (SHA-256 of the "
-                            "footer's rest and every column chunk: every byte) / native lazy "
-                            "mean", _scan_digest(None)),
+        "scan.mean.10M.whole": ("scan_parquet DP mean, the check hashing every byte of the "
+                                "file (as before releases named their columns) / native lazy "
+                                "query", _scan("mean", "whole")),
+        "scan.digest.10M": ("the content check alone of every byte (SHA-256 of the "
+                            "footer's rest and every column chunk: a group-by over x and k) / "
+                            "native lazy mean", _scan_digest(None)),
         "scan.digest.10M.x": ("the content check alone for a release reading x (rest and x's "
                               "chunks) / native lazy mean", _scan_digest(("x",))),
         "release10.polars.10M": ("Polars release() of 10 queries, 10 M rows / one native "

@@ -27,7 +27,7 @@ from dpframe.errors import (
     ParameterError,
     SourceChangedError,
 )
-from dpframe.provenance._binding import SourceBinding
+from dpframe.provenance._binding import SourceBinding, source_columns
 
 __all__ = ["Dataset", "Session", "current_session", "lookup_session"]
 
@@ -76,7 +76,8 @@ class Dataset:
         is not looked at. (:meth:`begin_check` and its result, at once.)"""
         self.begin_check()()
 
-    def begin_check(self, columns: Collection[str] | None = None) -> Callable[[], None]:
+    def begin_check(self, columns: Collection[str] | None = None, plan: Any = None
+                    ) -> Callable[[], None]:
         """:meth:`check_unchanged` split for a release
         (:func:`~dpframe.release._pipeline.run`): the list and metadata of the files (and
         the re-count, if any) are checked now, raising :class:`SourceChangedError`; the
@@ -93,9 +94,15 @@ class Dataset:
         the columns its queries, groups and privacy unit read from it. Only the column
         chunks of those columns (and every Parquet file's footer and other bytes outside
         column chunks) are hashed, where the binding maps them to the files' columns
-        (:class:`SourceBinding`, ``by_name``); otherwise every byte is."""
+        (:class:`SourceBinding`, ``by_name``); otherwise every byte is. ``plan``: when given,
+        ``columns`` are the columns the release reads *from that plan* (the protected frame
+        with its verified steps), mapped to the protected frame's columns by
+        :func:`~dpframe.provenance._binding.source_columns` (None there: every column) — only
+        where ``by_name`` holds, so no other source pays for the mapping."""
         if self.source is None:
             return _unchanged
+        if plan is not None and columns is not None:
+            columns = source_columns(plan, columns) if self.source.by_name else None
         check = self.source.begin_check(columns)
         if check.decided:
             _refuse_changed_files(True, read=False)

@@ -112,7 +112,8 @@ def run(
     cluster = backend.pass_hooks()  # Dask, Spark: each pass under the engine timeout
     timeout = engine_timeout() if cluster is not None else None
     # step 4: list, metadata (and re-count) now; the content digests beside the read
-    finish_check = engine_pass(cluster, timeout, dataset.begin_check, spent=None)
+    finish_check = engine_pass(cluster, timeout, functools.partial(
+        dataset.begin_check, _columns_read(facts, request, planned), frame), spent=None)
     if request.selection is not None:  # the key selection draws noise inside the read:
         finish_check()  # its source is checked whole before the reservation
     ledger = dataset.ledger
@@ -218,6 +219,17 @@ def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str
         key_selection_rule(facts, request)  # calibration and the queries' rest of ε now
         return facts, data, request, _plan_all(data, facts, queries_part(request), queries)
     return facts, data, request, plan_repeated(data, facts, request, queries)
+
+
+def _columns_read(facts: FrameFacts, request: Request, planned: list[Planned]) -> set[str]:
+    """Every column of the release's frame the read can touch (public: the queries, their
+    aggregates, the groups and the privacy unit), for the content check of its files."""
+    read = {c for p in planned for c in p.query.columns_read()}
+    read |= {c for p in planned for a in p.plan.aggregates for c in a.columns()}
+    read |= set(group_columns(request.group_by))
+    if facts.unit is not None:
+        read.add(facts.unit.column)
+    return read
 
 
 def _read(frame: Any, facts: FrameFacts, request: Request, planned: list[Planned],

@@ -74,13 +74,6 @@ def _dataset(frame: Any) -> Dataset:
     return dpf.provenance.resolve(frame).dataset
 
 
-def _releases_read(monkeypatch: pytest.MonkeyPatch, columns: set[str]) -> None:
-    """Releases pass the columns they read to the content check (the pipeline's hook)."""
-    begin = Dataset.begin_check
-    monkeypatch.setattr(Dataset, "begin_check",
-                        lambda self, _columns=None: begin(self, columns))
-
-
 @pytest.mark.parametrize("writer", ["pyarrow", "pyarrow-no-page-index", "polars"])
 def test_the_parts_cover_every_byte_once_and_match_the_footer(tmp_path, writer):
     import polars as pl
@@ -121,7 +114,6 @@ def test_a_rewrite_of_a_read_column_or_the_footer_is_refused(tmp_path, monkeypat
     path = tmp_path / "people.parquet"
     _write(path, replaced)
     p = _protect(path)
-    _releases_read(monkeypatch, {"x"})
     p.dp.mean("x", epsilon=1.0, random_state=1)  # the untouched file is answered
     x = _columns(replaced)["x"]
     _rewrite(path, x[5], x[5] + 0.25)  # a value of x, the column read
@@ -153,19 +145,15 @@ def test_an_unread_column_rewrite_is_refused_by_the_first_release_reading_it(
     path = tmp_path / "people.parquet"
     _write(path, replaced)
     p = _protect(path)
-    _releases_read(monkeypatch, {"x"})
     expected = p.dp.mean("x", epsilon=1.0, random_state=3)
     y = _columns(replaced)["y"]
     _rewrite(path, y[9], y[9] + 0.25)  # y: not read by a mean of x
     assert p.dp.mean("x", epsilon=1.0, random_state=3) == expected  # the same bytes read
     assert p.dp.budget.epsilon_spent == 2.0
-    monkeypatch.undo()
-    _releases_read(monkeypatch, {"y"})
-    with pytest.raises(dpf.SourceChangedError):
+    with pytest.raises(dpf.SourceChangedError):  # the first release reading y
         p.dp.mean("y", epsilon=1.0, random_state=3)
-    monkeypatch.undo()  # releases that name no columns hash every column
-    with pytest.raises(dpf.SourceChangedError):
-        p.dp.mean("x", epsilon=1.0, random_state=3)
+    with pytest.raises(dpf.SourceChangedError):  # a release reading every column
+        p.dp.release({"x": dpf.mean("x"), "y": dpf.mean("y")}, epsilon=1.0, random_state=3)
     assert p.dp.budget.epsilon_spent == 2.0
 
 
@@ -174,7 +162,6 @@ def test_a_rewrite_of_a_read_column_during_the_read_is_refused(tmp_path, monkeyp
     path = tmp_path / "people.parquet"
     _write(path, None)
     p = _protect(path)
-    _releases_read(monkeypatch, {"x"})
     rewritten = threading.Event()
     digest, aggregate = _binding.ranges_digest, _pipeline._aggregate
     x = _columns(None)["x"]
@@ -230,7 +217,7 @@ def test_polars_reads_a_column_from_its_own_chunks_only(tmp_path):
     assert pl.scan_parquet(path).select("x").collect().equals(before)
 
 
-def test_a_derivation_hashes_the_columns_its_steps_reference(tmp_path, monkeypatch):
+def test_a_derivation_hashes_the_columns_its_steps_reference(tmp_path):
     """``source_columns``: what a release of a derived column can read is that column's
     inputs and every column a step needs (the filter's ``k``), as Polars projects them."""
     import polars as pl
@@ -243,9 +230,6 @@ def test_a_derivation_hashes_the_columns_its_steps_reference(tmp_path, monkeypat
     data = dpf.provenance.resolve(derived).data
     assert _binding.source_columns(data, ["z"]) == {"x", "k"}
     assert _binding.source_columns(data.join(data, on="k"), ["z"]) is None
-    begin = Dataset.begin_check
-    monkeypatch.setattr(Dataset, "begin_check", lambda self, _columns=None: begin(
-        self, _binding.source_columns(data, ["z"])))
     derived.dp.mean("z", epsilon=1.0, random_state=1)
     y = _columns(None)["y"]
     _rewrite(path, y[9], y[9] + 0.25)  # y: referenced by no step, not read
