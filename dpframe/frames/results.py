@@ -323,11 +323,15 @@ def to_frame(out: Outcome, edges: Sequence[float] | None = None) -> Any:
 def _fresh_table(backend: Backend, data: dict[str, Any]) -> Any:
     """``backend.table(data)`` for columns no one else holds (new arrays and lists): the
     table takes the arrays without copying them (pandas; columns that are all float64 as one
-    two-dimensional block, the same table), or is built from one Series per column (Polars),
-    which infers each column's dtype as the dict constructor does."""
+    two-dimensional block, the same table; numbers of several dtypes from their blocks,
+    :func:`_numeric_blocks`), or is built from one Series per column (Polars), which infers
+    each column's dtype as the dict constructor does."""
     if backend.results_in == "pandas":
         columns = list(data.values())
         labels = _labels(tuple(data))
+        blocks = _numeric_blocks(columns) if columns else None
+        if blocks is not None:
+            return _from_blocks(blocks, index=pd.RangeIndex(len(columns[0])), columns=labels)
         if columns and all(isinstance(c, np.ndarray) and c.dtype == np.float64
                            and c.shape == columns[0].shape for c in columns):
             # all float64 (a release's answers, a histogram): one block, built in one step
@@ -340,13 +344,40 @@ def _fresh_table(backend: Backend, data: dict[str, Any]) -> Any:
                          for name, values in data.items()])
 
 
+try:  # pandas 3: a frame made from its blocks, without the dict constructor's inference
+    from pandas.api.internals import create_dataframe_from_blocks as _from_blocks
+except ImportError:  # pragma: no cover - pandas 2
+    _from_blocks = None
+
+
+def _numeric_blocks(columns: list[Any]) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The blocks pandas' own constructors hold for numpy columns of numbers (signed,
+    unsigned, float, bool; one length, native byte order), with their positions: columns
+    that are all float64 as one two-dimensional block (``pd.DataFrame(np.column_stack(
+    columns))``, a copy), otherwise one block per column, a view of its array
+    (``pd.DataFrame(dict(enumerate(columns)), copy=False)``: no copy). The constructors infer
+    nothing for such arrays (their dtype is the column's), so the table is the same, built
+    without their checks. None for any other column (a list of keys, dates, objects: pandas
+    infers those), and on pandas 2."""
+    if _from_blocks is None:
+        return None
+    rows = columns[0].shape if isinstance(columns[0], np.ndarray) else None
+    if not all(isinstance(c, np.ndarray) and c.ndim == 1 and c.shape == rows
+               and c.dtype.kind in "iufb" and c.dtype.isnative for c in columns):
+        return None
+    if all(c.dtype == np.float64 for c in columns):  # (np.array: the rows stacked, a copy)
+        return [(np.array(columns), np.arange(len(columns), dtype=np.intp))]
+    return [(c[None, :], np.array([i], dtype=np.intp)) for i, c in enumerate(columns)]
+
+
 def _labels(names: tuple[str, ...]) -> Any:
     """The column labels of a pandas table with these column names: the index pandas infers
-    for them, built once per tuple of names (:func:`_label_index`; public names only) and
-    copied for each table (a table's index is its own: its ``name`` can be set)."""
+    for them, built once per tuple of names (:func:`_label_index`; public names only), and a
+    new index object of them for each table (a view: a table's labels are its own object,
+    whose ``name`` can be set; their values, as any index's, cannot be changed)."""
     if not all(type(n) is str for n in names):
         return pd.Index(list(names))
-    return _label_index(names).copy()
+    return _label_index(names).view()  # (a new index object over the same labels)
 
 
 @functools.lru_cache(maxsize=256)
