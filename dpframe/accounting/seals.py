@@ -454,11 +454,28 @@ def _unsealed(document: dict[str, Any], release_id: int | list[int] | None
     """The table's own copy of ``document`` without ``seal``/``kind``/``release_ids`` (no
     later change of the ledger reaches it; a snapshot's entries and keys are immutable
     containers that are shared, O(1)), and the release ids as a list."""
-    doc: dict[str, Any] = detached({k: v for k, v in document.items()
-                                    if k not in ("seal", "kind", "release_ids")})
+    doc = {k: _detached(v) for k, v in document.items()
+           if k not in ("seal", "kind", "release_ids")}
     ids = [] if release_id is None else (
         [int(release_id)] if isinstance(release_id, int) else [int(r) for r in release_id])
     return doc, ids
+
+
+#: The JSON scalars, by exact type (no subclass: a str or float subclass is detached).
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _detached(value: Any) -> Any:
+    """:func:`~dpframe.accounting._log_entries.detached` of one field of a log document,
+    without its call per value for the two shapes every release log has: a JSON scalar (as
+    it is) and a plain dict of scalars, the budget (a new dict of the same values); anything
+    else goes to it."""
+    kind = type(value)
+    if kind in _SCALAR_TYPES:
+        return value
+    if kind is dict and all(type(v) in _SCALAR_TYPES for v in value.values()):
+        return dict(value)
+    return detached(value)
 
 
 def _sealed(doc: dict[str, Any], ids: list[int], table_hash: str,
@@ -481,8 +498,7 @@ def _snapshot(table: Any) -> Any:
     if is_pandas_table(table):
         import pandas as pd
 
-        cow = int(pd.__version__.split(".")[0]) >= 3 or bool(
-            pd.get_option("mode.copy_on_write") is True)
+        cow = _pandas_3() or bool(pd.get_option("mode.copy_on_write") is True)
         parts = _PandasParts.of(table) if cow else None
         if parts is not None:
             return parts
@@ -535,7 +551,7 @@ class _PandasParts:
             if not (isinstance(values, np.ndarray) and values.ndim == 2
                     and values.dtype.kind in "iufb"):
                 return None
-            kept.append((values.copy(), np.array(block.mgr_locs.as_array, dtype=np.intp)))
+            kept.append((values.copy(), block.mgr_locs.as_array))  # (positions: immutable)
         return cls(kept, table.index.view(), table.columns.view())
 
     def frame(self) -> Any:
@@ -547,6 +563,14 @@ class _PandasParts:
 
 #: The most cells (rows × columns) of a pandas table kept as :class:`_PandasParts`.
 PARTS_MAX_CELLS = 65_536
+
+
+@functools.cache
+def _pandas_3() -> bool:
+    """pandas 3 or later (always copy-on-write)."""
+    import pandas as pd
+
+    return int(pd.__version__.split(".")[0]) >= 3
 
 
 @functools.cache

@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import itertools
 import math
+import operator
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
@@ -52,36 +53,43 @@ def public_edges(edges: Any, name: str = "edges") -> list[float]:
     refused), strictly increasing, at most :data:`MAX_BINS` bins. ``-0.0`` is read as
     ``0.0`` (they compare equal)."""
     example = f"e.g. {name}=[0, 18, 65, 120]"
-    refused = ParameterError(f"{name} must be a list of numbers (public edges), {example}; "
-                             f"got {type(edges).__name__}")
     if isinstance(edges, str | bytes | Mapping):
-        raise refused
+        raise _not_a_list(name, example, edges)
     try:
         items = list(edges)
     except TypeError:
-        raise refused from None
+        raise _not_a_list(name, example, edges) from None
     if len(items) - 1 > MAX_BINS:
         raise ParameterError(f"{name}: at most {MAX_BINS:,} bins, got {len(items) - 1:,}")
     values = _plain_floats(items)
     if values is None:  # numpy numbers, Fractions, ... (and what is refused): one by one
         values = [check_number(name, e) + 0.0 for e in items]
-    if len(values) < 2 or not all(math.isfinite(e) for e in values) or any(
-            b <= a for a, b in itertools.pairwise(values)):
+    if len(values) < 2 or not all(map(math.isfinite, values)) or not all(
+            map(operator.lt, values, itertools.islice(values, 1, None))):
         raise ParameterError(f"{name} must be at least two finite, strictly increasing "
                              f"numbers, {example}")
     return values
 
 
+def _not_a_list(name: str, example: str, edges: Any) -> ParameterError:
+    return ParameterError(f"{name} must be a list of numbers (public edges), {example}; "
+                          f"got {type(edges).__name__}")
+
+
+#: The types whose values :func:`_plain_floats` reads as they are (exact types: not bool).
+_PLAIN_NUMBERS = frozenset({float, int})
+
+
 def _plain_floats(items: list[Any]) -> list[float] | None:
     """``items`` as floats (``+ 0.0``: ``-0.0`` read as ``0.0``) when every item is exactly a
-    Python ``float`` or ``int`` (never ``bool``, a subclass of ``int``: ``type`` is compared,
-    not ``isinstance``), the numbers :func:`check_number` accepts as they are. None for any
-    other item, or an int beyond the doubles (then each item is checked, and refused, there).
-    The same list the item-by-item check gives, without a call per edge."""
-    if not all(type(e) is float or type(e) is int for e in items):
+    Python ``float`` or ``int`` (never ``bool``, a subclass of ``int``: the type itself is
+    compared, not ``isinstance``), the numbers :func:`check_number` accepts as they are. None
+    for any other item, or an int beyond the doubles (then each item is checked, and refused,
+    there). The same list the item-by-item check gives, without a call per edge."""
+    if not _PLAIN_NUMBERS.issuperset(map(type, items)):
         return None
     try:
-        return [float(e) + 0.0 for e in items]
+        return [e + 0.0 for e in map(float, items)]
     except OverflowError:
         return None
 

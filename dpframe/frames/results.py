@@ -331,7 +331,7 @@ def _fresh_table(backend: Backend, data: dict[str, Any]) -> Any:
         labels = _labels(tuple(data))
         blocks = _numeric_blocks(columns) if columns else None
         if blocks is not None:
-            return _from_blocks(blocks, index=pd.RangeIndex(len(columns[0])), columns=labels)
+            return _from_blocks(blocks, index=_row_index(len(columns[0])), columns=labels)
         if columns and all(isinstance(c, np.ndarray) and c.dtype == np.float64
                            and c.shape == columns[0].shape for c in columns):
             # all float64 (a release's answers, a histogram): one block, built in one step
@@ -385,6 +385,17 @@ def _label_index(names: tuple[str, ...]) -> Any:
     return pd.Index(list(names))
 
 
+def _row_index(rows: int) -> Any:
+    """``pd.RangeIndex(rows)``, the row labels the constructors give, as a new index object
+    (a view) of one made once per number of rows (public: the number of keys)."""
+    return _range_index(rows).view()
+
+
+@functools.lru_cache(maxsize=64)
+def _range_index(rows: int) -> Any:
+    return pd.RangeIndex(rows)
+
+
 def _no_rows(out: Outcome, data: dict[str, Any]) -> Any:
     """The table of a selection that kept no key: every column of a table with keys, each
     key column of the dtype a kept key of its type gives it. Built from one made-up key per
@@ -434,7 +445,9 @@ def _stand_in(dtype: Any, backend: Backend) -> Any:
 
 
 def _floats(values: Any) -> Any:
-    return np.array(np.atleast_1d(values), dtype=np.float64)
+    """``values`` as a new one-dimensional float64 array (a number: one entry)."""
+    out = np.array(values, dtype=np.float64)
+    return out.reshape(1) if out.ndim == 0 else out
 
 
 def matrix_frame(matrix: np.ndarray, columns: Sequence[str], backend: Backend,
