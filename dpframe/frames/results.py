@@ -295,6 +295,9 @@ def to_frame(out: Outcome, edges: Sequence[float] | None = None) -> Any:
     ``edges``: a histogram's public bin edges; its group column (the hidden bin index, whose
     keys are ``0 .. len(edges) - 2``) is then given as the columns ``bin_lower`` and
     ``bin_upper`` (the table is built once, with them in its place)."""
+    table = _pandas_float_table(out, edges)
+    if table is not None:
+        return table
     data: dict[str, Any] = {}
     if edges is not None:
         data["bin_lower"] = np.array(edges[:-1], dtype=np.float64)
@@ -318,6 +321,61 @@ def to_frame(out: Outcome, edges: Sequence[float] | None = None) -> Any:
     if out.key_dtypes is not None and not out.keys:  # no key kept: typed, zero rows
         return _no_rows(out, data)
     return _fresh_table(out.backend, data)
+
+
+def _pandas_float_table(out: Outcome, edges: Sequence[float] | None) -> Any:
+    """pandas 3: :func:`to_frame`'s table when every column but an int64 key column is
+    float64 (a histogram, value counts of int keys, an ungrouped release): the float columns
+    converted into one two-dimensional block in one step (the same conversion to float64 as
+    column by column), the key column a copy of the key list's array, and the table made
+    from these blocks (:func:`_from_blocks`). The same values, dtypes, labels and row index
+    as the general path; None for any other table (then that path runs)."""
+    if _from_blocks is None or out.backend.results_in != "pandas" or out.key_dtypes is not None:
+        return None
+    if edges is None and out.group_by is not None:
+        keys = out.keys
+        column = keys.column_values if isinstance(keys, Keys) else None
+        if not (isinstance(out.group_by, str) and isinstance(column, np.ndarray)
+                and column.dtype == np.int64):
+            return None
+    names, rows = _float_columns(out, edges)
+    try:
+        block = np.array(rows, dtype=np.float64)
+    except (TypeError, ValueError):  # (ragged: not one length)
+        return None
+    if block.ndim == 1:  # every answer a single number: one row
+        block = block[:, None]
+    if block.ndim != 2 or not rows:
+        return None
+    positions = np.arange(len(names), dtype=np.intp)
+    if edges is None and out.group_by is not None:  # the key column first
+        key = np.array(cast(Keys, out.keys).column_values)
+        names.insert(0, cast(str, out.group_by))
+        if key.shape != (block.shape[1],):
+            return None
+        blocks = [(key[None, :], np.zeros(1, dtype=np.intp)), (block, positions + 1)]
+    else:
+        blocks = [(block, positions)]
+    if len(set(names)) != len(names):  # (a repeated name: the general path's dict keeps one)
+        return None
+    return _from_blocks(blocks, index=_row_index(block.shape[1]), columns=_labels(tuple(names)))
+
+
+def _float_columns(out: Outcome, edges: Sequence[float] | None) -> tuple[list[str], list[Any]]:
+    """The names and sources of :func:`to_frame`'s float columns, in table order: a
+    histogram's edges, then each answer and its interval."""
+    names: list[str] = []
+    rows: list[Any] = []
+    if edges is not None:
+        names += ["bin_lower", "bin_upper"]
+        rows += [edges[:-1], edges[1:]]
+    for name, values in out.values.items():
+        names.append(name)
+        rows.append(values)
+        if name in out.intervals:
+            names += [f"{name}_lower", f"{name}_upper"]
+            rows += list(out.intervals[name])
+    return names, rows
 
 
 def _fresh_table(backend: Backend, data: dict[str, Any]) -> Any:
