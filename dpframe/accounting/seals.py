@@ -547,11 +547,12 @@ class _PandasParts:
             return None
         kept = []
         for block in blocks:
-            values = block.values
+            values = getattr(block, "values", None)
+            places = getattr(getattr(block, "mgr_locs", None), "as_array", None)
             if not (isinstance(values, np.ndarray) and values.ndim == 2
-                    and values.dtype.kind in "iufb"):
-                return None
-            kept.append((values.copy(), block.mgr_locs.as_array))  # (positions: immutable)
+                    and values.dtype.kind in "iufb" and isinstance(places, np.ndarray)):
+                return None  # (also a pandas whose blocks read otherwise: a frame snapshot)
+            kept.append((values.copy(), places))  # (positions: immutable)
         return cls(kept, table.index.view(), table.columns.view())
 
     def frame(self) -> Any:
