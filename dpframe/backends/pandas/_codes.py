@@ -20,7 +20,7 @@ import numpy as np
 
 from dpframe.query import Keys
 
-__all__ = ["RUNS_KEPT", "consecutive_run", "nullable_int_codes"]
+__all__ = ["RUNS_KEPT", "RUN_KEYS_KEPT", "consecutive_run", "nullable_int_codes"]
 
 #: Per key list (by identity; the entry holds the list, so the identity stays its own):
 #: ``(keys, run)``, ``run`` being ``(low, k)`` as unsigned 64-bit numbers (``low`` modulo
@@ -29,28 +29,38 @@ __all__ = ["RUNS_KEPT", "consecutive_run", "nullable_int_codes"]
 _RUNS: dict[int, tuple[Keys, tuple[np.uint64, np.uint64] | None]] = {}
 _RUNS_LOCK = threading.Lock()
 RUNS_KEPT = 64
+#: The longest key list :data:`_RUNS` keeps (a longer one's check is O(keys), like the
+#: result table every query over it builds).
+RUN_KEYS_KEPT = 65_536
 
 
 def consecutive_run(keys: Keys) -> tuple[np.uint64, np.uint64] | None:
     """``(low, k)`` (as :class:`numpy.uint64`, ``low`` modulo 2⁶⁴) when ``keys`` are the
     ``k`` integers ``low, low + 1, …`` in that order (from their lookup table,
     :attr:`Keys.int_lookup`: position ``i`` holds key ``low + i``), else None. Worked out
-    once per key list (of the last :data:`RUNS_KEPT`)."""
+    once per key list (of the last :data:`RUNS_KEPT` of at most :data:`RUN_KEYS_KEPT` keys)."""
     found = _RUNS.get(id(keys))
     if found is not None and found[0] is keys:
         return found[1]
-    run = None
-    lookup = keys.int_lookup
-    if lookup is not None:
-        low, table = lookup
-        k = table.size - 1
-        if k == len(keys) and np.array_equal(table[:-1], np.arange(k)):
-            run = (np.uint64(low % (1 << 64)), np.uint64(k))
+    run = _run(keys)
+    if len(keys) > RUN_KEYS_KEPT:  # (not kept alive here: a long list is compared again)
+        return run
     with _RUNS_LOCK:
         _RUNS[id(keys)] = (keys, run)
         while len(_RUNS) > RUNS_KEPT:
             del _RUNS[next(iter(_RUNS))]
     return run
+
+
+def _run(keys: Keys) -> tuple[np.uint64, np.uint64] | None:
+    lookup = keys.int_lookup
+    if lookup is None:
+        return None
+    low, table = lookup
+    k = table.size - 1
+    if k != len(keys) or not np.array_equal(table[:-1], np.arange(k)):
+        return None
+    return np.uint64(low % (1 << 64)), np.uint64(k)
 
 
 def nullable_int_codes(array: Any, keys: Sequence[Any]) -> np.ndarray | None:
