@@ -10,7 +10,17 @@ bin over the same sorted edges: numpy ``searchsorted`` + ``bincount`` (pandas; p
 for Dask), Polars ``search_sorted`` + ``group_by().len()``, a DuckDB ``ASOF JOIN`` on a table
 of the edges, Spark MLlib's ``Bucketizer`` + ``groupBy().count()``. The per-edge expression
 dpframe used before hit Python's recursion limit at 250 edges. Results:
-``benchmarks/results-histograms.json`` and ``benchmarks/RESULTS-histograms.md``.
+``benchmarks/results-histograms.json`` and ``benchmarks/RESULTS-histograms.md`` (its sections
+below the table are kept).
+
+``python -m benchmarks.histograms --fixed-cost [--rounds 25] [--large 10000000]`` (pandas
+and Polars) measures issue 34's targets instead, with the cases of :mod:`benchmarks.counts`
+(paired rounds, the order alternating, wall and process CPU time per
+side, warm and cold): a histogram (11 edges) and a value count (10 keys) at 1,000 rows
+against the DP scalar mean on the same frame (target ≤ 2×), and at ``--large`` rows against
+the native ``cut`` / ``value_counts`` (target ≤ 1.3×). Each run is appended to
+``benchmarks/results-histograms-fixed.json``; the last two are rendered into the section
+between the ``fixed-cost`` markers of ``RESULTS-histograms.md``.
 """
 
 from __future__ import annotations
@@ -139,14 +149,48 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+FIXED_START, FIXED_END = "<!-- fixed-cost -->", "<!-- /fixed-cost -->"
+#: The engines ``--fixed-cost`` measures (others given are left out).
+FIXED_COST_ENGINES = ("pandas", "polars")
+
+
+def fixed_cost(engines: list[str], rounds: int, large: int) -> int:
+    """``--fixed-cost`` (see the module docstring)."""
+    from benchmarks.counts import cases
+    from benchmarks.paired import header, render_runs, run_cases
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)  # (Polars' cut: renamed)
+    run: dict[str, Any] = {"header": header(rounds, 3)}
+    run["header"]["calls"] = 20
+    run["cases"] = run_cases(cases(engines, 1000, large), rounds, 3)
+    run["header"]["load_after"] = round(os.getloadavg()[0], 2)
+    path = HERE / "results-histograms-fixed.json"
+    runs = json.loads(path.read_text())["runs"] if path.exists() else []
+    runs.append(run)
+    path.write_text(json.dumps({"runs": runs}, indent=1))
+    text = render_runs(runs, "", "").split("\n", 3)[3]  # (without the empty title and note)
+    results = HERE / "RESULTS-histograms.md"
+    old = results.read_text() if results.exists() else ""
+    before, _, rest = old.partition(FIXED_START)
+    after = rest.partition(FIXED_END)[2] if FIXED_END in rest else ""
+    results.write_text(f"{before}{FIXED_START}\n{text}{FIXED_END}{after}")
+    print(text)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", default="100000,1000000")
     parser.add_argument("--edges", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--fixed-cost", action="store_true")
+    parser.add_argument("--large", type=int, default=10_000_000)
     args = parser.parse_args(argv)
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if args.fixed_cost:  # (the counts benchmark's frames: pandas and Polars only)
+        engines = [e for e in engines if e in FIXED_COST_ENGINES] or list(FIXED_COST_ENGINES)
+        return fixed_cost(engines, args.rounds, args.large)
     import platform
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -158,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
         result["runs"][str(rows)] = measure(rows, args.edges, args.rounds, engines)
         print(render(result), flush=True)
     (HERE / "results-histograms.json").write_text(json.dumps(result, indent=2))
-    (HERE / "RESULTS-histograms.md").write_text(render(result))
+    results = HERE / "RESULTS-histograms.md"
+    kept = results.read_text().partition("\n## ")[1:] if results.exists() else ("", "")
+    results.write_text(render(result) + "".join(kept))  # (the sections below the table)
     return 0
 
 

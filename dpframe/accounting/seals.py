@@ -55,6 +55,7 @@ table's log goes through :func:`release_log_of`.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import hmac
 import json
@@ -453,11 +454,28 @@ def _unsealed(document: dict[str, Any], release_id: int | list[int] | None
     """The table's own copy of ``document`` without ``seal``/``kind``/``release_ids`` (no
     later change of the ledger reaches it; a snapshot's entries and keys are immutable
     containers that are shared, O(1)), and the release ids as a list."""
-    doc: dict[str, Any] = detached({k: v for k, v in document.items()
-                                    if k not in ("seal", "kind", "release_ids")})
+    doc = {k: _detached(v) for k, v in document.items()
+           if k not in ("seal", "kind", "release_ids")}
     ids = [] if release_id is None else (
         [int(release_id)] if isinstance(release_id, int) else [int(r) for r in release_id])
     return doc, ids
+
+
+#: The JSON scalars, by exact type (no subclass: a str or float subclass is detached).
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _detached(value: Any) -> Any:
+    """:func:`~dpframe.accounting._log_entries.detached` of one field of a log document,
+    without its call per value for the two shapes every release log has: a JSON scalar (as
+    it is) and a plain dict of scalars, the budget (a new dict of the same values); anything
+    else goes to it."""
+    kind = type(value)
+    if kind in _SCALAR_TYPES:
+        return value
+    if kind is dict and all(type(v) in _SCALAR_TYPES for v in value.values()):
+        return dict(value)
+    return detached(value)
 
 
 def _sealed(doc: dict[str, Any], ids: list[int], table_hash: str,
@@ -472,27 +490,98 @@ def _sealed(doc: dict[str, Any], ids: list[int], table_hash: str,
 
 def _snapshot(table: Any) -> Any:
     """A copy of ``table`` that no later in-place edit of ``table`` reaches, made without
-    copying its values where the library allows it: a pandas frame under copy-on-write
-    (pandas 3, or the option set) a shallow copy, otherwise a deep one; a Polars frame a
-    clone (its columns are shared and copied on write); an Arrow table itself (immutable).
-    None for anything else (sealed at once)."""
+    copying its values where the library allows it: a small pandas table of numbers under
+    copy-on-write its parts (:class:`_PandasParts`: copies of its few values, no frame), a
+    pandas frame under copy-on-write (pandas 3, or the option set) a shallow copy, otherwise
+    a deep one; a Polars frame a clone (its columns are shared and copied on write); an
+    Arrow table itself (immutable). None for anything else (sealed at once)."""
     if is_pandas_table(table):
         import pandas as pd
 
-        cow = int(pd.__version__.split(".")[0]) >= 3 or bool(
-            pd.get_option("mode.copy_on_write") is True)
+        cow = _pandas_3() or bool(pd.get_option("mode.copy_on_write") is True)
+        parts = _PandasParts.of(table) if cow else None
+        if parts is not None:
+            return parts
         snap = table.copy(deep=not cow)
         snap.attrs = {}
         # the labels' own objects: a name set on the table's index or columns later (an
-        # in-place change no copy-on-write sees) does not reach the snapshot
-        snap.index = snap.index.copy()
-        snap.columns = snap.columns.copy()
+        # in-place change no copy-on-write sees) does not reach the snapshot. A view is a new
+        # label object over the same immutable values (what ``copy()`` gives, without its
+        # checks of the names): its name and the table's are set apart
+        snap.index = snap.index.view()
+        snap.columns = snap.columns.view()
         return snap
     if is_polars_table(table):
         return table.clone()
     import pyarrow as pa
 
     return table if isinstance(table, pa.Table) else None
+
+
+class _PandasParts:
+    """A small pandas table of numbers as released, kept as its parts: a copy of each block's
+    values (numpy numbers: signed, unsigned, float, bool) with the block's column positions,
+    and new objects of its index and column labels (views of their immutable values, so a
+    name set later on the table's labels does not reach them). :meth:`frame` rebuilds the
+    same frame from them (the same values, dtypes, labels and index, as Arrow reads it), so
+    its seal is the table's seal at release; no later edit of the table reaches the copies.
+
+    Copying a few numbers costs less than a shallow copy of the frame (pandas' copy-on-write
+    bookkeeping); a table of more than :data:`PARTS_MAX_CELLS` cells, or with any other
+    block (strings, dates, nullable columns), is snapshotted as a frame instead."""
+
+    __slots__ = ("_blocks", "_columns", "_index")
+
+    def __init__(self, blocks: list[tuple[Any, Any]], index: Any, columns: Any) -> None:
+        self._blocks, self._index, self._columns = blocks, index, columns
+
+    @classmethod
+    def of(cls, table: Any) -> _PandasParts | None:
+        """The parts of ``table``, or None when it is not a small table of numpy numbers (or
+        pandas has no public way to rebuild a frame from blocks: before pandas 3)."""
+        import numpy as np
+
+        blocks = getattr(getattr(table, "_mgr", None), "blocks", None)
+        if (_from_blocks() is None or blocks is None
+                or len(table.index) * len(table.columns) > PARTS_MAX_CELLS):
+            return None
+        kept = []
+        for block in blocks:
+            values = getattr(block, "values", None)
+            places = getattr(getattr(block, "mgr_locs", None), "as_array", None)
+            if not (isinstance(values, np.ndarray) and values.ndim == 2
+                    and values.dtype.kind in "iufb" and isinstance(places, np.ndarray)):
+                return None  # (also a pandas whose blocks read otherwise: a frame snapshot)
+            kept.append((values.copy(), places))  # (positions: immutable)
+        return cls(kept, table.index.view(), table.columns.view())
+
+    def frame(self) -> Any:
+        """The table as released, rebuilt from its parts (for its digest only)."""
+        build = _from_blocks()
+        assert build is not None
+        return build(self._blocks, index=self._index, columns=self._columns)
+
+
+#: The most cells (rows × columns) of a pandas table kept as :class:`_PandasParts`.
+PARTS_MAX_CELLS = 65_536
+
+
+@functools.cache
+def _pandas_3() -> bool:
+    """pandas 3 or later (always copy-on-write)."""
+    import pandas as pd
+
+    return int(pd.__version__.split(".")[0]) >= 3
+
+
+@functools.cache
+def _from_blocks() -> Any:
+    """pandas' ``create_dataframe_from_blocks`` (pandas 3), or None."""
+    try:
+        from pandas.api.internals import create_dataframe_from_blocks
+    except ImportError:  # pragma: no cover - pandas 2
+        return None
+    return create_dataframe_from_blocks
 
 
 class _PendingSeal:
@@ -518,7 +607,10 @@ class _PendingSeal:
         with self._lock:
             if self._sealed is None:
                 doc = dict(self._doc)
-                self._sealed = _sealed(doc, list(self._ids), table_digest(self._snapshot),
+                snapshot = self._snapshot
+                if isinstance(snapshot, _PandasParts):
+                    snapshot = snapshot.frame()
+                self._sealed = _sealed(doc, list(self._ids), table_digest(snapshot),
                                        self._key)
                 self._snapshot = None
             return self._sealed

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import itertools
 import math
+import operator
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
@@ -36,7 +38,7 @@ from dpframe.errors import ParameterError
 from dpframe.rowwise.functions import SEARCH_EDGES
 from dpframe.rowwise.nodes import Call, When, walk
 
-__all__ = ["BIN", "MAX_BINS", "bin_step", "binned_frame", "equal_width_edges",
+__all__ = ["BIN", "CACHED_BINS", "MAX_BINS", "bin_step", "binned_frame", "equal_width_edges",
            "histogram_edges", "public_edges"]
 
 #: The hidden column holding each row's bin.
@@ -51,22 +53,45 @@ def public_edges(edges: Any, name: str = "edges") -> list[float]:
     refused), strictly increasing, at most :data:`MAX_BINS` bins. ``-0.0`` is read as
     ``0.0`` (they compare equal)."""
     example = f"e.g. {name}=[0, 18, 65, 120]"
-    refused = ParameterError(f"{name} must be a list of numbers (public edges), {example}; "
-                             f"got {type(edges).__name__}")
     if isinstance(edges, str | bytes | Mapping):
-        raise refused
+        raise _not_a_list(name, example, edges)
     try:
         items = list(edges)
     except TypeError:
-        raise refused from None
+        raise _not_a_list(name, example, edges) from None
     if len(items) - 1 > MAX_BINS:
         raise ParameterError(f"{name}: at most {MAX_BINS:,} bins, got {len(items) - 1:,}")
-    values = [check_number(name, e) + 0.0 for e in items]
-    if len(values) < 2 or not all(math.isfinite(e) for e in values) or any(
-            b <= a for a, b in itertools.pairwise(values)):
+    values = _plain_floats(items)
+    if values is None:  # numpy numbers, Fractions, ... (and what is refused): one by one
+        values = [check_number(name, e) + 0.0 for e in items]
+    if len(values) < 2 or not all(map(math.isfinite, values)) or not all(
+            map(operator.lt, values, itertools.islice(values, 1, None))):
         raise ParameterError(f"{name} must be at least two finite, strictly increasing "
                              f"numbers, {example}")
     return values
+
+
+def _not_a_list(name: str, example: str, edges: Any) -> ParameterError:
+    return ParameterError(f"{name} must be a list of numbers (public edges), {example}; "
+                          f"got {type(edges).__name__}")
+
+
+#: The types whose values :func:`_plain_floats` reads as they are (exact types: not bool).
+_PLAIN_NUMBERS = frozenset({float, int})
+
+
+def _plain_floats(items: list[Any]) -> list[float] | None:
+    """``items`` as floats (``+ 0.0``: ``-0.0`` read as ``0.0``) when every item is exactly a
+    Python ``float`` or ``int`` (never ``bool``, a subclass of ``int``: the type itself is
+    compared, not ``isinstance``), the numbers :func:`check_number` accepts as they are. None
+    for any other item, or an int beyond the doubles (then each item is checked, and refused,
+    there). The same list the item-by-item check gives, without a call per edge."""
+    if not _PLAIN_NUMBERS.issuperset(map(type, items)):
+        return None
+    try:
+        return [e + 0.0 for e in map(float, items)]
+    except OverflowError:
+        return None
 
 
 def equal_width_edges(lower: float, upper: float, count: int) -> list[float]:
@@ -75,7 +100,28 @@ def equal_width_edges(lower: float, upper: float, count: int) -> list[float]:
     double (so ``e_0 = l`` and ``e_B = u`` exactly, no overflow even when ``u − l`` exceeds
     the largest double, and the edges are as evenly spaced as doubles allow). Refused
     (:class:`~dpframe.errors.ParameterError`) when two neighbouring edges round to the same
-    double: the bins would be narrower than the doubles between the bounds."""
+    double: the bins would be narrower than the doubles between the bounds.
+
+    The edges are a function of the three public numbers alone, so up to
+    :data:`CACHED_BINS` bins they are computed once per ``(lower, upper, count)``
+    (:func:`_cached_edges`, a small table of public facts; no data and no result is kept);
+    each call gets its own list."""
+    lower, upper, count = float(lower), float(upper), int(count)
+    if count <= CACHED_BINS:
+        return list(_cached_edges(lower, upper, count))
+    return list(_edges(lower, upper, count))
+
+
+#: The most bins whose equal-width edges are kept (64 sets of them at most).
+CACHED_BINS = 4096
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_edges(lower: float, upper: float, count: int) -> tuple[float, ...]:
+    return _edges(lower, upper, count)
+
+
+def _edges(lower: float, upper: float, count: int) -> tuple[float, ...]:
     lo, hi = Fraction(lower), Fraction(upper)
     width = hi - lo
     edges = [float(lo + width * j / count) for j in range(count + 1)]
@@ -83,7 +129,7 @@ def equal_width_edges(lower: float, upper: float, count: int) -> list[float]:
         raise ParameterError(f"bins={count}: equal-width bins of [{lower!r}, {upper!r}] would "
                              "be narrower than the spacing of floating-point numbers there; "
                              "use fewer bins")
-    return [e + 0.0 for e in edges]
+    return tuple(e + 0.0 for e in edges)
 
 
 def histogram_edges(column: str, edges: Any, bins: Any,

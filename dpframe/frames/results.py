@@ -295,6 +295,9 @@ def to_frame(out: Outcome, edges: Sequence[float] | None = None) -> Any:
     ``edges``: a histogram's public bin edges; its group column (the hidden bin index, whose
     keys are ``0 .. len(edges) - 2``) is then given as the columns ``bin_lower`` and
     ``bin_upper`` (the table is built once, with them in its place)."""
+    table = _pandas_float_table(out, edges)
+    if table is not None:
+        return table
     data: dict[str, Any] = {}
     if edges is not None:
         data["bin_lower"] = np.array(edges[:-1], dtype=np.float64)
@@ -320,14 +323,73 @@ def to_frame(out: Outcome, edges: Sequence[float] | None = None) -> Any:
     return _fresh_table(out.backend, data)
 
 
+def _pandas_float_table(out: Outcome, edges: Sequence[float] | None) -> Any:
+    """pandas 3: :func:`to_frame`'s table when every column but an int64 key column is
+    float64 (a histogram, value counts of int keys, an ungrouped release): the float columns
+    converted into one two-dimensional block in one step (the same conversion to float64 as
+    column by column), the key column a copy of the key list's array, and the table made
+    from these blocks (:func:`_from_blocks`). The same values, dtypes, labels and row index
+    as the general path; None for any other table (then that path runs)."""
+    if _from_blocks is None or out.backend.results_in != "pandas" or out.key_dtypes is not None:
+        return None
+    if edges is None and out.group_by is not None:
+        keys = out.keys
+        column = keys.column_values if isinstance(keys, Keys) else None
+        if not (isinstance(out.group_by, str) and isinstance(column, np.ndarray)
+                and column.dtype == np.int64):
+            return None
+    names, rows = _float_columns(out, edges)
+    try:
+        block = np.array(rows, dtype=np.float64)
+    except (TypeError, ValueError):  # (ragged: not one length)
+        return None
+    if block.ndim == 1:  # every answer a single number: one row
+        block = block[:, None]
+    if block.ndim != 2 or not rows:
+        return None
+    positions = np.arange(len(names), dtype=np.intp)
+    if edges is None and out.group_by is not None:  # the key column first
+        key = np.array(cast(Keys, out.keys).column_values)
+        names.insert(0, cast(str, out.group_by))
+        if key.shape != (block.shape[1],):
+            return None
+        blocks = [(key[None, :], np.zeros(1, dtype=np.intp)), (block, positions + 1)]
+    else:
+        blocks = [(block, positions)]
+    if len(set(names)) != len(names):  # (a repeated name: the general path's dict keeps one)
+        return None
+    return _from_blocks(blocks, index=_row_index(block.shape[1]), columns=_labels(tuple(names)))
+
+
+def _float_columns(out: Outcome, edges: Sequence[float] | None) -> tuple[list[str], list[Any]]:
+    """The names and sources of :func:`to_frame`'s float columns, in table order: a
+    histogram's edges, then each answer and its interval."""
+    names: list[str] = []
+    rows: list[Any] = []
+    if edges is not None:
+        names += ["bin_lower", "bin_upper"]
+        rows += [edges[:-1], edges[1:]]
+    for name, values in out.values.items():
+        names.append(name)
+        rows.append(values)
+        if name in out.intervals:
+            names += [f"{name}_lower", f"{name}_upper"]
+            rows += list(out.intervals[name])
+    return names, rows
+
+
 def _fresh_table(backend: Backend, data: dict[str, Any]) -> Any:
     """``backend.table(data)`` for columns no one else holds (new arrays and lists): the
     table takes the arrays without copying them (pandas; columns that are all float64 as one
-    two-dimensional block, the same table), or is built from one Series per column (Polars),
-    which infers each column's dtype as the dict constructor does."""
+    two-dimensional block, the same table; numbers of several dtypes from their blocks,
+    :func:`_numeric_blocks`), or is built from one Series per column (Polars), which infers
+    each column's dtype as the dict constructor does."""
     if backend.results_in == "pandas":
         columns = list(data.values())
         labels = _labels(tuple(data))
+        blocks = _numeric_blocks(columns) if columns else None
+        if blocks is not None:
+            return _from_blocks(blocks, index=_row_index(len(columns[0])), columns=labels)
         if columns and all(isinstance(c, np.ndarray) and c.dtype == np.float64
                            and c.shape == columns[0].shape for c in columns):
             # all float64 (a release's answers, a histogram): one block, built in one step
@@ -340,18 +402,56 @@ def _fresh_table(backend: Backend, data: dict[str, Any]) -> Any:
                          for name, values in data.items()])
 
 
+try:  # pandas 3: a frame made from its blocks, without the dict constructor's inference
+    from pandas.api.internals import create_dataframe_from_blocks as _from_blocks
+except ImportError:  # pragma: no cover - pandas 2
+    _from_blocks = None
+
+
+def _numeric_blocks(columns: list[Any]) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The blocks pandas' own constructors hold for numpy columns of numbers (signed,
+    unsigned, float, bool; one length, native byte order), with their positions: columns
+    that are all float64 as one two-dimensional block (``pd.DataFrame(np.column_stack(
+    columns))``, a copy), otherwise one block per column, a view of its array
+    (``pd.DataFrame(dict(enumerate(columns)), copy=False)``: no copy). The constructors infer
+    nothing for such arrays (their dtype is the column's), so the table is the same, built
+    without their checks. None for any other column (a list of keys, dates, objects: pandas
+    infers those), and on pandas 2."""
+    if _from_blocks is None:
+        return None
+    rows = columns[0].shape if isinstance(columns[0], np.ndarray) else None
+    if not all(isinstance(c, np.ndarray) and c.ndim == 1 and c.shape == rows
+               and c.dtype.kind in "iufb" and c.dtype.isnative for c in columns):
+        return None
+    if all(c.dtype == np.float64 for c in columns):  # (np.array: the rows stacked, a copy)
+        return [(np.array(columns), np.arange(len(columns), dtype=np.intp))]
+    return [(c[None, :], np.array([i], dtype=np.intp)) for i, c in enumerate(columns)]
+
+
 def _labels(names: tuple[str, ...]) -> Any:
     """The column labels of a pandas table with these column names: the index pandas infers
-    for them, built once per tuple of names (:func:`_label_index`; public names only) and
-    copied for each table (a table's index is its own: its ``name`` can be set)."""
+    for them, built once per tuple of names (:func:`_label_index`; public names only), and a
+    new index object of them for each table (a view: a table's labels are its own object,
+    whose ``name`` can be set; their values, as any index's, cannot be changed)."""
     if not all(type(n) is str for n in names):
         return pd.Index(list(names))
-    return _label_index(names).copy()
+    return _label_index(names).view()  # (a new index object over the same labels)
 
 
 @functools.lru_cache(maxsize=256)
 def _label_index(names: tuple[str, ...]) -> Any:
     return pd.Index(list(names))
+
+
+def _row_index(rows: int) -> Any:
+    """``pd.RangeIndex(rows)``, the row labels the constructors give, as a new index object
+    (a view) of one made once per number of rows (public: the number of keys)."""
+    return _range_index(rows).view()
+
+
+@functools.lru_cache(maxsize=64)
+def _range_index(rows: int) -> Any:
+    return pd.RangeIndex(rows)
 
 
 def _no_rows(out: Outcome, data: dict[str, Any]) -> Any:
@@ -403,7 +503,9 @@ def _stand_in(dtype: Any, backend: Backend) -> Any:
 
 
 def _floats(values: Any) -> Any:
-    return np.array(np.atleast_1d(values), dtype=np.float64)
+    """``values`` as a new one-dimensional float64 array (a number: one entry)."""
+    out = np.array(values, dtype=np.float64)
+    return out.reshape(1) if out.ndim == 0 else out
 
 
 def matrix_frame(matrix: np.ndarray, columns: Sequence[str], backend: Backend,

@@ -100,3 +100,25 @@ def test_a_polars_table_edited_after_release_fails_verification(tmp_path):
     clean = pf.dp.histogram("x", edges=[0.0, 5.0, 10.0], epsilon=0.5, random_state=6)
     dpf.write_parquet(clean, tmp_path / "c.parquet")
     assert dpf.read_log(tmp_path / "c.parquet") is not None
+
+
+def test_a_pandas_table_kept_as_parts_is_the_table_and_edits_fail(tmp_path):
+    """A small table of numbers is snapshotted as its blocks' values (seals._PandasParts,
+    pandas 3): rebuilt, it is the table as released; an edit after release (a key, a count,
+    a label's name) still fails verification."""
+    from dpframe.accounting import seals
+
+    pf = _protected("pandas")
+    table = pf.dp.value_counts("g", epsilon=0.5, random_state=3)
+    parts = seals._snapshot(table)
+    if type(parts).__name__ != "_PandasParts":
+        pytest.skip("pandas without tables from blocks (before 3)")
+    pd.testing.assert_frame_equal(parts.frame(), table, check_exact=True)
+    assert table_digest(parts.frame()) == table_digest(table)
+    edits = [lambda t: t.iloc.__setitem__((0, 0), 7), lambda t: t.iloc.__setitem__((1, 1), 1e6),
+             lambda t: setattr(t.columns, "name", "edited")]
+    for edit in edits:
+        table = pf.dp.value_counts("g", epsilon=0.5, random_state=3)
+        edit(table)  # before the seal is computed
+        with pytest.raises(IntegrityError):
+            dpf.write_parquet(table, tmp_path / "t.parquet")

@@ -73,3 +73,25 @@ def test_value_counts_over_declared_keys(constructor):
     assert constructor.column(table, "g") == ["a", "b", "c", "never"]  # "zzz" never appears
     assert constructor.values(table, "count").tolist() == [3.0, 3.0, 3.0, 0.0]
     assert (constructor.values(table, "count_lower") <= constructor.values(table, "count")).all()
+
+
+def test_public_edges_read_plain_numbers_as_the_item_check_does():
+    """Edges that are all exactly float or int are read without a check per edge; the
+    list is the one the item-by-item check gives (numpy numbers, -0.0), and what it refuses
+    (a bool, an int beyond the doubles) is still refused. Equal-width edges kept per
+    (bounds, bins) are a new list on every call."""
+    from fractions import Fraction
+
+    from dpframe.errors import ParameterError
+    from dpframe.frames.bins import equal_width_edges, public_edges
+
+    plain = public_edges([-0.0, 1, 2.5])
+    assert plain == public_edges(np.array([0.0, 1.0, 2.5])) == [0.0, 1.0, 2.5]
+    assert math.copysign(1.0, plain[0]) == 1.0
+    assert public_edges([Fraction(1, 2), 1]) == [0.5, 1.0]
+    for bad in ([True, 2], [0, 10**400], [0, 0], [1.0], [0.0, math.nan]):
+        with pytest.raises(ParameterError):
+            public_edges(bad)
+    first = equal_width_edges(0, 100, 10)
+    first.append(1e9)
+    assert equal_width_edges(0.0, 100.0, 10) == [float(e) for e in range(0, 101, 10)]
