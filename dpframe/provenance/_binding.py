@@ -66,6 +66,8 @@ def file_unchanged(path: str, bound: FileContent | None,
         return file_digest(path) == bound.digests[None]
     if ranges_digest(path, bound.layout.rest) != bound.digests[None]:
         return False
+    if columns is not None and not columns <= bound.layout.columns.keys():
+        columns = None  # a column the layout does not name (e.g. a partition's): every chunk
     for column, ranges in bound.layout.columns.items():
         if columns is not None and column not in columns:
             continue

@@ -113,12 +113,18 @@ def _chunks(meta: dict[int, Any], footer_start: int
     ``FileMetaData``; None when the layout is not plain (the file is hashed whole)."""
     out: list[tuple[str, tuple[int, int], tuple[int, int] | None]] = []
     others: list[tuple[int, int]] = []  # page indexes and bloom filters
+    leaves = _leaf_paths(meta.get(2, []))
     for group in meta.get(4, []):
-        for chunk in group.get(1, []):
+        chunks = group.get(1, [])
+        if len(chunks) != len(leaves):
+            return None  # a reader pairs the i-th chunk with the i-th leaf of the schema
+        for chunk, leaf in zip(chunks, leaves, strict=True):
             cmd = chunk.get(3)
             if cmd is None or 1 in chunk or 8 in chunk or 9 in chunk:
                 return None  # another file's chunk, or an encrypted one
             path = cmd[3]
+            if list(path) != list(leaf):
+                return None  # its own path disagrees with the schema's leaf at its position
             start, length = cmd.get(11, cmd[9]), cmd[7]
             end = start + length
             # a dictionary offset at or after the data pages (or a zero one, as some writers
@@ -135,6 +141,43 @@ def _chunks(meta: dict[int, Any], footer_start: int
     if any(_overlaps(o, ranges) or o[1] > footer_start for o in others):
         return None
     return out
+
+
+def _leaf_paths(schema: list[dict[int, Any]]) -> list[tuple[bytes, ...]]:
+    """The path (names from the top-level column down) of each leaf of the flattened schema
+    (``SchemaElement`` list in depth-first order: element 0 the root, ``num_children``
+    field 5, ``name`` field 4), in order: the i-th column chunk of every row group holds the
+    i-th leaf, whatever its own ``path_in_schema`` says (readers go by position). Raises
+    ``ValueError`` on a schema whose tree does not close or nests too deep."""
+    if not schema:
+        raise ValueError("no schema")
+    leaves: list[tuple[bytes, ...]] = []
+    stack: list[tuple[tuple[bytes, ...], int]] = []  # (group's path, children left)
+    for i, element in enumerate(schema):
+        children = element.get(5, 0)
+        if i == 0:
+            path: tuple[bytes, ...] = ()
+        else:
+            if not stack:
+                raise ValueError("schema elements after the tree closed")
+            parent, left = stack.pop()
+            if left > 1:
+                stack.append((parent, left - 1))
+            name = element.get(4)
+            if not isinstance(name, bytes):
+                raise ValueError("a schema element without a name")
+            path = (*parent, name)
+        if not isinstance(children, int) or children < 0:
+            raise ValueError("a schema element with a bad child count")
+        if children:
+            if len(stack) >= _MAX_DEPTH:
+                raise ValueError("schema nested too deep")
+            stack.append((path, children))
+        elif i > 0:
+            leaves.append(path)
+    if stack:
+        raise ValueError("the schema tree does not close")
+    return leaves
 
 
 def _extent(fields: dict[int, Any], offset_id: int, length_id: int) -> tuple[int, int] | None:

@@ -52,7 +52,7 @@ from dpframe.engine import Bounding, release_seed
 from dpframe.errors import EngineTimeoutError, SourceChangedError
 from dpframe.mechanisms.selection import select_keys
 from dpframe.provenance import DROP, FrameFacts, Session, resolve
-from dpframe.query import keys_reference
+from dpframe.query import Agg, keys_reference
 from dpframe.query.statistics import Query
 from dpframe.release._engine_pass import ENGINE_TIMEOUT, engine_pass, engine_timeout
 from dpframe.release._entries import LogContext
@@ -372,17 +372,28 @@ def exact_measurements(
     facts, frame, request, planned = _prepare(
         frame, queries, session=None, epsilon=1.0, delta=0.0, weights=None,
         mechanism="bounded", random_state=None, group_by=group_by, keys=keys, ci=None)
-    aggs = backend_of(frame).aggregate(
-        frame, [a for p in planned for a in p.plan.aggregates],
+    # every bin counted: a quantile's read windows would leave unread blocks lumped
+    dense = {a: _every_bin(a) for p in planned for a in p.plan.aggregates}
+    counted = backend_of(frame).aggregate(
+        frame, list(dict.fromkeys(dense.values())),
         missing={c: facts.missing.get(c, DROP) for p in planned for c in p.query.columns_read()},
         group_by=request.group_by, keys=request.keys,
         bounding=None if facts.unit is None else Bounding(facts.unit, bounding_seed),
     )
+    aggs = {a: counted[d] for a, d in dense.items()}
     return {
         (p.name, m.name): (np.asarray(m.statistic(aggs), dtype=float), float(mech.sensitivity))
         for p in planned for m, mech in zip(p.plan.measurements, p.mechanisms, strict=True)
         if mech is not None
     }
+
+
+def _every_bin(agg: Agg) -> Agg:
+    """``agg`` without a quantile's read windows (:class:`~dpframe.query.ReadWindows`): its
+    bins all counted exactly, as an audit of the exact measurements needs."""
+    if agg.bins is None or agg.bins.window is None:
+        return agg
+    return replace(agg, bins=replace(agg.bins, window=None))
 
 
 def evaluate_derivation(facts: FrameFacts, steps: Sequence[Any], schema: Mapping[str, Any]

@@ -241,3 +241,38 @@ def test_a_derivation_hashes_the_columns_its_steps_reference(tmp_path):
     with pytest.raises(dpf.SourceChangedError):  # k: read by the filter
         derived.dp.mean("z", epsilon=1.0, random_state=1)
     assert p.dp.budget.epsilon_spent == 2.0
+
+
+def _swap_labels(path: Path) -> None:
+    """Swap the one-byte ``path_in_schema`` labels of x's and y's chunks in the footer (the
+    same size): a reader still pairs chunks with the schema's leaves by position."""
+    data = bytearray(path.read_bytes())
+    start = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]
+    footer = bytes(data[start:-8])
+    for old, new in ((b"x", b"y"), (b"y", b"x")):
+        marks = [i for i in range(len(footer)) if footer.startswith(b"\x19\x18\x01" + old, i)]
+        assert marks
+        for i in marks:
+            data[start + i + 3] = new[0]
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("replaced", [None, 55.5])  # neighbouring files
+def test_chunk_labels_that_disagree_with_the_schema_hash_the_file_whole(tmp_path, replaced):
+    """A footer whose chunks name other columns than the schema's leaves at their positions
+    (the reader goes by position) gets no layout: the file is hashed whole, so a rewrite of
+    x's real chunk is refused."""
+    import polars as pl
+
+    path = tmp_path / "people.parquet"
+    _write(path, replaced, page_index=False)
+    _swap_labels(path)
+    x = _columns(replaced)["x"]
+    assert np.allclose(pl.read_parquet(path)["x"].to_numpy(), x)  # Polars: by position
+    assert read_layout(str(path), "sha256") is None
+    p = _protect(path)
+    p.dp.mean("x", epsilon=1.0, random_state=3)
+    _rewrite(path, x[5], x[5] + 0.25)
+    with pytest.raises(dpf.SourceChangedError):
+        p.dp.mean("x", epsilon=1.0, random_state=3)
+    assert p.dp.budget.epsilon_spent == 1.0
