@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import math
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -180,9 +181,10 @@ def _parts(values: Any, step: int) -> list[tuple[int, int]]:
     :data:`_MAX_THREADS`). Decided from the column's length and kind only (public: its
     dtype and the frame's size), never from a value."""
     size = int(values.size)
-    threaded = isinstance(values, np.ndarray | _MaskedBlocks)
-    n = min(_cores(), _MAX_THREADS, size // PARALLEL_ROWS) if threaded else 1
-    if n <= 1:
+    n = size // PARALLEL_ROWS  # (the cores are looked up only for a long column)
+    threaded = n >= 2 and isinstance(values, np.ndarray | _MaskedBlocks)
+    n = min(n, _cores(), _MAX_THREADS) if threaded else 1
+    if n < 2:
         return [(0, size)]
     blocks = -(-size // step)
     cuts = [min(size, step * (blocks * i // n)) for i in range(n + 1)]
@@ -308,7 +310,7 @@ def _column_pass(
             # NaN through scaling, clip and rounding), so sum first and look for NaN only then
             sums = (_block_sums(block, group, by_fp, None, policy, n_groups, scratch, scratch2)
                     if by_fp else None)
-            if sums is not None and not any(np.isnan(v).any() for v in sums.values()):
+            if sums is not None and not _any_nan(sums):
                 for a, v in sums.items():
                     out[a] += v
                 _add_rows(row_aggs, block.size, group, n_groups, out)
@@ -326,6 +328,12 @@ def _column_pass(
         for a, v in _block_sums(block, group, by_fp, missing, policy, n_groups, scratch,
                                 scratch2).items():
             out[a] += v
+
+
+def _any_nan(sums: Mapping[Agg, np.ndarray]) -> bool:
+    """Whether any of a block's sums is NaN (a single sum looked at in Python)."""
+    return any(math.isnan(v.item()) if v.size == 1 else np.isnan(v).any()
+               for v in sums.values())
 
 
 def _declared_rows(block: np.ndarray, group: np.ndarray, missing: np.ndarray | None
@@ -365,12 +373,16 @@ def _block_sums(block: np.ndarray, group: np.ndarray | None,
     sums: dict[Agg, np.ndarray] = {}
     for fp, group_aggs in by_fp.items():
         inv_q = 1.0 / fp.q
-        y = np.multiply(block, inv_q, out=scratch[: block.size], dtype=np.float64)  # exact
+        y = scratch[: block.size]  # x/q, exact (in float64, whatever the column's dtype)
+        if block.dtype == np.float64:  # (dtype= costs a microsecond per call)
+            np.multiply(block, inv_q, out=y)
+        else:
+            np.multiply(block, inv_q, out=y, dtype=np.float64)
         if fp.center != 0.0:
             y -= fp.center * inv_q  # exact: scaling by a power of two
         if missing is not None:  # the public fill value (policy is not "drop" here)
             y[missing] = (float(policy) - fp.center) * inv_q
-        np.clip(y, fp.k_lo, fp.k_hi, out=y)
+        y.clip(fp.k_lo, fp.k_hi, out=y)  # (np.clip: the same, through two more calls)
         # round half to even: what adding and subtracting 1.5·2^52 (the engines' form) gives
         # for |y| < 2^51, and |y| <= 2^50 after the clip (FixedPoint's limit)
         np.rint(y, out=y)
@@ -393,5 +405,5 @@ def _read_block(values: Any, start: int, stop: int) -> tuple[np.ndarray, np.ndar
 def _per_group(weights: np.ndarray | None, size: int, group: np.ndarray | None,
                n_groups: int) -> np.ndarray:
     if group is None:
-        return np.array([float(size) if weights is None else float(weights.sum())])
+        return np.array([float(size) if weights is None else float(np.add.reduce(weights))])
     return np.bincount(group, weights=weights, minlength=n_groups).astype(np.float64, copy=False)
