@@ -178,8 +178,9 @@ def _parts(values: Any, step: int) -> list[tuple[int, int]]:
     number of blocks of ``step`` rows: a single range below :data:`PARALLEL_ROWS` rows per
     thread or for a column read through its engine (:class:`_FloatBlocks`, which calls
     back into pandas or Polars per block), else up to the machine's cores (at most
-    :data:`_MAX_THREADS`). Decided from the column's length and kind only (public: its
-    dtype and the frame's size), never from a value."""
+    :data:`_MAX_THREADS`). Decided from the column's length and how it is held (its dtype,
+    its chunks) only, never from a value: a column of a numpy number dtype splits the same
+    way with or without missing values (plain array or values buffer + bitmap)."""
     size = int(values.size)
     n = size // PARALLEL_ROWS  # (the cores are looked up only for a long column)
     threaded = n >= 2 and isinstance(values, np.ndarray | _MaskedBlocks)
