@@ -22,7 +22,7 @@ from dpframe.engine import _kernel
 from dpframe.engine._aggregation import Agg, FixedPoint
 from dpframe.engine._column_views import _FloatBlocks
 
-N = 5 * _kernel._BLOCK + 777  # six blocks, a ragged tail
+N = 7 * _kernel._BLOCK + 777  # eight blocks (four of a threaded pass), a ragged tail
 LO, HI = -3.0, 7.5
 
 
