@@ -229,10 +229,10 @@ def figures() -> dict[str, tuple[str, Measure]]:
                               _lazy(False, False)),
         "lazy.mean.1k.cold": ("LazyFrame DP mean / its own mean().collect(), 1,000 rows, cold",
                               _lazy(False, True)),
-        "lazy.mean.10M.warm": ("LazyFrame DP mean / its own mean().collect(), 10 M rows, warm, wall time",
-                               _lazy(True, False)),
-        "lazy.mean.10M.cold": ("LazyFrame DP mean / its own mean().collect(), 10 M rows, cold, wall time",
-                               _lazy(True, True)),
+        "lazy.mean.10M.warm": ("LazyFrame DP mean / its own mean().collect(), 10 M rows, "
+                               "warm, wall time", _lazy(True, False)),
+        "lazy.mean.10M.cold": ("LazyFrame DP mean / its own mean().collect(), 10 M rows, "
+                               "cold, wall time", _lazy(True, True)),
         "groupby1000.pandas.10M": ("group-by mean, 1,000 keys, pandas, 10 M rows / native "
                                    "group-by reindexed to the keys", _groupby("pandas")),
         "groupby1000.polars.10M": ("group-by mean, 1,000 keys, Polars, 10 M rows / native "
