@@ -51,7 +51,11 @@ def _lazy_native(lf: Any) -> Callable[[], Any]:
 
 def _lazy(large: bool, is_cold: bool) -> Measure:
     """A protected in-memory LazyFrame's ``dp.mean`` against a plain LazyFrame of the same
-    data running its own ``select(pl.col("x").mean()).collect()``."""
+    data running its own ``select(pl.col("x").mean()).collect()``. At 10 M rows both sides
+    run on several threads (Polars' pool; dpframe's kernel splits a long column between
+    threads), so the ratio is of wall time even below
+    :data:`~benchmarks.figures_core.CPU_METRIC_BELOW_MS` (process CPU time would add the
+    threads' times up); the CPU-time ratio is kept beside it (``cpu``)."""
 
     def measure(s: Sizes) -> dict[str, Any]:
         rows = s.large if large else s.small
@@ -62,6 +66,8 @@ def _lazy(large: bool, is_cold: bool) -> Measure:
                     "native": _lazy_native(data.frame("polars-lazy", rows))}
 
         out = cold(make, s.cold_rounds) if is_cold else warm(make(), s.rounds_for(rows))
+        if large:
+            out = out | out["wall"] | {"metric": "wall"}
         return out | {"rows": rows}
     return measure
 
@@ -241,10 +247,10 @@ def figures() -> dict[str, tuple[str, Measure]]:
                               _lazy(False, False)),
         "lazy.mean.1k.cold": ("LazyFrame DP mean / its own mean().collect(), 1,000 rows, cold",
                               _lazy(False, True)),
-        "lazy.mean.10M.warm": ("LazyFrame DP mean / its own mean().collect(), 10 M rows, warm",
-                               _lazy(True, False)),
-        "lazy.mean.10M.cold": ("LazyFrame DP mean / its own mean().collect(), 10 M rows, cold",
-                               _lazy(True, True)),
+        "lazy.mean.10M.warm": ("LazyFrame DP mean / its own mean().collect(), 10 M rows, "
+                               "warm, wall time", _lazy(True, False)),
+        "lazy.mean.10M.cold": ("LazyFrame DP mean / its own mean().collect(), 10 M rows, "
+                               "cold, wall time", _lazy(True, True)),
         "groupby1000.pandas.10M": ("group-by mean, 1,000 keys, pandas, 10 M rows / native "
                                    "group-by reindexed to the keys", _groupby("pandas")),
         "groupby1000.polars.10M": ("group-by mean, 1,000 keys, Polars, 10 M rows / native "

@@ -138,11 +138,19 @@ def aggregate(
                                     method)
     for agg in keyed:
         data[agg] = _value_key_counts(native, backend, agg, group_by, keys, method, columns)
-    for agg, values in data.items():  # finite integers (np.trunc: cheaper than np.mod)
-        integral = np.isfinite(values).all() and (np.trunc(values) == values).all()
-        if not integral:  # pragma: no cover - engine invariant
+    for agg, values in data.items():
+        if not _integral(values):  # pragma: no cover - engine invariant
             raise RuntimeError(f"internal error: aggregate {agg} is not an integer; please report")
     return data
+
+
+def _integral(values: np.ndarray) -> bool:
+    """Whether every value is a finite integer (np.trunc: cheaper than np.mod); a single
+    value is looked at in Python (``float.is_integer`` is False for ±inf and NaN), without
+    numpy's per-call cost."""
+    if values.size == 1:
+        return float(values.item()).is_integer()
+    return bool(np.isfinite(values).all() and (np.trunc(values) == values).all())
 
 
 def _additive_sums(native: Any, backend: FrameEngine, aggs: Sequence[Agg],

@@ -146,3 +146,24 @@ def test_the_digest_runs_beside_the_read(tmp_path, monkeypatch):
     monkeypatch.setattr(_pipeline, "_aggregate", read)
     assert np.isfinite(p.dp.mean("x", epsilon=1.0, random_state=1))
     assert p.dp.budget.epsilon_spent == 1.0
+
+
+def test_a_plan_of_no_files_is_checked_without_a_thread(monkeypatch):
+    import polars as pl
+
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def spy(self: threading.Thread) -> None:
+        started.append(self.name)
+        start(self)
+
+    no_files = _binding.ContentCheck({}, {})
+    assert not no_files.decided and not no_files.changed()
+    assert _binding.ContentCheck({}, {"gone.parquet": b"x"}).changed()  # (a file went)
+    assert _binding.ContentCheck(None).decided and _binding.ContentCheck(None).changed()
+    frame = dpf.protect(pl.DataFrame({"x": _values()}).lazy(), epsilon=2.0,
+                        bounds={"x": (0.0, 100.0)}, missing=0.0)
+    monkeypatch.setattr(threading.Thread, "start", spy)
+    assert np.isfinite(frame.dp.mean("x", epsilon=1.0))
+    assert "dpframe-content-check" not in started

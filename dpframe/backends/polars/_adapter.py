@@ -21,7 +21,7 @@ from dpframe.backends._private import private, private_column
 from dpframe.backends._text import valid_arrow
 from dpframe.backends.polars import _rowwise as polars_rowwise
 from dpframe.backends.polars._file_input import read_file
-from dpframe.backends.polars._kernel_route import kernel_sums
+from dpframe.backends.polars._kernel_route import bare_scan, kernel_sums
 from dpframe.backends.polars._memory import own_polars, polars_plan_ranges, polars_ranges
 from dpframe.engine import Bounding, bound_polars
 from dpframe.errors import UnsupportedInputError
@@ -219,7 +219,7 @@ class PolarsLazyBackend(_Polars):
             return frame
         collected = frame.collect()  # (a failure: protect's fixed refusal, nothing spent)
         refuse_protected_memory(polars_ranges(collected))
-        return own_polars(collected).lazy()
+        return bare_scan(own_polars(collected))  # (its kernel route known at once)
 
     def collect(self, result: Any, source: Any = None) -> Any:
         """Streaming, except for a query on a ``source`` plan that reads only in-memory

@@ -12,7 +12,9 @@ expressions: collecting its rows would materialise whole columns, and on a LazyF
 aggregates are collected (DESIGN §1).
 
 The route is chosen from the plan's structure and the protected data set's public size only,
-never from a value. It reads the frame the expression path would scan, dpframe's copy and
+never from a value. The snapshot of an in-memory LazyFrame is made as that bare scan
+(:func:`bare_scan`), so its route is known when it is made and its first release walks no
+plan. It reads the frame the expression path would scan, dpframe's copy and
 nothing else (DESIGN §2, rule 1).
 """
 
@@ -32,7 +34,7 @@ from dpframe.backends._private import private
 from dpframe.errors import DPFrameError
 from dpframe.query import Agg
 
-__all__ = ["kernel_sums"]
+__all__ = ["bare_scan", "kernel_sums"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,15 @@ class _Route:
 
 #: :func:`_route`'s answers by plan identity (a protected plan is immutable); False: no route.
 _ROUTES: IdentityMap[_Route | bool] = IdentityMap()
+
+
+def bare_scan(frame: Any) -> Any:
+    """``frame.lazy()`` (``frame``: an eager Polars frame of dpframe's own, never written),
+    with its route remembered: the plan of ``DataFrame.lazy()`` is one bare scan of
+    ``frame``, so the route is the one :func:`_plan_route` would read from it (tested)."""
+    lazy = frame.lazy()
+    _ROUTES.set(lazy, _Route(int(frame.height), private(frame)))
+    return lazy
 
 
 def _route(lazy: Any) -> _Route | None:

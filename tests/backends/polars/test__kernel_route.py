@@ -115,3 +115,18 @@ def test_neighbouring_data_sets_differ_within_the_sensitivity():
         for a, limit in zip(aggs, limits, strict=True):
             assert np.isfinite(near[a]).all()
             assert abs(float(base[a][0] - near[a][0])) <= limit, (row, a)
+
+
+def test_a_protected_lazy_frame_knows_its_route_without_reading_its_plan(monkeypatch):
+    df = _frame(50)
+    snapshot = registered("polars-lazy").snapshot(df.lazy())
+    with monkeypatch.context() as m:
+        m.setattr(_kernel_route, "_plan_route", lambda lazy: pytest.fail("the plan was read"))
+        known = _kernel_route._route(snapshot)
+    read = _kernel_route._plan_route(snapshot)  # what reading its plan finds
+    assert known is not None and read is not None and known.rows == read.rows == 50
+    for column in df.columns:  # the very buffers the plan scans (dpframe's copy)
+        assert (known.scanned.get_column(column).to_arrow().buffers()[1].address
+                == read.scanned.get_column(column).to_arrow().buffers()[1].address)
+    assert (known.scanned.get_column("x").to_arrow().buffers()[1].address
+            != df.get_column("x").to_arrow().buffers()[1].address)  # not the user's
