@@ -41,11 +41,13 @@ def _bin_counts(
     group_by: str | tuple[str, ...] | None,
     keys: Sequence[Any] | None,
     method: str,
-) -> np.ndarray:
+) -> tuple[np.ndarray, bool]:
     """Exact rows per bin of ``agg.column`` (:class:`Bins`), per declared key: a ``(G, B)``
     array of integer-valued doubles (``G = 1`` without a group-by). Rows with undeclared keys
     are left out; missing values follow the column's policy (dropped, or binned at the public
-    fill value)."""
+    fill value). With it, whether the counts are integers by construction: the numpy kernel's
+    are int64 counts (below 2⁵³ rows) turned into doubles, so the caller need not check
+    their ``G·B`` cells (at 2²² bins that check cost about 30 ms of a 10 M-row quantile)."""
     assert agg.column is not None and agg.bins is not None
     cols = _group_columns(group_by)
     tuples = [k if len(cols) > 1 else (k,) for k in (keys or [])]
@@ -54,7 +56,7 @@ def _bin_counts(
         counts = _numpy_bin_counts(native, backend, agg, missing.get(agg.column, DROP),
                                    group_by, list(keys or []), n_groups)
         if counts is not None:
-            return counts
+            return counts, True
     bins, column = agg.bins, agg.column
     frame = backend.engine_frame(native)
     x = nw.col(column) if columns[column] == nw.Float64 else nw.col(column).cast(nw.Float64)
@@ -89,7 +91,7 @@ def _bin_counts(
     out = np.zeros(n_groups * bins.count, dtype=np.float64)
     keep = group >= 0
     np.add.at(out, group[keep] * bins.count + j[keep], n[keep])
-    return out.reshape(n_groups, bins.count)
+    return out.reshape(n_groups, bins.count), False
 
 
 def _numpy_bin_counts(native: Any, backend: FrameEngine, agg: Agg, policy: Any,
