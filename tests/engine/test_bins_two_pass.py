@@ -110,6 +110,22 @@ def _garbled(out, totals, unread):
         out[lo:hi] = np.bincount(rng.integers(0, hi - lo, int(totals[k])), minlength=hi - lo)
 
 
+def _dense_and_garbled(monkeypatch, releases):
+    """``releases()`` with every bin counted, then with the two-pass count and every unread
+    block garbled (its total kept): both results and the sizes of the unread block sets."""
+    monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 10**12)
+    dense = releases()
+    unread: list[int] = []
+
+    def garbled(out, totals, blocks):
+        unread.append(blocks.size)
+        _garbled(out, totals, blocks)
+
+    monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 0)
+    monkeypatch.setattr(_bins, "_place_unread", garbled)
+    return dense, releases(), unread
+
+
 def test_frames_release_the_dense_counts_draws_with_unread_blocks_garbled(monkeypatch):
     """Point, several levels and ci= brackets, seeded: the two-pass route (with every block
     no draw reads garbled) releases exactly what the dense count releases."""
@@ -122,17 +138,7 @@ def test_frames_release_the_dense_counts_draws_with_unread_blocks_garbled(monkey
         return [frame.dp.quantile("x", [0.1, 0.5, 0.97], epsilon=60.0, bins=1 << 16,
                                   random_state=s, ci=0.9) for s in range(3)]
 
-    monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 10**12)
-    dense = releases()
-    unread: list[int] = []
-
-    def garbled(out, totals, blocks):
-        unread.append(blocks.size)
-        _garbled(out, totals, blocks)
-
-    monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 0)
-    monkeypatch.setattr(_bins, "_place_unread", garbled)
-    two_pass = releases()
+    dense, two_pass, unread = _dense_and_garbled(monkeypatch, releases)
     assert unread and min(unread) >= 15  # many non-empty blocks unread: not vacuous
     for a, b in zip(dense, two_pass, strict=True):
         pd.testing.assert_frame_equal(a, b) if isinstance(a, pd.DataFrame) else \
@@ -194,17 +200,7 @@ def test_grouped_frames_release_the_dense_counts_draws_with_unread_blocks_garble
         return [frame.dp.groupby("g").quantile("x", [0.2, 0.5], epsilon=60.0, bins=1 << 16,
                                                random_state=s, ci=0.9) for s in range(2)]
 
-    monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 10**12)
-    dense = releases()
-    unread: list[int] = []
-
-    def garbled(out, totals, blocks):
-        unread.append(blocks.size)
-        _garbled(out, totals, blocks)
-
-    monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 0)
-    monkeypatch.setattr(_bins, "_place_unread", garbled)
-    two_pass = releases()
+    dense, two_pass, unread = _dense_and_garbled(monkeypatch, releases)
     assert unread and max(unread) >= 15
     for a, b in zip(dense, two_pass, strict=True):
         pd.testing.assert_frame_equal(a, b)
