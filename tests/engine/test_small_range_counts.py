@@ -46,3 +46,34 @@ def test_a_grouped_count_on_pandas_uses_it_and_matches_the_narwhals_path():
     fast = engine.aggregate(frame, [rows], method="numpy", **kw)[rows]
     slow = engine.aggregate(frame, [rows], method="narwhals", **kw)[rows]
     assert fast.tolist() == slow.tolist() == [float((frame["k"] == k).sum()) for k in keys]
+
+
+def test_a_polars_value_count_left_to_polars_is_counted_directly_with_the_same_counts():
+    """Few keys for many rows (the group-by Polars would run): the eager adapter counts an
+    integer key column directly; a key column with nulls, a column of another dtype and any
+    other aggregate stay with Polars. Every count equals the value-by-value count."""
+    import polars as pl
+
+    from dpframe.backends import backend_of
+
+    rng = np.random.default_rng(5)
+    k = rng.integers(-4, 9, 2000)
+    keys = checked_keys([0, 1, 2, 5])
+    rows = Agg("rows")
+    expected = [float(np.count_nonzero(k == key)) for key in keys]
+    frame = pl.DataFrame({"k": k, "s": [str(v) for v in k]})
+    backend = backend_of(frame)
+    assert backend.leaves_group_by(len(keys), frame.height)
+    direct = backend.engine_sums(frame, [rows], {}, {}, "k", keys)
+    assert direct is not None and direct[rows].tolist() == expected
+    for agg, key_frame, column in [(rows, frame, "k"),
+                                   (rows, frame.with_columns(pl.col("k").cast(pl.Float64)), "k"),
+                                   (rows, frame.with_columns(k=pl.when(pl.col("k") != 7)
+                                                             .then(pl.col("k"))), "k"),
+                                   (Agg("rows", "k"), frame, "k")]:
+        counted = engine.aggregate(key_frame, [agg], backend=backend, missing={}, group_by=column,
+                                   keys=keys)[agg]
+        assert counted.tolist() == expected
+    assert backend.engine_sums(frame.with_columns(pl.col("k").cast(pl.Float64)), [rows], {}, {},
+                               "k", keys) is None
+    assert backend.engine_sums(frame, [rows], {}, {}, ("k", "s"), keys) is None
