@@ -60,6 +60,7 @@ from dpframe.engine._kernel import SMALL_RANGE_CELLS as SMALL_RANGE_CELLS
 from dpframe.engine._kernel import _key_counts as _key_counts
 from dpframe.engine._kernel import _numpy_sums as _numpy_sums
 from dpframe.engine._kernel import _small_range_counts as _small_range_counts
+from dpframe.engine._kernel import one_block_sums
 from dpframe.engine._key_codes import _arrow_string_codes as _arrow_string_codes
 from dpframe.engine._key_codes import _int_lookup as _int_lookup
 from dpframe.engine._key_codes import _lookup_codes as _lookup_codes
@@ -111,6 +112,10 @@ def aggregate(
     """
     if method not in ("auto", "numpy", "narwhals"):
         raise ParameterError(f"method must be 'auto', 'numpy' or 'narwhals', got {method!r}")
+    small = (one_block_sums(native, backend, aggs, missing)  # (a thousand rows: the
+             if group_by is None and bounding is None and method != "narwhals" else None)
+    if small is not None:  # blocked pass's bookkeeping would cost more than its arithmetic)
+        return small
     aggs = list(dict.fromkeys(aggs))
     if keys is not None and group_by is not None and backend.ticks_temporal_keys:
         ticked = _temporal_groups_as_ticks(native, backend, group_by, keys, columns)
