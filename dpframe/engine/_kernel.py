@@ -420,6 +420,7 @@ def _per_group(weights: np.ndarray | None, size: int, group: np.ndarray | None,
 
 #: The aggregate kinds :func:`one_block_sums` computes.
 _ONE_BLOCK_KINDS = frozenset({"rows", "sum", "sum_sq"})
+_FLOAT64 = np.dtype(np.float64)
 
 
 def one_block_sums(native: Any, backend: FrameEngine, aggs: Sequence[Agg],
@@ -443,37 +444,41 @@ def one_block_sums(native: Any, backend: FrameEngine, aggs: Sequence[Agg],
     bound)."""
     if backend.lazy:
         return None
-    views: dict[str, np.ndarray] = {}
-    for agg in aggs:
-        if agg.kind not in _ONE_BLOCK_KINDS or (agg.kind != "rows" and (
-                agg.column is None or agg.fp is None)):
-            return None
-        column = agg.column
-        if column is not None and column not in views:
-            view = backend.numpy_column(native, column)
-            if not (isinstance(view, np.ndarray) and view.ndim == 1 and view.size <= _BLOCK):
-                return None
-            views[column] = view
     out: dict[Agg, np.ndarray] = {}
-    scaled: dict[tuple[str, FixedPoint], np.ndarray] = {}
+    rows: list[Agg] = []
+    scaled: dict[tuple[str, FixedPoint], np.ndarray] = {}  # k of a column in fixed point fp
     with np.errstate(over="ignore", invalid="ignore"):
         for agg in aggs:
             if agg.kind == "rows":
+                rows.append(agg)
                 continue
-            assert agg.column is not None and agg.fp is not None
-            key = (agg.column, agg.fp)
-            y = scaled.get(key)
-            if y is None:
-                y = scaled[key] = _one_block_k(views[agg.column], agg.fp)
-            total = float(np.add.reduce(y) if agg.kind == "sum" else np.dot(y, y))
+            column, fp = agg.column, agg.fp
+            if agg.kind not in _ONE_BLOCK_KINDS or column is None or fp is None:
+                return None
+            k = scaled.get((column, fp))
+            if k is None:
+                values = _one_block_view(native, backend, column)
+                if values is None:
+                    return None
+                k = scaled[column, fp] = _one_block_k(values, fp)
+            total = float(np.add.reduce(k) if agg.kind == "sum" else np.dot(k, k))
             if not total.is_integer():  # NaN in the column: the blocked pass handles it
                 return None
             out[agg] = np.array([total])
-    for agg in aggs:
-        if agg.kind == "rows":
-            out[agg] = np.array([float(_one_block_rows(native, backend, agg, views, scaled,
-                                                       missing))])
+    for agg in rows:
+        count = _one_block_rows(native, backend, agg, scaled, missing)
+        if count is None:
+            return None
+        out[agg] = np.array([float(count)])
     return out
+
+
+def _one_block_view(native: Any, backend: FrameEngine, column: str) -> np.ndarray | None:
+    """``column`` as a plain numpy array of at most one block, or None."""
+    values = backend.numpy_column(native, column)
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.size <= _BLOCK:
+        return values
+    return None
 
 
 def _one_block_k(values: np.ndarray, fp: FixedPoint) -> np.ndarray:
@@ -481,7 +486,7 @@ def _one_block_k(values: np.ndarray, fp: FixedPoint) -> np.ndarray:
     computes it (the same operations in the same order, so the same doubles)."""
     inv_q = 1.0 / fp.q
     y = np.empty(values.size, dtype=np.float64)
-    if values.dtype == np.float64:
+    if values.dtype is _FLOAT64:  # (identity: cheaper than ==; another float64 takes dtype=)
         np.multiply(values, inv_q, out=y)
     else:
         np.multiply(values, inv_q, out=y, dtype=np.float64)
@@ -493,16 +498,18 @@ def _one_block_k(values: np.ndarray, fp: FixedPoint) -> np.ndarray:
 
 
 def _one_block_rows(native: Any, backend: FrameEngine, agg: Agg,
-                    views: Mapping[str, np.ndarray],
                     scaled: Mapping[tuple[str, FixedPoint], np.ndarray],
-                    missing: Mapping[str, Any]) -> int:
+                    missing: Mapping[str, Any]) -> int | None:
     """The rows of :func:`one_block_sums`'s frame (``agg.column`` None or filled: the public
     size), or those where ``agg.column`` holds a value under ``"drop"``: all of them when a
     sum of the column was an integer (no NaN) or its dtype cannot hold NaN, else those that
-    are not NaN (a plain array holds no other kind of missing value)."""
+    are not NaN (a plain array holds no other kind of missing value). None: the column is not
+    a plain array of at most one block."""
     if agg.column is None:
         return backend.count_rows(native)
-    values = views[agg.column]
+    values = _one_block_view(native, backend, agg.column)
+    if values is None:
+        return None
     if not drops(agg.column, {}, missing) or values.dtype.kind != "f" or any(
             column == agg.column for column, _ in scaled):
         return int(values.size)
