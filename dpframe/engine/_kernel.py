@@ -434,3 +434,101 @@ def _per_group(weights: np.ndarray | None, size: int, group: np.ndarray | None,
     if group is None:
         return np.array([float(size) if weights is None else float(np.add.reduce(weights))])
     return np.bincount(group, weights=weights, minlength=n_groups).astype(np.float64, copy=False)
+
+
+#: The aggregate kinds :func:`one_block_sums` computes.
+_ONE_BLOCK_KINDS = frozenset({"rows", "sum", "sum_sq"})
+_FLOAT64 = np.dtype(np.float64)
+
+
+def one_block_sums(native: Any, backend: FrameEngine, aggs: Sequence[Agg],
+                   missing: Mapping[str, Any]) -> dict[Agg, np.ndarray] | None:
+    """The ungrouped row counts, Σk and Σk² of an in-memory frame whose columns are plain
+    numpy arrays of at most one block (:data:`_BLOCK` rows): each ``k = round(clip((x −
+    c)/q))`` computed by the very operations of :func:`_block_sums`, each sum in one call,
+    without the blocked pass's bookkeeping (block ranges, threads, scratch tables, per-block
+    dictionaries), which on a thousand rows costs more than the arithmetic. None where this
+    does not apply, and :func:`_numpy_sums` runs instead: another kind of aggregate, a column
+    not held as a plain array of at most one block, or a sum that is not an integer.
+
+    A sum of integer-valued doubles bounded by :class:`FixedPoint` (``|Σk| < 2⁵³``,
+    ``Σk² < 2⁵³``, every partial sum too) is exact in any order, so these are the blocked
+    pass's numbers bit for bit. The one value that makes a sum a non-integer is NaN (it
+    survives scaling, clipping and rounding; ±inf is clipped to the bounds): a column holding
+    one is handed to the blocked pass, which drops it or puts the public fill value in its
+    place, as it does for every column. A missing value so changes which path computes the
+    same numbers, never the numbers, and nothing here raises or warns (``np.errstate``:
+    scaling a value near ±1.8e308 by ``1/q`` overflows to ±inf, which the clip maps to the
+    bound)."""
+    if backend.lazy:
+        return None
+    out: dict[Agg, np.ndarray] = {}
+    rows: list[Agg] = []
+    scaled: dict[tuple[str, FixedPoint], np.ndarray] = {}  # k of a column in fixed point fp
+    with np.errstate(over="ignore", invalid="ignore"):
+        for agg in aggs:
+            if agg.kind == "rows":
+                rows.append(agg)
+                continue
+            column, fp = agg.column, agg.fp
+            if agg.kind not in _ONE_BLOCK_KINDS or column is None or fp is None:
+                return None
+            k = scaled.get((column, fp))
+            if k is None:
+                values = _one_block_view(native, backend, column)
+                if values is None:
+                    return None
+                k = scaled[column, fp] = _one_block_k(values, fp)
+            total = float(np.add.reduce(k) if agg.kind == "sum" else np.dot(k, k))
+            if not total.is_integer():  # NaN in the column: the blocked pass handles it
+                return None
+            out[agg] = np.array([total])
+    for agg in rows:
+        count = _one_block_rows(native, backend, agg, scaled, missing)
+        if count is None:
+            return None
+        out[agg] = np.array([float(count)])
+    return out
+
+
+def _one_block_view(native: Any, backend: FrameEngine, column: str) -> np.ndarray | None:
+    """``column`` as a plain numpy array of at most one block, or None."""
+    values = backend.numpy_column(native, column)
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.size <= _BLOCK:
+        return values
+    return None
+
+
+def _one_block_k(values: np.ndarray, fp: FixedPoint) -> np.ndarray:
+    """``k = round(clip((x − c)/q, k_lo, k_hi))`` of every row, as :func:`_block_sums`
+    computes it (the same operations in the same order, so the same doubles)."""
+    inv_q = 1.0 / fp.q
+    y = np.empty(values.size, dtype=np.float64)
+    if values.dtype is _FLOAT64:  # (identity: cheaper than ==; another float64 takes dtype=)
+        np.multiply(values, inv_q, out=y)
+    else:
+        np.multiply(values, inv_q, out=y, dtype=np.float64)
+    if fp.center != 0.0:
+        y -= fp.center * inv_q
+    y.clip(fp.k_lo, fp.k_hi, out=y)
+    np.rint(y, out=y)
+    return y
+
+
+def _one_block_rows(native: Any, backend: FrameEngine, agg: Agg,
+                    scaled: Mapping[tuple[str, FixedPoint], np.ndarray],
+                    missing: Mapping[str, Any]) -> int | None:
+    """The rows of :func:`one_block_sums`'s frame (``agg.column`` None or filled: the public
+    size), or those where ``agg.column`` holds a value under ``"drop"``: all of them when a
+    sum of the column was an integer (no NaN) or its dtype cannot hold NaN, else those that
+    are not NaN (a plain array holds no other kind of missing value). None: the column is not
+    a plain array of at most one block."""
+    if agg.column is None:
+        return backend.count_rows(native)
+    values = _one_block_view(native, backend, agg.column)
+    if values is None:
+        return None
+    if not drops(agg.column, {}, missing) or values.dtype.kind != "f" or any(
+            column == agg.column for column, _ in scaled):
+        return int(values.size)
+    return int(values.size - np.count_nonzero(np.isnan(values)))

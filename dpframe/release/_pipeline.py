@@ -152,8 +152,9 @@ def _read_checked(read: Callable[[], Any], cluster: Any, timeout: float | None,
     failure: str | None = None
     result = None
     try:
-        with quiet():
-            result = engine_pass(cluster, timeout, read, spent=spent)
+        with quiet():  # (in memory, no engine timeout: the pass runs here, as engine_pass would)
+            result = read() if cluster is None else engine_pass(cluster, timeout, read,
+                                                                spent=spent)
     except EngineTimeoutError:
         failure = "timeout"
     except BaseException as exc:  # the safety net
@@ -221,9 +222,14 @@ def _prepare(frame: Any, queries: Mapping[str, Query], *, session: Session | str
     return facts, data, request, plan_repeated(data, facts, request, queries)
 
 
-def _columns_read(facts: FrameFacts, request: Request, planned: list[Planned]) -> set[str]:
+def _columns_read(facts: FrameFacts, request: Request, planned: list[Planned]
+                  ) -> set[str] | None:
     """Every column of the release's frame the read can touch (public: the queries, their
-    aggregates, the groups and the privacy unit), for the content check of its files."""
+    aggregates, the groups and the privacy unit), for the content check of its files; None
+    (all of them, which is what it means to a check with no files) for data with no source
+    files to check (in memory)."""
+    if facts.dataset.source is None:
+        return None
     read = {c for p in planned for c in p.query.columns_read()}
     read |= {c for p in planned for a in p.plan.aggregates for c in a.columns()}
     read |= set(group_columns(request.group_by))
@@ -282,10 +288,15 @@ def _aggregate(frame: Any, facts: FrameFacts, request: Request, planned: list[Pl
                backend: Backend) -> Mapping[Any, np.ndarray]:
     """Every exact aggregate the planned queries need, in one pass of the frame's engine
     (``backend``, the frame's: the read, which the caller runs under the safety net)."""
+    aggs: list[Agg] = []
+    missing: dict[str, Any] = {}
+    policies = facts.missing
+    for p in planned:  # (one loop, not two comprehensions: this runs on every release)
+        aggs += p.plan.aggregates
+        for c in p.query.columns_read():
+            missing[c] = policies.get(c, DROP)
     return backend.aggregate(
-        frame, [a for p in planned for a in p.plan.aggregates],
-        missing={c: facts.missing.get(c, DROP) for p in planned for c in p.query.columns_read()},
-        group_by=request.group_by, keys=request.keys,
+        frame, aggs, missing=missing, group_by=request.group_by, keys=request.keys,
         columns=engine.frame_columns(frame, immutable=immutable(facts)),
         bounding=None if facts.unit is None else Bounding(facts.unit, release_seed(request.rng)),
     )

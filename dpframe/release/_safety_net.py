@@ -25,6 +25,7 @@ totality, not this module, is the protection.
 from __future__ import annotations
 
 import datetime as _dt
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -102,33 +103,65 @@ def failure_error(what: str, names: Sequence[str], epsilon: float,
     )
 
 
+#: The one filter :class:`quiet` installs: every warning (a subclass of ``Warning``, any
+#: message, module and line) is dropped, as ``warnings.simplefilter("ignore")`` puts it.
+_IGNORE_EVERY_WARNING = ("ignore", None, Warning, None, 0)
+
+#: Python's warning filters live in the module's list ``warnings.filters`` (3.11–3.13, and
+#: later versions unless they run with context-aware warnings, whose filters are per context:
+#: there :class:`quiet` takes ``warnings.catch_warnings``).
+_MODULE_FILTERS = not getattr(sys.flags, "context_aware_warnings", False)
+
+
 class quiet:  # noqa: N801 - used as a function: ``with quiet():``
     """No warning an engine might print while evaluating a verified derivation (overflow in a
     cast, log of a negative...) reaches the caller: such warnings depend on the values. The
     result holds null / NaN / inf there, which the missing-value rule and clamping handle.
-    (``warnings.catch_warnings`` with every warning ignored, and ``np.errstate(all="ignore")``,
-    entered and left as one context manager: a class rather than a generator, as every
-    release enters it.)"""
 
-    __slots__ = ("_errors", "_warnings")
+    What ``warnings.catch_warnings()`` with ``warnings.simplefilter("ignore")`` does, and
+    ``np.errstate(all="ignore")``, as one context manager entered on every release: the
+    module's filter list is swapped for a fresh list holding the one filter that drops every
+    warning (the caller's list, untouched, is put back on exit; code inside may change the
+    fresh one as it likes), the filters' version is bumped on entry and exit as
+    ``catch_warnings`` bumps it (so no "once"/"default" registry answers across the swap),
+    and ``showwarning`` is restored. A warning is matched against the first filter first, so
+    dropping the caller's filters behind the one that ignores everything changes nothing but
+    the cost (about a microsecond less than copying the list and inserting the filter).
+    With context-aware warnings (filters per context), ``catch_warnings`` itself."""
 
-    def __init__(self) -> None:
-        self._warnings = warnings.catch_warnings()
-        self._errors = np.errstate(all="ignore")
+    __slots__ = ("_errors", "_filters", "_show", "_warnings")
 
     def __enter__(self) -> None:
-        self._warnings.__enter__()
-        try:
+        if _MODULE_FILTERS:
+            self._filters = warnings.filters
+            self._show = (warnings.showwarning,
+                          warnings._showwarnmsg_impl)  # type: ignore[attr-defined]
+            warnings.filters = [_IGNORE_EVERY_WARNING]
+            warnings._filters_mutated()  # type: ignore[attr-defined]
+        else:  # pragma: no cover - Python with context-aware warnings
+            self._warnings = warnings.catch_warnings()
+            self._warnings.__enter__()
             warnings.simplefilter("ignore")
+        try:
+            self._errors = np.errstate(all="ignore")
             self._errors.__enter__()
         except BaseException:
-            self._warnings.__exit__(None, None, None)
+            self._restore()
             raise
 
     def __exit__(self, *exc: object) -> None:
         try:
             self._errors.__exit__(None, None, None)
         finally:
+            self._restore()
+
+    def _restore(self) -> None:
+        if _MODULE_FILTERS:
+            warnings.filters = self._filters
+            warnings.showwarning, warnings._showwarnmsg_impl = (  # type: ignore[attr-defined]
+                self._show)
+            warnings._filters_mutated()  # type: ignore[attr-defined]
+        else:  # pragma: no cover - Python with context-aware warnings
             self._warnings.__exit__(None, None, None)
 
 
