@@ -30,6 +30,9 @@ _BLOCK = 1 << 16
 #: kernel ~10 ns; per key, aligning Polars' groups with the declared keys costs ~0.7 µs and
 #: the kernel ~0.1 µs, so the kernel wins when keys > rows·4 ns/0.6 µs ≈ rows/160 (1 M rows:
 #: 12.6 vs 12.9 ms at 1,000 keys, 18 vs 78 ms at 100,000; 10 M rows: 96 vs 59 ms at 1,000).
+#: Row counts alone per integer key of a small range are the exception: one ``bincount`` per
+#: block (:func:`key_row_counts`, taken by the Polars adapter's ``engine_sums``) beats Polars'
+#: filter and group-by at any number of keys (10 M rows, 10 keys: ~21 vs ~76 ms).
 POLARS_ROWS_PER_KEY = 160
 
 
