@@ -27,12 +27,18 @@ would (protect not timed). Results: ``benchmarks/results-batches.json``,
 from __future__ import annotations
 
 import os
-import tempfile
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.paired import fixed_cost_parser, fixed_cost_run, record, run_cases
+from benchmarks.paired import (
+    bench_session,
+    fixed_cost_parser,
+    fixed_cost_run,
+    record,
+    repeat,
+    run_cases,
+)
 
 BOUNDS = {"age": (0.0, 120.0), "hours": (0.0, 100.0), "income": (0.0, 250_000.0)}
 EPS = 1.0
@@ -49,29 +55,14 @@ def _frame(engine: str, rows: int) -> Any:
     return pd.DataFrame(data) if engine == "pandas" else pl.DataFrame(data)
 
 
-_LEDGER_DIR: list[str] = []  # (a temporary folder for durable ledgers, made once per run)
-
-
 def _protected(engine: str, rows: int, ledger: str = "memory") -> Any:
     import dpframe as dpf
 
-    session = None
-    if ledger == "durable":
-        if not _LEDGER_DIR:
-            _LEDGER_DIR.append(tempfile.mkdtemp(prefix="dpframe-bench-ledger-"))
-        session = dpf.Session(path=tempfile.mktemp(suffix=".jsonl", dir=_LEDGER_DIR[0]))
+    session = bench_session(ledger)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return dpf.protect(_frame(engine, rows), epsilon=1e15, bounds=BOUNDS,
                            missing={c: 0.0 for c in BOUNDS}, session=session)
-
-
-def _repeat(fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
-    def many() -> None:
-        for _ in range(calls):
-            fn()
-
-    return many
 
 
 def _queries() -> dict[str, Any]:
@@ -134,7 +125,7 @@ def cases(engines: list[str], small: int, large: int, calls: int = 10,
         for ledger in ledgers:
             def warm_small(engine: str = engine, ledger: str = ledger) -> dict[str, Any]:
                 pf = _protected(engine, small, ledger)
-                return {"dp": _repeat(_batch(pf), calls), "native": _repeat(_separate(pf), calls)}
+                return {"dp": repeat(_batch(pf), calls), "native": repeat(_separate(pf), calls)}
 
             def cold_small(engine: str = engine, ledger: str = ledger) -> dict[str, Any]:
                 return {"dp": _batch(_protected(engine, small, ledger)),

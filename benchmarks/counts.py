@@ -36,12 +36,18 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
-import tempfile
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.paired import fixed_cost_parser, fixed_cost_run, record, run_cases
+from benchmarks.paired import (
+    bench_session,
+    fixed_cost_parser,
+    fixed_cost_run,
+    record,
+    repeat,
+    run_cases,
+)
 
 EDGES = [float(e) for e in range(0, 101, 10)]  # 10 bins of [0, 100]
 N_KEYS = 10
@@ -57,31 +63,15 @@ def _frame(engine: str, rows: int) -> Any:
     return pd.DataFrame(data) if engine == "pandas" else pl.DataFrame(data)
 
 
-_LEDGER_DIR: list[str] = []  # (a temporary folder for durable ledgers, made once per run)
-
-
 def _protected(engine: str, rows: int, ledger: str = "memory") -> Any:
     import dpframe as dpf
 
-    session = None
-    if ledger == "durable":
-        if not _LEDGER_DIR:
-            _LEDGER_DIR.append(tempfile.mkdtemp(prefix="dpframe-bench-ledger-"))
-        path = tempfile.mktemp(suffix=".jsonl", dir=_LEDGER_DIR[0])
-        session = dpf.Session(path=path)
+    session = bench_session(ledger)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return dpf.protect(_frame(engine, rows), epsilon=1e15, bounds={"x": (0.0, 100.0)},
                            missing={"x": 0.0}, keys={"k": list(range(N_KEYS))},
                            session=session)
-
-
-def _repeat(fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
-    def many() -> None:
-        for _ in range(calls):
-            fn()
-
-    return many
 
 
 #: The peer's side of :class:`_Peer`: diffprivlib's tools.mean on the same 1,000 values,
@@ -164,8 +154,8 @@ def cases(engines: list[str], small: int, large: int, calls: int = 20,
                 def warm_small(engine: str = engine, what: str = what,
                                ledger: str = ledger) -> dict[str, Any]:
                     pf = _protected(engine, small, ledger)
-                    return {"dp": _repeat(_dp(pf, what), calls),
-                            "native": _repeat(_dp(pf, "mean"), calls)}
+                    return {"dp": repeat(_dp(pf, what), calls),
+                            "native": repeat(_dp(pf, "mean"), calls)}
 
                 def cold_small(engine: str = engine, what: str = what,
                                ledger: str = ledger) -> dict[str, Any]:
@@ -178,7 +168,7 @@ def cases(engines: list[str], small: int, large: int, calls: int = 20,
             if peer is not None:
                 def warm_peer(engine: str = engine, ledger: str = ledger) -> dict[str, Any]:
                     assert peer is not None
-                    return {"dp": _repeat(_dp(_protected(engine, small, ledger), "mean"),
+                    return {"dp": repeat(_dp(_protected(engine, small, ledger), "mean"),
                                           calls),
                             "native": peer.calls(calls)}
 

@@ -11,6 +11,7 @@ import os
 import platform
 import statistics
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,30 @@ HERE = Path(__file__).resolve().parent
 
 #: Two runs agree when their ratios differ by at most this share of the smaller one.
 AGREE = 0.20
+
+
+_LEDGER_DIR: list[str] = []  # (a temporary folder for durable ledgers, made once per run)
+
+
+def bench_session(ledger: str) -> Any:
+    """The session a benchmark frame is protected in: None for ``"memory"`` (the in-memory
+    ledger), else a new durable ledger file in one temporary folder per run."""
+    if ledger != "durable":
+        return None
+    import dpframe as dpf
+
+    if not _LEDGER_DIR:
+        _LEDGER_DIR.append(tempfile.mkdtemp(prefix="dpframe-bench-ledger-"))
+    return dpf.Session(path=tempfile.mktemp(suffix=".jsonl", dir=_LEDGER_DIR[0]))
+
+
+def repeat(fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
+    """``fn`` called ``calls`` times, as one callable (a warm round of short calls)."""
+    def many() -> None:
+        for _ in range(calls):
+            fn()
+
+    return many
 
 
 def paired(make: Callable[[], dict[str, Callable[[], Any]]], rounds: int
