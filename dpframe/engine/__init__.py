@@ -25,7 +25,7 @@ from dpframe.engine._aggregation import (
     validate_column,
 )
 from dpframe.engine._bounding import Bounding, UnitBound, bound_pandas, bound_polars, release_seed
-from dpframe.engine._kernel import forced_numpy_sums, key_row_counts
+from dpframe.engine._kernel import forced_numpy_sums
 from dpframe.engine._row_expressions import ROUNDER, aligned, is_float, is_present
 from dpframe.engine._tick_keys import (
     arrow_ticks,
@@ -51,7 +51,6 @@ __all__ = [
     "frame_columns",
     "is_float",
     "is_present",
-    "key_row_counts",
     "pandas_codes",
     "pandas_view",
     "partitions_with_ticks",

@@ -30,9 +30,9 @@ _BLOCK = 1 << 16
 #: kernel ~10 ns; per key, aligning Polars' groups with the declared keys costs ~0.7 µs and
 #: the kernel ~0.1 µs, so the kernel wins when keys > rows·4 ns/0.6 µs ≈ rows/160 (1 M rows:
 #: 12.6 vs 12.9 ms at 1,000 keys, 18 vs 78 ms at 100,000; 10 M rows: 96 vs 59 ms at 1,000).
-#: Row counts alone per integer key of a small range are the exception: one ``bincount`` per
-#: block (:func:`key_row_counts`, taken by the Polars adapter's ``engine_sums``) beats Polars'
-#: filter and group-by at any number of keys (10 M rows, 10 keys: ~21 vs ~76 ms).
+#: Row counts alone per integer key of a small range are the exception, tried before this
+#: rule: one ``bincount`` per block (:func:`_small_range_counts`) beats Polars' filter and
+#: group-by at any number of keys (10 M rows, 10 keys: ~21 vs ~76 ms).
 POLARS_ROWS_PER_KEY = 160
 
 
@@ -75,12 +75,12 @@ def _numpy_sums(
     codes = None
     if group_by is not None:
         assert isinstance(group_by, str)
-        if method != "numpy" and backend.leaves_group_by(len(keys or ()), n_rows):
-            return None  # few keys for many rows: e.g. Polars' parallel group-by is faster
         if all(a.kind == "rows" and not drops(a.column, columns, missing) for a in aggs):
             counts = _small_range_counts(backend.numpy_column(native, group_by), keys)
-            if counts is not None:  # rows per key only (a value count, a grouped count)
-                return {a: counts.copy() for a in aggs}
+            if counts is not None:  # rows per key only (a value count, a grouped count):
+                return {a: counts.copy() for a in aggs}  # (one pass, at any number of keys)
+        if method != "numpy" and backend.leaves_group_by(len(keys or ()), n_rows):
+            return None  # few keys for many rows: e.g. Polars' parallel group-by is faster
         codes = backend.key_codes(native, group_by, keys or ())
         if codes is None:
             return None
@@ -149,21 +149,6 @@ def _small_range_counts(values: Any, keys: Sequence[Any] | None) -> np.ndarray |
     declared = table >= 0
     counts[table[declared]] = cells[declared]
     return counts
-
-
-def key_row_counts(aggs: Sequence[Agg], keys: Sequence[Any] | None,
-                   key_column: Callable[[], Any]) -> dict[Agg, np.ndarray] | None:
-    """Every aggregate of ``aggs`` when each is a plain row count per declared key (kind
-    ``"rows"`` of no column: a value count, a grouped count), by :func:`_small_range_counts`
-    on the key column as the kernel reads it (``key_column()``, called only then); None for
-    any other aggregate or where that count does not apply. For an adapter whose engine's
-    own group-by would otherwise count such a column: one ``bincount`` pass (about 2 ns a
-    row on one core) beats filtering to the declared keys and grouping (Polars: about 4 ns
-    a row on 2 cores). The same exact integer counts either way."""
-    if not aggs or any(a.kind != "rows" or a.column is not None for a in aggs):
-        return None
-    counts = _small_range_counts(key_column(), keys)
-    return None if counts is None else {a: counts.copy() for a in aggs}
 
 
 def _key_counts(codes: np.ndarray, n_groups: int) -> np.ndarray:

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from dpframe.engine import _aggregation as engine
+from dpframe.engine._kernel import _numpy_sums
 from dpframe.query._aggregates import Agg
 from dpframe.query._keys import checked_keys
 
@@ -49,9 +50,9 @@ def test_a_grouped_count_on_pandas_uses_it_and_matches_the_narwhals_path():
 
 
 def test_a_polars_value_count_left_to_polars_is_counted_directly_with_the_same_counts():
-    """Few keys for many rows (the group-by Polars would run): the eager adapter counts an
-    integer key column directly; a key column with nulls, a column of another dtype and any
-    other aggregate stay with Polars. Every count equals the value-by-value count."""
+    """Few keys for many rows (the group-by Polars would run): the kernel counts an integer
+    key column directly, before leaving the group-by to Polars; a column of another dtype and
+    several group columns stay with Polars. Every count equals the value-by-value count."""
     import polars as pl
 
     from dpframe.backends import backend_of
@@ -64,7 +65,7 @@ def test_a_polars_value_count_left_to_polars_is_counted_directly_with_the_same_c
     frame = pl.DataFrame({"k": k, "s": [str(v) for v in k]})
     backend = backend_of(frame)
     assert backend.leaves_group_by(len(keys), frame.height)
-    direct = backend.engine_sums(frame, [rows], {}, {}, "k", keys)
+    direct = _numpy_sums(frame, backend, [rows], {}, {}, "k", keys)
     assert direct is not None and direct[rows].tolist() == expected
     for agg, key_frame, column in [(rows, frame, "k"),
                                    (rows, frame.with_columns(pl.col("k").cast(pl.Float64)), "k"),
@@ -74,6 +75,6 @@ def test_a_polars_value_count_left_to_polars_is_counted_directly_with_the_same_c
         counted = engine.aggregate(key_frame, [agg], backend=backend, missing={}, group_by=column,
                                    keys=keys)[agg]
         assert counted.tolist() == expected
-    assert backend.engine_sums(frame.with_columns(pl.col("k").cast(pl.Float64)), [rows], {}, {},
-                               "k", keys) is None
-    assert backend.engine_sums(frame, [rows], {}, {}, ("k", "s"), keys) is None
+    assert _numpy_sums(frame.with_columns(pl.col("k").cast(pl.Float64)), backend, [rows], {},
+                       {}, "k", keys) is None
+    assert _numpy_sums(frame, backend, [rows], {}, {}, ("k", "s"), keys) is None
