@@ -203,7 +203,7 @@ class ContentCheck:
         self._decided = files is None or expected is None
         self._same = False
         self._thread: threading.Thread | None = None
-        if self._decided or files is None or expected is None:
+        if files is None or expected is None:  # (decided: the list or metadata differ)
             return
         if not files:
             self._same = not expected  # (the digests of no files)
