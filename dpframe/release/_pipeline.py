@@ -226,9 +226,10 @@ def _columns_read(facts: FrameFacts, request: Request, planned: list[Planned]
                   ) -> set[str] | None:
     """Every column of the release's frame the read can touch (public: the queries, their
     aggregates, the groups and the privacy unit), for the content check of its files; None
-    (all of them, which is what it means to a check with no files) for data with no source
-    files to check (in memory)."""
-    if facts.dataset.source is None:
+    (all of them) where the check cannot use them: no source files (in memory), or files not
+    bound column by column (``SourceBinding.by_name``)."""
+    source = facts.dataset.source
+    if source is None or not source.by_name:
         return None
     read = {c for p in planned for c in p.query.columns_read()}
     read |= {c for p in planned for a in p.plan.aggregates for c in a.columns()}
