@@ -25,6 +25,9 @@ __all__ = ["POLARS_ROWS_PER_KEY", "SMALL_RANGE_CELLS", "forced_numpy_sums"]
 #: Rows per block of the numpy kernel: 64 K doubles (512 KB) stay in the CPU cache.
 _BLOCK = 1 << 16
 
+#: float64, compared by identity (cheaper than ==; another float64 dtype takes the dtype= path).
+_FLOAT64 = np.dtype(np.float64)
+
 #: An eager Polars group-by runs the numpy kernel only with at least one declared key per this
 #: many rows. Measured on 2 cores: per row, Polars' parallel group-by costs ~6 ns and the
 #: kernel ~10 ns; per key, aligning Polars' groups with the declared keys costs ~0.7 µs and
@@ -387,24 +390,34 @@ def _block_sums(block: np.ndarray, group: np.ndarray | None,
     (a fresh half-megabyte array per block costs more than the arithmetic)."""
     sums: dict[Agg, np.ndarray] = {}
     for fp, group_aggs in by_fp.items():
-        inv_q = 1.0 / fp.q
-        y = scratch[: block.size]  # x/q, exact (in float64, whatever the column's dtype)
-        if block.dtype == np.float64:  # (dtype= costs a microsecond per call)
-            np.multiply(block, inv_q, out=y)
-        else:
-            np.multiply(block, inv_q, out=y, dtype=np.float64)
-        if fp.center != 0.0:
-            y -= fp.center * inv_q  # exact: scaling by a power of two
-        if missing is not None:  # the public fill value (policy is not "drop" here)
-            y[missing] = (float(policy) - fp.center) * inv_q
-        y.clip(fp.k_lo, fp.k_hi, out=y)  # (np.clip: the same, through two more calls)
-        # round half to even: what adding and subtracting 1.5·2^52 (the engines' form) gives
-        # for |y| < 2^51, and |y| <= 2^50 after the clip (FixedPoint's limit)
-        np.rint(y, out=y)
+        y = _fixed_point_k(block, fp, scratch[: block.size], missing, policy)
         for a in group_aggs:
             w = y if a.kind == "sum" else np.multiply(y, y, out=scratch2[: y.size])
             sums[a] = _per_group(w, w.size, group, n_groups)
     return sums
+
+
+def _fixed_point_k(x: np.ndarray, fp: FixedPoint, y: np.ndarray,
+                   missing: np.ndarray | None = None, fill: Any = 0.0) -> np.ndarray:
+    """``k = round(clip((x − c)/q, k_lo, k_hi))`` of every row of ``x`` as exact
+    integer-valued doubles, written into ``y`` (a float64 buffer of ``x``'s length) and
+    returned; rows in ``missing`` take the public ``fill`` value. The one place this is
+    computed, for the blocked pass and the one-block pass alike (the same operations in the
+    same order, so the same doubles)."""
+    inv_q = 1.0 / fp.q
+    if x.dtype is _FLOAT64:  # x/q, exact (in float64, whatever the column's dtype; identity
+        np.multiply(x, inv_q, out=y)  # is cheaper than ==, and dtype= costs a microsecond)
+    else:
+        np.multiply(x, inv_q, out=y, dtype=np.float64)
+    if fp.center != 0.0:
+        y -= fp.center * inv_q  # exact: scaling by a power of two
+    if missing is not None:  # the public fill value (the policy is not "drop" here)
+        y[missing] = (float(fill) - fp.center) * inv_q
+    y.clip(fp.k_lo, fp.k_hi, out=y)  # (np.clip: the same, through two more calls)
+    # round half to even: what adding and subtracting 1.5·2^52 (the engines' form) gives
+    # for |y| < 2^51, and |y| <= 2^50 after the clip (FixedPoint's limit)
+    np.rint(y, out=y)
+    return y
 
 
 def _read_block(values: Any, start: int, stop: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -426,7 +439,6 @@ def _per_group(weights: np.ndarray | None, size: int, group: np.ndarray | None,
 
 #: The aggregate kinds :func:`one_block_sums` computes.
 _ONE_BLOCK_KINDS = frozenset({"rows", "sum", "sum_sq"})
-_FLOAT64 = np.dtype(np.float64)
 
 
 def one_block_sums(native: Any, backend: FrameEngine, aggs: Sequence[Agg],
@@ -466,7 +478,8 @@ def one_block_sums(native: Any, backend: FrameEngine, aggs: Sequence[Agg],
                 values = _one_block_view(native, backend, column)
                 if values is None:
                     return None
-                k = scaled[column, fp] = _one_block_k(values, fp)
+                k = scaled[column, fp] = _fixed_point_k(
+                    values, fp, np.empty(values.size, dtype=np.float64))
             total = float(np.add.reduce(k) if agg.kind == "sum" else np.dot(k, k))
             if not total.is_integer():  # NaN in the column: the blocked pass handles it
                 return None
@@ -485,22 +498,6 @@ def _one_block_view(native: Any, backend: FrameEngine, column: str) -> np.ndarra
     if isinstance(values, np.ndarray) and values.ndim == 1 and values.size <= _BLOCK:
         return values
     return None
-
-
-def _one_block_k(values: np.ndarray, fp: FixedPoint) -> np.ndarray:
-    """``k = round(clip((x − c)/q, k_lo, k_hi))`` of every row, as :func:`_block_sums`
-    computes it (the same operations in the same order, so the same doubles)."""
-    inv_q = 1.0 / fp.q
-    y = np.empty(values.size, dtype=np.float64)
-    if values.dtype is _FLOAT64:  # (identity: cheaper than ==; another float64 takes dtype=)
-        np.multiply(values, inv_q, out=y)
-    else:
-        np.multiply(values, inv_q, out=y, dtype=np.float64)
-    if fp.center != 0.0:
-        y -= fp.center * inv_q
-    y.clip(fp.k_lo, fp.k_hi, out=y)
-    np.rint(y, out=y)
-    return y
 
 
 def _one_block_rows(native: Any, backend: FrameEngine, agg: Agg,
