@@ -18,7 +18,7 @@ mean uses the public size, as in the other benchmarks.
 
 ``python -m benchmarks.ablation ENGINE ROWS DATA_PATH [REPEATS [KEYS]]`` prints one JSON line
 (``@@ABLATION {...}``); :func:`benchmarks.run.main` runs it in a subprocess when a DP-mean
-or group-by target is missed and puts the table in ``RESULTS.md``.
+or group-by target is missed and puts the table in ``reports/RESULTS-harness.md``.
 """
 
 from __future__ import annotations

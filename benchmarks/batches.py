@@ -20,8 +20,8 @@ durable ledger (``dpf.Session(path=...)``, fsync on: one atomic append per relea
 beside the in-memory one.
 
 Warm: repeated on one protected frame; cold: the first on a new frame protected as a user
-would (protect not timed). Results: ``benchmarks/results-batches.json``,
-``benchmarks/RESULTS-batches.md``.
+would (protect not timed). Results: ``benchmarks/reports/raw/results-batches.json``,
+``benchmarks/reports/RESULTS-batches.md``.
 """
 
 from __future__ import annotations

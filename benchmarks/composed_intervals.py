@@ -3,7 +3,8 @@
 ``python -m benchmarks.composed_intervals [--seeds 600] [--rows 6000] [--seed-base 10000]
 [--out FILE.json]``
 
-Four analyses of the whole-analysis benchmark (``benchmarks/ANALYSIS.md``), each released
+Four analyses of the census table (issue 33; write-up in
+``benchmarks/reports/RESULTS-composed-intervals.md``), each released
 ``--seeds`` times at ε = 1 with ``ci=0.95`` on 6,000 rows of :func:`dpframe.datasets.census`
 (seed 0):
 

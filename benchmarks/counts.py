@@ -28,7 +28,8 @@ the in-memory one.
 
 Warm: repeated calls on one protected frame; cold: the first call on a new frame protected as
 a user would (protect not timed), against the native call on a new frame of its own.
-Results: ``benchmarks/results-counts.json``, ``benchmarks/RESULTS-counts.md``.
+Results: ``benchmarks/reports/raw/results-counts.json``,
+``benchmarks/reports/RESULTS-counts.md``.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ verified expression (checked integer arithmetic, exact division, the pandas eval
 Polars, DuckDB's guarded SQL) against the same engine computing the same expression natively
 (which is not total: it wraps, raises or divides by a reciprocal on some values). ``--compare``
 runs the same cases against another checkout of dpframe (e.g. the commit before), in its own
-process, and reports both. Results: ``benchmarks/results-derivations.json`` and
-``benchmarks/RESULTS-derivations.md``.
+process, and reports both. Results: ``benchmarks/reports/raw/results-derivations.json`` and
+``benchmarks/reports/RESULTS-derivations.md``.
 """
 
 from __future__ import annotations
@@ -193,8 +193,10 @@ def main(argv: list[str] | None = None) -> int:
             except RuntimeError:
                 continue
         result["before"] = before
-    (HERE / "results-derivations.json").write_text(json.dumps(result, indent=2))
-    (HERE / "RESULTS-derivations.md").write_text(render(result))
+    from benchmarks.paths import RAW, REPORTS  # (not at the top: see _worker)
+
+    (RAW / "results-derivations.json").write_text(json.dumps(result, indent=2))
+    (REPORTS / "RESULTS-derivations.md").write_text(render(result))
     print(render(result))
     return 0
 

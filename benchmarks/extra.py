@@ -16,8 +16,8 @@ Variants besides ``dp`` and ``floor``:
   benchmark process only, after ``protect``); ``count`` is that re-count on its own.
 * ``dp_peak``: not timed; the peak RSS above the loaded data of one dp call.
 
-Results go to ``benchmarks/results-extra.json``; ``--render`` prints the Markdown section
-that ``RESULTS.md`` carries ("After the pipeline rewrite").
+Results go to ``benchmarks/reports/raw/results-extra.json``; ``--render`` prints the Markdown
+section that ``reports/RESULTS-harness.md`` carries ("After the pipeline rewrite").
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from benchmarks.paths import RAW
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -602,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=15)
     p.add_argument("--cases", default=None, help="issue-15 cases to run (default all)")
     p.add_argument("--timeout", type=float, default=1200.0)
-    p.add_argument("--json", type=Path, default=HERE / "results-extra.json")
+    p.add_argument("--json", type=Path, default=RAW / "results-extra.json")
     p.add_argument("--append", action="store_true", help="merge into an existing --json")
     p.add_argument("--smoke", action="store_true", help="10,000 rows, 3 rounds (checks only)")
     args = p.parse_args(argv)

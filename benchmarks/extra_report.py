@@ -1,8 +1,9 @@
-"""Markdown for ``results-extra.json`` (:mod:`benchmarks.extra`): the section of
-``RESULTS.md`` headed "After the pipeline rewrite (issues 10, 14, 15)".
+"""Markdown for ``reports/raw/results-extra.json`` (:mod:`benchmarks.extra`): the section of
+``reports/RESULTS-harness.md`` headed "After the pipeline rewrite (issues 10, 14, 15)".
 
-``python -m benchmarks.extra_report [results-extra.json]`` prints it; ``run.py`` includes it in
-``RESULTS.md`` (also with ``--render-only``) when the file exists.
+``python -m benchmarks.extra_report [FILE.json]`` (default the file above) prints it;
+``run.py`` includes it in ``RESULTS-harness.md`` (also with ``--render-only``) when the file
+exists.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+from benchmarks.paths import RAW
 
 ENGINE_LABEL = {"duckdb": "DuckDB (relation over Parquet)",
                 "duckdb-table": "DuckDB (in-memory table)",
@@ -205,7 +206,7 @@ def render_file(path: Path) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    path = Path(args[0]) if args else HERE / "results-extra.json"
+    path = Path(args[0]) if args else RAW / "results-extra.json"
     sys.stdout.write(render_file(path) or f"no {path}\n")
     return 0
 

@@ -3,7 +3,7 @@ DuckDB (a relation over the Parquet file) and Dask (``read_parquet``, local sche
 10 M rows, each against the same engine's own clamp + sum + count (per key, joined to the
 key list) over the same file, read inside every query on both sides. Spark is not part of
 the regenerated set (its JVM start and local[2] runs do not fit the run's time budget; its
-figures stay in ``benchmarks/RESULTS.md``)."""
+figures stay in ``benchmarks/reports/RESULTS-harness.md``)."""
 
 from __future__ import annotations
 

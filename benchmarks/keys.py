@@ -16,8 +16,8 @@ on a frame protected with ``keys={"k": keys}`` (in-memory ledger) against the na
 *Warm* is a repeated query on one protected frame; *cold* is the first query on a new frame
 built and protected as a user would (protect itself is not timed; the native side of a cold
 round is the first group-by on its own new frame). Each run is appended to
-``benchmarks/results-keys.json`` with its commit, load (``os.getloadavg``) and machine;
-``benchmarks/RESULTS-keys.md`` shows the last two runs side by side and whether they agree
+``benchmarks/reports/raw/results-keys.json`` with its commit, load (``os.getloadavg``) and machine;
+``benchmarks/reports/RESULTS-keys.md`` shows the last two runs side by side and whether they agree
 within 20 %.
 """
 
@@ -31,7 +31,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.paired import HERE, agree, header, paired
+from benchmarks.paired import agree, header, paired
+from benchmarks.paths import RAW, REPORTS
 
 DEFAULT_CASES = ("polars-int:1000000:100000,polars-str:1000000:100000,pandas:1000000:100000,"
                  "polars-int:10000000:100000,polars-int:10000000:1000000,"
@@ -160,12 +161,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result), flush=True)
         gc.collect()
     run["header"]["load_after"] = round(os.getloadavg()[0], 2)
-    path = HERE / "results-keys.json"
+    path = RAW / "results-keys.json"
     runs = [] if args.no_record or not path.exists() else json.loads(path.read_text())["runs"]
     runs.append(run)
     if not args.no_record:
         path.write_text(json.dumps({"runs": runs}, indent=1))
-        (HERE / "RESULTS-keys.md").write_text(render(runs))
+        (REPORTS / "RESULTS-keys.md").write_text(render(runs))
     print(render(runs))
     return 0
 

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.paths import RAW, REPORTS
+
 HERE = Path(__file__).resolve().parent
 
 #: Two runs agree when their ratios differ by at most this share of the smaller one.
@@ -153,18 +155,18 @@ def run_cases(cases: list[tuple[str, Callable[[], dict[str, Callable[[], Any]]],
 
 
 def record(name: str, title: str, note: str, run: dict[str, Any], save: bool) -> str:
-    """Append ``run`` to ``results-<name>.json`` (if ``save``) and render the last two runs
-    into ``RESULTS-<name>.md``: per case and run, warm and cold cells, and whether the two
-    runs' ratios agree within :data:`AGREE`."""
+    """Append ``run`` to ``reports/raw/results-<name>.json`` (if ``save``) and render the last
+    two runs into ``reports/RESULTS-<name>.md``: per case and run, warm and cold cells, and
+    whether the two runs' ratios agree within :data:`AGREE`."""
     import json
 
-    path = HERE / f"results-{name}.json"
+    path = RAW / f"results-{name}.json"
     runs = json.loads(path.read_text())["runs"] if save and path.exists() else []
     runs.append(run)
     text = render_runs(runs, title, note)
     if save:
         path.write_text(json.dumps({"runs": runs}, indent=1))
-        (HERE / f"RESULTS-{name}.md").write_text(text)
+        (REPORTS / f"RESULTS-{name}.md").write_text(text)
     return text
 
 

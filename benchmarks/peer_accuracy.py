@@ -27,8 +27,8 @@ diffprivlib's ``RandomState`` seeds; OpenDP cannot be seeded (its own secure noi
 
 Run: ``python -m benchmarks.peer_accuracy [--rows 6000] [--seeds 200] [--epsilon 1]
 [--seed-offset 0] [--reverse] [--no-peers] [--append]``; results are appended to
-``benchmarks/results-peer-accuracy.json`` with ``--append``, and the last run is printed as a
-Markdown table.
+``benchmarks/reports/raw/results-peer-accuracy.json`` with ``--append``, and the last run is
+printed as a Markdown table.
 """
 
 from __future__ import annotations
@@ -47,10 +47,11 @@ import numpy as np
 import pandas as pd
 
 import dpframe as dpf
+from benchmarks.paths import RAW
 from dpframe.datasets import CENSUS_BOUNDS, CENSUS_KEYS, census
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results-peer-accuracy.json"
+RESULTS = RAW / "results-peer-accuracy.json"
 MAX_ROWS = 10_000
 AGE_EDGES = [float(v) for v in np.linspace(16.0, 90.0, 9)]
 #: dpframe's default quantile grid under add/remove: 2^⌈log₂(8·ε·max_rows)⌉ equal bins within

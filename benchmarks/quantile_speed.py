@@ -12,7 +12,8 @@ frame just protected, once) and the peak of memory numpy allocates during one wa
 (``tracemalloc``), relative to the column's bytes. The load (``os.getloadavg`` and ``uptime``)
 is recorded before and after, with the commit measured: on the shared 2-core machine a figure
 is only written after a second run at another load agrees within 20 %. Results:
-``benchmarks/results-quantile-speed*.json`` and ``benchmarks/RESULTS-quantile-speed.md``
+``benchmarks/reports/raw/results-quantile-speed*.json`` and
+``benchmarks/reports/RESULTS-quantile-speed.md``
 (rendered from every results file present).
 """
 
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+REPORTS = HERE / "reports"  # (as benchmarks/paths.py; kept here for --label runs)
+RAW = REPORTS / "raw"
 
 
 def _frames(rows: int) -> dict[str, Any]:
@@ -203,13 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default="1000,10000000")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--out", default="results-quantile-speed.json",
-                        help="results file name in benchmarks/ (one per run)")
+                        help="results file name in benchmarks/reports/raw/ (one per run)")
     parser.add_argument("--label", default=None,
                         help="what dpframe is measured, when not this checkout's (e.g. the "
                         "commit before, put first on PYTHONPATH)")
     parser.add_argument("--probe", action="store_true",
                         help="time only the counting: one-pass dense against the engine's "
-                        "two-pass count, each against Polars (printed, results-probe-*.json)")
+                        "two-pass count, each against Polars (printed, and written to --out)")
     args = parser.parse_args(argv)
     if args.probe:
         probe_head: dict[str, Any] = {
@@ -220,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         probe_head["uptime_after"] = subprocess.run(["uptime"], capture_output=True,
                                                     text=True, check=False).stdout.strip()
         text = json.dumps({"header": probe_head, "probe": res}, indent=2)
-        (HERE / args.out).write_text(text)
+        (RAW / args.out).write_text(text)
         print(text)
         return 0
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -239,10 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     head["load_after"] = os.getloadavg()[0]
     head["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True,
                                           check=False).stdout.strip()
-    (HERE / args.out).write_text(json.dumps({"header": head, "rows": rows}, indent=2))
+    (RAW / args.out).write_text(json.dumps({"header": head, "rows": rows}, indent=2))
     results = [json.loads(p.read_text())
-               for p in sorted(HERE.glob("results-quantile-speed*.json"))]
-    out = HERE / "RESULTS-quantile-speed.md"
+               for p in sorted(RAW.glob("results-quantile-speed*.json"))]
+    out = REPORTS / "RESULTS-quantile-speed.md"
     text = render(results, kept_summary(out))
     out.write_text(text)
     print(text)

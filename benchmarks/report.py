@@ -1,4 +1,5 @@
-"""Turn raw measurement results into table rows, target verdicts and ``RESULTS.md``."""
+"""Turn raw measurement results into table rows, target verdicts and the report
+(``reports/RESULTS-harness.md``)."""
 
 from __future__ import annotations
 

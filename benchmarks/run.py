@@ -4,7 +4,7 @@ Builds the list of measurements, runs each one in its own subprocess
 (:mod:`benchmarks.worker`; ``--quick`` batches a scenario's measurements into one process to
 stay fast), optionally runs the peer libraries in their own virtual environments
 (:mod:`benchmarks.peers`), profiles the dpframe measurements that miss a target, and writes
-``RESULTS.md`` plus the raw ``results.json``.
+``reports/RESULTS-harness.md`` plus the raw ``reports/raw/results-harness.json``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from benchmarks import report
 from benchmarks.data import KEY_COUNTS, data_dir, npy_path, parquet_path
+from benchmarks.paths import RAW, REPORTS
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -64,15 +65,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="also run diffprivlib and OpenDP in venvs under benchmarks/.venvs/")
     p.add_argument("--no-profile", action="store_true",
                    help="do not profile the dpframe measurements that miss a target")
-    p.add_argument("--output", type=Path, default=HERE / "RESULTS.md", help="Markdown report")
+    p.add_argument("--output", type=Path, default=REPORTS / "RESULTS-harness.md",
+                   help="Markdown report (default benchmarks/reports/RESULTS-harness.md)")
     p.add_argument("--json", type=Path, default=None,
-                   help="raw results (default: results.json next to --output)")
+                   help="raw results (default: reports/raw/results-harness.json with the "
+                   "default --output, else results.json next to --output)")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="where generated tables are cached (default benchmarks/.data)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per subprocess")
     p.add_argument("--render-only", action="store_true",
                    help="re-write --output from the raw --json of an earlier run (e.g. after "
-                   "editing benchmarks/ANALYSIS.md); measures nothing")
+                   "editing benchmarks/reports/ANALYSIS-harness.md); measures nothing")
     args = p.parse_args(argv)
     if args.repeats < 5:
         p.error("--repeats must be at least 5 (the report is a median of ≥ 5 runs)")
@@ -240,15 +243,26 @@ def prepare_data(rows: Iterable[int], directory: Path, timeout: float) -> dict[i
 
 
 def _analysis() -> str | None:
-    """The section from ``results-extra.json`` (``python -m benchmarks.extra``: engines and
-    the issue-15 scenarios) followed by the hand-written ``ANALYSIS.md``, if they exist."""
+    """The section from ``reports/raw/results-extra.json`` (``python -m benchmarks.extra``:
+    engines and the issue-15 scenarios) followed by the hand-written
+    ``reports/ANALYSIS-harness.md``, if they exist."""
     from benchmarks.extra_report import render_file
 
-    parts = [render_file(HERE / "results-extra.json")]
-    analysis = HERE / "ANALYSIS.md"
+    parts = [render_file(RAW / "results-extra.json")]
+    analysis = REPORTS / "ANALYSIS-harness.md"
     parts.append(analysis.read_text() if analysis.exists() else None)
     text = "\n".join(p for p in parts if p)
     return text or None
+
+
+def _json_path(args: argparse.Namespace) -> Path:
+    """The raw results file: ``--json``, else ``reports/raw/results-harness.json`` beside the
+    default report, else ``results.json`` next to ``--output``."""
+    if args.json is not None:
+        return Path(args.json)
+    if args.output == REPORTS / "RESULTS-harness.md":
+        return RAW / "results-harness.json"
+    return Path(args.output).with_name("results.json")
 
 
 def render_only(output: Path, json_path: Path) -> int:
@@ -265,13 +279,13 @@ def render_only(output: Path, json_path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        return render_only(args.output, args.json or args.output.with_name("results.json"))
+        return render_only(args.output, _json_path(args))
     started = time.time()
     load_start = os.getloadavg()
     git_start = report._git_state()
     scenarios = args.scenarios.split(",")
     directory = data_dir(args.data_dir)
-    json_path = args.json or args.output.with_name("results.json")
+    json_path = _json_path(args)
     paths = prepare_data(args.rows, directory, args.timeout)
 
     specs: list[dict[str, Any]] = []
