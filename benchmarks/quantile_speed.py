@@ -174,7 +174,8 @@ def batch_rounds(rows: int, rounds: int) -> dict[str, Any]:
     :data:`BATCH_LEVELS`' five separate quantile queries, and the engine's own quantile at
     the five levels (``Series.quantile`` / ``select`` of five ``quantile``). Medians of
     each, of the per-round ratios five/one and five/native, and each ratio's lowest and
-    highest round (its spread)."""
+    highest round (its spread); and the process CPU time of each (all threads) and the
+    medians of its per-round ratios, steadier than wall time on a loaded machine."""
     import polars as pl
 
     out: dict[str, Any] = {}
@@ -192,17 +193,22 @@ def batch_rounds(rows: int, rounds: int) -> dict[str, Any]:
         for fn in variants.values():
             fn()
         times: dict[str, list[float]] = {k: [] for k in variants}
+        cpu: dict[str, list[float]] = {k: [] for k in variants}
         order = list(variants)
         for r in range(rounds):
             for key in order[r % 3:] + order[:r % 3]:
-                t = time.perf_counter()
+                c, t = time.process_time(), time.perf_counter()
                 variants[key]()
                 times[key].append(time.perf_counter() - t)
+                cpu[key].append(time.process_time() - c)
         res: dict[str, Any] = {f"{k}_ms": statistics.median(v) * 1e3 for k, v in times.items()}
+        res.update({f"{k}_cpu_ms": statistics.median(v) * 1e3 for k, v in cpu.items()})
         for name, den in (("five_over_one", "one"), ("five_over_native", "native")):
             ratios = sorted(a / b for a, b in zip(times["five"], times[den], strict=True))
             res[name] = statistics.median(ratios)
             res[f"{name}_low"], res[f"{name}_high"] = ratios[0], ratios[-1]
+            res[f"{name}_cpu"] = statistics.median(
+                a / b for a, b in zip(cpu["five"], cpu[den], strict=True))
         out[engine] = res
         print(engine, json.dumps(res), flush=True)
     return out
