@@ -159,6 +159,64 @@ def probe_two_pass(rows: int, rounds: int) -> dict[str, Any]:
     return out
 
 
+#: Levels of the batch of separate quantile queries on one column (``--batch``).
+BATCH_LEVELS = (0.5, 0.9, 0.1, 0.25, 0.75)
+
+
+def _batch(pf: Any, levels: tuple[float, ...]) -> Callable[[], Any]:
+    """One ``release()`` of a separate quantile query per level, on the column ``x``."""
+    import dpframe as dpf
+
+    queries = {f"q{i}": dpf.quantile("x", q) for i, q in enumerate(levels)}
+    return lambda: pf.dp.release(queries, epsilon=1.0)
+
+
+def batch_rounds(rows: int, rounds: int) -> dict[str, Any]:
+    """What several quantiles of one column in one release cost: paired rounds (the three
+    variants once per round, the order rotating) of a release of one quantile query, of
+    :data:`BATCH_LEVELS`' five separate quantile queries, and the engine's own quantile at
+    the five levels (``Series.quantile`` / ``select`` of five ``quantile``). Medians of
+    each, of the per-round ratios five/one and five/native, and each ratio's lowest and
+    highest round (its spread); and the process CPU time of each (all threads) and the
+    medians of its per-round ratios, steadier than wall time on a loaded machine."""
+    import polars as pl
+
+    out: dict[str, Any] = {}
+    for engine, frame in _frames(rows).items():
+        pf = _protect(frame)
+        if engine == "pandas":
+            def native(frame: Any = frame) -> Any:
+                return frame["x"].quantile(list(BATCH_LEVELS))
+        else:
+            def native(frame: Any = frame) -> Any:
+                return frame.select([pl.col("x").quantile(q).alias(str(q))
+                                     for q in BATCH_LEVELS])
+        variants = {"one": _batch(pf, BATCH_LEVELS[:1]), "five": _batch(pf, BATCH_LEVELS),
+                    "native": native}
+        for fn in variants.values():
+            fn()
+        times: dict[str, list[float]] = {k: [] for k in variants}
+        cpu: dict[str, list[float]] = {k: [] for k in variants}
+        order = list(variants)
+        for r in range(rounds):
+            for key in order[r % 3:] + order[:r % 3]:
+                c, t = time.process_time(), time.perf_counter()
+                variants[key]()
+                times[key].append(time.perf_counter() - t)
+                cpu[key].append(time.process_time() - c)
+        res: dict[str, Any] = {f"{k}_ms": statistics.median(v) * 1e3 for k, v in times.items()}
+        res.update({f"{k}_cpu_ms": statistics.median(v) * 1e3 for k, v in cpu.items()})
+        for name, den in (("five_over_one", "one"), ("five_over_native", "native")):
+            ratios = sorted(a / b for a, b in zip(times["five"], times[den], strict=True))
+            res[name] = statistics.median(ratios)
+            res[f"{name}_low"], res[f"{name}_high"] = ratios[0], ratios[-1]
+            res[f"{name}_cpu"] = statistics.median(
+                a / b for a, b in zip(cpu["five"], cpu[den], strict=True))
+        out[engine] = res
+        print(engine, json.dumps(res), flush=True)
+    return out
+
+
 SUMMARY = ("<!-- summary -->", "<!-- /summary -->")
 
 
@@ -213,7 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe", action="store_true",
                         help="time only the counting: one-pass dense against the engine's "
                         "two-pass count, each against Polars (printed, and written to --out)")
+    parser.add_argument("--batch", action="store_true",
+                        help="one release of 1 against 5 separate quantile queries on one "
+                        "column, and the engine's 5 quantiles (printed, written to --out)")
     args = parser.parse_args(argv)
+    if args.batch:
+        return _batch_main(args)
     if args.probe:
         probe_head: dict[str, Any] = {
             "uptime": subprocess.run(["uptime"], capture_output=True, text=True,
@@ -248,6 +311,28 @@ def main(argv: list[str] | None = None) -> int:
     out = REPORTS / "RESULTS-quantile-speed.md"
     text = render(results, kept_summary(out))
     out.write_text(text)
+    print(text)
+    return 0
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True,
+                          check=False).stdout.strip()
+
+
+def _batch_main(args: argparse.Namespace) -> int:
+    """``--batch``: :func:`batch_rounds` per size, written to
+    ``benchmarks/reports/raw/<--out>`` with the commit (or ``--label``) and the load before
+    and after."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=HERE.parent, check=False).stdout.strip()
+    head: dict[str, Any] = {"commit": args.label or commit or "?", "rounds": args.rounds,
+                            "levels": list(BATCH_LEVELS), "uptime": _uptime(),
+                            "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
+    res = {r: batch_rounds(int(r), args.rounds) for r in args.rows.split(",") if r.strip()}
+    head["uptime_after"] = _uptime()
+    text = json.dumps({"header": head, "batch": res}, indent=2)
+    (RAW / args.out).write_text(text)
     print(text)
     return 0
 

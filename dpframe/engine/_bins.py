@@ -241,8 +241,10 @@ def _as_doubles_in_place(cells: np.ndarray) -> np.ndarray:
 
 
 def two_pass_counts(values: Any, bins: Bins, policy: Any) -> np.ndarray | None:
-    """The ``(1, B)`` counts one ungrouped quantile's draws read, in two passes; None when
-    the dense count is used instead (no recorded draws, few bins or rows).
+    """The ``(1, B)`` counts the draws of ungrouped quantiles read, in two passes; None when
+    the dense count is used instead (no recorded draws, few bins or rows). Several quantile
+    queries of one column and grid in a release are one aggregate here, whose window is the
+    union of theirs (:func:`dpframe.query.merged_reads`): the column is read by one count.
 
     *What the draws read.* A draw of the run sampler
     (:func:`dpframe.mechanisms.quantiles.race_over_runs`) reads the totals of the 1,024-bin

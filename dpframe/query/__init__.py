@@ -23,6 +23,7 @@ from dpframe.query._aggregates import (
     Bounding,
     FixedPoint,
     UnitBound,
+    merged_reads,
 )
 from dpframe.query._keys import Keys, checked_keys, key_kinds, keys_reference
 from dpframe.query._measurement_kinds import LaplaceFactory
@@ -42,4 +43,5 @@ __all__ = [
     "checked_keys",
     "key_kinds",
     "keys_reference",
+    "merged_reads",
 ]

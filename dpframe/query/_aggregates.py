@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, NamedTuple
@@ -23,7 +24,7 @@ import numpy as np
 from dpframe.errors import UnsupportedInputError
 
 __all__ = ["ADDITIVE_KINDS", "DROP", "Agg", "Bins", "Bounding", "FixedPoint", "ReadWindows",
-           "UnitBound"]
+           "UnitBound", "merged_reads"]
 
 _EXACT = 2**53 - 1
 DROP = "drop"
@@ -97,19 +98,35 @@ class ReadWindows:
     end bins and the blocks of each draw's window, found from the totals) and fill every
     other block with a count vector that has the same block totals (``dpframe.engine._bins``).
     Equal only to itself (identity): two plans never share a record, so a bins aggregate
-    deduplicated by the engine always carries the draws of every mechanism that reads it.
-    :meth:`draws` is None — count every bin — when nothing was recorded, or when more than
-    :data:`MAX_DRAWS` distinct draws were (e.g. a planner building many mechanisms): a
-    dense count answers every read."""
+    deduplicated by the engine always carries the draws of every mechanism that reads it;
+    bins aggregates that differ only in their records are read once, with their
+    :meth:`union` (:func:`merged_reads`). :meth:`draws` is None — count every bin — when
+    nothing was recorded, or when more than :data:`MAX_DRAWS` distinct draws were (e.g. a
+    planner building many mechanisms): a dense count answers every read."""
 
     MAX_DRAWS = 64
 
     def __init__(self) -> None:
         self._draws: dict[Draw, None] = {}
         self._overflow = False
+        self._parts: tuple[ReadWindows, ...] = ()
 
     def __repr__(self) -> str:
+        if self._parts:
+            return f"ReadWindows(union of {len(self._parts)})"
         return f"ReadWindows({len(self._draws)} draws)"
+
+    @classmethod
+    def union(cls, parts: Sequence[ReadWindows]) -> ReadWindows:
+        """The record of every draw of ``parts``, read when the engine asks (so a draw
+        recorded on a part later is in it too). Counts that are exact wherever one of its
+        draws reads are exact wherever each part's draws read: each draw's window is found
+        from the block totals (exact in every count the engine gives) and its own public
+        parameters alone, so every part's mechanisms read the same counts from the union's
+        read as from their own (``fine_blocks_read``)."""
+        joined = cls()
+        joined._parts = tuple(parts)
+        return joined
 
     def record(self, mechanism: Any) -> None:
         """Record every level of a quantile ``mechanism``
@@ -124,7 +141,17 @@ class ReadWindows:
                 self._draws[draw] = None
 
     def draws(self) -> tuple[Draw, ...] | None:
-        """The recorded draws, or None: count every bin (see the class docstring)."""
+        """The recorded draws, or None: count every bin (see the class docstring). A
+        :meth:`union`'s: every part's, None when a part's is None or there are more than
+        :data:`MAX_DRAWS` distinct ones."""
+        if self._parts:
+            found: dict[Draw, None] = {}
+            for part in self._parts:
+                draws = part.draws()
+                if draws is None:
+                    return None
+                found.update(dict.fromkeys(draws))
+            return tuple(found) if len(found) <= self.MAX_DRAWS else None
         if self._overflow or not self._draws:
             return None
         return tuple(self._draws)
@@ -218,6 +245,41 @@ class Agg:
 
     def columns(self) -> tuple[str, ...]:
         return tuple(c for c in (self.column, self.column2) if c is not None)
+
+
+def merged_reads(aggs: Iterable[Agg]) -> dict[Agg, Agg]:
+    """Which aggregate the engine counts for each of ``aggs`` that it need not count apart:
+    ``{agg: read}`` for every bins aggregate that differs from another only in its
+    :class:`ReadWindows` (several quantile queries on one column and grid in one release),
+    ``read`` being one shared aggregate whose window is the :meth:`ReadWindows.union` of
+    theirs, or the one without a window (every bin counted) where one of them has none (a
+    histogram of the same bins). Empty when nothing is shared (every aggregate is then read
+    as it is).
+
+    The column is binned once instead of once per query, and each query's draws read the
+    same counts as from its own aggregate (:meth:`ReadWindows.union`). Public: the grouping
+    uses the aggregates' public fields and identities only, the union the draws the
+    mechanisms recorded from public parameters."""
+    groups: dict[Agg, list[Agg]] = {}
+    for agg in aggs:
+        bins = agg.bins
+        if bins is None:
+            continue
+        dense = agg if bins.window is None else replace(agg, bins=replace(bins, window=None))
+        members = groups.setdefault(dense, [])
+        if agg not in members:
+            members.append(agg)
+    merged: dict[Agg, Agg] = {}
+    for dense, members in groups.items():
+        if len(members) < 2:
+            continue
+        windows = [m.bins.window for m in members if m.bins is not None]
+        read = dense
+        if None not in windows and dense.bins is not None:
+            read = replace(dense, bins=replace(dense.bins, window=ReadWindows.union(
+                [w for w in windows if w is not None])))
+        merged.update(dict.fromkeys(members, read))
+    return merged
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ from dpframe.engine import Bounding, release_seed
 from dpframe.errors import EngineTimeoutError, SourceChangedError
 from dpframe.mechanisms.selection import select_keys
 from dpframe.provenance import DROP, FrameFacts, Session, resolve
-from dpframe.query import Agg, keys_reference
+from dpframe.query import Agg, keys_reference, merged_reads
 from dpframe.query.statistics import Query
 from dpframe.release._engine_pass import ENGINE_TIMEOUT, engine_pass, engine_timeout
 from dpframe.release._entries import LogContext
@@ -296,11 +296,17 @@ def _aggregate(frame: Any, facts: FrameFacts, request: Request, planned: list[Pl
         aggs += p.plan.aggregates
         for c in p.query.columns_read():
             missing[c] = policies.get(c, DROP)
-    return backend.aggregate(
-        frame, aggs, missing=missing, group_by=request.group_by, keys=request.keys,
+    # several quantiles of one column: one count with the union of their read windows
+    merged = merged_reads(aggs)
+    counted = backend.aggregate(
+        frame, [merged.get(a, a) for a in aggs] if merged else aggs, missing=missing,
+        group_by=request.group_by, keys=request.keys,
         columns=engine.frame_columns(frame, immutable=immutable(facts)),
         bounding=None if facts.unit is None else Bounding(facts.unit, release_seed(request.rng)),
     )
+    if merged:
+        counted = {**counted, **{a: counted[read] for a, read in merged.items()}}
+    return counted
 
 
 def _measure(frame: Any, facts: FrameFacts, request: Request, planned: list[Planned],
