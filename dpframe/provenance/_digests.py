@@ -14,12 +14,13 @@ and the algorithm can change between releases of dpframe.
 
 **Speed** (``python -m benchmarks.file_hash_speed``, the shared 2-core test machine, 75 MB in
 memory): SHA-256 about 1.1 GB/s on one core (SHA extensions; 65-69 ms), BLAKE3 about 5 GB/s
-(15 ms of CPU; about 4.7-4.9x SHA-256's speed per round). BLAKE3 may use **every core**
-(``max_threads=AUTO``; its digest does not depend on the number of threads): the CPU it uses
-is the same as on one thread (16-17 against 15 ms), and beside the engine's read on the loaded
-machine a 10 M-row ``scan_parquet`` mean took 1.14-1.18x the native query's wall time with it
-against 1.22-1.31x on one thread (25 paired rounds, two runs at load 7-8; 1.32-1.36x in CPU
-time either way).
+(15 ms of CPU; about 4.2-4.9x SHA-256's speed per round). BLAKE3 runs on **one thread**
+(``max_threads=1``): the check runs beside the engine's read, which already uses every core.
+On every core (``max_threads=AUTO``, the same digest) it used slightly more CPU (54-58 against
+52-55 ms for 256 MiB; a 10 M-row ``scan_parquet`` mean 1.34-1.37x native in CPU time against
+1.31-1.32x) and its effect on the release's wall time was not consistent on the loaded test
+machine (1.14-1.18x against 1.22-1.31x in two runs, 1.38x against 1.28x and 1.33x against
+1.31x in two others).
 
 **Reads, not memory maps.** Bytes are read into a 1 MiB buffer (``os.preadv``) and hashed from
 it. Hashing a memory map (``blake3``'s ``update_mmap``, or ``mmap``) would save the copy but is
@@ -67,12 +68,12 @@ _CHUNK = 1 << 20
 
 
 def new_hasher(algorithm: str) -> Hasher:
-    """An empty hash object of ``algorithm`` (``"blake3"``, on every core; otherwise a
+    """An empty hash object of ``algorithm`` (``"blake3"``, one thread; otherwise a
     ``hashlib`` name). Both release the GIL while they hash a 1 MiB block, so the check runs
-    beside an engine's read."""
+    beside an engine's read on another core."""
     if algorithm == "blake3":
         blake3: Any = importlib.import_module("blake3")
-        hasher: Hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+        hasher: Hasher = blake3.blake3(max_threads=1)
         return hasher
     import hashlib
 
