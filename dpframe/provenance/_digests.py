@@ -14,13 +14,12 @@ and the algorithm can change between releases of dpframe.
 
 **Speed** (``python -m benchmarks.file_hash_speed``, the shared 2-core test machine, 75 MB in
 memory): SHA-256 about 1.1 GB/s on one core (SHA extensions; 65-69 ms), BLAKE3 about 5 GB/s
-(15 ms of CPU; about 4.2-4.9x SHA-256's speed per round). BLAKE3 runs on **one thread**
+(15 ms of CPU; 4.2-4.9x SHA-256's speed per round in six runs). BLAKE3 runs on **one thread**
 (``max_threads=1``): the check runs beside the engine's read, which already uses every core.
 On every core (``max_threads=AUTO``, the same digest) it used slightly more CPU (54-58 against
-52-55 ms for 256 MiB; a 10 M-row ``scan_parquet`` mean 1.34-1.37x native in CPU time against
-1.31-1.32x) and its effect on the release's wall time was not consistent on the loaded test
-machine (1.14-1.18x against 1.22-1.31x in two runs, 1.38x against 1.28x and 1.33x against
-1.31x in two others).
+52-55 ms for 256 MiB; a 10 M-row ``scan_parquet`` mean 1.34-1.38x native in CPU time against
+1.31-1.34x) and its effect on the release's wall time was not consistent on the loaded test
+machine (1.14-1.18x against 1.22-1.31x in two runs, 1.33-1.69x against 1.26-1.31x in four).
 
 **Reads, not memory maps.** Bytes are read into a 1 MiB buffer (``os.preadv``) and hashed from
 it. Hashing a memory map (``blake3``'s ``update_mmap``, or ``mmap``) would save the copy but is
