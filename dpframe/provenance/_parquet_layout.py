@@ -27,13 +27,14 @@ which makes the file hashed whole.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from dpframe.provenance._digests import new_hasher
 
 __all__ = ["ParquetLayout", "read_layout"]
 
@@ -60,7 +61,8 @@ class ParquetLayout:
 
 
 def read_layout(path: str, digest_name: str) -> tuple[ParquetLayout, bytes] | None:
-    """The layout of the Parquet file at ``path`` and the ``digest_name`` digest of its rest
+    """The layout of the Parquet file at ``path`` and the ``digest_name`` digest
+    (:func:`~dpframe.provenance._digests.new_hasher`) of its rest
     (taken from the same bytes the footer and offset indexes were parsed from); None when the
     file is not a Parquet file with a plain layout (see the module's docstring) or cannot be
     read."""
@@ -93,7 +95,7 @@ def read_layout(path: str, digest_name: str) -> tuple[ParquetLayout, bytes] | No
     columns: dict[str, list[tuple[int, int]]] = {}
     for name, r, _index in chunks:
         columns.setdefault(name, []).append(r)
-    digest = hashlib.new(digest_name)
+    digest = new_hasher(digest_name)
     for start in sorted(parts):
         digest.update(parts[start])
     layout = ParquetLayout(size, {c: tuple(sorted(r)) for c, r in columns.items()}, rest)

@@ -11,9 +11,9 @@ fails then depends on one row: a leak. So a protected CSV source must
 * **parse in full at protect**: :func:`parse_in_full` reads every value of every column once,
   when the data is protected (before any budget exists). A file that does not parse as
   declared is refused there, without the reader's message. Afterwards the files are bound by
-  their content (:class:`dpframe.provenance._binding.SourceBinding`: SHA-256 digests covering
-  every byte, taken by :func:`file_digest` — a Parquet file's by footer and column chunks, by
-  :func:`ranges_digest` — and the bytes a release can read re-checked at each release, beside
+  their content (:class:`dpframe.provenance._binding.SourceBinding`: BLAKE3 or SHA-256 digests
+  covering every byte, :mod:`dpframe.provenance._digests` — a Parquet file's by footer and
+  column chunks — and the bytes a release can read re-checked at each release, beside
   the engine's read and before anything is drawn or spent), so every release that is answered
   parsed the same bytes the check parsed and cannot fail.
 
@@ -36,64 +36,7 @@ from typing import Any
 from dpframe.backends import Backend
 from dpframe.errors import UnsupportedInputError
 
-__all__ = ["check_readers", "check_strings", "expand_paths", "file_digest", "parse_in_full",
-           "ranges_digest"]
-
-#: The digest binding a protected file's content (``hashlib``; SHA-256 runs in hardware on
-#: CPUs with SHA extensions: about 1.1 GB/s on one core of the test machine, fastest of seven
-#: rounds, against 0.8 GB/s for BLAKE2b and 0.6 GB/s for SHA-512). Digests live in memory
-#: only (:class:`~dpframe.provenance._binding.SourceBinding`, for the process's lifetime):
-#: none is stored, so no stored format needs a version.
-DIGEST = "sha256"
-#: Read size: 1 MiB stays in the core's cache between the read and the hash; 8 and 16 MiB
-#: reads, or hashing a memory map (no copy), measured no faster.
-_CHUNK = 1 << 20
-
-
-def file_digest(path: str) -> bytes | None:
-    """The :data:`DIGEST` of every byte of the file at ``path`` (read in 1 MiB chunks; the
-    hash releases the GIL), or None when it cannot be read. Reads file bytes only, never
-    parses them: whether it is None depends on the file system, not on the values."""
-    import hashlib
-
-    try:
-        with open(path, "rb", buffering=0) as f:
-            digest = hashlib.new(DIGEST)
-            view = memoryview(bytearray(_CHUNK))
-            while True:
-                read = f.readinto(view)
-                if not read:
-                    break
-                digest.update(view[:read])
-            return digest.digest()
-    except OSError:
-        return None
-
-
-def ranges_digest(path: str, ranges: Sequence[tuple[int, int]]) -> bytes | None:
-    """The :data:`DIGEST` of the bytes of ``path`` in ``ranges`` (``(start, end)``, end
-    exclusive), in order, as :func:`file_digest` reads them; None when it cannot be read or
-    a range reaches past the file's end."""
-    import hashlib
-    import os
-
-    try:
-        with open(path, "rb", buffering=0) as f:
-            digest = hashlib.new(DIGEST)
-            buffer = bytearray(_CHUNK)
-            view = memoryview(buffer)
-            fd = f.fileno()
-            for start, end in ranges:
-                at = start
-                while at < end:
-                    read = os.preadv(fd, [view[:min(_CHUNK, end - at)]], at)
-                    if not read:
-                        return None
-                    digest.update(view[:read])
-                    at += read
-            return digest.digest()
-    except OSError:
-        return None
+__all__ = ["check_readers", "check_strings", "expand_paths", "parse_in_full"]
 
 
 def expand_paths(patterns: Sequence[str]) -> list[str]:
