@@ -276,7 +276,7 @@ def figures() -> dict[str, tuple[str, Measure]]:
         "scan.mean.10M.whole": ("scan_parquet DP mean, the check hashing every byte of the "
                                 "file (as before releases named their columns) / native lazy "
                                 "query", _scan("mean", "whole")),
-        "scan.digest.10M": ("the content check alone of every byte (SHA-256 of the "
+        "scan.digest.10M": ("the content check alone of every byte (the digest of the "
                             "footer's rest and every column chunk: a group-by over x and k) / "
                             "native lazy mean", _scan_digest(None)),
         "scan.digest.10M.x": ("the content check alone for a release reading x (rest and x's "
