@@ -1,8 +1,8 @@
-"""The numpy kernel's pass over a long column shared between threads
-(:mod:`dpframe.engine._kernel`): the same exact aggregates bit for bit as one pass (every partial
-sum is an integer below 2⁵³), whichever thread takes which range, the tasks and thread count
-decided from the column's length and kind only, and nothing — no exception, no warning, no task
-after the caller returns — leaves a helper thread but through the caller.
+"""The numpy kernel's split of a long column between threads (:mod:`dpframe.engine._kernel`):
+the same exact aggregates bit for bit as one pass and as Polars' expressions (every partial sum
+is an integer below 2⁵³; adversarial values and seeded releases included),
+the split decided from the column's length and kind only, and nothing — no exception, no
+warning — leaves a worker thread but through the caller.
 
 The threshold is lowered here (``PARALLEL_ROWS``) so that small columns take the threaded path,
 and the core count is fixed, so the tests do the same on any machine."""
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 import warnings
 
 import numpy as np
@@ -27,7 +26,7 @@ from dpframe.engine import _kernel
 from dpframe.engine._aggregation import Agg, FixedPoint
 from dpframe.engine._column_views import _FloatBlocks
 
-N = 7 * _kernel._BLOCK + 777  # eight blocks (four tasks of a shared pass), a ragged tail
+N = 7 * _kernel._BLOCK + 777  # eight blocks (four of a threaded pass), a ragged tail
 LO, HI = -3.0, 7.5
 
 
@@ -48,7 +47,6 @@ def _aggs() -> list[Agg]:
 def _threaded(monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
     monkeypatch.setattr(_kernel, "PARALLEL_ROWS", _kernel._BLOCK)
     monkeypatch.setattr(_kernel, "_cores", lambda: threads)
-    monkeypatch.setattr(_kernel, "_TASK_BLOCKS", 1)  # (four tasks of one block)
 
 
 def _frames() -> dict[str, object]:
@@ -73,9 +71,9 @@ def test_threaded_pass_equals_one_pass_bit_for_bit(monkeypatch, threads):
                 for _name, frame, policy, group_by in cases]
 
     spies: list[int] = []
-    original = _kernel._share
-    monkeypatch.setattr(_kernel, "_share", lambda tasks, run, helpers: (
-        spies.append(helpers + 1), original(tasks, run, helpers))[1])
+    original = _kernel._in_threads
+    monkeypatch.setattr(_kernel, "_in_threads",
+                        lambda tasks: (spies.append(len(tasks)), original(tasks))[1])
     one = run()
     assert not spies  # (the machine's threshold: these columns are short)
     _threaded(monkeypatch, threads)
@@ -86,21 +84,20 @@ def test_threaded_pass_equals_one_pass_bit_for_bit(monkeypatch, threads):
             assert np.array_equal(a_one[a], a_split[a]), (name, policy, group_by, a)
 
 
-def test_the_tasks_are_whole_blocks_from_public_facts(monkeypatch):
-    step = _kernel._THREAD_BLOCK
+def test_the_split_is_whole_blocks_from_public_facts(monkeypatch):
+    step = _kernel._BLOCK
     column = np.zeros(N)
-    assert _kernel._threads(column) == 1  # below the threshold: one pass
+    assert _kernel._parts(column, step) == [(0, N)]  # below the threshold: one pass
     _threaded(monkeypatch, 4)
-    assert _kernel._threads(column) == 4
-    tasks = _kernel._tasks(N, step)
-    assert len(tasks) == 4 and tasks[0][0] == 0 and tasks[-1][1] == N
-    assert all(a % step == 0 and b > a for a, b in tasks)
-    assert all(b == c for (_, b), (c, _) in itertools.pairwise(tasks))
-    # the same for any values of the same length and dtype
-    assert _kernel._threads(np.full(N, np.nan)) == 4
+    parts = _kernel._parts(column, step)
+    assert len(parts) == 4 and parts[0][0] == 0 and parts[-1][1] == N
+    assert all(a % step == 0 and b > a for a, b in parts)
+    assert all(b == c for (_, b), (c, _) in itertools.pairwise(parts))
+    # the same split for any values of the same length and dtype
+    assert _kernel._parts(np.full(N, np.nan), step) == parts
     # a column read block by block through its engine stays on this thread
     blocks = _FloatBlocks(pd.array(np.zeros(N), dtype="Float64"), N, polars=False)
-    assert _kernel._threads(blocks) == 1
+    assert _kernel._parts(blocks, step) == [(0, N)]
 
 
 def test_no_warning_leaves_a_worker_thread(monkeypatch):
@@ -114,45 +111,24 @@ def test_no_warning_leaves_a_worker_thread(monkeypatch):
     assert got[aggs[0]][0] == N * fp.k_hi
 
 
-def _taking(tasks: _kernel._Tasks, ran: list[int], on_task=None):
-    def run(thread: int) -> None:
-        for task in iter(tasks.take, None):
-            if on_task is not None:
-                on_task(task)
-            ran.append(task)
-    return run
-
-
-def test_every_task_runs_once_and_none_after_the_caller_returns():
-    for helpers in (0, 1, 3):
-        ran: list[int] = []
-        tasks = _kernel._Tasks(50)
-        _kernel._share(tasks, _taking(tasks, ran), helpers)
-        seen = sorted(ran)
-        assert seen == list(range(50))
-        time.sleep(0.01)  # (a helper that began late takes nothing)
-        assert sorted(ran) == seen
-
-
-def test_a_helper_exception_is_raised_by_the_caller_after_every_helper_ended():
+def test_a_worker_exception_is_raised_by_the_caller_after_every_part_ran():
+    ran: list[str] = []
     main = threading.get_ident()
-    failed = threading.Event()
-    ran: list[int] = []
 
-    def on_task(task: int) -> None:
-        if threading.get_ident() == main:
-            failed.wait(10.0)  # (until a helper has failed: no task is handed out after)
-            return
-        failed.set()
-        raise MemoryError("helper")
+    def ok() -> None:
+        ran.append("ok")
 
-    tasks = _kernel._Tasks(4)
+    def fails() -> None:
+        assert threading.get_ident() != main  # (on a worker)
+        ran.append("fails")
+        raise MemoryError("worker")
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # (an exception a thread printed would warn)
-        with pytest.raises(MemoryError, match="helper"):
-            _kernel._share(tasks, _taking(tasks, ran, on_task), 1)
-    assert len(ran) <= 1  # (this thread's first task, unless the helper took it and failed)
-    assert tasks.take() is None
+        with pytest.raises(MemoryError, match="worker"):
+            _kernel._in_threads([ok, fails, ok])
+    assert sorted(ran) == ["fails", "ok", "ok"]
+    assert not [t for t in threading.enumerate() if t.name == "dpframe-kernel"]
 
 
 def _adversarial() -> st.SearchStrategy[float]:
@@ -178,23 +154,22 @@ def _tie_aggs() -> list[Agg]:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_adversarial(), min_size=2, max_size=4), st.sampled_from(["drop", 1.25]))
-def test_shared_pass_one_pass_and_the_expressions_agree_on_adversarial_values(values, policy):
-    """Each row its own task (one-row blocks) on up to four threads, against one pass and
+def test_threaded_pass_one_pass_and_the_expressions_agree_on_adversarial_values(values, policy):
+    """Each row its own part (one-row blocks) on up to four threads, against one pass and
     against Polars' expressions: the same k per row, so the same sums bit for bit."""
     aggs = _tie_aggs()
     sums = aggs[2:]
     x = np.array(values, dtype=np.float64)
     assert sums[0].fp is not None and sums[0].fp.k_hi >= 2**50
     one = {a: np.zeros(1) for a in sums}
-    shared = {a: np.zeros(1) for a in sums}
+    split = {a: np.zeros(1) for a in sums}
     with np.errstate(over="ignore", invalid="ignore"), pytest.MonkeyPatch.context() as m:
-        _kernel._column_pass(x, sums, policy, None, 1, one, _kernel._blocks(0, x.size, 8), 8)
+        _kernel._column_pass(x, sums, policy, None, 1, one, 0, x.size, 8)
         m.setattr(_kernel, "PARALLEL_ROWS", 1)
         m.setattr(_kernel, "_THREAD_BLOCK", 1)
-        m.setattr(_kernel, "_TASK_BLOCKS", 1)
         m.setattr(_kernel, "_cores", lambda: 4)
-        assert _kernel._threads(x) == x.size
-        _kernel._column_kernel(x, sums, policy, None, 1, shared)
+        assert len(_kernel._parts(x, 1)) == x.size
+        _kernel._column_kernel(x, sums, policy, None, 1, split)
     kernel = backends.aggregate(pd.DataFrame({"x": x}), aggs, missing={"x": policy},
                                 method="numpy")  # (one block)
     engine = backends.aggregate(pl.DataFrame({"x": x}).lazy(), aggs, missing={"x": policy},
@@ -202,10 +177,10 @@ def test_shared_pass_one_pass_and_the_expressions_agree_on_adversarial_values(va
     for a in aggs:
         assert np.array_equal(kernel[a], engine[a]), a
         if a in one:
-            assert np.array_equal(one[a], engine[a]) and np.array_equal(shared[a], one[a]), a
+            assert np.array_equal(one[a], engine[a]) and np.array_equal(split[a], one[a]), a
 
 
-def test_seeded_releases_are_the_same_on_one_thread_and_shared(monkeypatch):
+def test_seeded_releases_are_the_same_on_one_thread_and_split(monkeypatch):
     def run() -> str:
         frame = pd.DataFrame({"x": _values(), "k": np.arange(N) % 3})  # (a new data set)
         with warnings.catch_warnings():
