@@ -1,5 +1,6 @@
 """The numpy kernel's split of a long column between threads (:mod:`dpframe.engine._kernel`):
-the same exact aggregates bit for bit as one pass (every partial sum is an integer below 2⁵³),
+the same exact aggregates bit for bit as one pass and as Polars' expressions (every partial sum
+is an integer below 2⁵³; adversarial values and seeded releases included),
 the split decided from the column's length and kind only, and nothing — no exception, no
 warning — leaves a worker thread but through the caller.
 
@@ -16,7 +17,10 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+import dpframe as dpf
 from dpframe import backends
 from dpframe.engine import _kernel
 from dpframe.engine._aggregation import Agg, FixedPoint
@@ -125,3 +129,68 @@ def test_a_worker_exception_is_raised_by_the_caller_after_every_part_ran():
             _kernel._in_threads([ok, fails, ok])
     assert sorted(ran) == ["fails", "ok", "ok"]
     assert not [t for t in threading.enumerate() if t.name == "dpframe-kernel"]
+
+
+def _adversarial() -> st.SearchStrategy[float]:
+    """±0, NaN, ±inf, subnormals, the largest doubles, and .5 ties in k at every magnitude up
+    to 2⁵⁰ (``x = (m + ½)·q`` with the quantum of :func:`_tie_aggs`)."""
+    fp = _tie_aggs()[2].fp
+    assert fp is not None
+    ties = st.builds(lambda e, s: s * (2.0**e + 0.5) * fp.q, st.integers(0, 50),
+                     st.sampled_from([1.0, -1.0]))
+    special = st.sampled_from([0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, -5e-324,
+                               2.2250738585072014e-308, 1.7976931348623157e308,
+                               -1.7976931348623157e308, 0.5, -0.5, 1.5, 2.5])
+    return st.one_of(ties, special, st.floats(allow_nan=True, allow_infinity=True))
+
+
+def _tie_aggs() -> list[Agg]:
+    """A grid with |k| up to 2⁵⁰ for Σk (4 rows) and a centred one for Σk, Σk²."""
+    wide = FixedPoint.choose(-(2.0**40), 2.0**40, 0.0, 4, False)
+    centred = FixedPoint.choose(LO, HI, 2.25, 4, True)
+    return [Agg("rows"), Agg("rows", "x"), Agg("sum", "x", wide), Agg("sum", "x", centred),
+            Agg("sum_sq", "x", centred)]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_adversarial(), min_size=2, max_size=4), st.sampled_from(["drop", 1.25]))
+def test_threaded_pass_one_pass_and_the_expressions_agree_on_adversarial_values(values, policy):
+    """Each row its own part (one-row blocks) on up to four threads, against one pass and
+    against Polars' expressions: the same k per row, so the same sums bit for bit."""
+    aggs = _tie_aggs()
+    sums = aggs[2:]
+    x = np.array(values, dtype=np.float64)
+    assert sums[0].fp is not None and sums[0].fp.k_hi >= 2**50
+    one = {a: np.zeros(1) for a in sums}
+    split = {a: np.zeros(1) for a in sums}
+    with np.errstate(over="ignore", invalid="ignore"), pytest.MonkeyPatch.context() as m:
+        _kernel._column_pass(x, sums, policy, None, 1, one, 0, x.size, 8)
+        m.setattr(_kernel, "PARALLEL_ROWS", 1)
+        m.setattr(_kernel, "_THREAD_BLOCK", 1)
+        m.setattr(_kernel, "_cores", lambda: 4)
+        assert len(_kernel._parts(x, 1)) == x.size
+        _kernel._column_kernel(x, sums, policy, None, 1, split)
+    kernel = backends.aggregate(pd.DataFrame({"x": x}), aggs, missing={"x": policy},
+                                method="numpy")  # (one block)
+    engine = backends.aggregate(pl.DataFrame({"x": x}).lazy(), aggs, missing={"x": policy},
+                                method="narwhals")
+    for a in aggs:
+        assert np.array_equal(kernel[a], engine[a]), a
+        if a in one:
+            assert np.array_equal(one[a], engine[a]) and np.array_equal(split[a], one[a]), a
+
+
+def test_seeded_releases_are_the_same_on_one_thread_and_split(monkeypatch):
+    def run() -> str:
+        frame = pd.DataFrame({"x": _values(), "k": np.arange(N) % 3})  # (a new data set)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pf = dpf.protect(frame, epsilon=1e6, bounds={"x": (LO, HI)},
+                             missing={"x": 0.5}, keys={"k": [0, 1, 2]})
+        return repr([pf.dp.mean("x", epsilon=1.0, random_state=5),
+                     pf.dp.variance("x", epsilon=1.0, random_state=6),
+                     pf.dp.groupby("k").sum("x", epsilon=1.0, random_state=7)])
+
+    one = run()
+    _threaded(monkeypatch, 2)
+    assert run() == one

@@ -15,6 +15,7 @@ import dpframe as dpf
 from dpframe import backends
 from dpframe.backends._base import registered
 from dpframe.backends.polars import _kernel_route
+from dpframe.engine import _kernel as kernel
 from dpframe.engine._aggregation import Agg, FixedPoint, frame_columns
 
 LO, HI = -3.0, 7.5
@@ -130,3 +131,59 @@ def test_a_protected_lazy_frame_knows_its_route_without_reading_its_plan(monkeyp
                 == read.scanned.get_column(column).to_arrow().buffers()[1].address)
     assert (known.scanned.get_column("x").to_arrow().buffers()[1].address
             != df.get_column("x").to_arrow().buffers()[1].address)  # not the user's
+
+
+@pytest.mark.parametrize("with_nan", [False, True])
+def test_a_one_block_scan_takes_the_one_block_pass_with_the_same_sums(with_nan, monkeypatch):
+    """Plain arrays of at most one block (no nulls) take the kernel's one-block pass, as the
+    eager frame does; a NaN hands the column to the blocked pass: the same sums either way."""
+    rng = np.random.default_rng(4)
+    x = rng.uniform(LO - 4, HI + 4, 1_000)
+    x[:4] = [np.inf, -np.inf, 1.7e308, -0.0]
+    if with_nan:
+        x[7] = np.nan
+    lazy = pl.DataFrame({"x": x}).lazy()
+    aggs, eager = _aggs(x.size), registered("polars")
+    one_block = []
+    original = kernel.one_block_sums
+    monkeypatch.setattr(kernel, "one_block_sums", lambda *args: (
+        one_block.append(result := original(*args)), result)[1])
+    for policy in ("drop", 0.5):
+        with np.errstate(over="ignore", invalid="ignore"):
+            got = _kernel_route.kernel_sums(lazy, aggs, frame_columns(lazy), {"x": policy},
+                                            None, None, eager)
+        with monkeypatch.context() as m:
+            _expressions_only(m)
+            want = backends.aggregate(lazy, aggs, missing={"x": policy})
+        assert got is not None
+        for a in aggs:
+            assert np.array_equal(got[a], want[a]), (policy, a)
+    assert len(one_block) == 2 and all((r is None) == with_nan for r in one_block)
+
+
+def test_neighbours_on_the_one_block_route_differ_within_the_sensitivity(monkeypatch):
+    """The one-block pass of a scan without nulls: removing the largest finite row, then the
+    NaN one, changes each aggregate by at most one row's share, and the outcome is a number
+    on every neighbour (the NaN hands the column to the blocked pass)."""
+    x = np.random.default_rng(5).uniform(LO - 4, HI + 4, 300)
+    x[[3, 4]] = [1.7e308, np.nan]
+    aggs = _aggs(x.size)
+    fp = aggs[2].fp
+    assert fp is not None
+    bound = max(abs(fp.k_lo), abs(fp.k_hi))
+    taken = []
+    original = kernel.one_block_sums
+    monkeypatch.setattr(kernel, "one_block_sums", lambda *args: (
+        taken.append((result := original(*args)) is not None), result)[1])
+
+    def sums(values: np.ndarray) -> dict[Agg, np.ndarray]:
+        return backends.aggregate(pl.DataFrame({"x": values}).lazy(), aggs,
+                                  missing={"x": "drop"})
+
+    without_nan = sums(np.delete(x, 4))
+    for row in (3, 4):
+        near = sums(np.delete(np.delete(x, 4), 3) if row == 3 else x)
+        for a, limit in zip(aggs, [1, 1, bound, bound**2], strict=True):
+            assert np.isfinite(near[a]).all()
+            assert abs(float(without_nan[a][0] - near[a][0])) <= limit, (row, a)
+    assert taken == [True, True, False]  # (the NaN: the blocked pass)
