@@ -162,11 +162,13 @@ def snap_to_cells(
     and only the two fractions (in [0, 1)) are added in floating point. ``comp_lo``/``comp_hi``
     (the component of each draw) None: the sampling set is the real line (no end cells).
     """
-    if np.ndim(anchor) == 0 and np.ndim(offset) == 0:  # one value: the same steps on 1 row
-        return snap_to_cells(np.reshape(anchor, 1), np.reshape(offset, 1), grid, comp_lo,
-                             comp_hi, window)[0]
-    if np.shape(anchor) != np.shape(offset):
-        anchor, offset = np.broadcast_arrays(anchor, offset)
+    if not (type(anchor) is np.ndarray and type(offset) is np.ndarray  # (the usual case:
+            and anchor.ndim and anchor.shape == offset.shape):  # arrays of one shape)
+        if np.ndim(anchor) == 0 and np.ndim(offset) == 0:  # one value: the same steps, 1 row
+            return snap_to_cells(np.reshape(anchor, 1), np.reshape(offset, 1), grid, comp_lo,
+                                 comp_hi, window)[0]
+        if np.shape(anchor) != np.shape(offset):
+            anchor, offset = np.broadcast_arrays(anchor, offset)
     a = np.divide(anchor, grid)  # (the steps below reuse their arrays: no temporaries)
     o = np.divide(offset, grid)
     CLIP(o, -(2.0**60), 2.0**60, out=o)
