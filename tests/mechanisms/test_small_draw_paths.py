@@ -16,7 +16,7 @@ import pytest
 
 from dpframe.errors import ParameterError
 from dpframe.mechanisms.domains import FeasibleSet
-from dpframe.mechanisms.laplace import make_mechanism
+from dpframe.mechanisms.laplace import TruncatedLaplace, make_mechanism
 from dpframe.mechanisms.snapping import CLIP, _int_bounds
 
 _TINY = np.nextafter(0.0, 1.0)  # the smallest subnormal
@@ -54,11 +54,12 @@ def test_clip_ufunc_is_np_clip_on_int64_window_indices() -> None:
 
 
 def test_interval_clamp_is_project() -> None:
-    mech = make_mechanism("truncated", epsilon=1.0, sensitivity=1.0, lower=-0.0, upper=10.0)
     x = np.concatenate([_SPECIAL, [10.0, 10.5, -0.5]])
-    want = FeasibleSet(((-0.0, 10.0),)).project(x.copy())
-    got = mech._post_process(x.copy())
-    assert np.array_equal(_bits(got), _bits(want))
+    for lower in (0.0, -0.0, -3.5):
+        mech = TruncatedLaplace(1.0, 1.0, domain=FeasibleSet(((lower, 10.0),)))
+        want = mech.domain.project(x.copy())
+        got = mech._post_process(x.copy())
+        assert np.array_equal(_bits(got), _bits(want)), lower
 
 
 @pytest.mark.parametrize("lower, upper", [(0.0, 100.0), (-np.inf, np.inf), (0.0, np.inf)])
