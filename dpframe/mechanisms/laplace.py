@@ -275,12 +275,13 @@ class _LaplaceFamily:
         if size is not None:
             true = np.broadcast_to(true, size)
         shape = true.shape
-        flat = np.ascontiguousarray(true, dtype=float).ravel()
+        flat = (true if true.ndim == 1 and true.flags.c_contiguous  # (a vector of values:
+                else np.ascontiguousarray(true, dtype=float).ravel())  # itself, as before)
         source = RandomSource(random_state)
         out = self._draw(flat, source)
         if shape == ():
             return float(out[0])
-        return out.reshape(shape)
+        return out if out.shape == shape else out.reshape(shape)
 
     def _draw(self, true: np.ndarray, source: RandomSource) -> np.ndarray:
         sampling_set = self._sampling_set()
