@@ -161,7 +161,13 @@ def _integral(values: np.ndarray) -> bool:
     numpy's per-call cost."""
     if values.size == 1:
         return float(values.item()).is_integer()
+    if values.size <= _FEW_VALUES:  # (a histogram's cells: Python floats, no numpy calls)
+        return all(v.is_integer() for v in values.ravel().tolist())
     return bool(np.isfinite(values).all() and (np.trunc(values) == values).all())
+
+
+#: Up to this many values :func:`_integral` looks at them as Python floats.
+_FEW_VALUES = 64
 
 
 def _additive_sums(native: Any, backend: FrameEngine, aggs: Sequence[Agg],
@@ -198,8 +204,7 @@ def _temporal_groups_as_ticks(native: Any, backend: FrameEngine,
 
     cols = _group_columns(group_by)
     schema = frame_columns(native) if columns is None else columns
-    temporal = [i for i, c in enumerate(cols)
-                if schema[c] == nw.Date or schema[c] == nw.Datetime]
+    temporal = [i for i, c in enumerate(cols) if _is_temporal(schema[c])]
     if not temporal:
         return None
     kinds = {i: backend.tick_kind(native, cols[i]) for i in temporal}
@@ -215,6 +220,26 @@ def _temporal_groups_as_ticks(native: Any, backend: FrameEngine,
         kept.append(pos)
         sub_keys.append(tuple(parts) if len(cols) > 1 else parts[0])
     return backend.with_ticks(native, [cols[i] for i in temporal]), kept, sub_keys
+
+
+def _is_temporal(dtype: Any) -> bool:
+    """``dtype == nw.Date or dtype == nw.Datetime``, the comparison narwhals defines, made
+    once per dtype class where that class compares by its type alone (the base
+    ``DType.__eq__``: then the answer is the same for every instance); the others (Datetime
+    itself, parametrised types) are compared each time. Public: a column's dtype."""
+    kind = type(dtype)
+    known = _TEMPORAL_BY_CLASS.get(kind)
+    if known is not None:
+        return known
+    temporal = bool(dtype == nw.Date or dtype == nw.Datetime)
+    if kind.__eq__ is _DTYPE_EQ:
+        _TEMPORAL_BY_CLASS[kind] = temporal
+    return temporal
+
+
+#: :func:`_is_temporal` per narwhals dtype class that compares by its type alone.
+_TEMPORAL_BY_CLASS: dict[type, bool] = {}
+_DTYPE_EQ = nw.dtypes.DType.__eq__
 
 
 def _scattered(data: Mapping[Agg, np.ndarray], kept: Sequence[int], n_keys: int

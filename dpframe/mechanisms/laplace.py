@@ -28,6 +28,7 @@ from dpframe.mechanisms.sampling import sample_offsets
 from dpframe.mechanisms.scalar import draw_one, project_one
 from dpframe.mechanisms.scales import bounded_scale
 from dpframe.mechanisms.snapping import (
+    CLIP,
     SnapPlan,
     end_cell_values,
     plan_snapping,
@@ -40,6 +41,8 @@ __all__ = ["MECHANISM_NAMES", "BoundedLaplace", "Laplace", "TruncatedLaplace", "
 #: How far (in units of the scale b) the output window of unbounded sampling reaches beyond the
 #: true-value range; Laplace noise exceeds it with probability e^-1024.
 WINDOW_REACH = 1024.0
+#: The real line's one component (a sampling set without finite ends).
+_REAL_LINE = ((-math.inf, math.inf),)
 #: Default public bound on |true value| for unbounded domains, beyond the finite ends, in Δ.
 DEFAULT_MAGNITUDE_REACH = 2.0**16
 
@@ -197,6 +200,8 @@ class _LaplaceFamily:
 
     def _validate_values(self, value: Any) -> np.ndarray:
         true = np.asarray(value, dtype=float)
+        if self._all_inside(true):  # (the release's case: clamped into an interval)
+            return true
         if np.isnan(true).any():
             raise self._refused("nan")
         if not np.isfinite(true).all():
@@ -206,6 +211,20 @@ class _LaplaceFamily:
         if (np.abs(true) > self.magnitude).any():
             raise self._refused("magnitude")
         return true
+
+    def _all_inside(self, true: np.ndarray) -> bool:
+        """Whether every value passes :meth:`_validate_values`'s four checks, from the
+        smallest and largest value alone (two reductions instead of four passes; a NaN makes
+        both NaN, an infinity shows in one of them) on a one-interval domain, where lying
+        between the two ends is membership; False sends the values through the checks one by
+        one (which then raise the right error, or pass: any other domain)."""
+        comps = self.domain.components
+        if len(comps) != 1 or true.size == 0:
+            return False
+        low = float(np.minimum.reduce(true, axis=None))
+        high = float(np.maximum.reduce(true, axis=None))
+        return (math.isfinite(low) and math.isfinite(high) and comps[0][0] <= low
+                and high <= comps[0][1] and max(-low, high) <= self.magnitude)
 
     def _validate_one(self, value: float) -> float:
         """:meth:`_validate_values` for one true value, without arrays."""
@@ -256,18 +275,21 @@ class _LaplaceFamily:
         if size is not None:
             true = np.broadcast_to(true, size)
         shape = true.shape
-        flat = np.ascontiguousarray(true, dtype=float).ravel()
+        flat = (true if true.ndim == 1 and true.flags.c_contiguous  # (a vector of values:
+                else np.ascontiguousarray(true, dtype=float).ravel())  # itself, as before)
         source = RandomSource(random_state)
         out = self._draw(flat, source)
         if shape == ():
             return float(out[0])
-        return out.reshape(shape)
+        return out if out.shape == shape else out.reshape(shape)
 
     def _draw(self, true: np.ndarray, source: RandomSource) -> np.ndarray:
         sampling_set = self._sampling_set()
         anchor, offset, comp = sample_offsets(sampling_set, true, self.scale, source)
         if self.plan is None:
             out = anchor + offset
+        elif sampling_set.components == _REAL_LINE:  # no finite end: no end cells to look up
+            out = snap_to_cells(anchor, offset, self.plan.grid, None, None, self.plan.window)
         else:
             lows = np.array([c[0] for c in sampling_set.components])
             highs = np.array([c[1] for c in sampling_set.components])
@@ -381,6 +403,9 @@ class TruncatedLaplace(_LaplaceFamily):
     name = "truncated"
 
     def _post_process(self, out: np.ndarray) -> np.ndarray:
+        comps = self.domain.components
+        if len(comps) == 1:  # an interval: FeasibleSet.project's clip, on the drawn array
+            return CLIP(out, comps[0][0], comps[0][1], out=out)
         return self.domain.project(out)
 
     def _post_process_one(self, out: float) -> float:

@@ -32,14 +32,26 @@ the ε it was given.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from dpframe.mechanisms.domains import FeasibleSet
 
-__all__ = ["SnapPlan", "end_cell_values", "plan_snapping", "snap_to_cells"]
+__all__ = ["CLIP", "SnapPlan", "end_cell_values", "plan_snapping", "snap_to_cells"]
+
+#: numpy's ``clip`` ufunc, the loop :func:`numpy.clip` itself ends in (``np.clip`` reaches it
+#: through three Python wrappers, a few µs per call on a small array). For float arrays and
+#: float bounds the two are the same function, bit for bit (NaN propagates, a tie between the
+#: signed zeros keeps ``x``'s sign; ``np.minimum``/``np.maximum`` do not, and are not used):
+#: ``tests/mechanisms/test_small_draw_paths.py`` checks it over signed zeros, NaN, ±inf and
+#: subnormals. Integer bounds must lie in int64 (:func:`_int_bounds`).
+_NUMPY_CORE: Any = getattr(np, "_core", None) or np.core  # (numpy 1 names it core)
+CLIP: np.ufunc = _NUMPY_CORE.umath.clip
+_INT64 = np.iinfo(np.int64)
 
 #: Error of the noise offset ``b·E`` before rounding, relative to ``min(b, L) + |offset|`` (``L``
 #: the piece length); offsets larger than the window width are clamped (the computation is
@@ -138,8 +150,8 @@ def snap_to_cells(
     anchor: np.ndarray,
     offset: np.ndarray,
     grid: float,
-    comp_lo: np.ndarray,
-    comp_hi: np.ndarray,
+    comp_lo: np.ndarray | None,
+    comp_hi: np.ndarray | None,
     window: tuple[float, float],
 ) -> np.ndarray:
     """Release the cell of ``anchor + offset``: an exact multiple of ``grid``, or, for the cell
@@ -147,16 +159,19 @@ def snap_to_cells(
 
     The sum is never formed in floating point: ``anchor/Λ`` and ``offset/Λ`` are split exactly
     into integer and fractional parts (Λ is a power of two), the integers add exactly in int64,
-    and only the two fractions (in [0, 1)) are added in floating point.
+    and only the two fractions (in [0, 1)) are added in floating point. ``comp_lo``/``comp_hi``
+    (the component of each draw) None: the sampling set is the real line (no end cells).
     """
-    if np.ndim(anchor) == 0 and np.ndim(offset) == 0:  # one value: the same steps on 1 row
-        return snap_to_cells(np.reshape(anchor, 1), np.reshape(offset, 1), grid, comp_lo,
-                             comp_hi, window)[0]
-    if np.shape(anchor) != np.shape(offset):
-        anchor, offset = np.broadcast_arrays(anchor, offset)
+    if not (type(anchor) is np.ndarray and type(offset) is np.ndarray  # (the usual case:
+            and anchor.ndim and anchor.shape == offset.shape):  # arrays of one shape)
+        if np.ndim(anchor) == 0 and np.ndim(offset) == 0:  # one value: the same steps, 1 row
+            return snap_to_cells(np.reshape(anchor, 1), np.reshape(offset, 1), grid, comp_lo,
+                                 comp_hi, window)[0]
+        if np.shape(anchor) != np.shape(offset):
+            anchor, offset = np.broadcast_arrays(anchor, offset)
     a = np.divide(anchor, grid)  # (the steps below reuse their arrays: no temporaries)
     o = np.divide(offset, grid)
-    np.clip(o, -(2.0**60), 2.0**60, out=o)
+    CLIP(o, -(2.0**60), 2.0**60, out=o)
     ka, ko = np.floor(a), np.floor(o)
     frac = np.add(np.subtract(a, ka, out=a), np.subtract(o, ko, out=o), out=a)  # (in a's place)
     frac += 0.5
@@ -164,16 +179,27 @@ def snap_to_cells(
     j += ko.astype(np.int64)
     j += np.floor(frac, out=frac).astype(np.int64)
     w_lo, w_hi = window
-    np.clip(j, math.floor(w_lo / grid), math.ceil(w_hi / grid), out=j)
+    CLIP(j, *_int_bounds(w_lo, w_hi, grid), out=j)
     out = np.multiply(j, grid, dtype=np.float64)
-    np.clip(out, w_lo, w_hi, out=out)
-    if not (np.isfinite(comp_lo).any() or np.isfinite(comp_hi).any()):
+    CLIP(out, w_lo, w_hi, out=out)
+    if comp_lo is None or comp_hi is None or not (
+            np.isfinite(comp_lo).any() or np.isfinite(comp_hi).any()):
         return out  # no finite end: no end cells (the sampling set is the real line)
     # merge the cells closer than Λ to a finite end into one end cell, released as its midpoint
     lo_edge, lo_rep, hi_edge, hi_rep = end_cells(comp_lo, comp_hi, grid)
     out = np.where(j < lo_edge, lo_rep, out)
     out = np.where(j > hi_edge, hi_rep, out)
-    return np.clip(out, w_lo, w_hi, out=out)
+    return CLIP(out, w_lo, w_hi, out=out)
+
+
+@functools.lru_cache(maxsize=256)
+def _int_bounds(w_lo: float, w_hi: float, grid: float) -> tuple[int, int]:
+    """The window's first and last grid index, ``(⌊w_lo/Λ⌋, ⌈w_hi/Λ⌉)``, each moved into
+    int64's range: :func:`numpy.clip` drops an integer bound beyond the array's type (the
+    same as clipping at that type's end, which every int64 already is inside). Public
+    constants of a mechanism's plan, so computed once per plan."""
+    return (max(math.floor(w_lo / grid), int(_INT64.min)),
+            min(math.ceil(w_hi / grid), int(_INT64.max)))
 
 
 def end_cells(

@@ -35,6 +35,7 @@ import numpy as np
 
 from dpframe.mechanisms.protocol import Mechanism
 from dpframe.mechanisms.randomness import RandomState
+from dpframe.mechanisms.snapping import CLIP
 
 __all__ = [
     "ADAPTIVE_DOMAIN",
@@ -127,9 +128,9 @@ class AddedNoise(MeasurementKind):
             if exact.ndim <= 1:  # (shape (1,): the array np.full would make, made directly)
                 return Drawn(np.array([out], dtype=float), mechanism)
             return Drawn(np.full(exact.shape, out), mechanism)
-        exact = np.clip(exact, lower, upper)
+        exact = CLIP(exact, lower, upper)  # (np.clip's own ufunc, without its wrappers)
         if m.magnitude is not None:
-            exact = np.clip(exact, -m.magnitude, m.magnitude)
+            exact = CLIP(exact, -m.magnitude, m.magnitude)
         out = mechanism.sample(exact, random_state=rng)
         return Drawn(np.atleast_1d(np.asarray(out, dtype=float)), mechanism)
 
