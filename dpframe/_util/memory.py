@@ -116,11 +116,32 @@ def own_cells(values: Any) -> Any:
 
     if isinstance(values, np.ndarray) and set(map(type, values)) <= _IMMUTABLE_CELLS:
         return values.copy()  # (every cell immutable, e.g. strings: no per-cell work)
-    cells = [v if type(v) in _IMMUTABLE_CELLS else copy.deepcopy(v) for v in values]
+    cells = [v if type(v) in _IMMUTABLE_CELLS else _owned_cell(v) for v in values]
     out = np.empty(len(cells), dtype=object)
     for i, v in enumerate(cells):  # (a slice assignment would unpack list cells)
         out[i] = v
     return out
+
+
+#: Built-in value types whose subclasses a cell can hold (``class S(str)``): such a cell is
+#: rebuilt as the exact built-in by the type's own conversion slot, which reads the built-in
+#: value and never a method the subclass overrides. A deep copy would keep the subclass, whose
+#: ``__eq__``/``__hash__`` may read state the user still holds (its class's attributes).
+_BUILTIN_BASES = ((str, str.__str__), (bytes, bytes.__bytes__), (int, int.__int__),
+                  (float, float.__float__), (complex, complex.__complex__))
+#: ``type.__flags__`` bit of a class defined at run time (in Python code); compiled types such as
+#: numpy's scalars (``np.float64`` is a ``float``) do not have it and are deep-copied as before.
+_HEAP_TYPE = 1 << 9
+
+
+def _owned_cell(value: Any) -> Any:
+    """dpframe's own copy of one cell: the exact built-in value of a Python-defined subclass of
+    a built-in value type (:data:`_BUILTIN_BASES`), else a deep copy."""
+    if type(value).__flags__ & _HEAP_TYPE:
+        for base, exact in _BUILTIN_BASES:
+            if isinstance(value, base):
+                return exact(value)
+    return copy.deepcopy(value)
 
 
 def own_arrow(chunked: Any) -> Any:

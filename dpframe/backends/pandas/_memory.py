@@ -85,6 +85,8 @@ def _sealed_extension(values: Any) -> Any:
     if isinstance(backing, np.ndarray) and hasattr(values, "_from_backing_data"):
         if _is_sealed(backing):
             return None
+        if backing.dtype == np.dtype(object):  # (numpy-backed strings: cells owned too)
+            backing = own_cells(backing)
         return _over_backing(values, sealed_array(backing))
     data, mask = getattr(values, "_data", None), getattr(values, "_mask", None)
     if isinstance(data, np.ndarray) and isinstance(mask, np.ndarray):
