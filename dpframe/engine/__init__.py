@@ -27,6 +27,7 @@ from dpframe.engine._aggregation import (
 from dpframe.engine._bounding import Bounding, UnitBound, bound_pandas, bound_polars, release_seed
 from dpframe.engine._kernel import forced_numpy_sums
 from dpframe.engine._row_expressions import ROUNDER, aligned, is_float, is_present
+from dpframe.engine._schema import engine_dtypes, remember_schema
 from dpframe.engine._tick_keys import (
     arrow_ticks,
     column_kind,
@@ -46,6 +47,7 @@ __all__ = [
     "bound_pandas",
     "bound_polars",
     "column_kind",
+    "engine_dtypes",
     "engine_name",
     "forced_numpy_sums",
     "frame_columns",
@@ -57,6 +59,7 @@ __all__ = [
     "polars_codes",
     "polars_view",
     "release_seed",
+    "remember_schema",
     "temporal_key_fits",
     "validate_column",
     "with_ticks",

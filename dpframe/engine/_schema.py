@@ -5,7 +5,7 @@ and its engine's name for the log.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import narwhals.stable.v2 as nw
@@ -14,7 +14,7 @@ from dpframe._util.identity import IdentityMap
 from dpframe.engine._row_expressions import is_numeric
 from dpframe.errors import UnsupportedInputError
 
-__all__ = ["engine_name", "frame_columns", "validate_column"]
+__all__ = ["engine_dtypes", "engine_name", "frame_columns", "remember_schema", "validate_column"]
 
 
 _NAMES_LOCK = threading.Lock()
@@ -62,6 +62,29 @@ def frame_columns(native: Any, *, immutable: bool = False) -> dict[str, Any]:
     if immutable:
         _SCHEMAS.set(native, out)
     return out
+
+
+#: The engine's own dtypes (its backend's ``schema``) of the frames :func:`remember_schema`
+#: was given: frames whose schema cannot change, as in ``_SCHEMAS``.
+_DTYPES: IdentityMap[dict[str, Any]] = IdentityMap()
+
+
+def remember_schema(native: Any, read_dtypes: Callable[[Any], Mapping[str, Any]]) -> None:
+    """Read the schema of ``native`` -- dpframe's private object of a verified frame, whose
+    schema can never change -- once, when dpframe takes hold of it (at protect, at a
+    derivation), and remember it: column → narwhals dtype (:func:`frame_columns`) and column →
+    the engine's own dtype (``read_dtypes``: its backend's schema reader). The first release
+    on the frame then plans from what was read here instead of converting the schema again.
+    Names and dtypes only, the same reads a release would make."""
+    frame_columns(native, immutable=True)
+    if _DTYPES.get(native) is None:
+        _DTYPES.set(native, dict(read_dtypes(native)))
+
+
+def engine_dtypes(native: Any) -> dict[str, Any] | None:
+    """The engine's own dtypes :func:`remember_schema` read for this very object, or None
+    (never read: the caller asks its backend)."""
+    return _DTYPES.get(native)
 
 
 def validate_column(native: Any, column: str, *, numeric: bool = True,

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from dpframe.engine import UnitBound
+from dpframe.engine import UnitBound, remember_schema
 from dpframe.errors import DerivationError
 from dpframe.provenance import _derivations as derivations
 from dpframe.provenance._datasets import Dataset
@@ -41,6 +41,10 @@ class FrameFacts:
     #: dtype can hold a missing value in one :class:`PrivateSizeWarning`, as protect does
     notice: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.data is not None and len(self.derivation) == 1:  # (the protected frame)
+            _read_schema(self.data, self.dataset)
+
     def after(self, steps: Sequence[derivations.Step]) -> FrameFacts:
         """The facts of the frame these verified steps produce from this one."""
         facts = self
@@ -62,6 +66,23 @@ class FrameFacts:
             data=None,
             unit=_carry_unit(self.unit, step, keep),
         )
+
+
+def _read_schema(data: Any, dataset: Dataset) -> None:
+    """The schema of the data releases read (public: names and dtypes), read when the facts of
+    a protected frame take hold of dpframe's copy -- at protect, not on its first query --
+    and remembered with it (:func:`dpframe.engine._schema.remember_schema`), so the first
+    release on the frame plans without converting it again. Derived frames are left to their
+    first release: a derivation that is only derived from again would pay for a schema no
+    release reads (a native LazyFrame derivation is verified anew on every query). Best
+    effort: a schema that cannot be read here is read again by the release that needs it,
+    which raises what it raised before."""
+    if type(data) is object:  # (the registry's placeholder of a frame that is its own data)
+        return
+    try:
+        remember_schema(data, dataset.backend.schema)
+    except Exception:  # (see above: the release reads it again and reports)
+        return
 
 
 def _carry_unit(unit: UnitBound | None, step: derivations.Step, keep: bool

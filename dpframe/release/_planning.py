@@ -199,9 +199,10 @@ def _plan_query(frame: Any, facts: FrameFacts, request: Request, name: str, q: Q
     backend = facts.dataset.backend
     read = q.columns_read()
     _check_read_columns(frame, facts, read, columns)
+    known = engine.engine_dtypes(frame) if immutable(facts) else None  # (read with the data)
     for c in read:
         if c not in native:
-            native[c] = backend.column_dtype(frame, c)
+            native[c] = known[c] if known is not None else backend.column_dtype(frame, c)
     drops = [c for c in read
              if facts.missing.get(c, DROP) == DROP and backend.can_hold_missing(native[c])]
     ctx = _plan_context(facts, request, q, read, drops)
