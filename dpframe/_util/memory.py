@@ -127,8 +127,9 @@ def own_cells(values: Any) -> Any:
 #: rebuilt as the exact built-in by the type's own conversion slot, which reads the built-in
 #: value and never a method the subclass overrides. A deep copy would keep the subclass, whose
 #: ``__eq__``/``__hash__`` may read state the user still holds (its class's attributes).
-_BUILTIN_BASES = ((str, str.__str__), (bytes, bytes.__bytes__), (int, int.__int__),
-                  (float, float.__float__), (complex, complex.__complex__))
+_BUILTIN_BASES: tuple[tuple[type, Callable[[Any], Any]], ...] = (
+    (str, str.__str__), (bytes, bytes.__bytes__), (int, int.__int__), (float, float.__float__),
+    (complex, complex.__complex__))
 #: ``type.__flags__`` bit of a class defined at run time (in Python code); compiled types such as
 #: numpy's scalars (``np.float64`` is a ``float``) do not have it and are deep-copied as before.
 _HEAP_TYPE = 1 << 9

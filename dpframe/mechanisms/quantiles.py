@@ -57,7 +57,8 @@ __all__ = [
 ]
 
 #: Fewest bins the default rule (:func:`default_bins`) uses for one group (2^16): fine enough
-#: that the grid is not what limits accuracy at n ≤ 10^4, ε ≤ 1 (benchmarks/reports/RESULTS-quantiles.md).
+#: that the grid is not what limits accuracy at n ≤ 10^4, ε ≤ 1
+#: (benchmarks/reports/RESULTS-quantiles.md).
 DEFAULT_QUANTILE_BINS = 2**16
 #: Bins per unit of ``ε·n`` in the default rule: the grid's error, about a quarter of a bin
 #: width, stays below the mechanism's own rank noise (≈ 1.4/ε rows) for data up to 8× denser

@@ -87,7 +87,7 @@ def _sealed_extension(values: Any) -> Any:
             return None
         if backing.dtype == np.dtype(object):  # (numpy-backed strings: cells owned too)
             backing = own_cells(backing)
-        return _over_backing(values, sealed_array(backing))
+        return values._from_backing_data(sealed_array(backing))
     data, mask = getattr(values, "_data", None), getattr(values, "_mask", None)
     if isinstance(data, np.ndarray) and isinstance(mask, np.ndarray):
         if _is_sealed(data) and _is_sealed(mask):
@@ -98,23 +98,6 @@ def _sealed_extension(values: Any) -> Any:
         if isinstance(array, np.ndarray):
             array.flags.writeable = False
     return None
-
-
-def _over_backing(values: Any, backing: Any) -> Any:
-    """``values``' kind of array over ``backing`` (a read-only ndarray), as it is. pandas 2's
-    numpy-backed string array validates its ndarray *in place* when built (NaN becomes NA),
-    which fails on a read-only one whatever the values; the ndarray it came from was
-    validated already, so it is wrapped without a second validation."""
-    try:
-        return values._from_backing_data(backing)
-    except ValueError:
-        from pandas._libs.arrays import NDArrayBacked
-
-        if not isinstance(values, NDArrayBacked):
-            raise
-        out = type(values).__new__(type(values))
-        NDArrayBacked.__init__(out, backing, values.dtype)
-        return out
 
 
 #: the read-only buffers :func:`sealed_array` made (by identity, while they live)
