@@ -67,6 +67,12 @@ from dpframe._util.forking import check_polars_usable
 from dpframe._util.identity import IdentityMap
 from dpframe._util.tables import ReleaseTableT, is_pandas_table, is_polars_table
 from dpframe.accounting._log_entries import canonical_json, detached, entries_digest, keys_digest
+from dpframe.accounting._log_snapshot import (
+    LAZY_PARTS,
+    LogDocument,
+    add_materializing_readers,
+    resolved,
+)
 from dpframe.errors import IntegrityError, ParameterError
 
 __all__ = [
@@ -453,9 +459,16 @@ def _unsealed(document: dict[str, Any], release_id: int | list[int] | None
               ) -> tuple[dict[str, Any], list[int]]:
     """The table's own copy of ``document`` without ``seal``/``kind``/``release_ids`` (no
     later change of the ledger reaches it; a snapshot's entries and keys are immutable
-    containers that are shared, O(1)), and the release ids as a list."""
-    doc = {k: _detached(v) for k, v in document.items()
-           if k not in ("seal", "kind", "release_ids")}
+    containers that are shared, O(1): a :class:`LogDocument`'s are kept as its lazy parts,
+    the prefixes of the ledger's append-only lists it holds, copied out when the log is
+    read), and the release ids as a list."""
+    if isinstance(document, LogDocument):  # a ledger snapshot: its entries stay unread
+        fields = document.fields()
+        doc = {k: v if isinstance(v, LAZY_PARTS) else _detached(v) for k, v in fields.items()
+               if k not in ("seal", "kind", "release_ids")}
+    else:
+        doc = {k: _detached(v) for k, v in document.items()
+               if k not in ("seal", "kind", "release_ids")}
     ids = [] if release_id is None else (
         [int(release_id)] if isinstance(release_id, int) else [int(r) for r in release_id])
     return doc, ids
@@ -481,7 +494,9 @@ def _detached(value: Any) -> Any:
 def _sealed(doc: dict[str, Any], ids: list[int], table_hash: str,
             key: bytes | str | None) -> dict[str, Any]:
     """``doc`` (from :func:`_unsealed`) completed: kind, release ids, and the seal over them
-    and ``table_hash``. Every field a release log carries is in ``doc`` before this."""
+    and ``table_hash``. Every field a release log carries is in ``doc`` before this (the
+    entries and key table of a ledger snapshot are copied out here: the log is being read)."""
+    resolved(doc)
     doc["kind"] = RELEASE_KIND
     doc["release_ids"] = ids
     doc["seal"] = _seal(doc, table_hash, key)
@@ -616,17 +631,7 @@ class _PendingSeal:
             return self._sealed
 
 
-def _materializing(name: str) -> Any:
-    base = getattr(dict, name)
-
-    def method(self: _LazySealedLog, *args: Any, **kwargs: Any) -> Any:
-        self.materialize()
-        return base(self, *args, **kwargs)
-
-    method.__name__ = name
-    return method
-
-
+@add_materializing_readers
 class _LazySealedLog(SealedLog):
     """A pandas release table's sealed log whose seal is computed at its first use: every
     way of reading it (items, keys, lookup, iteration, length, JSON, copies, pickling,
@@ -670,13 +675,6 @@ class _LazySealedLog(SealedLog):
     def __reduce_ex__(self, protocol: Any) -> Any:
         self.materialize()
         return (SealedLog, (dict.copy(self),))
-
-
-for _name in ("__getitem__", "__contains__", "__iter__", "__len__", "__repr__", "__or__",
-              "__ror__", "__ior__", "__setitem__", "__delitem__", "__reversed__", "get", "keys",
-              "items", "values", "copy", "pop", "popitem", "setdefault", "update", "clear"):
-    setattr(_LazySealedLog, _name, _materializing(_name))
-del _name
 
 
 def attach_sealed(table: Any, document: dict[str, Any]) -> None:
