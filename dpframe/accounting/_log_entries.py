@@ -27,8 +27,8 @@ ordered list of entries, so a seal that covers ``d_n`` covers the log by referen
 :meth:`dpframe.accounting.ledger.Ledger.snapshot_document` hands out its entries as an
 :class:`EntryLog` and its keys as a :class:`KeyTable`, immutable containers that carry their
 digest (made from the ledger's append-only lists when first read:
-:mod:`dpframe.accounting._log_snapshot`), and sealing a table costs O(1) in the history. A verifier recomputes both chains from
-the document (O(entries), once per check).
+:mod:`dpframe.accounting._log_snapshot`), and sealing a table costs O(1) in the history. A
+verifier recomputes both chains from the document (O(entries), once per check).
 """
 
 from __future__ import annotations

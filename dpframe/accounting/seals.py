@@ -462,10 +462,13 @@ def _unsealed(document: dict[str, Any], release_id: int | list[int] | None
     containers that are shared, O(1): a :class:`LogDocument`'s are kept as its lazy parts,
     the prefixes of the ledger's append-only lists it holds, copied out when the log is
     read), and the release ids as a list."""
-    if isinstance(document, LogDocument):  # a ledger snapshot: its entries stay unread
-        fields = document.fields()
-        doc = {k: v if isinstance(v, LAZY_PARTS) else _detached(v) for k, v in fields.items()
-               if k not in ("seal", "kind", "release_ids")}
+    if type(document) is LogDocument:  # a ledger snapshot: its entries stay unread
+        doc = document.fields()  # (a new dict)
+        for k in ("seal", "kind", "release_ids"):
+            doc.pop(k, None)
+        for k, v in doc.items():
+            if type(v) not in _SCALAR_TYPES and not isinstance(v, LAZY_PARTS):
+                doc[k] = _detached(v)
     else:
         doc = {k: _detached(v) for k, v in document.items()
                if k not in ("seal", "kind", "release_ids")}
@@ -536,8 +539,8 @@ def _snapshot(table: Any) -> Any:
 class _PandasParts:
     """A small pandas table of numbers as released, kept as its parts: a copy of each block's
     values (numpy numbers: signed, unsigned, float, bool) with the block's column positions,
-    and new objects of its index and column labels (views of their immutable values, so a
-    name set later on the table's labels does not reach them). :meth:`frame` rebuilds the
+    and its index and column labels as released (:func:`_labels_as_released`: a name set
+    later on the table's labels does not reach them). :meth:`frame` rebuilds the
     same frame from them (the same values, dtypes, labels and index, as Arrow reads it), so
     its seal is the table's seal at release; no later edit of the table reaches the copies.
 
@@ -547,7 +550,8 @@ class _PandasParts:
 
     __slots__ = ("_blocks", "_columns", "_index")
 
-    def __init__(self, blocks: list[tuple[Any, Any]], index: Any, columns: Any) -> None:
+    def __init__(self, blocks: list[tuple[Any, Any]], index: tuple[Any, Any, bool],
+                 columns: tuple[Any, Any, bool]) -> None:
         self._blocks, self._index, self._columns = blocks, index, columns
 
     @classmethod
@@ -568,13 +572,43 @@ class _PandasParts:
                     and values.dtype.kind in "iufb" and isinstance(places, np.ndarray)):
                 return None  # (also a pandas whose blocks read otherwise: a frame snapshot)
             kept.append((values.copy(), places))  # (positions: immutable)
-        return cls(kept, table.index.view(), table.columns.view())
+        return cls(kept, _labels_as_released(table.index),
+                   _labels_as_released(table.columns))
 
     def frame(self) -> Any:
         """The table as released, rebuilt from its parts (for its digest only)."""
         build = _from_blocks()
         assert build is not None
-        return build(self._blocks, index=self._index, columns=self._columns)
+        return build(self._blocks, index=_labels_back(self._index),
+                     columns=_labels_back(self._columns))
+
+
+def _labels_as_released(labels: Any) -> tuple[Any, Any, bool]:
+    """A table's index or column labels as released, for :func:`_labels_back`: a
+    ``RangeIndex`` or plain ``Index`` as the object itself and its name (their values cannot
+    be changed; the name is the one thing that can be set on the object: recording it costs
+    less than a new object), any other kind as a new object (a view)."""
+    if type(labels) in _plain_label_types():
+        return labels, labels.name, True
+    return labels.view(), None, False
+
+
+def _labels_back(kept: tuple[Any, Any, bool]) -> Any:
+    """The labels :func:`_labels_as_released` kept: a view with the recorded name, or the
+    view it made."""
+    labels, name, plain = kept
+    if not plain:
+        return labels
+    out = labels.view()
+    out.name = name
+    return out
+
+
+@functools.cache
+def _plain_label_types() -> tuple[type, ...]:
+    import pandas as pd
+
+    return (pd.RangeIndex, pd.Index)
 
 
 #: The most cells (rows × columns) of a pandas table kept as :class:`_PandasParts`.
