@@ -26,8 +26,9 @@ added them, which is the order of the document's ``keys`` object). ``d_n`` binds
 ordered list of entries, so a seal that covers ``d_n`` covers the log by reference:
 :meth:`dpframe.accounting.ledger.Ledger.snapshot_document` hands out its entries as an
 :class:`EntryLog` and its keys as a :class:`KeyTable`, immutable containers that carry their
-digest, and sealing a table costs O(1) in the history. A verifier recomputes both chains from
-the document (O(entries), once per check).
+digest (made from the ledger's append-only lists when first read:
+:mod:`dpframe.accounting._log_snapshot`), and sealing a table costs O(1) in the history. A
+verifier recomputes both chains from the document (O(entries), once per check).
 """
 
 from __future__ import annotations

@@ -78,6 +78,7 @@ from dpframe.accounting._ledger_format import (
     head_path,
 )
 from dpframe.accounting._log_entries import frozen_entries
+from dpframe.accounting._log_snapshot import LogDocument
 from dpframe.accounting.ledger import Ledger, Reservation, _stamp
 from dpframe.accounting.neighbours import (
     ADD_REMOVE,
@@ -545,8 +546,8 @@ class DurableLedger(Ledger):
         """The log document as of this process's last operation, with ``chain``: the seq and
         hash of the ledger's last line it includes (compare them with the ledger file)."""
         with self._lock:
-            return {**self._document(),
-                    "chain": {"seq": self._doc_chain[0], "hash": self._doc_chain[1]}}
+            return LogDocument({**self._fields(), "chain": {"seq": self._doc_chain[0],
+                                                            "hash": self._doc_chain[1]}})
 
     def __reduce__(self) -> Any:
         """Pickling (e.g. to a ``spawn``-ed process) reopens the same ledger by path there;

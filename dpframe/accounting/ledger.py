@@ -41,12 +41,11 @@ from dpframe.accounting._dyadic import floor_units, to_float, to_fraction, units
 from dpframe.accounting._log_entries import (
     KEYS_CHAIN_START,
     EntryChain,
-    EntryLog,
-    KeyTable,
     LogEntry,
     chain_keys,
     frozen_entries,
 )
+from dpframe.accounting._log_snapshot import EntriesAsOf, KeysAsOf, LogDocument
 from dpframe.accounting.neighbours import ADD_REMOVE, FIELD, REPLACE, Neighbours, check_neighbours
 from dpframe.errors import BudgetExceededError, LedgerError, ParameterError
 
@@ -210,6 +209,9 @@ class Ledger:
         #: later reservation is refused (dpframe.release._safety_net)
         self.locked = False
         self.keys: dict[str, str] = {}
+        #: the key lists of ``keys`` in the order added (an append-only list: a snapshot is a
+        #: prefix of it, :class:`~dpframe.accounting._log_snapshot.KeysAsOf`)
+        self._key_items: list[tuple[str, str]] = []
         #: chained digests of ``entries`` (extended lazily, when a snapshot's digest is read)
         #: and ``keys`` (dpframe.accounting._log_entries), so sealing a release costs O(1) in the
         # history
@@ -408,39 +410,36 @@ class Ledger:
         new = [(ref, text) for ref, text in keys.items() if ref not in self.keys]
         if new:  # (no new key list: the chain is unchanged)
             self.keys.update(new)
+            self._key_items.extend(new)
             self._keys_digest = chain_keys(self._keys_digest, new)
 
     def _clear_log(self) -> None:
-        """Forget every entry and key list (the caller holds ``_lock``)."""
-        self.entries.clear()
-        self.keys.clear()
+        """Forget every entry and key list (the caller holds ``_lock``): new, empty lists
+        replace them, so a snapshot taken before keeps the prefix it holds of the old ones."""
+        self.entries = []
+        self.keys = {}
+        self._key_items = []
+        self.document["entries"], self.document["keys"] = self.entries, self.keys
         self._entries_chain = EntryChain()  # older snapshots keep the chain of their list
         self._keys_digest = KEYS_CHAIN_START
 
-    def _log_snapshot(self) -> tuple[EntryLog, KeyTable]:
-        """Immutable copies of the entries and keys that carry their digests (the caller
-        holds ``_lock``)."""
-        entries = EntryLog.of(self.entries, self._entries_chain)
-        keys = KeyTable()
-        dict.update(keys, self.keys)
-        keys.digest = self._keys_digest
-        return entries, keys
-
     def snapshot_document(self) -> dict[str, Any]:
-        """A copy of the log document as it is now (entries are never mutated after commit,
-        so copying the list is enough)."""
+        """The log document as it is now, in O(1) of the history: a
+        :class:`~dpframe.accounting._log_snapshot.LogDocument` holding the ledger's lists
+        and how many items each has now (both are append-only), whose entries and key
+        table are copied out when it is first read, as exactly what a copy made now holds."""
         with self._lock:
-            return self._document()
+            return LogDocument(self._fields())
 
-    def _document(self) -> dict[str, Any]:
-        """The log document as it is now; the caller holds ``self._lock``."""
-        entries, keys = self._log_snapshot()
+    def _fields(self) -> dict[str, Any]:
+        """The log document's fields as they are now, the entries and key table as their
+        lazy parts (:mod:`dpframe.accounting._log_snapshot`); the caller holds ``_lock``."""
         doc = {
             "version": LOG_VERSION,
             "ledger_id": self.id,
             "budget": dict(self.budget_doc),
-            "entries": entries,
-            "keys": keys,
+            "entries": EntriesAsOf(self.entries, self._entries_chain),
+            "keys": KeysAsOf(self._key_items, self._keys_digest),
         }
         if self.neighbours == ADD_REMOVE:  # (absent: replace, as in every older document)
             doc[FIELD] = ADD_REMOVE

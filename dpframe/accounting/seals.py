@@ -67,6 +67,12 @@ from dpframe._util.forking import check_polars_usable
 from dpframe._util.identity import IdentityMap
 from dpframe._util.tables import ReleaseTableT, is_pandas_table, is_polars_table
 from dpframe.accounting._log_entries import canonical_json, detached, entries_digest, keys_digest
+from dpframe.accounting._log_snapshot import (
+    LAZY_PARTS,
+    LogDocument,
+    add_materializing_readers,
+    resolved,
+)
 from dpframe.errors import IntegrityError, ParameterError
 
 __all__ = [
@@ -453,9 +459,19 @@ def _unsealed(document: dict[str, Any], release_id: int | list[int] | None
               ) -> tuple[dict[str, Any], list[int]]:
     """The table's own copy of ``document`` without ``seal``/``kind``/``release_ids`` (no
     later change of the ledger reaches it; a snapshot's entries and keys are immutable
-    containers that are shared, O(1)), and the release ids as a list."""
-    doc = {k: _detached(v) for k, v in document.items()
-           if k not in ("seal", "kind", "release_ids")}
+    containers that are shared, O(1): a :class:`LogDocument`'s are kept as its lazy parts,
+    the prefixes of the ledger's append-only lists it holds, copied out when the log is
+    read), and the release ids as a list."""
+    if type(document) is LogDocument:  # a ledger snapshot: its entries stay unread
+        doc = document.fields()  # (a new dict)
+        for k in ("seal", "kind", "release_ids"):
+            doc.pop(k, None)
+        for k, v in doc.items():
+            if type(v) not in _SCALAR_TYPES and not isinstance(v, LAZY_PARTS):
+                doc[k] = _detached(v)
+    else:
+        doc = {k: _detached(v) for k, v in document.items()
+               if k not in ("seal", "kind", "release_ids")}
     ids = [] if release_id is None else (
         [int(release_id)] if isinstance(release_id, int) else [int(r) for r in release_id])
     return doc, ids
@@ -481,7 +497,9 @@ def _detached(value: Any) -> Any:
 def _sealed(doc: dict[str, Any], ids: list[int], table_hash: str,
             key: bytes | str | None) -> dict[str, Any]:
     """``doc`` (from :func:`_unsealed`) completed: kind, release ids, and the seal over them
-    and ``table_hash``. Every field a release log carries is in ``doc`` before this."""
+    and ``table_hash``. Every field a release log carries is in ``doc`` before this (the
+    entries and key table of a ledger snapshot are copied out here: the log is being read)."""
+    resolved(doc)
     doc["kind"] = RELEASE_KIND
     doc["release_ids"] = ids
     doc["seal"] = _seal(doc, table_hash, key)
@@ -521,8 +539,8 @@ def _snapshot(table: Any) -> Any:
 class _PandasParts:
     """A small pandas table of numbers as released, kept as its parts: a copy of each block's
     values (numpy numbers: signed, unsigned, float, bool) with the block's column positions,
-    and new objects of its index and column labels (views of their immutable values, so a
-    name set later on the table's labels does not reach them). :meth:`frame` rebuilds the
+    and its index and column labels as released (:func:`_labels_as_released`: a name set
+    later on the table's labels does not reach them). :meth:`frame` rebuilds the
     same frame from them (the same values, dtypes, labels and index, as Arrow reads it), so
     its seal is the table's seal at release; no later edit of the table reaches the copies.
 
@@ -532,7 +550,8 @@ class _PandasParts:
 
     __slots__ = ("_blocks", "_columns", "_index")
 
-    def __init__(self, blocks: list[tuple[Any, Any]], index: Any, columns: Any) -> None:
+    def __init__(self, blocks: list[tuple[Any, Any]], index: tuple[Any, Any, bool],
+                 columns: tuple[Any, Any, bool]) -> None:
         self._blocks, self._index, self._columns = blocks, index, columns
 
     @classmethod
@@ -553,13 +572,43 @@ class _PandasParts:
                     and values.dtype.kind in "iufb" and isinstance(places, np.ndarray)):
                 return None  # (also a pandas whose blocks read otherwise: a frame snapshot)
             kept.append((values.copy(), places))  # (positions: immutable)
-        return cls(kept, table.index.view(), table.columns.view())
+        return cls(kept, _labels_as_released(table.index),
+                   _labels_as_released(table.columns))
 
     def frame(self) -> Any:
         """The table as released, rebuilt from its parts (for its digest only)."""
         build = _from_blocks()
         assert build is not None
-        return build(self._blocks, index=self._index, columns=self._columns)
+        return build(self._blocks, index=_labels_back(self._index),
+                     columns=_labels_back(self._columns))
+
+
+def _labels_as_released(labels: Any) -> tuple[Any, Any, bool]:
+    """A table's index or column labels as released, for :func:`_labels_back`: a
+    ``RangeIndex`` or plain ``Index`` as the object itself and its name (their values cannot
+    be changed; the name is the one thing that can be set on the object: recording it costs
+    less than a new object), any other kind as a new object (a view)."""
+    if type(labels) in _plain_label_types():
+        return labels, labels.name, True
+    return labels.view(), None, False
+
+
+def _labels_back(kept: tuple[Any, Any, bool]) -> Any:
+    """The labels :func:`_labels_as_released` kept: a view with the recorded name, or the
+    view it made."""
+    labels, name, plain = kept
+    if not plain:
+        return labels
+    out = labels.view()
+    out.name = name
+    return out
+
+
+@functools.cache
+def _plain_label_types() -> tuple[type, ...]:
+    import pandas as pd
+
+    return (pd.RangeIndex, pd.Index)
 
 
 #: The most cells (rows × columns) of a pandas table kept as :class:`_PandasParts`.
@@ -616,17 +665,7 @@ class _PendingSeal:
             return self._sealed
 
 
-def _materializing(name: str) -> Any:
-    base = getattr(dict, name)
-
-    def method(self: _LazySealedLog, *args: Any, **kwargs: Any) -> Any:
-        self.materialize()
-        return base(self, *args, **kwargs)
-
-    method.__name__ = name
-    return method
-
-
+@add_materializing_readers
 class _LazySealedLog(SealedLog):
     """A pandas release table's sealed log whose seal is computed at its first use: every
     way of reading it (items, keys, lookup, iteration, length, JSON, copies, pickling,
@@ -670,13 +709,6 @@ class _LazySealedLog(SealedLog):
     def __reduce_ex__(self, protocol: Any) -> Any:
         self.materialize()
         return (SealedLog, (dict.copy(self),))
-
-
-for _name in ("__getitem__", "__contains__", "__iter__", "__len__", "__repr__", "__or__",
-              "__ror__", "__ior__", "__setitem__", "__delitem__", "__reversed__", "get", "keys",
-              "items", "values", "copy", "pop", "popitem", "setdefault", "update", "clear"):
-    setattr(_LazySealedLog, _name, _materializing(_name))
-del _name
 
 
 def attach_sealed(table: Any, document: dict[str, Any]) -> None:

@@ -397,9 +397,53 @@ def _fresh_table(backend: Backend, data: dict[str, Any]) -> Any:
         table = pd.DataFrame(dict(enumerate(columns)), copy=False)
         table.columns = labels
         return table
+    table = _polars_numeric_table(data)
+    if table is not None:
+        return table
     return pl.DataFrame([pl.Series(name, values) if isinstance(values, np.ndarray)
                          else pl.Series(name, values, strict=False)
                          for name, values in data.items()])
+
+
+def _polars_numeric_table(data: dict[str, Any]) -> Any:
+    """:func:`_fresh_table`'s Polars table when every column is a one-dimensional, aligned,
+    C-contiguous, native float64 or int64 numpy array (a histogram, value counts of int
+    keys, an ungrouped release): each column made by the constructor ``pl.Series(name,
+    array)`` itself calls for such an array, with the same arguments (float64: NaN kept as
+    NaN; int64: strict), and the frame from those columns in one call, without the public
+    constructors' argument dispatch (about 7 µs per column and 9 µs per frame). The same
+    table; None for any other column, or a Polars without these constructors (then the
+    public path runs)."""
+    if _PySeries is None or not data:
+        return None
+    columns = []
+    for name, values in data.items():
+        if not (isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.isnative
+                and values.flags.c_contiguous and values.flags.aligned):
+            return None
+        if values.dtype == np.float64:
+            columns.append(_PySeries.new_f64(name, values, False))  # (nan_to_null=False)
+        elif values.dtype == np.int64:
+            columns.append(_PySeries.new_i64(name, values, True))  # (strict=True)
+        else:
+            return None
+    return pl.DataFrame._from_pydf(_PyDataFrame(columns))
+
+
+def _polars_constructors() -> tuple[Any, Any]:
+    """Polars' column and frame constructors (``PySeries``, ``PyDataFrame``), or Nones when
+    this Polars does not have them as :func:`_polars_numeric_table` calls them."""
+    try:
+        from polars._plr import PyDataFrame, PySeries
+    except ImportError:  # pragma: no cover - another Polars layout
+        return None, None
+    if not (hasattr(PySeries, "new_f64") and hasattr(PySeries, "new_i64")
+            and hasattr(pl.DataFrame, "_from_pydf")):
+        return None, None  # pragma: no cover
+    return PySeries, PyDataFrame
+
+
+_PySeries, _PyDataFrame = _polars_constructors()
 
 
 try:  # pandas 3: a frame made from its blocks, without the dict constructor's inference

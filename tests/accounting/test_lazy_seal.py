@@ -116,7 +116,8 @@ def test_a_pandas_table_kept_as_parts_is_the_table_and_edits_fail(tmp_path):
     pd.testing.assert_frame_equal(parts.frame(), table, check_exact=True)
     assert table_digest(parts.frame()) == table_digest(table)
     edits = [lambda t: t.iloc.__setitem__((0, 0), 7), lambda t: t.iloc.__setitem__((1, 1), 1e6),
-             lambda t: setattr(t.columns, "name", "edited")]
+             lambda t: setattr(t.columns, "name", "edited"),
+             lambda t: setattr(t.index, "name", "edited")]
     for edit in edits:
         table = pf.dp.value_counts("g", epsilon=0.5, random_state=3)
         edit(table)  # before the seal is computed
