@@ -101,8 +101,9 @@ def run(
     with ``ci`` (a level such as 0.95), also a confidence interval for every answer. A
     group-by without declared keys and with ``delta > 0`` first selects its keys from the
     data with ``selection_share`` of ε and all of δ (:func:`_select_keys`). ``document``:
-    include the ledger's log document as of this release (a table carries it; a single
-    number does not, and copying the log costs O(entries))."""
+    include the ledger's log document as of this release (a table carries it, as a snapshot
+    taken in constant time whose entries are copied out when the log is first read; a single
+    number carries none)."""
     facts, frame, request, planned = _prepare(
         frame, queries, session=session, epsilon=epsilon, delta=delta, weights=weights,
         mechanism=mechanism, random_state=random_state, group_by=group_by, keys=keys, ci=ci,
