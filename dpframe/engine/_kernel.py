@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dpframe.engine._column_views import _MaskedBlocks
+from dpframe.engine._column_views import _MaskedBlocks, _NullableIntBlocks
 from dpframe.engine._frame_engine import FrameEngine
 from dpframe.engine._key_codes import _int_lookup
 from dpframe.engine._row_expressions import drops
@@ -129,35 +129,71 @@ SMALL_RANGE_CELLS = 4096
 
 
 def _small_range_counts(values: Any, keys: Sequence[Any] | None) -> np.ndarray | None:
-    """Rows per declared key of a plain numpy integer key column whose keys span at most
+    """Rows per declared key of an integer key column whose keys span at most
     :data:`SMALL_RANGE_CELLS` integers, without a code per row: each block's offsets from the
     lowest key (as unsigned integers, a value below it wrapping to above the range), capped
     at the table's last cell (every value outside the range, as in :func:`_lookup_codes`),
     are counted with one ``bincount`` per block, and each declared key takes its cell's
     count. The same counts as looking every row up and counting the codes (one pass instead
     of three, and no int64 code array the size of the column). The offsets of every block
-    are written into one scratch block (no allocation per block). None where this does not
-    apply (then the codes are looked up)."""
-    if not (isinstance(values, np.ndarray) and isinstance(keys, Keys) and values.ndim == 1):
+    are written into one scratch block (no allocation per block).
+
+    The column is a plain numpy integer array, or one with a missing-value mask
+    (:func:`_int_key_blocks`: a pandas nullable integer column such as a histogram's bin
+    column, an eager Polars integer column with nulls). A row missing its key is put in the
+    table's last cell, which is no declared key: it is counted in no key, as its code -1 is
+    by :func:`_key_counts` on the code path. The mask is applied to every block of such a
+    column, whether or not it marks any row, so the route and the work are decided from the
+    column's dtype and layout and the declared keys alone (public facts), never from which
+    values are missing. None where this does not apply (then the codes are looked up)."""
+    blocks = _int_key_blocks(values)
+    if blocks is None or not isinstance(keys, Keys):
         return None
-    lookup = _int_lookup(keys, values.dtype)
+    dtype, size, read = blocks
+    lookup = _int_lookup(keys, dtype)
     if lookup is None or lookup[1].size > SMALL_RANGE_CELLS:
         return None
     low, table = lookup
     last = np.uint64(table.size - 1)
     shift = np.uint64(low % (1 << 64))
     cells = np.zeros(table.size, dtype=np.int64)
-    scratch = np.empty(min(values.size, _BLOCK), dtype=np.uint64)
-    for start in range(0, values.size, _BLOCK):
-        block = values[start : start + _BLOCK].astype(np.int64, copy=False)
+    scratch = np.empty(min(size, _BLOCK), dtype=np.uint64)
+    for start in range(0, size, _BLOCK):
+        stored, missing = read(start, start + _BLOCK)
+        block = stored.astype(np.int64, copy=False)
         offset = scratch[: block.size]
-        np.subtract(block.view(np.uint64), shift, out=offset)
-        np.minimum(offset, last, out=offset)
+        if shift:
+            np.subtract(block.view(np.uint64), shift, out=offset)
+            np.minimum(offset, last, out=offset)
+        else:  # keys from 0 (a histogram's bins): the offset is the value (one pass fewer)
+            np.minimum(block.view(np.uint64), last, out=offset)
+        if missing is not None:  # (a layout fact: a masked column, a mask on every block)
+            np.putmask(offset, missing, last)  # a missing key: the last cell, no declared key
         cells += np.bincount(offset.view(np.int64), minlength=table.size)
     counts = np.zeros(len(keys), dtype=np.float64)
     declared = table >= 0
     counts[table[declared]] = cells[declared]
     return counts
+
+
+_KeyBlockReader = Callable[[int, int], tuple[np.ndarray, np.ndarray | None]]
+
+
+def _int_key_blocks(values: Any) -> tuple[np.dtype, int, _KeyBlockReader] | None:
+    """``(dtype, rows, read)`` of an integer key column as :func:`_small_range_counts` reads
+    it: ``read(start, stop)`` gives the rows' stored integers and which of them miss a key
+    (None for a plain array, which cannot miss one). A plain numpy array, a pandas nullable
+    integer column (:class:`_NullableIntBlocks`) or an Arrow-layout column with a validity
+    bitmap (:class:`_MaskedBlocks`) of an integer dtype; None for anything else. Decided from
+    the column's type and dtype alone."""
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1 or values.dtype.kind not in "iu":
+            return None
+        return values.dtype, values.size, lambda start, stop: (values[start:stop], None)
+    if isinstance(values, _NullableIntBlocks | _MaskedBlocks):
+        dtype = values.stored_dtype
+        return (dtype, values.size, values.read) if dtype.kind in "iu" else None
+    return None
 
 
 def _key_counts(codes: np.ndarray, n_groups: int) -> np.ndarray:
