@@ -135,8 +135,8 @@ def _small_range_counts(values: Any, keys: Sequence[Any] | None) -> np.ndarray |
     at the table's last cell (every value outside the range, as in :func:`_lookup_codes`),
     are counted with one ``bincount`` per block, and each declared key takes its cell's
     count. The same counts as looking every row up and counting the codes (one pass instead
-    of three, and no int64 code array the size of the column). The offsets of every block
-    are written into one scratch block (no allocation per block).
+    of three, and no int64 code array the size of the column; :func:`_range_cells`,
+    :func:`_per_declared_key`).
 
     The column is a plain numpy integer array, or one with a missing-value mask
     (:func:`_int_key_blocks`: a pandas nullable integer column such as a histogram's bin
@@ -154,23 +154,55 @@ def _small_range_counts(values: Any, keys: Sequence[Any] | None) -> np.ndarray |
     if lookup is None or lookup[1].size > SMALL_RANGE_CELLS:
         return None
     low, table = lookup
-    last = np.uint64(table.size - 1)
+    return _per_declared_key(_range_cells(read, size, low, table.size), table, keys)
+
+
+def _range_cells(read: _KeyBlockReader, size: int, low: int, n_cells: int) -> np.ndarray:
+    """Rows per cell of a key table of ``n_cells`` cells from ``low`` (:func:`_offsets` of
+    every block, counted by ``bincount``; the last cell holds every row outside the range or
+    missing its key). A column of one block is counted in one call (no running total, no
+    scratch block: at a thousand rows those calls cost more than the counting)."""
+    last = np.uint64(n_cells - 1)
     shift = np.uint64(low % (1 << 64))
-    cells = np.zeros(table.size, dtype=np.int64)
-    scratch = np.empty(min(size, _BLOCK), dtype=np.uint64)
+    if size <= _BLOCK:
+        stored, missing = read(0, size)
+        offset = _offsets(stored, shift, last, missing, None)
+        return np.bincount(offset.view(np.int64), minlength=n_cells)
+    cells = np.zeros(n_cells, dtype=np.int64)
+    scratch = np.empty(_BLOCK, dtype=np.uint64)
     for start in range(0, size, _BLOCK):
         stored, missing = read(start, start + _BLOCK)
-        block = stored.astype(np.int64, copy=False)
-        offset = scratch[: block.size]
-        if shift:
-            np.subtract(block.view(np.uint64), shift, out=offset)
-            np.minimum(offset, last, out=offset)
-        else:  # keys from 0 (a histogram's bins): the offset is the value (one pass fewer)
-            np.minimum(block.view(np.uint64), last, out=offset)
-        if missing is not None:  # (a layout fact: a masked column, a mask on every block)
-            np.putmask(offset, missing, last)  # a missing key: the last cell, no declared key
-        cells += np.bincount(offset.view(np.int64), minlength=table.size)
-    counts = np.zeros(len(keys), dtype=np.float64)
+        offset = _offsets(stored, shift, last, missing, scratch[: stored.size])
+        cells += np.bincount(offset.view(np.int64), minlength=n_cells)
+    return cells
+
+
+def _offsets(stored: np.ndarray, shift: np.uint64, last: np.uint64,
+             missing: np.ndarray | None, out: np.ndarray | None) -> np.ndarray:
+    """Each row's cell: its key's offset from the lowest key as an unsigned integer (a value
+    below it wrapping to above the range), capped at ``last``; ``last`` for a row in
+    ``missing``. Written into ``out`` (or a new array); the stored block is only read."""
+    block = stored.astype(np.int64, copy=False).view(np.uint64)
+    if shift:
+        offset = np.subtract(block, shift, out=out)
+        np.minimum(offset, last, out=offset)
+    else:  # keys from 0 (a histogram's bins): the offset is the value (one pass fewer)
+        offset = np.minimum(block, last, out=out)
+    if missing is not None:  # (a layout fact: a masked column, a mask on every block)
+        np.putmask(offset, missing, last)  # a missing key: the last cell, no declared key
+    return offset
+
+
+def _per_declared_key(cells: np.ndarray, table: np.ndarray, keys: Keys) -> np.ndarray:
+    """Each declared key's count from the cells of its lookup table (``table[i]``: the
+    position of key ``low + i``, -1 for none), as float64. Keys that are the whole range in
+    increasing order (``low, low + 1, …``: a histogram's bins, keys ``0 .. k − 1``; from the
+    table's size and the keys' index, whose order pandas works out once) take the first
+    cells as they are."""
+    n = len(keys)
+    if table.size == n + 1 and keys.pandas_index.is_monotonic_increasing:
+        return cells[:n].astype(np.float64)
+    counts = np.zeros(n, dtype=np.float64)
     declared = table >= 0
     counts[table[declared]] = cells[declared]
     return counts

@@ -183,3 +183,23 @@ def test_histogram_neighbours_missing_value_or_in_a_bin(kind, monkeypatch):
     assert missing.tolist() == [50.0, 50.0, 50.0, 49.0]  # (the last row: 100.0 or 60.0)
     assert [len(t) for t in tables] == [4, 4] and list(tables[0].columns) == list(
         tables[1].columns)
+
+
+@pytest.mark.parametrize("size", [0, 1000])
+@pytest.mark.parametrize("declared", [[0, 1, 2, 3], [3, 1, 2, 0], [-2, -1, 0], [4, 6, 5]])
+def test_one_block_and_key_orders(size, declared):
+    """A column of one block (counted in one call) or none, keys that fill their range in
+    increasing order (the first cells taken as they are) or in another order: the counts of
+    the codes, for a plain and a masked column."""
+    from dpframe.engine._column_views import _NullableIntBlocks
+    from dpframe.engine._key_codes import _masked_int_codes
+
+    array = _masked("Int64", size, 3, 0.1)
+    keys = checked_keys(declared)
+    view = _NullableIntBlocks.of(array)
+    assert view is not None
+    for column, codes in [(array._data, engine._lookup_codes(array._data, keys.int_lookup)),
+                          (view, _masked_int_codes(array, keys))]:
+        direct = engine._small_range_counts(column, keys)
+        assert direct is not None and direct.dtype == np.float64
+        assert direct.tolist() == engine._key_counts(codes, len(keys)).tolist()
