@@ -145,7 +145,13 @@ def _small_range_counts(values: Any, keys: Sequence[Any] | None) -> np.ndarray |
     by :func:`_key_counts` on the code path. The mask is applied to every block of such a
     column, whether or not it marks any row, so the route and the work are decided from the
     column's dtype and layout and the declared keys alone (public facts), never from which
-    values are missing. None where this does not apply (then the codes are looked up)."""
+    values are missing. None where this does not apply (then the codes are looked up).
+
+    Measured (10 keys from 0, CPU, 2 shared cores, loads 2.5-7): a pandas histogram's warm
+    aggregation step at 1,000 rows 61-83 -> 47-56 us (codes then counted before); at 10 M rows
+    the warm histogram 65-70 -> 29-34 ms (native ``cut``: ~375-435 ms); an eager Polars
+    ``Int64`` key column with 1 % nulls at 10 M rows 104-127 ms CPU in Polars' group-by ->
+    39-44 ms here."""
     blocks = _int_key_blocks(values)
     if blocks is None or not isinstance(keys, Keys):
         return None
