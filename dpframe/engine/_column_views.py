@@ -1,6 +1,7 @@
 """Numeric columns as the numpy kernels read them: zero-copy views of plain arrays, float64
-blocks (:class:`_FloatBlocks`), or values buffer and validity bitmap in place
-(:class:`_MaskedBlocks`).
+blocks (:class:`_FloatBlocks`; a pandas nullable integer column also as its stored integers
+and missing-value mask, :class:`_NullableIntBlocks`), or values buffer and validity bitmap in
+place (:class:`_MaskedBlocks`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,43 @@ class _FloatBlocks:
                                                              na_value=np.nan))
 
 
+class _NullableIntBlocks(_FloatBlocks):
+    """A pandas nullable integer column (``Int64`` and the like, e.g. a histogram's bin
+    column): read as float64 blocks by the value kernels, exactly as :class:`_FloatBlocks`
+    (a subclass, so every path that reads values is unchanged), and by the small-range key
+    count (:func:`dpframe.engine._kernel._small_range_counts`) as its stored integers and
+    missing-value mask in place (:meth:`read`, the contract of :meth:`_MaskedBlocks.read`).
+    A missing slot's stored integer is arbitrary and never used."""
+
+    def __init__(self, array: Any, values: np.ndarray, missing: np.ndarray) -> None:
+        super().__init__(array, values.size, polars=False)
+        self._values = values  # the array's integers, as stored (no copy)
+        self._missing = missing  # True where the row misses a value (no copy)
+
+    @property
+    def stored_dtype(self) -> np.dtype:
+        """The numpy dtype of the stored integers."""
+        return self._values.dtype
+
+    def read(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``start:stop`` as stored (a view) and which of them miss a value (a view of
+        the mask, never None: the mask is handed on whether or not it marks a row)."""
+        return self._values[start:stop], self._missing[start:stop]
+
+    @staticmethod
+    def of(array: Any) -> _NullableIntBlocks | None:
+        """The blocks of a pandas ``IntegerArray`` whose values and mask are exposed as
+        numpy arrays of one length (decided from the array's type and layout alone), else
+        None."""
+        values = getattr(array, "_data", None)
+        missing = getattr(array, "_mask", None)
+        if not (isinstance(values, np.ndarray) and isinstance(missing, np.ndarray)
+                and values.ndim == 1 and missing.shape == values.shape
+                and values.dtype.kind in "iu" and missing.dtype == np.bool_):
+            return None
+        return _NullableIntBlocks(array, values, missing)
+
+
 class _MaskedBlocks:
     """A numeric column in Arrow's layout -- a values buffer and a validity bitmap, as an
     eager Polars column with nulls holds it -- read block by block (:meth:`read`) as the
@@ -51,6 +89,11 @@ class _MaskedBlocks:
         self._validity = validity  # bitmap bytes (LSB first) from bit 0 of the buffer
         self._offset = offset  # the column's first bit in the bitmap
         self.size = values.size
+
+    @property
+    def stored_dtype(self) -> np.dtype:
+        """The numpy dtype of the stored values."""
+        return self._values.dtype
 
     def read(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray | None]:
         """Rows ``start:stop`` as stored (a view, no copy) and which of them miss a value:
@@ -110,13 +153,19 @@ def pandas_view(native: Any, column: str) -> Any:
     """A numeric column of a pandas frame as the numpy kernels read it, or None: a column
     held as a plain numpy array is a zero-copy view; nullable and Arrow-backed numbers
     (extension dtypes of kind f, i, u or b) are read in float64 blocks
-    (:class:`_FloatBlocks`)."""
+    (:class:`_FloatBlocks`), a nullable integer column's blocks also exposing its integers and
+    mask (:class:`_NullableIntBlocks`)."""
+    import pandas as pd
+
     series = native[column]
     dtype = getattr(series, "dtype", None)
     if isinstance(dtype, np.dtype):
         return series.to_numpy(copy=False) if dtype.kind in "fiu" else None
     if getattr(dtype, "kind", None) in ("f", "i", "u", "b"):
-        return _FloatBlocks(series.array, len(series), polars=False)
+        array = series.array
+        nullable = (_NullableIntBlocks.of(array)
+                    if isinstance(array, pd.arrays.IntegerArray) else None)
+        return _FloatBlocks(array, len(series), polars=False) if nullable is None else nullable
     return None
 
 
