@@ -10,8 +10,8 @@ bin over the same sorted edges: numpy ``searchsorted`` + ``bincount`` (pandas; p
 for Dask), Polars ``search_sorted`` + ``group_by().len()``, a DuckDB ``ASOF JOIN`` on a table
 of the edges, Spark MLlib's ``Bucketizer`` + ``groupBy().count()``. The per-edge expression
 dpframe used before hit Python's recursion limit at 250 edges. Results:
-``benchmarks/results-histograms.json`` and ``benchmarks/RESULTS-histograms.md`` (its sections
-below the table are kept).
+``benchmarks/reports/raw/results-histograms.json`` and
+``benchmarks/reports/RESULTS-histograms.md`` (its sections below the table are kept).
 
 ``python -m benchmarks.histograms --fixed-cost [--rounds 25] [--large 10000000]`` (pandas
 and Polars) measures issue 34's targets instead, with the cases of :mod:`benchmarks.counts`
@@ -19,8 +19,8 @@ and Polars) measures issue 34's targets instead, with the cases of :mod:`benchma
 side, warm and cold): a histogram (11 edges) and a value count (10 keys) at 1,000 rows
 against the DP scalar mean on the same frame (target ≤ 2×), and at ``--large`` rows against
 the native ``cut`` / ``value_counts`` (target ≤ 1.3×). Each run is appended to
-``benchmarks/results-histograms-fixed.json``; the last two are rendered into the section
-between the ``fixed-cost`` markers of ``RESULTS-histograms.md``.
+``benchmarks/reports/raw/results-histograms-fixed.json``; the last two are rendered into the
+section between the ``fixed-cost`` markers of ``RESULTS-histograms.md``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.derivations import paired_rounds
+from benchmarks.paths import RAW, REPORTS
 
 HERE = Path(__file__).resolve().parent
 ENGINES = ("pandas", "polars", "polars-lazy", "duckdb", "dask", "spark")
@@ -164,12 +165,12 @@ def fixed_cost(engines: list[str], rounds: int, large: int) -> int:
     run["header"]["calls"] = 20
     run["cases"] = run_cases(cases(engines, 1000, large), rounds, 3)
     run["header"]["load_after"] = round(os.getloadavg()[0], 2)
-    path = HERE / "results-histograms-fixed.json"
+    path = RAW / "results-histograms-fixed.json"
     runs = json.loads(path.read_text())["runs"] if path.exists() else []
     runs.append(run)
     path.write_text(json.dumps({"runs": runs}, indent=1))
     text = render_runs(runs, "", "").split("\n", 3)[3]  # (without the empty title and note)
-    results = HERE / "RESULTS-histograms.md"
+    results = REPORTS / "RESULTS-histograms.md"
     old = results.read_text() if results.exists() else ""
     before, _, rest = old.partition(FIXED_START)
     after = rest.partition(FIXED_END)[2] if FIXED_END in rest else ""
@@ -201,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     for rows in (int(r) for r in args.rows.split(",")):
         result["runs"][str(rows)] = measure(rows, args.edges, args.rounds, engines)
         print(render(result), flush=True)
-    (HERE / "results-histograms.json").write_text(json.dumps(result, indent=2))
-    results = HERE / "RESULTS-histograms.md"
+    (RAW / "results-histograms.json").write_text(json.dumps(result, indent=2))
+    results = REPORTS / "RESULTS-histograms.md"
     kept = results.read_text().partition("\n## ")[1:] if results.exists() else ("", "")
     results.write_text(render(result) + "".join(kept))  # (the sections below the table)
     return 0
