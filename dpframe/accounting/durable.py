@@ -471,15 +471,22 @@ class DurableLedger(Ledger):
                keys: Mapping[str, str] | None = None) -> int:
         """Durably spend: under the file lock, re-check against the file, append, fsync the
         ledger, advance and fsync the head file; return the release id (the line's ``seq``)."""
+        return self._committed(reservation, entries, keys, snapshot=False)[0]
+
+    def _committed(self, reservation: Reservation, entries: list[dict[str, Any]],
+                   keys: Mapping[str, str] | None, *, snapshot: bool
+                   ) -> tuple[int, dict[str, Any] | None]:
         try:
             with self._op() as (lfd, hfd):
-                return self._commit_locked(lfd, hfd, reservation, entries, keys or {})
+                return self._commit_locked(lfd, hfd, reservation, entries, keys or {},
+                                           snapshot)
         except BaseException:
             self.cancel(reservation)  # a no-op once committed
             raise
 
     def _commit_locked(self, lfd: int, hfd: int, reservation: Reservation,
-                       entries: list[dict[str, Any]], keys: Mapping[str, str]) -> int:
+                       entries: list[dict[str, Any]], keys: Mapping[str, str],
+                       snapshot: bool = False) -> tuple[int, dict[str, Any] | None]:
         chain = self._chain
         with self._lock:
             if reservation.token not in self._pending:
@@ -540,14 +547,17 @@ class DurableLedger(Ledger):
             self.note(entries)
             self._doc_chain = (seq, chain.hashes[seq])
             self._refresh_budget_doc()
-        return seq
+            return seq, (self._snapshot_locked() if snapshot else None)
 
     def snapshot_document(self) -> dict[str, Any]:
         """The log document as of this process's last operation, with ``chain``: the seq and
         hash of the ledger's last line it includes (compare them with the ledger file)."""
         with self._lock:
-            return LogDocument({**self._fields(), "chain": {"seq": self._doc_chain[0],
-                                                            "hash": self._doc_chain[1]}})
+            return self._snapshot_locked()
+
+    def _snapshot_locked(self) -> dict[str, Any]:
+        return LogDocument({**self._fields(), "chain": {"seq": self._doc_chain[0],
+                                                        "hash": self._doc_chain[1]}})
 
     def __reduce__(self) -> Any:
         """Pickling (e.g. to a ``spawn``-ed process) reopens the same ledger by path there;

@@ -378,6 +378,20 @@ class Ledger:
         every entry: callers never number releases themselves. ``keys``: the key lists the
         entries' ``group_keys`` refer to (``{reference: JSON}``), added to the ledger's table
         of keys unless it holds them already."""
+        return self._committed(reservation, entries, keys, snapshot=False)[0]
+
+    def commit_and_snapshot(self, reservation: Reservation, entries: list[dict[str, Any]],
+                            keys: Mapping[str, str] | None = None
+                            ) -> tuple[int, dict[str, Any]]:
+        """:meth:`commit`, and the log document as of this release (:meth:`snapshot_document`)
+        taken in the same critical section: a release another thread commits between the two
+        is never in a table's log (it was, when the table took its snapshot afterwards)."""
+        release_id, document = self._committed(reservation, entries, keys, snapshot=True)
+        return release_id, document if document is not None else self.snapshot_document()
+
+    def _committed(self, reservation: Reservation, entries: list[dict[str, Any]],
+                   keys: Mapping[str, str] | None, *, snapshot: bool
+                   ) -> tuple[int, dict[str, Any] | None]:
         self._check_process()
         with self._lock:
             if self._pending.pop(reservation.token, None) is None:
@@ -390,7 +404,7 @@ class Ledger:
             self._append_log(frozen_entries(entries), keys or {})  # immutable from now on
             self.note(entries)
             self._refresh_budget_doc()
-            return release_id
+            return release_id, (self._snapshot_locked() if snapshot else None)
 
     def _spend_eps(self, amount: Fraction, amount_units: int | None) -> None:
         """Add ``amount`` (``amount_units`` in units, None if not known) to the ε spent (the
@@ -429,7 +443,11 @@ class Ledger:
         and how many items each has now (both are append-only), whose entries and key
         table are copied out when it is first read, as exactly what a copy made now holds."""
         with self._lock:
-            return LogDocument(self._fields())
+            return self._snapshot_locked()
+
+    def _snapshot_locked(self) -> dict[str, Any]:
+        """:meth:`snapshot_document`'s document (the caller holds ``_lock``)."""
+        return LogDocument(self._fields())
 
     def _fields(self) -> dict[str, Any]:
         """The log document's fields as they are now, the entries and key table as their

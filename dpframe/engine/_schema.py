@@ -73,8 +73,10 @@ def _object_columns_as_object(native: Any, columns: dict[str, Any]) -> dict[str,
     use it as a string column."""
     if type(native).__module__.split(".", 1)[0] != "pandas":
         return columns
+    import numpy as np
+
     for name, dtype in native.dtypes.items():
-        if dtype == object and columns.get(name) != nw.Object:
+        if isinstance(dtype, np.dtype) and dtype.kind == "O" and columns.get(name) != nw.Object:
             columns[name] = nw.Object
     return columns
 

@@ -413,12 +413,15 @@ def _polars_numeric_table(data: dict[str, Any]) -> Any:
     NaN; int64: strict), and the frame from those columns in one call, without the public
     constructors' argument dispatch (about 7 µs per column and 9 µs per frame). The same
     table; None for any other column, or a Polars without these constructors (then the
-    public path runs)."""
+    public path runs): also for a subclass of ndarray (a masked array) or an empty name."""
     if _PySeries is None or not data:
         return None
     columns = []
     for name, values in data.items():
-        if not (isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.isnative
+        # (exactly ndarray: a masked array's mask would be dropped; a name: the public path
+        # renames "" to column_0)
+        if not (type(values) is np.ndarray and isinstance(name, str) and name
+                and values.ndim == 1 and values.dtype.isnative
                 and values.flags.c_contiguous and values.flags.aligned):
             return None
         if values.dtype == np.float64:

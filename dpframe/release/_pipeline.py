@@ -134,10 +134,10 @@ def run(
     if failure is not None:
         charge_failure(frame, facts, request, list(queries), failure, reservation, delta,
                        timeout)
-    release_id = _commit(ledger, reservation, selected + entries, request)
+    release_id, log_document = _commit(ledger, reservation, selected + entries, request,
+                                       document)
     key_dtypes = released_selection(request, facts)  # warns if no key was kept
-    return Outcome(values, request.keys, request.group_by, entries,
-                   ledger.snapshot_document() if document else {}, release_id,
+    return Outcome(values, request.keys, request.group_by, entries, log_document, release_id,
                    backend, intervals, request.ci, key_dtypes)
 
 
@@ -163,15 +163,18 @@ def _read_checked(read: Callable[[], Any], cluster: Any, timeout: float | None,
     return _join_check(finish_check, ledger, reservation, failure), result
 
 
-def _commit(ledger: Any, reservation: Any, entries: list[dict[str, Any]], request: Request
-            ) -> Any:
-    """Commit the reservation with the release's log entries (and its keys' reference);
-    on any failure the reservation is cancelled (a no-op once committed) and the error
-    re-raised."""
+def _commit(ledger: Any, reservation: Any, entries: list[dict[str, Any]], request: Request,
+            document: bool) -> tuple[Any, dict[str, Any]]:
+    """Commit the reservation with the release's log entries (and its keys' reference) and
+    return the release id with, when ``document``, the log document as of this release (taken
+    in the commit's critical section, so no release of another thread follows it there; else
+    empty); on any failure the reservation is cancelled (a no-op once committed) and the
+    error re-raised."""
+    keys = None if request.keys is None else dict([keys_reference(request.keys)])
     try:
-        return ledger.commit(reservation, entries,
-                             keys=None if request.keys is None else dict(
-                                 [keys_reference(request.keys)]))
+        if document:
+            return ledger.commit_and_snapshot(reservation, entries, keys=keys)
+        return ledger.commit(reservation, entries, keys=keys), {}
     except BaseException:
         ledger.cancel(reservation)
         raise

@@ -35,8 +35,9 @@ def test_adversarial_columns_are_the_public_table():
     assert fast["f"].null_count() == 0 and table_digest(fast) == table_digest(public)
     # anything else (a list, another dtype, a strided view, two dimensions) is not taken
     for other in ([1.0, 2.0], np.arange(3, dtype=np.int32), np.arange(6.0)[::2],
-                  np.zeros((2, 2))):
+                  np.zeros((2, 2)), np.ma.masked_array([1.0, 2.0, 3.0], [0, 1, 0])):
         assert results._polars_numeric_table({"a": other}) is None
+    assert results._polars_numeric_table({"": np.arange(3.0)}) is None  # (public: column_0)
 
 
 def test_release_tables_are_the_public_tables(monkeypatch):
