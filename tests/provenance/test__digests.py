@@ -8,8 +8,6 @@ outcomes, their exact sums within the logged sensitivity."""
 from __future__ import annotations
 
 import hashlib
-import os
-import struct
 import sys
 import warnings
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 import dpframe as dpf
 from dpframe.provenance import _binding, _digests
 from dpframe.release._pipeline import exact_measurements
+from tests.helpers.file_rewrites import rewrite_double
 
 ALGORITHMS = ["sha256", "blake3"]
 
@@ -37,18 +36,6 @@ def _write(path: Path, x: np.ndarray) -> None:
 
     pq.write_table(pa.table({"x": x}), path, compression="none", use_dictionary=False,
                    write_statistics=False)
-
-
-def _rewrite(path: Path, old: float, new: float) -> None:
-    """Replace the one stored copy of ``old``: same size, same inode, mtime put back."""
-    before = os.stat(path)
-    data = path.read_bytes()
-    at = data.find(struct.pack("<d", old))
-    assert at > 0 and data.count(struct.pack("<d", old)) == 1
-    with open(path, "r+b") as f:
-        f.seek(at)
-        f.write(struct.pack("<d", new))
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
 def _needs(algorithm: str) -> None:
@@ -103,7 +90,7 @@ def test_either_algorithm_refuses_a_same_size_rewrite_on_neighbouring_files(
         assert bound.algorithm == algorithm and bound.layout is not None
         p.dp.sum("x", epsilon=1.0, random_state=1)  # the unchanged file is answered
         exact.append(exact_measurements(p, {"s": dpf.sum("x")}))
-        _rewrite(path, x[5], x[5] + 0.25)
+        rewrite_double(path, x[5], x[5] + 0.25)
         with pytest.raises(dpf.SourceChangedError), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             p.dp.sum("x", epsilon=1.0, random_state=1)

@@ -25,6 +25,7 @@ from dpframe.provenance import _binding
 from dpframe.provenance._datasets import Dataset
 from dpframe.provenance._parquet_layout import read_layout
 from dpframe.release import _pipeline
+from tests.helpers.file_rewrites import rewrite_double
 
 N = 120
 
@@ -48,19 +49,6 @@ def _write(path: Path, replaced: float | None, *, page_index: bool = True) -> No
 
     pq.write_table(pa.table(_columns(replaced)), path, compression="none",
                    use_dictionary=["k"], row_group_size=N // 3, write_page_index=page_index)
-
-
-def _rewrite(path: Path, old: float, new: float) -> None:
-    """Replace the one stored copy of ``old`` by ``new``: same size, same inode, modification
-    time put back."""
-    before = os.stat(path)
-    data = path.read_bytes()
-    at = data.find(struct.pack("<d", old))
-    assert at > 0 and data.count(struct.pack("<d", old)) == 1
-    with open(path, "r+b") as f:
-        f.seek(at)
-        f.write(struct.pack("<d", new))
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
 def _protect(path: Path) -> Any:
@@ -116,12 +104,12 @@ def test_a_rewrite_of_a_read_column_or_the_footer_is_refused(tmp_path, monkeypat
     p = _protect(path)
     p.dp.mean("x", epsilon=1.0, random_state=1)  # the untouched file is answered
     x = _columns(replaced)["x"]
-    _rewrite(path, x[5], x[5] + 0.25)  # a value of x, the column read
+    rewrite_double(path, x[5], x[5] + 0.25)  # a value of x, the column read
     with pytest.raises(dpf.SourceChangedError), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         p.dp.mean("x", epsilon=1.0, random_state=1)
     assert p.dp.budget.epsilon_spent == 1.0
-    _rewrite(path, x[5] + 0.25, x[5])  # the protected bytes, put back
+    rewrite_double(path, x[5] + 0.25, x[5])  # the protected bytes, put back
     p.dp.mean("x", epsilon=1.0, random_state=1)
     data = path.read_bytes()  # the writer's name in the footer: same size, other bytes
     at = data.rindex(b"parquet-cpp")
@@ -147,7 +135,7 @@ def test_an_unread_column_rewrite_is_refused_by_the_first_release_reading_it(
     p = _protect(path)
     expected = p.dp.mean("x", epsilon=1.0, random_state=3)
     y = _columns(replaced)["y"]
-    _rewrite(path, y[9], y[9] + 0.25)  # y: not read by a mean of x
+    rewrite_double(path, y[9], y[9] + 0.25)  # y: not read by a mean of x
     assert p.dp.mean("x", epsilon=1.0, random_state=3) == expected  # the same bytes read
     assert p.dp.budget.epsilon_spent == 2.0
     with pytest.raises(dpf.SourceChangedError):  # the first release reading y
@@ -171,7 +159,7 @@ def test_a_rewrite_of_a_read_column_during_the_read_is_refused(tmp_path, monkeyp
         return digest(*args)
 
     def read(*args: Any) -> Any:
-        _rewrite(path, x[5], x[5] + 0.25)
+        rewrite_double(path, x[5], x[5] + 0.25)
         rewritten.set()
         return aggregate(*args)
 
@@ -232,7 +220,7 @@ def test_a_derivation_hashes_the_columns_its_steps_reference(tmp_path):
     assert _binding.source_columns(data.join(data, on="k"), ["z"]) is None
     derived.dp.mean("z", epsilon=1.0, random_state=1)
     y = _columns(None)["y"]
-    _rewrite(path, y[9], y[9] + 0.25)  # y: referenced by no step, not read
+    rewrite_double(path, y[9], y[9] + 0.25)  # y: referenced by no step, not read
     derived.dp.mean("z", epsilon=1.0, random_state=1)
     layout, _rest = read_layout(str(path), "sha256") or (None, None)
     assert layout is not None
@@ -272,7 +260,7 @@ def test_chunk_labels_that_disagree_with_the_schema_hash_the_file_whole(tmp_path
     assert read_layout(str(path), "sha256") is None
     p = _protect(path)
     p.dp.mean("x", epsilon=1.0, random_state=3)
-    _rewrite(path, x[5], x[5] + 0.25)
+    rewrite_double(path, x[5], x[5] + 0.25)
     with pytest.raises(dpf.SourceChangedError):
         p.dp.mean("x", epsilon=1.0, random_state=3)
     assert p.dp.budget.epsilon_spent == 1.0
