@@ -58,24 +58,27 @@ def frame_columns(native: Any, *, immutable: bool = False) -> dict[str, Any]:
             return known
     obj = nw.from_native(native)
     schema = obj.collect_schema() if isinstance(obj, nw.LazyFrame) else obj.schema
-    out = _object_columns_as_object(native, dict(schema.items()))
+    out = _object_columns_as_object(obj, dict(schema.items()))
     if immutable:
         _SCHEMAS.set(native, out)
     return out
 
 
-def _object_columns_as_object(native: Any, columns: dict[str, Any]) -> dict[str, Any]:
-    """``columns`` with every ``object`` column of a pandas frame as ``nw.Object``. narwhals
-    reports such a column as ``String`` when pandas' ``infer_dtype`` finds strings in its first
-    100 values, so the dtype -- and with it whether a query is refused -- would depend on the
-    data (two data sets differing in row 0, ``'a'`` or ``7``, were answered and refused).
-    From the dtype alone, an object column is ``Object``; cast it to ``str`` before protect to
-    use it as a string column."""
-    if type(native).__module__.split(".", 1)[0] != "pandas":
-        return columns
+def _object_columns_as_object(obj: Any, columns: dict[str, Any]) -> dict[str, Any]:
+    """``columns`` with every column whose native dtype is numpy's ``object`` as
+    ``nw.Object``. narwhals reports such a column of a pandas frame as ``String`` when pandas'
+    ``infer_dtype`` finds strings in its first 100 values, so the dtype -- and with it whether
+    a query is refused -- would depend on the data (two data sets differing in row 0, ``'a'``
+    or ``7``, were answered and refused). From the dtype alone, an object column is
+    ``Object``; cast it to ``str`` before protect to use it as a string column. (Eager frames
+    whose native ``dtypes`` is a mapping; other frames' dtypes say nothing of values.)"""
     import numpy as np
 
-    for name, dtype in native.dtypes.items():
+    dtypes = getattr(obj.to_native(), "dtypes", None) if isinstance(obj, nw.DataFrame) else None
+    items = getattr(dtypes, "items", None)
+    if items is None:
+        return columns
+    for name, dtype in items():
         if isinstance(dtype, np.dtype) and dtype.kind == "O" and columns.get(name) != nw.Object:
             columns[name] = nw.Object
     return columns
