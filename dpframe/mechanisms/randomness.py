@@ -169,9 +169,9 @@ class RandomSource:
         bits = f.view(np.int64)
         bits -= over.view(np.int8)  # the next double below where the sum rounded up
         u = np.multiply(f, 2.0**-64, out=f)
-        short = lead < _TWO_52
-        if not short.any():
+        if not n or np.minimum.reduce(lead) >= _TWO_52:  # (one reduction: no word is short)
             return u, None, None
+        short = lead < _TWO_52
         u[short], log_short = self._uniform_general(lead[short])
         return u, short, log_short
 
