@@ -24,7 +24,7 @@ from dpframe.mechanisms.certificate import LossCertificate, worst_case_loss
 from dpframe.mechanisms.domains import FeasibleSet, real_line, resolve_domain
 from dpframe.mechanisms.moments import bounded_moments, truncated_moments
 from dpframe.mechanisms.randomness import RandomSource, RandomState
-from dpframe.mechanisms.sampling import sample_offsets
+from dpframe.mechanisms.sampling import real_line_offsets, sample_offsets
 from dpframe.mechanisms.scalar import draw_one, project_one
 from dpframe.mechanisms.scales import bounded_scale
 from dpframe.mechanisms.snapping import (
@@ -285,10 +285,16 @@ class _LaplaceFamily:
 
     def _draw(self, true: np.ndarray, source: RandomSource) -> np.ndarray:
         sampling_set = self._sampling_set()
+        if self.plan is not None and true.size and sampling_set.components == _REAL_LINE:
+            # (sample_offsets' real-line path without its copied anchors and components: no
+            # finite end, no end cells to look up)
+            offset = real_line_offsets(true.size, self.scale, source)
+            return self._post_process(snap_to_cells(true, offset, self.plan.grid, None, None,
+                                                    self.plan.window))
         anchor, offset, comp = sample_offsets(sampling_set, true, self.scale, source)
         if self.plan is None:
             out = anchor + offset
-        elif sampling_set.components == _REAL_LINE:  # no finite end: no end cells to look up
+        elif sampling_set.components == _REAL_LINE:  # (no draws)
             out = snap_to_cells(anchor, offset, self.plan.grid, None, None, self.plan.window)
         else:
             lows = np.array([c[0] for c in sampling_set.components])

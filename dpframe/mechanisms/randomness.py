@@ -112,6 +112,32 @@ class RandomSource:
         """``n`` full-precision uniforms on (0, 1), without their logs (for comparisons)."""
         return self._uniform(n)[0]
 
+    def uniform_pair(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(V, W, log W)``: ``n`` full-precision uniforms ``V`` (without logs, for
+        comparisons) and ``n`` more ``W`` with their logs, all ``2n`` independent -- what
+        :meth:`uniform_values` then :meth:`uniform` return.
+
+        Seeded: exactly those two calls, so the words are read in the same order and seeded
+        draws stay bit-identical. Secure: one batch of ``2n`` uniforms from one read of the OS
+        CSPRNG, ``V`` the first ``n`` and ``W`` the last ``n``. Each uniform is a function of
+        its own OS words only (its leading word; on the general path, probability 2^-12, also
+        further words read after the batch, each used once), and the OS words are independent
+        and uniform, so the ``2n`` uniforms are independent full-precision uniforms whichever
+        order their words are read in: the same joint distribution as the two calls
+        (``tests/mechanisms/test_uniform_pair.py`` checks it on many draws)."""
+        if self._rng is not None:
+            v = self.uniform_values(n)
+            w, log_w = self.uniform(n)
+            return v, w, log_w
+        u, short, log_short = self._uniform(2 * n)
+        v, w = u[:n], u[n:]
+        if short is None or log_short is None:
+            return v, w, np.log(w)
+        short_w = short[n:]
+        log_w = np.log(np.where(short_w, 1.0, w))
+        log_w[short_w] = log_short[int(np.count_nonzero(short[:n])):]  # (in position order)
+        return v, w, log_w
+
     def _uniform(self, n: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """``(U, short, log U[short])``: ``short`` marks the words that took the general path
         (None, with its logs, when no word did).
@@ -143,9 +169,9 @@ class RandomSource:
         bits = f.view(np.int64)
         bits -= over.view(np.int8)  # the next double below where the sum rounded up
         u = np.multiply(f, 2.0**-64, out=f)
-        short = lead < _TWO_52
-        if not short.any():
+        if not n or np.minimum.reduce(lead) >= _TWO_52:  # (one reduction: no word is short)
             return u, None, None
+        short = lead < _TWO_52
         u[short], log_short = self._uniform_general(lead[short])
         return u, short, log_short
 

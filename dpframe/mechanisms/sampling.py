@@ -26,7 +26,7 @@ import numpy as np
 from dpframe.mechanisms.domains import LOG_HALF, FeasibleSet, real_line
 from dpframe.mechanisms.randomness import RandomSource
 
-__all__ = ["draw_pieces", "sample_offsets", "truncated_exponential"]
+__all__ = ["draw_pieces", "real_line_offsets", "sample_offsets", "truncated_exponential"]
 
 
 def _pieces(domain: FeasibleSet, centre: np.ndarray, b: float) -> tuple[np.ndarray, ...]:
@@ -164,11 +164,19 @@ def _real_line_offsets(domain: FeasibleSet, centre: np.ndarray, b: float, source
     row. The choice compares the same uniforms with the same constants ``r`` and ``1 − r``
     (computed by the same functions on one row), and the truncated exponential
     ``−logaddexp(ln W, −∞ + log1p(−W))`` is ``−ln W`` bit for bit (``logaddexp(x, −∞) = x +
-    log1p(0)``; the clip to ``[0, ∞]`` leaves it). Consumes the same words in the same
-    order, so a seeded source gives bit-identical draws."""
+    log1p(0)``; the clip to ``[0, ∞]`` leaves it). A seeded source consumes the same words
+    in the same order, so its draws are bit-identical; a secure one reads the ``2n``
+    independent uniforms in one batch (:meth:`RandomSource.uniform_pair`)."""
+    return centre.copy(), real_line_offsets(centre.size, b, source), np.zeros(centre.size,
+                                                                              dtype=np.intp)
+
+
+def real_line_offsets(n: int, b: float, source: RandomSource) -> np.ndarray:
+    """The offsets of :func:`_real_line_offsets` alone (its anchors are the centres, its
+    components all 0): ``n`` draws of Laplace(0, b) noise, the half-line chosen with the first
+    ``n`` uniforms and ``b·E``, ``E = −ln W``, from the next ``n``."""
     take, skip = _real_line_ratios(b)
-    u = source.uniform_values(centre.size)
+    u, _, log_w = source.uniform_pair(n)  # (seeded: the same two batches as before)
     below = u < take if take <= 0.5 else ~(u < skip)  # column 0: the lower half-line
-    offset = np.multiply(source.uniform(centre.size)[1], -b)  # b·E with E = −ln W
-    np.negative(offset, out=offset, where=below)
-    return centre.copy(), offset, np.zeros(centre.size, dtype=np.intp)
+    offset = np.multiply(log_w, -b)  # b·E with E = −ln W
+    return np.negative(offset, out=offset, where=below)

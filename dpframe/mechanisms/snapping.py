@@ -52,6 +52,8 @@ __all__ = ["CLIP", "SnapPlan", "end_cell_values", "plan_snapping", "snap_to_cell
 _NUMPY_CORE: Any = getattr(np, "_core", None) or np.core  # (numpy 1 names it core)
 CLIP: np.ufunc = _NUMPY_CORE.umath.clip
 _INT64 = np.iinfo(np.int64)
+#: :func:`snap_to_cells` clips ``offset/Λ`` to ``±2^52`` (see there why that changes no output).
+_OFFSET_CELLS = 2.0**52
 
 #: Error of the noise offset ``b·E`` before rounding, relative to ``min(b, L) + |offset|`` (``L``
 #: the piece length); offsets larger than the window width are clamped (the computation is
@@ -157,10 +159,21 @@ def snap_to_cells(
     """Release the cell of ``anchor + offset``: an exact multiple of ``grid``, or, for the cell
     next to a finite end of a component, that cell's midpoint (:func:`end_cell_values`).
 
-    The sum is never formed in floating point: ``anchor/Λ`` and ``offset/Λ`` are split exactly
-    into integer and fractional parts (Λ is a power of two), the integers add exactly in int64,
-    and only the two fractions (in [0, 1)) are added in floating point. ``comp_lo``/``comp_hi``
-    (the component of each draw) None: the sampling set is the real line (no end cells).
+    The sum is never rounded: ``anchor/Λ`` and ``offset/Λ`` are split exactly into integer and
+    fractional parts (Λ is a power of two), the integers add exactly, and only the two
+    fractions (in [0, 1)) are added in floating point. ``comp_lo``/``comp_hi`` (the component
+    of each draw) None: the sampling set is the real line (no end cells).
+
+    *Why the integers add exactly in float64.* The anchors lie in the window (a true value
+    validated into the feasible set, or a component's end), and :func:`plan_snapping` takes
+    ``Λ ≥ 2^-50 · max(|w_lo|, |w_hi|)``, so ``|⌊anchor/Λ⌋| ≤ 2^50`` and both window indices
+    of :func:`_int_bounds` lie in ``[-2^50, 2^50]``. ``offset/Λ`` is clipped to ``±2^52``, so
+    ``|⌊offset/Λ⌋| ≤ 2^52``, and the rounding term ``⌊f_a + f_o + ½⌋`` is 0, 1 or 2: every
+    partial sum is an integer of magnitude at most ``2^50 + 2^52 + 2 < 2^53``, which float64
+    represents exactly, and the index times Λ is exact too. The clip changes no output: an
+    offset beyond ``±2^52`` cells (an integer there, fractional part 0 before and after the
+    clip) puts the index beyond ``±(2^52 − 2^50 − 1)``, outside the window's indices, with or
+    without the clip, and the index is clipped to the same window end either way.
     """
     if not (type(anchor) is np.ndarray and type(offset) is np.ndarray  # (the usual case:
             and anchor.ndim and anchor.shape == offset.shape):  # arrays of one shape)
@@ -171,16 +184,15 @@ def snap_to_cells(
             anchor, offset = np.broadcast_arrays(anchor, offset)
     a = np.divide(anchor, grid)  # (the steps below reuse their arrays: no temporaries)
     o = np.divide(offset, grid)
-    CLIP(o, -(2.0**60), 2.0**60, out=o)
+    CLIP(o, -_OFFSET_CELLS, _OFFSET_CELLS, out=o)
     ka, ko = np.floor(a), np.floor(o)
     frac = np.add(np.subtract(a, ka, out=a), np.subtract(o, ko, out=o), out=a)  # (in a's place)
     frac += 0.5
-    j = ka.astype(np.int64)
-    j += ko.astype(np.int64)
-    j += np.floor(frac, out=frac).astype(np.int64)
+    j = np.add(ka, ko, out=ka)  # integers below 2^53 in float64: every sum is exact
+    j += np.floor(frac, out=frac)
     w_lo, w_hi = window
     CLIP(j, *_int_bounds(w_lo, w_hi, grid), out=j)
-    out = np.multiply(j, grid, dtype=np.float64)
+    out = np.multiply(j, grid, out=ko)  # exact: an integer below 2^53 times a power of two
     CLIP(out, w_lo, w_hi, out=out)
     if comp_lo is None or comp_hi is None or not (
             np.isfinite(comp_lo).any() or np.isfinite(comp_hi).any()):

@@ -47,6 +47,7 @@ __all__ = [
     "LaplaceFactory",
     "MeasurementKind",
     "Selection",
+    "clamp_twice",
 ]
 
 #: The request's Laplace-family member at this measurement's ε and δ:
@@ -128,11 +129,25 @@ class AddedNoise(MeasurementKind):
             if exact.ndim <= 1:  # (shape (1,): the array np.full would make, made directly)
                 return Drawn(np.array([out], dtype=float), mechanism)
             return Drawn(np.full(exact.shape, out), mechanism)
-        exact = CLIP(exact, lower, upper)  # (np.clip's own ufunc, without its wrappers)
-        if m.magnitude is not None:
-            exact = CLIP(exact, -m.magnitude, m.magnitude)
-        out = mechanism.sample(exact, random_state=rng)
+        out = mechanism.sample(clamp_twice(exact, lower, upper, m.magnitude),
+                               random_state=rng)
         return Drawn(np.atleast_1d(np.asarray(out, dtype=float)), mechanism)
+
+
+def clamp_twice(exact: np.ndarray, lower: float, upper: float, magnitude: float | None
+                ) -> np.ndarray:
+    """``exact`` clamped into ``[lower, upper]``, then into ``[-magnitude, magnitude]`` (when
+    given), as a new array, with numpy's clip ufunc (:data:`CLIP`, ``np.clip`` without its
+    wrappers). Where the two intervals meet, one clamp into their intersection: the same
+    doubles (a value inside both is kept, one beyond an end of the intersection becomes that
+    end whichever clamp sets it, a NaN stays NaN, a signed zero tying with a bound keeps its
+    sign in either form; ``tests/query/test_clamp_twice.py``)."""
+    if magnitude is None:
+        return CLIP(exact, lower, upper)
+    low, high = max(lower, -magnitude), min(upper, magnitude)
+    if low <= high:
+        return CLIP(exact, low, high)
+    return CLIP(CLIP(exact, lower, upper), -magnitude, magnitude)
 
 
 class Selection(MeasurementKind):
