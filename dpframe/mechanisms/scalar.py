@@ -37,7 +37,7 @@ __all__ = ["draw_one", "project_one"]
 
 _TWO_52 = 1 << 52
 _TWO_M64 = 2.0**-64
-_OFFSET_CAP = 2.0**60  # snap_to_cells clips offset/Λ to ±2^60
+_OFFSET_CAP = 2.0**60  # (snap_to_cells clips to ±2^52: past every window either way, same j)
 
 
 def _log(x: float) -> float:
