@@ -61,7 +61,7 @@ def public_edges(edges: Any, name: str = "edges") -> list[float]:
         raise _not_a_list(name, example, edges) from None
     if len(items) - 1 > MAX_BINS:
         raise ParameterError(f"{name}: at most {MAX_BINS:,} bins, got {len(items) - 1:,}")
-    values = _plain_floats(items)
+    values = _float64_array(edges) if type(edges) is np.ndarray else _plain_floats(items)
     if values is None:  # numpy numbers, Fractions, ... (and what is refused): one by one
         values = [check_number(name, e) + 0.0 for e in items]
     if len(values) < 2 or not all(map(math.isfinite, values)) or not all(
@@ -74,6 +74,16 @@ def public_edges(edges: Any, name: str = "edges") -> list[float]:
 def _not_a_list(name: str, example: str, edges: Any) -> ParameterError:
     return ParameterError(f"{name} must be a list of numbers (public edges), {example}; "
                           f"got {type(edges).__name__}")
+
+
+def _float64_array(edges: np.ndarray) -> list[float] | None:
+    """A one-dimensional float64 array's values as Python floats (``+ 0.0``: ``-0.0`` read as
+    ``0.0``), what the item-by-item check gives for ``np.float64`` items, in one numpy call;
+    None for another dtype or shape (checked item by item)."""
+    if edges.dtype != np.float64 or edges.ndim != 1:
+        return None
+    values: list[float] = (edges + 0.0).tolist()
+    return values
 
 
 #: The types whose values :func:`_plain_floats` reads as they are (exact types: not bool).

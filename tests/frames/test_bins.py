@@ -95,3 +95,27 @@ def test_public_edges_read_plain_numbers_as_the_item_check_does():
     first = equal_width_edges(0, 100, 10)
     first.append(1e9)
     assert equal_width_edges(0.0, 100.0, 10) == [float(e) for e in range(0, 101, 10)]
+
+
+def test_a_float64_edge_array_reads_as_its_items_one_by_one() -> None:
+    """public_edges' one-call path for a float64 array gives the floats (and refusals) the
+    item-by-item check gives the same numbers as np.float64 items."""
+    import math
+
+    import numpy as np
+
+    from dpframe.errors import ParameterError
+    from dpframe.frames.bins import public_edges
+
+    for values in ([-0.0, 5e-324, 1.0, 1.7976931348623157e308], [-1e300, -0.0, 2.5],
+                   [0.0, math.nan], [1.0, 0.0], [3.0], [0.0, math.inf]):
+        array = np.array(values, dtype=np.float64)
+        items = [np.float64(v) for v in values]
+        outcomes = []
+        for edges in (array, items):
+            try:
+                got = public_edges(edges)
+                outcomes.append([(v, math.copysign(1.0, v), type(v)) for v in got])
+            except ParameterError as exc:
+                outcomes.append(str(exc))
+        assert outcomes[0] == outcomes[1]
