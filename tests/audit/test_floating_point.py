@@ -74,6 +74,12 @@ class _Scripted:
     def uniform_values(self, n: int) -> np.ndarray:
         return self.uniform(n)[0]
 
+    def uniform_pair(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """As the seeded source: :meth:`uniform_values`, then :meth:`uniform`."""
+        v = self.uniform_values(n)
+        w, log_w = self.uniform(n)
+        return v, w, log_w
+
 
 def _full_precision_uniform(log_target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(U, log U)`` as dpframe's source represents ``U = (1 + m·2^-52)·2^-k`` (k ≥ 1, m a
