@@ -5,6 +5,7 @@ missing keys, which are dropped), for the numpy kernels' group-by.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,7 +87,12 @@ def _masked_int_codes(array: Any, keys: Sequence[Any]) -> np.ndarray | None:
     """Codes of a pandas nullable integer column (``Int64`` and the like: a numpy array of
     values and a mask of missing ones, as a histogram's bin column holds its dropped rows):
     looked up as :func:`_lookup_codes` or in the keys' hash index, -1 where a value is
-    missing. None for keys that are not all ``int`` (then the engine matches them)."""
+    missing. None for keys that are not all ``int`` (then the engine matches them). Keys
+    that are a run of consecutive integers take :func:`_run_codes` (the same codes in one
+    step: a histogram's bin column over its bins, a value count of small integer keys)."""
+    run = _run_codes(getattr(array, "_data", None), getattr(array, "_mask", None), keys)
+    if run is not None:
+        return run
     if key_kinds(keys) != {int}:
         return None
     import pandas as pd
@@ -108,6 +114,70 @@ def _masked_int_codes(array: Any, keys: Sequence[Any]) -> np.ndarray | None:
     if missing.any():
         codes[missing] = -1
     return codes
+
+
+def _run_codes(values: Any, missing: Any, keys: Sequence[Any]) -> np.ndarray | None:
+    """Each row's position among ``keys`` (-1: missing, or not a key) for the values and
+    missing-value mask of a pandas ``Int64`` array (read in place) when the keys are a run of
+    consecutive integers ``low, low + 1, …`` in that order (:func:`_consecutive_run`): a
+    row's position is its value's offset from ``low``, as an unsigned 64-bit integer (a
+    value below ``low`` wraps around to above the run, as in :func:`_lookup_codes`), -1
+    outside the run or where missing. None otherwise (then the lookup table runs)."""
+    if not (isinstance(keys, Keys) and isinstance(values, np.ndarray)
+            and isinstance(missing, np.ndarray) and values.dtype == np.int64):
+        return None
+    run = _consecutive_run(keys)
+    if run is None:
+        return None
+    low, k = run
+    offset = values.view(np.uint64) - low
+    outside = offset >= k
+    outside |= missing
+    codes = offset.view(np.int64)
+    np.putmask(codes, outside, -1)
+    return codes
+
+
+#: Per key list (by identity; the entry holds the list, so the identity stays its own):
+#: ``(keys, run)``, ``run`` being ``(low, k)`` as unsigned 64-bit numbers (``low`` modulo
+#: 2⁶⁴) when its keys are the integers ``low .. low + k − 1`` in that order, else None.
+#: Public facts only (the declared keys), of the :data:`_RUNS_KEPT` lists last added.
+_RUNS: dict[int, tuple[Keys, tuple[np.uint64, np.uint64] | None]] = {}
+_RUNS_LOCK = threading.Lock()
+_RUNS_KEPT = 64
+#: The longest key list :data:`_RUNS` keeps (a longer one's check is O(keys), like the
+#: result table every query over it builds).
+_RUN_KEYS_KEPT = 65_536
+
+
+def _consecutive_run(keys: Keys) -> tuple[np.uint64, np.uint64] | None:
+    """``(low, k)`` (as :class:`numpy.uint64`, ``low`` modulo 2⁶⁴) when ``keys`` are the
+    ``k`` integers ``low, low + 1, …`` in that order (from their lookup table,
+    :attr:`Keys.int_lookup`: position ``i`` holds key ``low + i``), else None. Worked out
+    once per key list (of the last :data:`_RUNS_KEPT` of at most :data:`_RUN_KEYS_KEPT`
+    keys)."""
+    found = _RUNS.get(id(keys))
+    if found is not None and found[0] is keys:
+        return found[1]
+    run = _run(keys)
+    if len(keys) > _RUN_KEYS_KEPT:  # (not kept alive here: a long list is compared again)
+        return run
+    with _RUNS_LOCK:
+        _RUNS[id(keys)] = (keys, run)
+        while len(_RUNS) > _RUNS_KEPT:
+            del _RUNS[next(iter(_RUNS))]
+    return run
+
+
+def _run(keys: Keys) -> tuple[np.uint64, np.uint64] | None:
+    lookup = keys.int_lookup
+    if lookup is None:
+        return None
+    low, table = lookup
+    k = table.size - 1
+    if k != len(keys) or not np.array_equal(table[:-1], np.arange(k)):
+        return None
+    return np.uint64(low % (1 << 64)), np.uint64(k)
 
 
 def polars_codes(key_col: Any, keys: Sequence[Any]) -> np.ndarray | None:

@@ -14,7 +14,6 @@ from dpframe.backends._base import Backend, duplicate_names
 from dpframe.backends._private import private, private_column
 from dpframe.backends._text import invalid_pandas_column
 from dpframe.backends.pandas import _rowwise as pandas_rowwise
-from dpframe.backends.pandas._codes import nullable_int_codes
 from dpframe.backends.pandas._memory import hand_out_pandas, own_pandas, pandas_ranges
 from dpframe.backends.pandas._rowwise import polars_schema
 from dpframe.engine import Bounding, bound_pandas
@@ -26,19 +25,6 @@ def is_pandas_frame(obj: Any) -> bool:
     """True for a ``pandas.DataFrame`` (without importing pandas)."""
     pd = sys.modules.get("pandas")
     return pd is not None and isinstance(obj, pd.DataFrame)
-
-
-def _column_array(frame: Any, name: str) -> Any:
-    """The array a pandas frame holds for column ``name`` (without building a Series), or
-    None (a name held by several columns, an unknown name, a pandas without the accessor)."""
-    get = getattr(frame, "_get_column_array", None)
-    if get is None:
-        return None
-    try:
-        loc = frame.columns.get_loc(name)
-    except (KeyError, TypeError):
-        return None
-    return get(loc) if isinstance(loc, int) else None
 
 
 class PandasBackend(Backend):
@@ -113,8 +99,7 @@ class PandasBackend(Backend):
         return private_column(frame, column, "view", lambda: engine.pandas_view(frame, column))
 
     def key_codes(self, frame: Any, column: str, keys: Sequence[Any]) -> np.ndarray | None:
-        codes = nullable_int_codes(_column_array(frame, column), keys)
-        return engine.pandas_codes(frame, column, keys) if codes is None else codes
+        return engine.pandas_codes(frame, column, keys)
 
     def bound_contributions(self, frame: Any, bounding: Bounding, *, columns: Sequence[str],
                             group_by: str | tuple[str, ...] | None = None,
