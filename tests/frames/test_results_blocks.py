@@ -11,6 +11,7 @@ import pytest
 import dpframe as dpf
 from dpframe.accounting.seals import table_digest
 from dpframe.frames import results
+from tests.helpers.result_tables import recorded_outcomes
 
 pytest.importorskip("pandas.api.internals")  # (pandas 3: tables from blocks)
 
@@ -21,19 +22,14 @@ def test_block_tables_are_the_general_tables(monkeypatch):
                           "s": rng.choice(list("ab"), 300)})
     pf = dpf.protect(frame, epsilon=1e6, bounds={"x": (0.0, 100.0)},
                      keys={"k": list(range(5)), "s": ["a", "b"]})
-    outcomes: list[tuple[object, object]] = []
-    to_frame = results.to_frame
 
-    def keep(out, edges=None):
-        outcomes.append((out, edges))
-        return to_frame(out, edges)
+    def releases():
+        pf.dp.histogram("x", edges=[0, 10, 50, 100], epsilon=1, random_state=1, ci=0.9)
+        pf.dp.value_counts("k", epsilon=1, random_state=2)
+        pf.dp.value_counts("s", epsilon=1, random_state=2)
+        pf.dp.release({"n": dpf.count(), "m": dpf.mean("x")}, epsilon=1, random_state=3)
 
-    monkeypatch.setattr(results, "to_frame", keep)
-    pf.dp.histogram("x", edges=[0, 10, 50, 100], epsilon=1, random_state=1, ci=0.9)
-    pf.dp.value_counts("k", epsilon=1, random_state=2)
-    pf.dp.value_counts("s", epsilon=1, random_state=2)
-    pf.dp.release({"n": dpf.count(), "m": dpf.mean("x")}, epsilon=1, random_state=3)
-    monkeypatch.setattr(results, "to_frame", to_frame)
+    outcomes = recorded_outcomes(monkeypatch, releases)
     fast = [results._pandas_float_table(out, edges) for out, edges in outcomes]
     assert [t is None for t in fast] == [False, False, True, False]
     monkeypatch.setattr(results, "_pandas_float_table", lambda out, edges: None)

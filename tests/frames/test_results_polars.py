@@ -13,6 +13,7 @@ from polars.testing import assert_frame_equal
 import dpframe as dpf
 from dpframe.accounting.seals import table_digest
 from dpframe.frames import results
+from tests.helpers.result_tables import recorded_outcomes
 
 if results._PySeries is None:  # pragma: no cover - a Polars without these constructors
     pytest.skip("this Polars builds result tables with the public constructors only",
@@ -45,18 +46,13 @@ def test_release_tables_are_the_public_tables(monkeypatch):
     frame = pl.DataFrame({"x": rng.uniform(0, 100, 200), "k": rng.integers(0, 5, 200)})
     pf = dpf.protect(frame, epsilon=1e6, bounds={"x": (0.0, 100.0)},
                      keys={"k": list(range(5))})
-    outcomes: list[tuple[object, object]] = []
-    to_frame = results.to_frame
 
-    def keep(out, edges=None):
-        outcomes.append((out, edges))
-        return to_frame(out, edges)
+    def releases():
+        pf.dp.histogram("x", edges=[0, 10, 50, 100], epsilon=1, random_state=1, ci=0.9)
+        pf.dp.value_counts("k", epsilon=1, random_state=2)
+        pf.dp.release({"n": dpf.count(), "m": dpf.mean("x")}, epsilon=1, random_state=3)
 
-    monkeypatch.setattr(results, "to_frame", keep)
-    pf.dp.histogram("x", edges=[0, 10, 50, 100], epsilon=1, random_state=1, ci=0.9)
-    pf.dp.value_counts("k", epsilon=1, random_state=2)
-    pf.dp.release({"n": dpf.count(), "m": dpf.mean("x")}, epsilon=1, random_state=3)
-    monkeypatch.setattr(results, "to_frame", to_frame)
+    outcomes = recorded_outcomes(monkeypatch, releases)
     fast = [results.to_frame(out, edges) for out, edges in outcomes]
     monkeypatch.setattr(results, "_polars_numeric_table", lambda data: None)
     for table, (out, edges) in zip(fast, outcomes, strict=True):
