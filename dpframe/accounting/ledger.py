@@ -34,7 +34,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from dpframe._validation import check_delta, check_epsilon
 from dpframe.accounting._dyadic import floor_units, to_float, to_fraction, units
@@ -387,7 +387,7 @@ class Ledger:
         taken in the same critical section: a release another thread commits between the two
         is never in a table's log (it was, when the table took its snapshot afterwards)."""
         release_id, document = self._committed(reservation, entries, keys, snapshot=True)
-        return release_id, document if document is not None else self.snapshot_document()
+        return release_id, cast(dict[str, Any], document)  # (snapshot=True: never None)
 
     def _committed(self, reservation: Reservation, entries: list[dict[str, Any]],
                    keys: Mapping[str, str] | None, *, snapshot: bool
