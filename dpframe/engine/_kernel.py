@@ -15,7 +15,7 @@ import numpy as np
 
 from dpframe.engine._column_views import _MaskedBlocks, _NullableIntBlocks
 from dpframe.engine._frame_engine import FrameEngine
-from dpframe.engine._key_codes import _int_lookup
+from dpframe.engine._key_codes import _consecutive_run, _int_lookup
 from dpframe.engine._row_expressions import drops
 from dpframe.query import DROP, Agg, FixedPoint, Keys
 
@@ -202,11 +202,11 @@ def _offsets(stored: np.ndarray, shift: np.uint64, last: np.uint64,
 def _per_declared_key(cells: np.ndarray, table: np.ndarray, keys: Keys) -> np.ndarray:
     """Each declared key's count from the cells of its lookup table (``table[i]``: the
     position of key ``low + i``, -1 for none), as float64. Keys that are the whole range in
-    increasing order (``low, low + 1, …``: a histogram's bins, keys ``0 .. k − 1``; from the
-    table's size and the keys' index, whose order pandas works out once) take the first
-    cells as they are."""
+    increasing order (``low, low + 1, …``: a histogram's bins, keys ``0 .. k − 1``; the
+    key codes' own test of it, :func:`~dpframe.engine._key_codes._consecutive_run`, worked
+    out once per key list) take the first cells as they are."""
     n = len(keys)
-    if table.size == n + 1 and keys.pandas_index.is_monotonic_increasing:
+    if _consecutive_run(keys) is not None:
         return cells[:n].astype(np.float64)
     counts = np.zeros(n, dtype=np.float64)
     declared = table >= 0
