@@ -121,6 +121,14 @@ class Constructor:
 _SPARK: list[Any] = []
 
 
+#: The JVM options of every JVM the tests start (Spark's local driver; the cluster tests' master,
+#: workers, driver and executors): the client compiler only (no C2: a test's JVM lives for
+#: seconds to minutes, and C2's compile threads took the two CI cores from the tests) and the
+#: serial collector (heaps of a few hundred MB). The Spark rowwise comparisons took 70 s instead
+#: of 111-160 s with them (11 tests, -n 0, load 7-9, both orders).
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def spark_session() -> Any:
     """One local Spark session for the whole run, started on first use (Java 17 is on the CI
     machines; without Java the test is skipped with a message that says so)."""
@@ -133,6 +141,7 @@ def spark_session() -> Any:
         from pyspark.sql import SparkSession
 
         spark = (SparkSession.builder.master("local[1]").appName("dpframe-tests")
+                 .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
                  .config("spark.ui.enabled", "false")
                  .config("spark.sql.shuffle.partitions", "2")
                  .config("spark.sql.execution.arrow.pyspark.enabled", "false")

@@ -516,12 +516,14 @@ def spark_local_answers() -> tuple[list[Any], list[str]]:
 @pytest.fixture(scope="module")
 def spark_cluster(spark_local_answers, tmp_path_factory) -> Iterator[dict[str, Any]]:
     home = spark_home()
+    from conftest import TEST_JVM_OPTIONS
     from pyspark.sql import SparkSession
 
     work = tmp_path_factory.mktemp("spark")
     env = {**os.environ, "SPARK_HOME": home, "SPARK_LOCAL_IP": "127.0.0.1",
            "SPARK_LOG_DIR": str(work), "SPARK_WORKER_DIR": str(work / "work"),
-           "SPARK_DAEMON_MEMORY": "256m", "PYSPARK_PYTHON": sys.executable,
+           "SPARK_DAEMON_MEMORY": "256m", "SPARK_DAEMON_JAVA_OPTS": TEST_JVM_OPTIONS,
+           "PYSPARK_PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
     spark_class = [os.path.join(home, "bin", "spark-class")]
     port, ui = free_port(), free_port()
@@ -549,6 +551,8 @@ def spark_cluster(spark_local_answers, tmp_path_factory) -> Iterator[dict[str, A
         TIMINGS["spark master+workers start"] = time.perf_counter() - start
         spark = (SparkSession.builder.master(url).appName("dpframe-cluster-tests")
                  .config("spark.driver.host", "127.0.0.1")
+                 .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
+                 .config("spark.executor.extraJavaOptions", TEST_JVM_OPTIONS)
                  .config("spark.executor.memory", "512m")
                  .config("spark.executor.cores", "1")
                  .config("spark.cores.max", "2")
