@@ -11,7 +11,9 @@ missing-value rule: dropped (in no bin), or counted in the bin of the public fil
 The bin is computed by a binary search over the inner edges in every engine
 (:data:`dpframe.rowwise.functions.SEARCH_EDGES`), so a histogram over k edges costs
 O(log k) per row; the step is an ordinary verified derivation (a new column; no row used
-twice), compiled by dpframe for the frame's engine like any other.
+twice), compiled by dpframe for the frame's engine like any other. Its verification depends on
+public facts alone (the column's name and dtype, the fill value's bin), so it is made once per
+such triple and a new frame's first histogram reuses it (:func:`bin_step`).
 """
 
 from __future__ import annotations
@@ -181,25 +183,72 @@ def bin_step(column: str, edges: Sequence[float], facts: provenance.FrameFacts,
     """The verified ``with_columns`` step adding :data:`BIN`: each row's bin over ``edges``,
     or (missing value, ``"drop"`` rule) a missing bin; under a fill rule, the fill value's
     bin. The frame around the search (the cast to Float64, the test for a missing value, the
-    fill) is read from a narwhals expression verified like any derivation; the search itself
-    is dpframe's :data:`~dpframe.rowwise.functions.SEARCH_EDGES` node over the inner edges."""
+    fill) is read from a narwhals expression verified like any derivation
+    (:func:`_verified_frame`); the search itself is dpframe's
+    :data:`~dpframe.rowwise.functions.SEARCH_EDGES` node over the inner edges, put in the
+    verified tree's ``then`` branch."""
     inner = tuple(float(e) + 0.0 for e in edges[1:-1])
-    x = nw.col(column).cast(nw.Float64)
-    present = ~(x.is_null() | x.is_nan()).fill_null(False)
-    then = nw.when(present).then(nw.lit(0, dtype=nw.Int64))
     policy = facts.missing.get(column, provenance.DROP)
-    expr: Any = then
-    if policy != provenance.DROP:
-        fill = bisect.bisect_right(inner, float(policy))
-        expr = then.otherwise(nw.lit(fill, dtype=nw.Int64))
-    steps, _schema = derivations.verify_expressions(schema, [expr.alias(BIN)], "with_columns")
-    (step,) = steps
+    fill = None if policy == provenance.DROP else bisect.bisect_right(inner, float(policy))
+    step = _verified_frame(column, schema, fill)
     ((name, tree),) = step.columns
     assert isinstance(tree, When), tree
     subject = next(node.args[0] for node in walk(tree.predicate)
                    if isinstance(node, Call) and node.name == "BooleanFunction.IsNull")
     search = Call(tree.then.dtype, SEARCH_EDGES, (subject,), (inner,))
-    return dataclasses.replace(step, columns=((name, dataclasses.replace(tree, then=search)),))
+    return dataclasses.replace(step, outputs=dict(step.outputs),
+                               columns=((name, dataclasses.replace(tree, then=search)),))
+
+
+def _verified_frame(column: str, schema: Mapping[str, Any], fill: int | None
+                    ) -> derivations.Step:
+    """The verified step of ``when(x present).then(0).otherwise(fill)`` (``x`` the column
+    cast to Float64; no ``otherwise`` when ``fill`` is None: a missing bin), the frame
+    :func:`bin_step` puts its search in.
+
+    The expression is dpframe's own, built from three public facts alone: the column's name,
+    its dtype (the schema) and the fill value's bin (the declared missing-value rule and the
+    public edges); it reads no other column. Its verification (the plan Polars builds for it
+    on an empty frame of that one column, read node by node, type-checked and probed on public
+    rows) is therefore a function of ``(column, dtype, fill)``, and is done once per such
+    triple (:func:`_verified_once`, at most :data:`VERIFIED_FRAMES` kept): a new frame's
+    first histogram over a column already verified with that dtype and rule reuses the
+    verified tree instead of building and reading the same plan again. Nothing of the data,
+    of a frame or of a result is kept. A column missing from the schema (or a dtype that
+    cannot be a key) is verified against the whole schema, which refuses it as before."""
+    dtype = schema.get(column)
+    try:
+        hash(dtype)
+    except TypeError:  # pragma: no cover - every Polars dtype hashes
+        dtype = None
+    if dtype is None:
+        return _verify_frame(column, schema, fill)
+    # (with whether it is a class: Polars' ``==`` equates a dtype class with its instances,
+    # ``pl.Datetime == pl.Datetime("ns", "UTC")``; instances compare every parameter)
+    return _verified_once(column, isinstance(dtype, type), dtype, fill)
+
+
+#: The most verified bin frames kept (one per column, dtype and fill bin).
+VERIFIED_FRAMES = 256
+
+
+@functools.lru_cache(maxsize=VERIFIED_FRAMES)
+def _verified_once(column: str, is_class: bool, dtype: Any, fill: int | None
+                   ) -> derivations.Step:
+    return _verify_frame(column, {column: dtype}, fill)
+
+
+def _verify_frame(column: str, schema: Mapping[str, Any], fill: int | None
+                  ) -> derivations.Step:
+    """Build and verify the expression of :func:`_verified_frame` against ``schema``."""
+    x = nw.col(column).cast(nw.Float64)
+    present = ~(x.is_null() | x.is_nan()).fill_null(False)
+    expr: Any = nw.when(present).then(nw.lit(0, dtype=nw.Int64))
+    if fill is not None:
+        expr = expr.otherwise(nw.lit(fill, dtype=nw.Int64))
+    steps, _schema = derivations.verify_expressions(schema, [expr.alias(BIN)], "with_columns")
+    (step,) = steps
+    return step
 
 
 #: Binned frames already made, per frame (its facts, by identity) and (column, edges); an entry

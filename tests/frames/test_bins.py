@@ -119,3 +119,66 @@ def test_a_float64_edge_array_reads_as_its_items_one_by_one() -> None:
             except ParameterError as exc:
                 outcomes.append(str(exc))
         assert outcomes[0] == outcomes[1]
+
+
+class _Rules:
+    """The one fact :func:`~dpframe.frames.bins.bin_step` reads: the missing-value rules."""
+
+    def __init__(self, missing: dict[str, float]) -> None:
+        self.missing = missing
+
+
+@pytest.mark.parametrize("fill", [None, 50.0])
+@pytest.mark.parametrize("dtype", ["Float64", "Int64", "Float32"])
+def test_the_bin_frame_verified_once_is_the_one_verified_against_the_whole_schema(
+        monkeypatch, dtype, fill):
+    """bin_step keeps the verified frame of its search per (column, dtype, fill bin), public
+    facts only: what it gives is what verifying the expression against the frame's whole
+    schema gives, with the search over this call's edges (other edges: the same kept frame)."""
+    import polars as pl
+
+    from dpframe.frames import bins as bins_
+
+    schema = {"g": pl.String, "age": getattr(pl, dtype), "k": pl.Int64}
+    rules = _Rules({} if fill is None else {"age": fill})
+    both = (EDGES, [0.0, 18.0, 99.0])
+    kept = [bins_.bin_step("age", edges, rules, schema) for edges in both]
+    with monkeypatch.context() as m:
+        m.setattr(bins_, "_verified_once",
+                  lambda column, _kind, _dtype, fill: bins_._verify_frame(column, schema, fill))
+        fresh = [bins_.bin_step("age", edges, rules, schema) for edges in both]
+    assert kept == fresh
+    assert [repr(s.columns) for s in kept] == [repr(s.columns) for s in fresh]
+    assert "(18.0, 65.0)" in repr(kept[0].columns) and "(18.0,)" in repr(kept[1].columns)
+
+
+def test_a_new_frames_first_histogram_reuses_the_verified_bin_frame_and_refusals_stay(
+        monkeypatch):
+    """A second frame's first histogram over the same column, dtype and missing rule builds
+    no plan to verify (the verified frame is kept; its own binned frame is still made and
+    answers from its own data); a column the bins cannot read is refused every time, before
+    anything is spent."""
+    import polars as pl
+
+    from dpframe.errors import DerivationError
+    from dpframe.frames import bins as bins_
+
+    calls: list[int] = []
+    original = bins_.derivations.verify_expressions
+
+    def counting(*args: object) -> object:
+        calls.append(len(tables))
+        return original(*args)
+
+    monkeypatch.setattr(bins_.derivations, "verify_expressions", counting)
+    tables: list[list[float]] = []
+    for first in (30.0, 70.0):
+        pf = dpf.protect(pd.DataFrame(data(first)), epsilon=1e6, bounds={"age": (0.0, 100.0)})
+        table = pf.dp.histogram("age", edges=EDGES, epsilon=1e5, random_state=1)
+        tables.append(table["count"].tolist())
+    assert 1 not in calls and tables == [[3.0, 3.0, 3.0], [3.0, 2.0, 4.0]]
+    listed = dpf.protect(pl.DataFrame({"age": [[1.0], [2.0]]}), epsilon=1.0, bounds={})
+    for _ in range(2):
+        with pytest.raises(DerivationError):
+            listed.dp.histogram("age", edges=EDGES, epsilon=0.5)
+    assert listed.dp.budget.epsilon_spent == 0.0 and calls.count(2) == 2
