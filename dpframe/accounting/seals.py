@@ -445,6 +445,31 @@ def attach_release_log(table: Any, document: dict[str, Any], *,
     _store_pending(table, _PendingSeal(doc, ids, snapshot, key))
 
 
+def attach_release_log_of_blocks(table: Any, document: dict[str, Any],
+                                 blocks: list[tuple[Any, Any]], index: Any, columns: Any, *,
+                                 release_id: int | list[int] | None = None) -> None:
+    """:func:`attach_release_log` (unsigned) of a pandas table just made from ``blocks``
+    (``(values, positions)``: two-dimensional numpy arrays of numbers, as
+    ``create_dataframe_from_blocks`` takes them) and the label objects ``index`` and
+    ``columns`` (the table holds these arrays and objects, and no one has changed them yet):
+    its snapshot is made from them (:class:`_PandasParts`: a copy of each block's values, the
+    labels as released), the parts :meth:`_PandasParts.of` would read back from the table,
+    without reading them back. A table of more than :data:`PARTS_MAX_CELLS` cells, a block of
+    any other kind, or a pandas before 3: sealed as :func:`attach_release_log` seals it."""
+    import numpy as np
+
+    if (_from_blocks() is None or not _pandas_3()
+            or sum(values.size for values, _ in blocks) > PARTS_MAX_CELLS
+            or not all(type(values) is np.ndarray and values.ndim == 2
+                       and values.dtype.kind in "iufb" for values, _ in blocks)):
+        attach_release_log(table, document, release_id=release_id)
+        return
+    doc, ids = _unsealed(document, release_id)
+    parts = _PandasParts([(values.copy(), places) for values, places in blocks],
+                         _labels_as_released(index), _labels_as_released(columns))
+    table.attrs = {RELEASE_ATTRS_KEY: _LazySealedLog(_PendingSeal(doc, ids, parts, None))}
+
+
 def sealed_document(table: Any, document: dict[str, Any], *,
                     release_id: int | list[int] | None = None,
                     key: bytes | str | None = None) -> dict[str, Any]:

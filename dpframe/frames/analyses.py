@@ -67,7 +67,7 @@ class Analyses(Generic[TableT]):
         out = release.run(self._frame, queries, epsilon=epsilon, delta=delta, weights=weights,
                           mechanism=mechanism, random_state=random_state, session=session,
                           ci=ci)
-        return results.with_log(out, results.to_frame(out))
+        return results.release_table(out)
 
     @shared_parameters(CATEGORICAL)
     def proportions(self, column: str, *, epsilon: float, keys: KeyList | None = None,
@@ -221,7 +221,7 @@ class Analyses(Generic[TableT]):
             out.intervals["count"] = out.intervals.pop(label)
         if total is not None:
             out.values["count"] = apportion(out.values["count"], total).astype(float)
-        return results.with_log(out, results.to_frame(out, edges))
+        return results.release_table(out, edges)
 
     def _binned(self, column: str, edges: list[float], session: Session | str | None) -> Any:
         """This frame with the hidden bin column (:func:`dpframe.frames.derivations.binned`)."""
