@@ -458,16 +458,26 @@ def attach_release_log_of_blocks(table: Any, document: dict[str, Any],
     any other kind, or a pandas before 3: sealed as :func:`attach_release_log` seals it."""
     import numpy as np
 
-    if (_from_blocks() is None or not _pandas_3()
-            or sum(values.size for values, _ in blocks) > PARTS_MAX_CELLS
-            or not all(type(values) is np.ndarray and values.ndim == 2
-                       and values.dtype.kind in "iufb" for values, _ in blocks)):
+    kept: list[tuple[Any, Any]] = []
+    cells = 0
+    for values, places in blocks:
+        cells += values.size
+        if not (type(values) is np.ndarray and values.ndim == 2
+                and values.dtype.kind in "iufb") or cells > PARTS_MAX_CELLS:
+            kept = []
+            break
+        kept.append((values.copy(), places))
+    if not kept or _from_blocks() is None or not _pandas_3():
         attach_release_log(table, document, release_id=release_id)
         return
     doc, ids = _unsealed(document, release_id)
-    parts = _PandasParts([(values.copy(), places) for values, places in blocks],
-                         _labels_as_released(index), _labels_as_released(columns))
-    table.attrs = {RELEASE_ATTRS_KEY: _LazySealedLog(_PendingSeal(doc, ids, parts, None))}
+    parts = _PandasParts(kept, _labels_as_released(index), _labels_as_released(columns))
+    log = _LazySealedLog(_PendingSeal(doc, ids, parts, None))
+    attrs = table.attrs  # (a new table's own empty dict: filled in place, as the setter would)
+    if attrs:
+        table.attrs = {RELEASE_ATTRS_KEY: log}
+    else:
+        attrs[RELEASE_ATTRS_KEY] = log
 
 
 def sealed_document(table: Any, document: dict[str, Any], *,
