@@ -449,13 +449,12 @@ def attach_release_log_of_blocks(table: Any, document: dict[str, Any],
                                  blocks: list[tuple[Any, Any]], index: Any, columns: Any, *,
                                  release_id: int | list[int] | None = None) -> None:
     """:func:`attach_release_log` (unsigned) of a pandas table just made from ``blocks``
-    (``(values, positions)``: two-dimensional numpy arrays of numbers, as
-    ``create_dataframe_from_blocks`` takes them) and the label objects ``index`` and
-    ``columns`` (the table holds these arrays and objects, and no one has changed them yet):
-    its snapshot is made from them (:class:`_PandasParts`: a copy of each block's values, the
-    labels as released), the parts :meth:`_PandasParts.of` would read back from the table,
-    without reading them back. A table of more than :data:`PARTS_MAX_CELLS` cells, a block of
-    any other kind, or a pandas before 3: sealed as :func:`attach_release_log` seals it."""
+    (``(values, positions)`` as ``create_dataframe_from_blocks`` takes them) and the label
+    objects ``index`` and ``columns``, which it holds unchanged: its snapshot is made from
+    them (:class:`_PandasParts`: a copy of each block's values, the labels as released), the
+    parts :meth:`_PandasParts.of` would read back from the table. Over
+    :data:`PARTS_MAX_CELLS` cells, another kind of block, or pandas 2: as
+    :func:`attach_release_log`."""
     import numpy as np
 
     kept: list[tuple[Any, Any]] = []
