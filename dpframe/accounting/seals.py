@@ -445,6 +445,40 @@ def attach_release_log(table: Any, document: dict[str, Any], *,
     _store_pending(table, _PendingSeal(doc, ids, snapshot, key))
 
 
+def attach_release_log_of_blocks(table: Any, document: dict[str, Any],
+                                 blocks: list[tuple[Any, Any]], index: Any, columns: Any, *,
+                                 release_id: int | list[int] | None = None) -> None:
+    """:func:`attach_release_log` (unsigned) of a pandas table just made from ``blocks``
+    (``(values, positions)`` as ``create_dataframe_from_blocks`` takes them) and the label
+    objects ``index`` and ``columns``, which it holds unchanged: its snapshot is made from
+    them (:class:`_PandasParts`: a copy of each block's values, the labels as released), the
+    parts :meth:`_PandasParts.of` would read back from the table. Over
+    :data:`PARTS_MAX_CELLS` cells, another kind of block, or pandas 2: as
+    :func:`attach_release_log`."""
+    import numpy as np
+
+    kept: list[tuple[Any, Any]] = []
+    cells = 0
+    for values, places in blocks:
+        cells += values.size
+        if not (type(values) is np.ndarray and values.ndim == 2
+                and values.dtype.kind in "iufb") or cells > PARTS_MAX_CELLS:
+            kept = []
+            break
+        kept.append((values.copy(), places))
+    if not kept or _from_blocks() is None or not _pandas_3():
+        attach_release_log(table, document, release_id=release_id)
+        return
+    doc, ids = _unsealed(document, release_id)
+    parts = _PandasParts(kept, _labels_as_released(index), _labels_as_released(columns))
+    log = _LazySealedLog(_PendingSeal(doc, ids, parts, None))
+    attrs = table.attrs  # (a new table's own empty dict: filled in place, as the setter would)
+    if attrs:
+        table.attrs = {RELEASE_ATTRS_KEY: log}
+    else:
+        attrs[RELEASE_ATTRS_KEY] = log
+
+
 def sealed_document(table: Any, document: dict[str, Any], *,
                     release_id: int | list[int] | None = None,
                     key: bytes | str | None = None) -> dict[str, Any]:

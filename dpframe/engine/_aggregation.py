@@ -115,10 +115,10 @@ def aggregate(
     """
     if method not in ("auto", "numpy", "narwhals"):
         raise ParameterError(f"method must be 'auto', 'numpy' or 'narwhals', got {method!r}")
-    small = (one_block_sums(native, backend, aggs, missing)  # (a thousand rows: the
-             if group_by is None and bounding is None and method != "narwhals" else None)
-    if small is not None:  # blocked pass's bookkeeping would cost more than its arithmetic)
-        return small
+    small = (_small_pass(native, backend, aggs, missing, group_by, keys, columns)
+             if bounding is None and method != "narwhals" else None)
+    if small is not None:  # (a thousand rows: the blocked pass's bookkeeping would cost more
+        return small  # than its arithmetic)
     aggs = list(dict.fromkeys(aggs))
     if keys is not None and group_by is not None and backend.ticks_temporal_keys:
         ticked = _temporal_groups_as_ticks(native, backend, group_by, keys, columns)
@@ -153,6 +153,45 @@ def aggregate(
         if agg not in counted and not _integral(values):  # pragma: no cover - invariant
             raise RuntimeError(f"internal error: aggregate {agg} is not an integer; please report")
     return data
+
+
+def _small_pass(native: Any, backend: FrameEngine, aggs: Sequence[Agg],
+                missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
+                keys: Sequence[Any] | None, columns: Mapping[str, Any] | None
+                ) -> dict[Agg, np.ndarray] | None:
+    """The passes :func:`aggregate` tries before its general one (no privacy unit, not forced
+    to narwhals): ungrouped sums of a frame of one block (:func:`one_block_sums`), or rows
+    per declared key of one column (:func:`_plain_key_counts`); None: neither applies."""
+    if group_by is None:
+        return one_block_sums(native, backend, aggs, missing)
+    if isinstance(group_by, str):
+        return _plain_key_counts(native, backend, aggs, group_by, keys, columns)
+    return None
+
+
+def _plain_key_counts(native: Any, backend: FrameEngine, aggs: Sequence[Agg], group_by: str,
+                      keys: Sequence[Any] | None, columns: Mapping[str, Any] | None
+                      ) -> dict[Agg, np.ndarray] | None:
+    """Rows per declared key only (a histogram, a value count, a grouped count: every
+    aggregate the row count ``Agg("rows")``) of an in-memory frame whose group column is not
+    temporal (its schema in ``columns``): :func:`_small_range_counts` of the key column, as
+    :func:`_numpy_sums` computes it for the same aggregates and keys, without the general
+    pass's preparation (the aggregates sorted by kind, the floating-point settings, the
+    temporal keys' ticks, the integrality check of counts that are integers by construction:
+    about 15 µs of a warm histogram at 1,000 rows). None where this does not apply (any other
+    aggregate, a lazy frame, a temporal or unknown group column, keys that are not a small
+    integer range): then the general pass runs. Decided from public facts alone (the
+    aggregates, the schema, the column's dtype and layout, the declared keys)."""
+    if backend.lazy or columns is None or not aggs or any(
+            a.kind != "rows" or a.column is not None for a in aggs):
+        return None
+    dtype = columns.get(group_by)
+    if dtype is None or _is_temporal(dtype):
+        return None
+    counts = _small_range_counts(backend.numpy_column(native, group_by), keys)
+    if counts is None:
+        return None
+    return {a: counts.copy() for a in aggs}
 
 
 def _integral(values: np.ndarray) -> bool:

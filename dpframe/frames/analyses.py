@@ -8,6 +8,7 @@ data and spends nothing (:mod:`dpframe.release._accuracy_planner`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Generic
 
@@ -31,9 +32,19 @@ from dpframe.frames.parameters import (
 from dpframe.frames.types import KeyList, Mechanism, RandomState, TableT
 from dpframe.mechanisms.histograms import apportion
 from dpframe.provenance import Session
+from dpframe.query import Keys
 from dpframe.query import statistics as q_
 
 __all__ = ["Analyses"]
+
+
+@functools.lru_cache(maxsize=64)
+def _bin_keys(count: int) -> Keys:
+    """The keys of a histogram's hidden bin column, ``0 .. count - 1``, checked once per
+    number of bins (:func:`dpframe.release.declared_keys`, the check every release makes of
+    keys it is given; a checked key list is taken as it is): a public fact, so a repeated
+    histogram reuses the list with its lookup table and log reference."""
+    return release.declared_keys(bins_.BIN, list(range(count)))
 
 
 class Analyses(Generic[TableT]):
@@ -56,7 +67,7 @@ class Analyses(Generic[TableT]):
         out = release.run(self._frame, queries, epsilon=epsilon, delta=delta, weights=weights,
                           mechanism=mechanism, random_state=random_state, session=session,
                           ci=ci)
-        return results.with_log(out, results.to_frame(out))
+        return results.release_table(out)
 
     @shared_parameters(CATEGORICAL)
     def proportions(self, column: str, *, epsilon: float, keys: KeyList | None = None,
@@ -199,7 +210,7 @@ class Analyses(Generic[TableT]):
         frame, group, group_keys = self._frame, column, keys
         if edges is not None:
             frame = self._binned(column, edges, session)
-            group, group_keys = bins_.BIN, list(range(len(edges) - 1))
+            group, group_keys = bins_.BIN, _bin_keys(len(edges) - 1)
         # the log names the statistic as asked ("histogram(age)"); the table's column is count
         label = f"{'histogram' if edges is not None else 'value_counts'}({column})"
         out = release.run(frame, {label: q_.count()}, epsilon=epsilon, delta=delta,
@@ -210,7 +221,7 @@ class Analyses(Generic[TableT]):
             out.intervals["count"] = out.intervals.pop(label)
         if total is not None:
             out.values["count"] = apportion(out.values["count"], total).astype(float)
-        return results.with_log(out, results.to_frame(out, edges))
+        return results.release_table(out, edges)
 
     def _binned(self, column: str, edges: list[float], session: Session | str | None) -> Any:
         """This frame with the hidden bin column (:func:`dpframe.frames.derivations.binned`)."""

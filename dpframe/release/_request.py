@@ -164,6 +164,8 @@ def _columns_of(group_by: Any) -> list[Any]:
 
 
 def _check_group_columns(group_by: Any, names: list[str]) -> tuple[str, ...]:
+    if type(group_by) is str and group_by not in names:  # (one column: every check passes)
+        return (group_by,)
     cols = _columns_of(group_by)
     if not cols or not all(isinstance(c, str) for c in cols) or len(set(cols)) != len(cols):
         raise ParameterError(f"group-by must be a column name or a list of distinct column "

@@ -55,3 +55,28 @@ def test_mixed_numbers_are_one_block_per_column():
     labels = table.columns
     labels.name = "changed"  # a table's labels are its own object
     assert results._fresh_table(Backend(), dict(data)).columns.name is None  # type: ignore
+
+
+def test_tables_from_pandas_constructors_are_the_public_functions(monkeypatch):
+    """The block tables made with pandas' own constructors (_table_of_blocks) are the ones
+    its public create_dataframe_from_blocks makes, and the public path runs without them."""
+    assert results._BLOCK_CONSTRUCTORS is not None
+    edges = np.array([[0.0, 1.5, -0.0], [1.5, 2.0, np.inf]])
+    cases = [[(np.vstack([edges, [np.nan, 3.0, 1e300]]), np.arange(3, dtype=np.intp))],
+             [(np.arange(3, dtype=np.int64)[None, :], np.zeros(1, dtype=np.intp)),
+              (np.ones((2, 3)), np.array([1, 2], dtype=np.intp))]]
+    names = [("bin_lower", "bin_upper", "count"), ("k", "count", "count_lower")]
+    for blocks, labels in zip(cases, names, strict=True):
+        made = results._table_of_blocks(blocks, results._row_index(3), results._labels(labels))
+        public = results._from_blocks(blocks, index=results._row_index(3),
+                                      columns=results._labels(labels))
+        pd.testing.assert_frame_equal(made, public, check_exact=True)
+        assert [b.dtype for b in made._mgr.blocks] == [b.dtype for b in public._mgr.blocks]
+        assert [type(b) for b in made._mgr.blocks] == [type(b) for b in public._mgr.blocks]
+        assert type(made._mgr) is type(public._mgr) and made.flags == public.flags
+        assert table_digest(made) == table_digest(public)
+        monkeypatch.setattr(results, "_BLOCK_CONSTRUCTORS", None)
+        fallback = results._table_of_blocks(blocks, results._row_index(3),
+                                            results._labels(labels))
+        monkeypatch.undo()
+        pd.testing.assert_frame_equal(fallback, public, check_exact=True)
