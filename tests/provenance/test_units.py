@@ -255,9 +255,13 @@ def test_brute_force_sensitivity_ungrouped(backend, k, view):
 
 
 @pytest.mark.parametrize(("backend", "k", "g"), [
-    ("pandas", 2, 1), ("pandas", 3, 1), ("pandas", 3, 2), ("pandas", 2, None),
-    ("polars", 3, 1), ("polars-lazy", 2, None)])
+    ("pandas", 3, 1), ("pandas", 2, None), ("polars", 2, 1), ("polars", 3, 1),
+    ("polars", 3, 2), ("polars-lazy", 2, None)])
 def test_brute_force_sensitivity_grouped(backend, k, g):
+    """Every pair of the target lists, released exactly: no difference above the logged
+    sensitivity, and one replacement touches at most 2·min(g, k) groups. Each (k, g) runs on
+    one bounding implementation at least; pandas takes two of them (180 releases each, about 8 s
+    on pandas against 2 s on Polars)."""
     targets = target_rows([-1.0, 2.0], KEYS["g"], range(1, 4), any_groups_up_to=2)
     worst, declared, touched = brute_force(backend, k, g, "root", True, targets, seed=7 + k)
     reach = min(g or k, k)
