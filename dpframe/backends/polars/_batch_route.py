@@ -1,0 +1,111 @@
+"""A file scan's additive aggregates by the numpy kernel, batch by batch from Polars'
+streaming engine.
+
+A protected LazyFrame that reads files (``pl.scan_parquet``, ``pl.scan_csv``...) is re-read at
+every release. When a release's plan is that bare scan (one file scan, no predicate, nothing
+on top: a public fact of the plan), Polars' streaming engine reads only the columns the
+aggregates need (:meth:`polars.LazyFrame.collect_batches`; a Parquet file's batches are its
+row groups, decoded one at a time, never the whole column) and each batch is summed by the
+eager frame's numpy kernel (:func:`dpframe.engine.forced_numpy_sums`) instead of Polars'
+per-row expressions. The per-batch sums are added up.
+
+**Exact, bit for bit.** Every value the kernel sums is an integer-valued double on the
+fixed-point grid chosen for the whole data set, so every partial sum — of a block, a batch, or
+all batches in any order — is an integer below 2⁵³ and exact (Casacuberta et al. 2022;
+:mod:`dpframe.engine._aggregation`): the totals equal the expressions' ones whatever the batch
+sizes and their order. Row counts are sums of batch heights.
+
+**Chosen from public facts.** The route is taken from the plan's structure and the columns'
+dtypes only: the kernel is first run on an empty frame of the scan's schema, and where it
+cannot run (a dtype it does not read, several group columns, products, units) the
+expressions run instead, before anything is read. A batch the kernel still declines (an
+integer key column with a missing key in that batch: :func:`dpframe.engine.polars_codes`) is
+summed by the expressions on that batch (:meth:`Backend.aggregate` with ``"narwhals"``), the
+same exact sums for its rows, so no batch changes the outcome or the route of the others.
+A count that reads no column keeps the expressions (Polars answers it from the files'
+metadata).
+
+**Measured** (a 10 M-row, 81-row-group Parquet file of one float column and a key, 2 shared
+cores, load 7-9, CPU per release, the content check ablated): mean 172 ms by the expressions
+against 155 ms here (Polars' own clip + sum + count: 147 ms); the 1,000-key group-by 343 ms
+against 331 ms, and lower wall time (the kernel runs on the calling thread while Polars decodes
+the next row group).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpframe import engine
+from dpframe._util.identity import IdentityMap
+from dpframe._util.polars_plan import all_nodes
+from dpframe.backends._base import Backend
+from dpframe.errors import DPFrameError
+from dpframe.query import Agg
+
+__all__ = ["bare_file_scan", "batch_sums"]
+
+Sums = dict[Agg, np.ndarray]
+
+
+#: :func:`bare_file_scan`'s answers by plan identity (a protected plan is immutable).
+_BARE: IdentityMap[bool] = IdentityMap()
+
+
+def bare_file_scan(lazy: Any) -> bool:
+    """Whether ``lazy``'s plan is one scan of files and nothing else (no predicate, no node
+    on top), read from the plan's structure (remembered per plan)."""
+    known = _BARE.get(lazy)
+    if known is None:
+        known = _read_bare_file_scan(lazy)
+        with contextlib.suppress(TypeError):  # not weakly referable: decided again next time
+            _BARE.set(lazy, known)
+    return known
+
+
+def _read_bare_file_scan(lazy: Any) -> bool:
+    try:
+        nodes = [node for _nt, node in all_nodes(lazy)]
+    except DPFrameError:  # a plan Polars does not show in full
+        return False
+    if len(nodes) != 1 or type(nodes[0]).__name__ != "Scan":
+        return False
+    try:
+        return nodes[0].predicate is None
+    except Exception:  # (a plan node without the attribute: not a plain scan)
+        return False
+
+
+def batch_sums(lazy: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
+               missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
+               keys: Sequence[Any] | None, eager: Backend) -> Sums | None:
+    """The additive aggregates of the bare file scan ``lazy`` (:func:`bare_file_scan`, checked
+    by the caller), its batches summed by the numpy kernel (``eager``: the eager Polars
+    adapter), or None where the kernel does not apply (decided from the schema: see the
+    module's docstring). Runs inside :func:`dpframe.engine.aggregate`'s pass."""
+    if isinstance(group_by, tuple) or any(a.kind in ("sum_prod", "units") for a in aggs):
+        return None
+    needed = sorted({c for a in aggs for c in a.columns()})
+    if not needed:  # rows only: the expressions (Polars counts from the files' metadata)
+        return None
+    if group_by is not None and group_by not in needed:
+        needed.append(group_by)
+    projected = lazy.select(needed)
+    import polars as pl
+
+    total = engine.forced_numpy_sums(pl.DataFrame(schema=projected.collect_schema()), eager,
+                                     aggs, columns, missing, group_by, keys)
+    if total is None:  # (from the dtypes alone: the same for every batch)
+        return None
+    for batch in projected.collect_batches(maintain_order=False, engine="streaming"):
+        part = engine.forced_numpy_sums(batch, eager, aggs, columns, missing, group_by, keys)
+        if part is None:  # (a missing integer key in this batch: its rows by the expressions)
+            part = eager.aggregate(batch, aggs, missing=missing, group_by=group_by, keys=keys,
+                                   method="narwhals", columns=columns)
+        for agg in total:
+            total[agg] = total[agg] + part[agg]
+    return total
