@@ -35,7 +35,7 @@ the next row group).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,7 @@ from dpframe.backends._base import Backend
 from dpframe.errors import DPFrameError
 from dpframe.query import Agg
 
-__all__ = ["bare_file_scan", "batch_sums"]
+__all__ = ["bare_file_scan", "batch_columns", "batch_sums", "sum_batches"]
 
 Sums = dict[Agg, np.ndarray]
 
@@ -80,28 +80,57 @@ def _read_bare_file_scan(lazy: Any) -> bool:
         return False
 
 
+def batch_columns(aggs: Sequence[Agg], group_by: str | tuple[str, ...] | None
+                  ) -> list[str] | None:
+    """The columns a batch needs for ``aggs`` grouped by ``group_by`` (the aggregates' and
+    the group column), or None where the batches are not summed by the kernel: several group
+    columns, products, units, or a count that reads no column (the engine answers it from
+    the files' metadata)."""
+    if isinstance(group_by, tuple) or any(a.kind in ("sum_prod", "units") for a in aggs):
+        return None
+    needed = sorted({c for a in aggs for c in a.columns()})
+    if not needed:
+        return None
+    if group_by is not None and group_by not in needed:
+        needed.append(group_by)
+    return needed
+
+
 def batch_sums(lazy: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
                missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
                keys: Sequence[Any] | None, eager: Backend) -> Sums | None:
     """The additive aggregates of the bare file scan ``lazy`` (:func:`bare_file_scan`, checked
-    by the caller), its batches summed by the numpy kernel (``eager``: the eager Polars
-    adapter), or None where the kernel does not apply (decided from the schema: see the
-    module's docstring). Runs inside :func:`dpframe.engine.aggregate`'s pass."""
-    if isinstance(group_by, tuple) or any(a.kind in ("sum_prod", "units") for a in aggs):
+    by the caller), its batches from Polars' streaming engine summed by the numpy kernel
+    (``eager``: the eager Polars adapter), or None where the kernel does not apply (decided
+    from the schema: see the module's docstring). Runs inside
+    :func:`dpframe.engine.aggregate`'s pass."""
+    needed = batch_columns(aggs, group_by)
+    if needed is None:
         return None
-    needed = sorted({c for a in aggs for c in a.columns()})
-    if not needed:  # rows only: the expressions (Polars counts from the files' metadata)
-        return None
-    if group_by is not None and group_by not in needed:
-        needed.append(group_by)
     projected = lazy.select(needed)
     import polars as pl
 
-    total = engine.forced_numpy_sums(pl.DataFrame(schema=projected.collect_schema()), eager,
-                                     aggs, columns, missing, group_by, keys)
+    return sum_batches(
+        pl.DataFrame(schema=projected.collect_schema()),
+        lambda: projected.collect_batches(maintain_order=False, engine="streaming"),
+        aggs, columns, missing, group_by, keys, eager)
+
+
+def sum_batches(empty: Any, batches: Callable[[], Iterable[Any]], aggs: Sequence[Agg],
+                columns: Mapping[str, Any], missing: Mapping[str, Any],
+                group_by: str | tuple[str, ...] | None, keys: Sequence[Any] | None,
+                eager: Backend) -> Sums | None:
+    """The additive aggregates of the eager Polars frames ``batches()`` yields, each summed by
+    the numpy kernel and the sums added up (exact: the module's docstring), or None —
+    nothing read — where the kernel declines ``empty`` (a frame of the batches' schema and no
+    row: the decision rests on the dtypes). A batch the kernel declines all the same is
+    summed by the expressions (``eager.aggregate`` with ``"narwhals"``)."""
+    if isinstance(group_by, tuple):
+        return None
+    total = engine.forced_numpy_sums(empty, eager, aggs, columns, missing, group_by, keys)
     if total is None:  # (from the dtypes alone: the same for every batch)
         return None
-    for batch in projected.collect_batches(maintain_order=False, engine="streaming"):
+    for batch in batches():
         part = engine.forced_numpy_sums(batch, eager, aggs, columns, missing, group_by, keys)
         if part is None:  # (a missing integer key in this batch: its rows by the expressions)
             part = eager.aggregate(batch, aggs, missing=missing, group_by=group_by, keys=keys,
