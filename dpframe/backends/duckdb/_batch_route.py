@@ -69,8 +69,11 @@ def relation_sums(relation: Any, aggs: Sequence[Agg], missing: Mapping[str, Any]
         schema[column] = getattr(pl, dtype)
     projected = relation.select(", ".join(quote(c) for c in needed))
 
+    # (``to_arrow_reader`` since DuckDB 1.4; ``fetch_record_batch`` before, deprecated in 2.0)
+    reader = getattr(projected, "to_arrow_reader", None) or projected.fetch_record_batch
+
     def batches() -> Iterator[Any]:
-        for batch in projected.to_arrow_reader(BATCH_ROWS):
+        for batch in reader(BATCH_ROWS):
             yield pl.from_arrow(batch)
 
     return sum_batches(pl.DataFrame(schema=schema), batches, aggs, schema, missing, None, None,
