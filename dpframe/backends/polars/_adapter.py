@@ -174,7 +174,10 @@ IN_MEMORY_ROWS = 100_000
 class PolarsLazyBackend(_Polars):
     """Polars ``LazyFrame``s: immutable plans whose derivations dpframe reads and verifies;
     aggregates are collected with Polars' streaming engine (a scan larger than memory is
-    aggregated batch by batch), small in-memory plans with its in-memory engine."""
+    aggregated batch by batch), small in-memory plans with its in-memory engine. The bare
+    scan of dpframe's in-memory copy is summed by the numpy kernel on that copy, and the bare
+    scan of files by the kernel on each batch the streaming engine reads
+    (:meth:`engine_sums`)."""
 
     name = "polars-lazy"
     lazy = True
