@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpframe.backends._base import Backend
+import numpy as np
+
+from dpframe.backends._base import Backend, registered
+from dpframe.backends.duckdb._batch_route import relation_sums
 from dpframe.backends.duckdb._file_input import read_file
 from dpframe.errors import UnsupportedInputError
+from dpframe.query import Agg
 from dpframe.rowwise.engines import SQLTarget
 
 __all__ = ["DuckDBBackend", "duckdb_parse", "is_duckdb_relation"]
@@ -35,6 +39,13 @@ class DuckDBBackend(Backend):
     def read_file(self, path: str, fmt: str, declared: Mapping[str, str]) -> Any:
 
         return read_file(path, fmt, declared)
+
+    def engine_sums(self, frame: Any, aggs: Sequence[Agg], columns: Mapping[str, Any],
+                    missing: Mapping[str, Any], group_by: str | tuple[str, ...] | None,
+                    keys: Sequence[Any] | None) -> dict[Agg, np.ndarray] | None:
+        """The relation's Arrow batches summed by the numpy kernel where its column types
+        allow it (:mod:`._batch_route`: the same exact sums), else None: the SQL."""
+        return relation_sums(frame, aggs, missing, group_by, keys, registered("polars"))
 
     def namespace_target(self) -> tuple[type, Any] | None:
         return sys.modules["duckdb"].DuckDBPyRelation, None

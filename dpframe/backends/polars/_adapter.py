@@ -20,6 +20,7 @@ from dpframe.backends._base import Backend, registered
 from dpframe.backends._private import private, private_column
 from dpframe.backends._text import valid_arrow
 from dpframe.backends.polars import _rowwise as polars_rowwise
+from dpframe.backends.polars._batch_route import bare_file_scan, batch_sums
 from dpframe.backends.polars._file_input import read_file
 from dpframe.backends.polars._kernel_route import bare_scan, kernel_sums
 from dpframe.backends.polars._memory import own_polars, polars_plan_ranges, polars_ranges
@@ -173,7 +174,10 @@ IN_MEMORY_ROWS = 100_000
 class PolarsLazyBackend(_Polars):
     """Polars ``LazyFrame``s: immutable plans whose derivations dpframe reads and verifies;
     aggregates are collected with Polars' streaming engine (a scan larger than memory is
-    aggregated batch by batch), small in-memory plans with its in-memory engine."""
+    aggregated batch by batch), small in-memory plans with its in-memory engine. The bare
+    scan of dpframe's in-memory copy is summed by the numpy kernel on that copy, and the bare
+    scan of files by the kernel on each batch the streaming engine reads
+    (:meth:`engine_sums`)."""
 
     name = "polars-lazy"
     lazy = True
@@ -191,9 +195,13 @@ class PolarsLazyBackend(_Polars):
                     keys: Sequence[Any] | None) -> dict[Agg, np.ndarray] | None:
         """A plan that is the bare scan of dpframe's in-memory copy runs the eager frame's
         numpy kernel on that copy (:mod:`._kernel_route`: chosen from the plan's structure,
-        nothing collected, the same exact sums); any other, the Polars expressions."""
-        return kernel_sums(frame, aggs, columns, missing, group_by, keys,
-                           registered(PolarsBackend.name))
+        nothing collected, the same exact sums); the bare scan of files, the kernel on each
+        batch Polars' streaming engine reads (:mod:`._batch_route`); any other, the Polars
+        expressions."""
+        eager = registered(PolarsBackend.name)
+        if bare_file_scan(frame):
+            return batch_sums(frame, aggs, columns, missing, group_by, keys, eager)
+        return kernel_sums(frame, aggs, columns, missing, group_by, keys, eager)
 
     def buffer_ranges(self, frame: Any) -> list[tuple[int, int]]:
         """The in-memory data the plan holds (:func:`_memory.polars_plan_ranges`)."""
