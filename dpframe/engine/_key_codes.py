@@ -117,14 +117,16 @@ def _masked_int_codes(array: Any, keys: Sequence[Any]) -> np.ndarray | None:
 
 
 def _run_codes(values: Any, missing: Any, keys: Sequence[Any]) -> np.ndarray | None:
-    """Each row's position among ``keys`` (-1: missing, or not a key) for the values and
-    missing-value mask of a pandas ``Int64`` array (read in place) when the keys are a run of
+    """Each row's position among ``keys`` (-1: missing, or not a key) for int64 ``values``
+    and their missing-value mask (a pandas ``Int64`` array's, read in place; None: no value
+    is missing, an eager Polars integer column without nulls) when the keys are a run of
     consecutive integers ``low, low + 1, …`` in that order (:func:`_consecutive_run`): a
     row's position is its value's offset from ``low``, as an unsigned 64-bit integer (a
     value below ``low`` wraps around to above the run, as in :func:`_lookup_codes`), -1
     outside the run or where missing. None otherwise (then the lookup table runs)."""
     if not (isinstance(keys, Keys) and isinstance(values, np.ndarray)
-            and isinstance(missing, np.ndarray) and values.dtype == np.int64):
+            and (missing is None or isinstance(missing, np.ndarray))
+            and values.dtype == np.int64):
         return None
     run = _consecutive_run(keys)
     if run is None:
@@ -132,7 +134,8 @@ def _run_codes(values: Any, missing: Any, keys: Sequence[Any]) -> np.ndarray | N
     low, k = run
     offset = values.view(np.uint64) - low
     outside = offset >= k
-    outside |= missing
+    if missing is not None:
+        outside |= missing
     codes = offset.view(np.int64)
     np.putmask(codes, outside, -1)
     return codes
@@ -192,8 +195,9 @@ def polars_codes(key_col: Any, keys: Sequence[Any]) -> np.ndarray | None:
             and key_kinds(keys) == {int}):
         values = key_col.to_numpy()
         lookup = _int_lookup(keys, values.dtype)
-        if lookup is not None:
-            return _lookup_codes(values, lookup)
+        if lookup is not None:  # (signed, or unsigned of at most 32 bits: exact as int64)
+            run = _run_codes(values.astype(np.int64, copy=False), None, keys)
+            return run if run is not None else _lookup_codes(values, lookup)
         declared = keys.pandas_index if isinstance(keys, Keys) else pd.Index(list(keys))
         return np.asarray(declared.get_indexer(values), dtype=np.int64)
     if dtype == _polars_string() and key_kinds(keys) == {str}:

@@ -47,3 +47,32 @@ def test_other_columns_take_the_lookup_path():
         array = frame[column].array
         assert _key_codes._run_codes(getattr(array, "_data", array),
                                      getattr(array, "_mask", None), keys) is None
+
+
+@pytest.mark.parametrize("dtype", ["Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16",
+                                   "UInt32", "UInt64"])
+@pytest.mark.parametrize("declared", [list(range(10)), list(range(-3, 7)), [0, 2, 1]])
+def test_eager_polars_integer_columns_get_the_lookup_tables_codes(dtype, declared,
+                                                                  monkeypatch):
+    """An eager Polars integer column without nulls over a run of keys takes the offsets
+    (:func:`_key_codes._run_codes` with no missing-value mask): the same codes as the lookup
+    table, for every integer width, the extremes of the dtype and a column of two chunks."""
+    import polars as pl
+
+    from dpframe.engine import polars_codes
+
+    pl_dtype = getattr(pl, dtype)
+    info = np.iinfo(np.dtype(dtype.lower()))
+    rng = np.random.default_rng(11)
+    low = max(int(info.min), -20)
+    values = [*rng.integers(low, 20, 300).tolist(), int(info.min), int(info.max)]
+    column = pl.concat([pl.Series("b", values[:150], dtype=pl_dtype),
+                        pl.Series("b", values[150:], dtype=pl_dtype)], rechunk=False)
+    keys = checked_keys(declared)
+    fast = polars_codes(column, keys)
+    with monkeypatch.context() as patched:
+        patched.setattr(_key_codes, "_consecutive_run", lambda keys: None)
+        general = polars_codes(column, keys)
+    want = np.array([declared.index(v) if v in declared else -1 for v in values])
+    assert fast is not None and general is not None
+    assert np.array_equal(fast, want) and np.array_equal(general, want)
