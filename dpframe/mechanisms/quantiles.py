@@ -40,6 +40,7 @@ import numpy as np
 
 from dpframe.errors import ParameterError
 from dpframe.mechanisms.randomness import RandomSource, RandomState
+from dpframe.mechanisms.snapping import CLIP
 
 __all__ = [
     "DEFAULT_QUANTILE_BINS",
@@ -746,7 +747,7 @@ class QuantileMechanism:
         else:
             u = source.uniform_values(j.size)
             pos = (j + u.reshape(j.shape)) / b
-        return np.clip(lo + (hi - lo) * pos, lo, hi)
+        return CLIP(lo + (hi - lo) * pos, lo, hi)
 
     def sample(self, counts: Any, random_state: RandomState = None, *,
                exact_counts: bool = False) -> QuantileRelease:
