@@ -216,23 +216,6 @@ def test_race_is_bit_identical_to_the_reference(name: str, counts: np.ndarray) -
                     assert source.words(2).tobytes() == follow  # the same words consumed
 
 
-def test_nonzero_counts_answer_as_the_block_form() -> None:
-    for name, counts in CASES:
-        block, nonzero = CumulativeCounts(counts), NonzeroCounts(counts.astype(float))
-        assert block.total == nonzero.total, name
-        for x in (-3, -1, 0, 1, 2, 5, block.total - 1, block.total, block.total + 1):
-            for side in ("left", "right"):
-                want = int(np.searchsorted(np.cumsum(counts), x, side=side))
-                assert block.searchsorted(np.int64(x), side) == want, (name, x, side)
-                assert nonzero.searchsorted(np.int64(x), side) == want, (name, x, side)
-        for first, last in ((0, counts.size), (1, max(1, counts.size - 1)),
-                            (counts.size // 3, counts.size // 2)):
-            assert nonzero.before(first) == block.before(first)
-            for a, b in zip(nonzero.window(first, last), block.window(first, last),
-                            strict=True):
-                assert np.array_equal(a, b), (name, first, last)
-
-
 def test_sample_is_bit_identical_on_both_sides_of_the_nonzero_threshold() -> None:
     rng = np.random.default_rng(5)
     for bins in (NONZERO_RANKS_MAX_BINS, 2 * NONZERO_RANKS_MAX_BINS):
