@@ -121,6 +121,11 @@ def _numpy_bin_counts(native: Any, backend: FrameEngine, agg: Agg, policy: Any,
               grouped_two_pass_counts(values, codes, agg.bins, policy, n_groups))
     if counts is not None:
         return counts
+    if values.size <= _BIN_BLOCK:  # one block: counted straight into doubles
+        binning = _BlockBinning(agg.bins, n_groups, values.size, np.float64)
+        block, missing = _read_block(values, 0, values.size)
+        binning.add(block, missing, policy, codes)
+        return binning.counts()
     binning = _BlockBinning(agg.bins, n_groups, min(values.size, _BIN_BLOCK))
     for start in range(0, values.size, _BIN_BLOCK):
         block, missing = _read_block(values, start, start + _BIN_BLOCK)
@@ -142,13 +147,19 @@ class _BlockBinning:
     (values at ``u`` exactly) is added to cell ``B − 1`` at the end. Rows are added with
     ``np.add.at`` into int64 cells (exact); rows with a missing value are dropped or binned at
     the public fill value, rows of undeclared keys (code −1) dropped, before any index is
-    formed, so every index is in range for every value (±inf clamps to the bounds)."""
+    formed, so every index is in range for every value (±inf clamps to the bounds).
 
-    def __init__(self, bins: Any, n_groups: int, block_rows: int) -> None:
+    ``cells``: int64 (converted to doubles in place at the end), or float64 for a table of
+    one block (:data:`_BIN_BLOCK` rows: its counts are exact in doubles, and the cells are
+    then read once less)."""
+
+    def __init__(self, bins: Any, n_groups: int, block_rows: int,
+                 cells: type[np.int64] | type[np.float64] = np.int64) -> None:
         self.bins = bins
         self.stride = bins.count + 1
         self.n_groups = n_groups
-        self.cells = np.zeros(n_groups * self.stride, dtype=np.int64)
+        self.cells = np.zeros(n_groups * self.stride, dtype=cells)
+        self.one = cells(1)  # (1.0 in float cells: their sums exact below 2^53)
         self.buffer = np.empty(block_rows, dtype=np.float64)
         self.index = np.empty(block_rows, dtype=np.int64)
 
@@ -159,7 +170,7 @@ class _BlockBinning:
         j = self._bin_index(block)
         if codes is not None:
             j += codes.astype(np.int64) * self.stride
-        np.add.at(self.cells, j, 1)
+        np.add.at(self.cells, j, self.one)  # (ufunc.at's fast loop: the cells' own type)
 
     def block_index(self, block: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``⌊B·t⌋ // 1024`` of each value of a block of :func:`present_values` (the block of
@@ -202,6 +213,8 @@ class _BlockBinning:
         b = self.bins.count
         cells = self.cells.reshape(self.n_groups, self.stride)
         cells[:, b - 1] += cells[:, b]
+        if self.cells.dtype == np.float64:
+            return cells[:, :b]
         return _as_doubles_in_place(self.cells).reshape(self.n_groups, self.stride)[:, :b]
 
 

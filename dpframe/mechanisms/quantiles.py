@@ -39,7 +39,14 @@ from typing import Any
 import numpy as np
 
 from dpframe.errors import ParameterError
+from dpframe.mechanisms.quantile_ranks import (
+    NONZERO_RANKS_MAX_BINS,
+    CumulativeCounts,
+    NonzeroCounts,
+    Ranks,
+)
 from dpframe.mechanisms.randomness import RandomSource, RandomState
+from dpframe.mechanisms.snapping import CLIP
 
 __all__ = [
     "DEFAULT_QUANTILE_BINS",
@@ -284,20 +291,22 @@ def _log_exponentials(source: RandomSource, shape: tuple[int, ...]) -> np.ndarra
     ``E = −log1p(−V/2)`` (``E < ln 2``), ``V`` a full-precision uniform. Both halves use ``V``
     where doubles are dense relative to the result, so ``E`` has relative error ``≤ 4·2^-52``.
     """
-    size = int(np.prod(shape)) if shape else 1
+    size = math.prod(shape)
     u, log_u = source.uniform(size)
-    coin = (source.words(size) & np.uint64(1)).astype(bool)
+    coin = source.coins(size)  # (seeded: the low bit of each next word, as it always was)
     return log_exponential(u, log_u, coin).reshape(shape)
 
 
 def log_exponential(u: np.ndarray, log_u: np.ndarray, coin: np.ndarray) -> np.ndarray:
     """``ln E`` from a full-precision uniform ``(U, ln U)`` and a fair coin (see above)."""
-    big = -(log_u - math.log(2.0))  # −ln(U/2), ≥ ln 2
-    small = -np.log1p(-0.5 * u)  # −ln(1 − U/2), < ln 2
-    out = np.log(np.where(coin, big, small))
+    big = np.subtract(math.log(2.0), log_u)  # −ln(U/2), ≥ ln 2 (= −(ln U − ln 2) exactly)
+    small = np.log1p(np.multiply(u, -0.5))  # −ln(1 − U/2), < ln 2, negated below
+    np.negative(small, out=small)
+    np.copyto(small, big, where=coin)
+    out = np.log(small, out=small)
     # below 2^-1000 (probability 2^-1000) U/2 may be subnormal: there ln E = ln(U/2) + O(U)
-    tiny = ~coin & (u < 2.0**-1000)
-    if tiny.any():
+    if u.size and np.minimum.reduce(u, axis=None) < 2.0**-1000:
+        tiny = ~coin & (u < 2.0**-1000)
         out = np.where(tiny, log_u - math.log(2.0), out)
     return out
 
@@ -306,9 +315,12 @@ def _unit_distances(lo: np.ndarray, hi: np.ndarray, whole: int, frac: float) -> 
     """``max(lo − t, t − hi, 0)`` for integer rank spans ``[lo, hi]`` and ``t = whole + frac``
     (``whole`` integer, ``0 ≤ frac < 1``): integer parts exact in int64, one rounding (the
     error bound of :func:`rank_distances`)."""
-    a = (lo - whole).astype(float) - frac
-    b = (whole - hi).astype(float) + frac
-    return np.maximum(np.maximum(a, b), 0.0)
+    a = (lo - whole).astype(float)
+    a -= frac
+    b = (whole - hi).astype(float)
+    b += frac
+    np.maximum(a, b, out=a)
+    return np.maximum(a, 0.0, out=a)
 
 
 def _uniform_index(m: int, source: RandomSource) -> int:
@@ -323,58 +335,7 @@ def _uniform_index(m: int, source: RandomSource) -> int:
             return w % m
 
 
-class CumulativeCounts:
-    """The cumulative counts ``cum[j] = Σ_{i ≤ j} c_i`` of one group, on demand: block totals
-    from one read-only pass (no ``B``-sized array: at 2^22 bins a fresh cumulative array costs
-    more than the whole draw), exact prefix sums only inside the blocks a draw looks at. The
-    counts may be int64 or integer-valued doubles (:meth:`QuantileMechanism.sample` with
-    ``exact_counts``): every sum is an integer below 2^53, exact in either."""
-
-    BLOCK = 1024
-
-    def __init__(self, counts: np.ndarray, block_totals: np.ndarray | None = None) -> None:
-        """``block_totals``: the rows of each block of :data:`BLOCK` bins (the last block may
-        be short), when known (then ``counts`` is read only where a draw looks:
-        :func:`fine_blocks_read`); computed from ``counts`` otherwise."""
-        self.counts = counts
-        self.size = b = counts.size
-        if block_totals is None:
-            block_totals = self.block_totals(counts)
-        self.block_end = np.cumsum(block_totals)  # cum at the last bin of each block
-        self.total = int(self.block_end[-1]) if b else 0
-
-    @classmethod
-    def block_totals(cls, counts: np.ndarray) -> np.ndarray:
-        """The rows of each block of :data:`BLOCK` bins of ``counts`` (the last one short)."""
-        k = cls.BLOCK
-        b = counts.size
-        full = b // k * k
-        sums = counts[:full].reshape(-1, k).sum(axis=1) if full else np.zeros(0, np.int64)
-        if full < b:
-            sums = np.append(sums, counts[full:].sum())
-        return sums
-
-    def searchsorted(self, x: np.int64, side: str) -> int:
-        """``numpy.searchsorted(cum, x, side)`` (``cum`` does not decrease)."""
-        block = int(np.searchsorted(self.block_end, x, side=side))  # type: ignore[call-overload]
-        if block >= self.block_end.size:
-            return self.size
-        lo = block * self.BLOCK
-        local = self.before(lo) + np.cumsum(self.counts[lo:lo + self.BLOCK])
-        return lo + int(np.searchsorted(local, x, side=side))  # type: ignore[call-overload]
-
-    def before(self, j: int) -> int:
-        """``Σ_{i < j} c_i`` (0 for ``j = 0``)."""
-        block = j // self.BLOCK
-        base = int(self.block_end[block - 1]) if block else 0
-        return base + int(self.counts[block * self.BLOCK:j].sum())
-
-    def span(self, lo: int, hi: int) -> np.ndarray:
-        """``cum[lo:hi]``."""
-        return self.before(lo) + np.cumsum(self.counts[lo:hi])
-
-
-def _window_units(counts: np.ndarray, ranks: CumulativeCounts, first: int, last: int,
+def _window_units(counts: np.ndarray, ranks: Ranks, first: int, last: int,
                   pad: int, whole: int, above: int) -> tuple[np.ndarray, ...]:
     """Units of the window ``[first, last)`` of interior bins (``first ≥ 1``):
     ``(start, size, lo, hi)``, a run of bins and the padded rank span ``[lo, hi]``
@@ -388,20 +349,24 @@ def _window_units(counts: np.ndarray, ranks: CumulativeCounts, first: int, last:
     (``whole`` = ⌊t⌋, ``above`` = ⌈t⌉; the distances agree as computed, too: the same
     operations on the same integer.) A run at an end of the window with no such neighbour
     inside it is a unit of its own. The cumulative counts are formed at the bins with rows only
-    (``cum`` is constant over a run of empty bins), exactly in int64."""
-    nz = np.nonzero(counts[first:last] != 0)[0] + first  # (on booleans: several times faster)
-    base = ranks.before(first) + pad  # cum[first − 1] + R: the rank of a leading empty run
-    rows = counts[nz].astype(np.int64)
-    hi = np.cumsum(rows) + base  # cum[j] + R at each bin j with rows
-    lo = hi - rows
+    (``cum`` is constant over a run of empty bins), exactly in int64 (``ranks.window``)."""
+    nz, rows, cum, before = ranks.window(first, last)
+    base = before + pad  # cum[first − 1] + R: the rank of a leading empty run
     if nz.size == 0:
         return (np.array([first]), np.array([last - first]), np.array([base]),
                 np.array([base]))
-    empty_after = np.append(nz[1:], last) - nz - 1
+    hi = cum + pad  # cum[j] + R at each bin j with rows
+    lo = hi - rows
+    empty_after = np.empty_like(nz)  # the empty bins after each bin with rows
+    np.subtract(nz[1:], nz[:-1], out=empty_after[:-1])
+    empty_after[-1] = last - nz[-1]
+    empty_after -= 1
     below = hi <= whole
     grow_right = np.where(below, empty_after, 0)  # runs joining the bin on their left
-    to_next = np.where(below, 0, empty_after)  # runs joining the bin on their right
-    grow_left = np.concatenate([[nz[0] - first], to_next[:-1]])
+    to_next = empty_after - grow_right  # runs joining the bin on their right
+    grow_left = np.empty_like(nz)
+    grow_left[0] = nz[0] - first
+    grow_left[1:] = to_next[:-1]
     extra_start, extra_size, extra_rank = [], [], []
     if grow_left[0] > 0 and base < above:  # the leading run lies below the target: alone
         extra_start.append(first)
@@ -412,10 +377,14 @@ def _window_units(counts: np.ndarray, ranks: CumulativeCounts, first: int, last:
         extra_start.append(int(nz[-1]) + 1)
         extra_size.append(int(to_next[-1]))
         extra_rank.append(int(hi[-1]))
+    size = grow_left + grow_right
+    size += 1
+    start = nz - grow_left
+    if not extra_start:
+        return start, size, lo, hi
     rank = np.asarray(extra_rank, dtype=np.int64)
-    return (np.concatenate([nz - grow_left, np.asarray(extra_start, dtype=np.int64)]),
-            np.concatenate([1 + grow_left + grow_right,
-                            np.asarray(extra_size, dtype=np.int64)]),
+    return (np.concatenate([start, np.asarray(extra_start, dtype=np.int64)]),
+            np.concatenate([size, np.asarray(extra_size, dtype=np.int64)]),
             np.concatenate([lo, rank]), np.concatenate([hi, rank]))
 
 
@@ -424,14 +393,31 @@ def _target(n: int, q: float, offset: Fraction, pad: int) -> Fraction:
     return Fraction(q) * (n + 2 * pad) + offset
 
 
-def _window_thresholds(t: Fraction, pad: int, coefficient: float) -> tuple[np.int64, np.int64]:
+def _split_target(n: int, q: float, offset: Fraction, pad: int
+                  ) -> tuple[int, float, float, bool]:
+    """``(⌊t⌋, t − ⌊t⌋, t, t > ⌊t⌋)`` for :func:`_target`'s ``t``, the two floats rounded
+    once to nearest: the values ``math.floor(t)``, ``float(t − ⌊t⌋)``, ``float(t)`` give,
+    from integers instead of :class:`~fractions.Fraction` arithmetic (``t = a/d`` with
+    ``q = q₁/q₂`` exactly, ``a = q₁(n + 2R)o₂ + o₁q₂``, ``d = q₂o₂ > 0``; Python's ``int / int``
+    is correctly rounded whatever the fraction's reduction, as ``float(Fraction)`` is)."""
+    qn, qd = Fraction(q).as_integer_ratio() if not isinstance(q, float) \
+        else q.as_integer_ratio()
+    on, od = offset.numerator, offset.denominator
+    num = qn * (n + 2 * pad) * od + on * qd
+    den = qd * od
+    whole = num // den
+    rest = num - whole * den
+    return whole, rest / den, num / den, rest > 0
+
+
+def _window_thresholds(t: float, pad: int, coefficient: float) -> tuple[np.int64, np.int64]:
     """The unpadded cumulative counts bounding the window of :func:`race_over_runs`: its
     interior bins are those from the first with ``cum > below`` to the first with
-    ``cum ≥ above`` (inclusive); every other interior bin is at rank distance ``≥ C/λ``."""
+    ``cum ≥ above`` (inclusive); every other interior bin is at rank distance ``≥ C/λ``
+    (``t``: the target rank, rounded to a double)."""
     reach = SCORE_CAP / coefficient + 2.0
-    t_float = float(t)
-    below = np.int64(max(min(math.floor(t_float - reach - pad), 2**62), -(2**62)))
-    above = np.int64(max(min(math.ceil(t_float + reach - pad), 2**62), -(2**62)))
+    below = np.int64(max(min(math.floor(t - reach - pad), 2**62), -(2**62)))
+    above = np.int64(max(min(math.ceil(t + reach - pad), 2**62), -(2**62)))
     return below, above
 
 
@@ -458,14 +444,14 @@ def fine_blocks_read(block_totals: np.ndarray, size: int, q: float, offset: Frac
     if blocks == 0 or size < 3:
         return 0, -1
     pad = int(padding)
-    below, above = _window_thresholds(_target(int(block_end[-1]), q, offset, pad), pad,
-                                      coefficient)
+    below, above = _window_thresholds(_split_target(int(block_end[-1]), q, offset, pad)[2],
+                                      pad, coefficient)
     k1 = int(np.searchsorted(block_end, below, side="right"))
     k2 = int(np.searchsorted(block_end, above, side="left"))
     return min(k1, blocks - 1), min(k2, blocks - 1)
 
 
-def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset: Fraction,
+def race_over_runs(counts: np.ndarray, ranks: Ranks, q: float, offset: Fraction,
                    padding: int, coefficient: float, source: RandomSource) -> int:
     """One draw of the exponential mechanism's bin, racing *runs* of bins that share a score.
 
@@ -502,47 +488,51 @@ def race_over_runs(counts: np.ndarray, ranks: CumulativeCounts, q: float, offset
     reserved before calibration (Q.3 of docs/privacy.md). The bound does not depend on the
     partition into units, so merging runs with their neighbours changes the random bits
     consumed, not the guarantee. Cost: one read-only pass over the counts per group
-    (:class:`CumulativeCounts`), one over the window for its bins with rows, and
+    (``ranks``: :class:`CumulativeCounts` or :class:`NonzeroCounts`, which answer alike), one
+    over the window for its bins with rows (none for :class:`NonzeroCounts`), and
     ``O(log B + k)`` further work per draw, ``k`` the bins with rows within ``C/λ`` ranks of
     the target, not ``B`` logarithms.
     """
     b = counts.size
     pad = int(padding)
     n = ranks.total
-    t = _target(n, q, offset, pad)
-    whole = math.floor(t)
-    frac = float(t - whole)
+    whole, frac, t, fractional = _split_target(n, q, offset, pad)
     # the end bins: spans [0, c_0 + R] and [n − c_{B−1} + R, n + 2R] (one span if B = 1)
-    starts, sizes = [np.array([0])], [np.array([1])]
-    los, his = [np.array([0])], [np.array([int(counts[0]) + pad + (pad if b == 1 else 0)])]
+    end_lo, end_hi = [0], [int(counts[0]) + pad + (pad if b == 1 else 0)]
+    end_start = [0]
     if b >= 2:
-        starts.append(np.array([b - 1]))
-        sizes.append(np.array([1]))
-        los.append(np.array([n - int(counts[b - 1]) + pad]))
-        his.append(np.array([n + 2 * pad]))
-    capped_start, capped_size = [], []
+        end_lo.append(n - int(counts[b - 1]) + pad)
+        end_hi.append(n + 2 * pad)
+        end_start.append(b - 1)
+    capped: list[tuple[int, int]] = []  # (start, size): score C exactly
+    window = None
     if b >= 3:  # interior bins 1 … B−2: spans [cum[j−1] + R, cum[j] + R]
         # (integer thresholds: cum > x ⟺ cum > ⌊x⌋, cum ≥ x ⟺ cum ≥ ⌈x⌉)
         below, above = _window_thresholds(t, pad, coefficient)
         first = max(1, ranks.searchsorted(below, "right"))
         last = max(first, min(b - 1, ranks.searchsorted(above, "left") + 1))
-        for lo_bin, hi_bin in ((1, first), (last, b - 1)):  # capped: score C exactly
-            if hi_bin > lo_bin:
-                capped_start.append(lo_bin)
-                capped_size.append(hi_bin - lo_bin)
+        capped = [(lo_bin, hi_bin - lo_bin) for lo_bin, hi_bin in ((1, first), (last, b - 1))
+                  if hi_bin > lo_bin]
         if last > first:
-            w_start, w_size, w_lo, w_hi = _window_units(counts, ranks, first, last, pad,
-                                                        whole, whole + (t > whole))
-            starts.append(w_start)
-            sizes.append(w_size)
-            los.append(w_lo)
-            his.append(w_hi)
-    d = _unit_distances(np.concatenate(los).astype(np.int64),
-                        np.concatenate(his).astype(np.int64), whole, frac)
-    score = np.append(np.minimum(coefficient * d, SCORE_CAP), [SCORE_CAP] * len(capped_start))
-    start = np.concatenate([*starts, np.asarray(capped_start, dtype=np.int64)])
-    size = np.concatenate([*sizes, np.asarray(capped_size, dtype=np.int64)])
-    keys = score + _log_exponentials(source, score.shape) - np.log(size.astype(float))
+            window = _window_units(counts, ranks, first, last, pad, whole, whole + fractional)
+    # the units in race order: the end bins, the window's, the capped runs
+    ends = len(end_lo)
+    scored = ends + (0 if window is None else window[0].size)
+    units = scored + len(capped)
+    lo, hi = np.empty(scored, dtype=np.int64), np.empty(scored, dtype=np.int64)
+    start, size = np.empty(units, dtype=np.int64), np.empty(units, dtype=np.int64)
+    lo[:ends], hi[:ends], start[:ends], size[:ends] = end_lo, end_hi, end_start, 1
+    if window is not None:
+        start[ends:scored], size[ends:scored], lo[ends:], hi[ends:] = window
+    for i, (run_start, run_size) in enumerate(capped, scored):
+        start[i], size[i] = run_start, run_size
+    score = np.empty(units)
+    np.minimum(coefficient * _unit_distances(lo, hi, whole, frac), SCORE_CAP,
+               out=score[:scored])
+    score[scored:] = SCORE_CAP
+    keys = _log_exponentials(source, score.shape)
+    keys += score  # (score + ln E: one rounding, either order)
+    keys -= np.log(size.astype(float))
     unit = int(np.argmin(keys))
     return int(start[unit]) + _uniform_index(int(size[unit]), source)
 
@@ -653,7 +643,7 @@ class QuantileMechanism:
         else:
             u = source.uniform_values(j.size)
             pos = (j + u.reshape(j.shape)) / b
-        return np.clip(lo + (hi - lo) * pos, lo, hi)
+        return CLIP(lo + (hi - lo) * pos, lo, hi)
 
     def sample(self, counts: Any, random_state: RandomState = None, *,
                exact_counts: bool = False) -> QuantileRelease:
@@ -677,8 +667,9 @@ class QuantileMechanism:
         source = RandomSource(random_state)
         chosen = np.empty((c2.shape[0], len(self.levels)), dtype=np.int64)
         if self.bins >= RUNS_MIN_BINS:  # one group at a time, racing runs of bins
+            few = self.bins <= NONZERO_RANKS_MAX_BINS
             for g in range(c2.shape[0]):
-                ranks = CumulativeCounts(c2[g])
+                ranks: Ranks = NonzeroCounts(c2[g]) if few else CumulativeCounts(c2[g])
                 for i, q in enumerate(self.levels):
                     chosen[g, i] = race_over_runs(c2[g], ranks, q, self.target_offset(i),
                                                   self.padding, self.coefficients[i], source)

@@ -260,6 +260,9 @@ def merged_reads(aggs: Iterable[Agg]) -> dict[Agg, Agg]:
     same counts as from its own aggregate (:meth:`ReadWindows.union`). Public: the grouping
     uses the aggregates' public fields and identities only, the union the draws the
     mechanisms recorded from public parameters."""
+    aggs = [agg for agg in aggs if agg.bins is not None]
+    if len(aggs) < 2:  # (one bins aggregate, as a lone quantile: nothing to share)
+        return {}
     groups: dict[Agg, list[Agg]] = {}
     for agg in aggs:
         bins = agg.bins

@@ -41,8 +41,10 @@ def _reference(x: np.ndarray, bins: Bins, policy: object, mask: np.ndarray) -> n
 
 @pytest.mark.parametrize("bounds", [(0.0, 100.0), (-1e308, 1e308), (-1e-320, 1e-320)])
 @pytest.mark.parametrize("policy", ["drop", 100.0])
-def test_block_counts_equal_the_bin_formula_across_blocks(monkeypatch, bounds, policy):
-    monkeypatch.setattr(_bins, "_BIN_BLOCK", 7)  # many blocks, a short last one
+@pytest.mark.parametrize("block", [7, None])  # None: one block, counted straight into doubles
+def test_block_counts_equal_the_bin_formula_across_blocks(monkeypatch, bounds, policy, block):
+    if block is not None:
+        monkeypatch.setattr(_bins, "_BIN_BLOCK", block)  # many blocks, a short last one
     x = _values()
     keys = ["a", "b", "c"]
     g = np.random.default_rng(1).choice(["a", "b", "c", "z"], x.size)  # "z": undeclared
