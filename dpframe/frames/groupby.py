@@ -81,6 +81,11 @@ class DPGroupBy(Generic[TableT]):
     def __init__(self, frame: object, column: str | Sequence[str], keys: KeyList | None,
                  selection_share: float = 0.5) -> None:
         self._frame = frame
+        if not isinstance(column, str) and not (
+                isinstance(column, Sequence) and all(isinstance(c, str) for c in column)):
+            raise ParameterError(
+                f"groupby(...) takes a column name or a list of column names, not "
+                f"{type(column).__name__}: e.g. groupby('region') or groupby(['region', 'sex'])")
         self._column: str | tuple[str, ...] = column if isinstance(column, str) else tuple(
             column)
         self._keys = keys

@@ -341,3 +341,14 @@ def test_an_engine_failure_at_protect_is_a_dpframe_error_without_the_engine_text
         dpf.protect(graph, epsilon=1.0, bounds={"x": (0, 5)})
     assert "secret" not in str(info.value) and "3.0" not in str(info.value)
     assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+@pytest.mark.parametrize("column", [5, None, 1.5, ["g", 3], b"g"])
+def test_groupby_of_something_not_column_names_is_a_parameter_error(column):
+    """``groupby`` takes a name or a list of names; anything else is a ParameterError that
+    says so, raised before anything is read or spent (it was a bare TypeError)."""
+    pf = dpf.protect(pd.DataFrame({"g": ["a", "b"] * 5, "x": np.arange(10.0)}), epsilon=1.0,
+                     bounds={"x": (0.0, 10.0)}, keys={"g": ["a", "b"]})
+    with pytest.raises(dpf.ParameterError, match="column name or a list of column names"):
+        pf.dp.groupby(column)
+    assert pf.dp.budget.epsilon_spent == 0 and len(pf.dp.log) == 0
