@@ -89,16 +89,46 @@ def _object_columns_as_object(obj: Any, columns: dict[str, Any]) -> dict[str, An
 _DTYPES: IdentityMap[dict[str, Any]] = IdentityMap()
 
 
-def remember_schema(native: Any, read_dtypes: Callable[[Any], Mapping[str, Any]]) -> None:
+def remember_schema(native: Any, read_dtypes: Callable[[Any], Mapping[str, Any]], *,
+                    parent: Any = None, added: Mapping[str, tuple[Any, Any]] | None = None
+                    ) -> bool:
     """Read the schema of ``native`` -- dpframe's private object of a verified frame, whose
     schema can never change -- once, when dpframe takes hold of it (at protect, at a
     derivation), and remember it: column → narwhals dtype (:func:`frame_columns`) and column →
     the engine's own dtype (``read_dtypes``: its backend's schema reader). The first release
     on the frame then plans from what was read here instead of converting the schema again.
-    Names and dtypes only, the same reads a release would make."""
+    Names and dtypes only, the same reads a release would make.
+
+    With ``parent`` (the private object ``native`` was derived from by a verified step that
+    keeps every column of ``parent`` as it is and appends the columns ``added``: name → its
+    narwhals dtype and its engine's dtype, the step's verified output dtype), nothing is read:
+    the schema remembered is ``parent``'s plus those columns (:func:`_remember_extended`).
+    Returns whether a schema is remembered for ``native``."""
+    if parent is not None:
+        return _remember_extended(native, parent, added or {})
     frame_columns(native, immutable=True)
     if _DTYPES.get(native) is None:
         _DTYPES.set(native, dict(read_dtypes(native)))
+    return True
+
+
+def _remember_extended(native: Any, parent: Any, added: Mapping[str, tuple[Any, Any]]) -> bool:
+    """:func:`remember_schema` of a frame derived from ``parent`` by appending ``added``:
+    ``parent``'s remembered schemas plus the added columns, without reading ``native``'s
+    schema. Public facts only (names and dtypes: the parent's, read when dpframe took hold of
+    it, and the verified step's). Done only when both of ``parent``'s schemas were remembered
+    and no added name is already a column (a replaced column would keep its position and
+    change its dtype): else nothing is remembered and the first release reads the schema as
+    before."""
+    columns, dtypes = _SCHEMAS.get(parent), _DTYPES.get(parent)
+    if columns is None or dtypes is None or any(
+            name in columns or name in dtypes for name in added):
+        return False
+    if _SCHEMAS.get(native) is None:
+        _SCHEMAS.set(native, {**columns, **{name: d for name, (d, _) in added.items()}})
+    if _DTYPES.get(native) is None:
+        _DTYPES.set(native, {**dtypes, **{name: d for name, (_, d) in added.items()}})
+    return True
 
 
 def engine_dtypes(native: Any) -> dict[str, Any] | None:

@@ -13,7 +13,11 @@ The bin is computed by a binary search over the inner edges in every engine
 O(log k) per row; the step is an ordinary verified derivation (a new column; no row used
 twice), compiled by dpframe for the frame's engine like any other. Its verification depends on
 public facts alone (the column's name and dtype, the fill value's bin), so it is made once per
-such triple and a new frame's first histogram reuses it (:func:`bin_step`).
+such triple and a new frame's first histogram reuses it (:func:`bin_step`). On a pandas
+column of numpy's ``float64``, the pandas backend reads this step from its structure and
+computes it with numpy's binary search, the same bins value for value
+(:mod:`dpframe.backends.pandas._bins`); every other column goes through the engine's
+compilation.
 """
 
 from __future__ import annotations

@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic
 
+import narwhals.stable.v2 as nw
 import polars as pl
 
 from dpframe import provenance
 from dpframe import provenance as derivations
+from dpframe.engine import remember_schema
 from dpframe.errors import DerivationError, ParameterError
 from dpframe.frames import bins as bins_
 from dpframe.frames.parameters import shared_parameters
@@ -108,9 +110,30 @@ def binned(frame: object, column: str, edges: list[float],
         schema = backend.polars_schema(facts.data)
         steps = [bins_.bin_step(column, edges, facts, schema)]
         backend.rowwise.check(steps)
-        return _built(facts, facts.after(steps), steps, schema)
+        out = _built(facts, facts.after(steps), steps, schema)
+        _remember_binned_schema(facts, out)
+        return out
 
     return bins_.binned_frame(facts, column, edges, build)
+
+
+def _remember_binned_schema(parent: provenance.FrameFacts, frame: Any) -> None:
+    """The binned in-memory frame's schema, remembered as it is built: the parent's schema
+    (read when dpframe took hold of the parent, :func:`dpframe.engine.remember_schema`) plus
+    the bin column, Int64 (the verified step's output dtype; in the engine: pandas'
+    nullable ``Int64``, Polars' ``Int64``, as the derivation built it), so the histogram's
+    first release plans without reading the derived frame's schema again
+    (:func:`dpframe.engine.remember_schema` with its ``parent``). Names and dtypes only; nothing
+    when the parent's schema was never remembered or for a lazy frame (its release reads the
+    schema as before)."""
+    backend = parent.dataset.backend
+    if backend.lazy or parent.data is None:
+        return
+    data = provenance.resolve(frame).data
+    if data is None:
+        return
+    remember_schema(data, backend.schema, parent=parent.data, added={
+        bins_.BIN: (nw.Int64(), backend.column_dtype(data, bins_.BIN))})
 
 
 def _built(facts: provenance.FrameFacts, new: provenance.FrameFacts,

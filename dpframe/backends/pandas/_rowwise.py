@@ -21,7 +21,9 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dpframe.backends.pandas._bins import bin_column, bin_search
 from dpframe.backends.polars import _rowwise as polars_rowwise
+from dpframe.engine import engine_dtypes
 from dpframe.rowwise.engines import RowwiseTarget
 from dpframe.rowwise.nodes import Col, RowExpr, walk
 
@@ -41,6 +43,10 @@ def apply_step(frame: Any, kind: str, predicate: RowExpr | None,
     """One verified step on a pandas frame whose Polars schema (as verified) is ``schema``."""
     import pandas as pd
 
+    if kind == "with_columns":
+        binned = _binned(frame, columns, schema)
+        if binned is not None:
+            return binned
     trees = [predicate] if predicate is not None else [e for _, e in columns]
     data = to_polars_columns(frame, _read_columns(trees), schema)
     height = len(frame)
@@ -73,6 +79,24 @@ def apply_step(frame: Any, kind: str, predicate: RowExpr | None,
     return result
 
 
+def _binned(frame: Any, columns: Sequence[tuple[str, RowExpr]],
+            schema: Mapping[str, Any]) -> Any:
+    """The histogram's bin step (:func:`~dpframe.backends.pandas._bins.bin_search`: dpframe's
+    own step, read from its structure) over a float64 numpy column, computed in numpy
+    (:func:`~dpframe.backends.pandas._bins.bin_column`, the bins Polars gives, without the
+    round trip); None for every other step or column (they are evaluated in Polars)."""
+    search = bin_search(columns, schema)
+    if search is None or search.column not in frame.columns:
+        return None
+    name = columns[0][0]
+    series = bin_column(frame[search.column], search, name)
+    if series is None:
+        return None
+    result = frame.copy(deep=False)
+    result[name] = series
+    return result
+
+
 def _broadcast(series: Any, height: int) -> Any:
     """A computed column at the frame's height: a scalar result (an expression reading no
     column: a literal, a comparison of literals) repeated on every row, so the step is total
@@ -98,9 +122,12 @@ def polars_schema(frame: Any) -> dict[str, Any]:
     """The Polars dtype each pandas column is read as in derivations, from the dtypes alone:
     narwhals' mapping, numpy datetimes and timedeltas of a unit Polars lacks (seconds, days)
     read in milliseconds, and ``Object`` for what neither can map (periods, intervals, sparse
-    and complex columns, Arrow dates in milliseconds...), which no expression may read."""
+    and complex columns, Arrow dates in milliseconds...), which no expression may read.
+    The pandas dtypes are those dpframe remembered for its own private object (its schema
+    cannot change, :func:`dpframe.engine.engine_dtypes`), else read from ``frame``."""
     out: dict[str, Any] = {}
-    for name, dtype in frame.dtypes.items():
+    known = engine_dtypes(frame)
+    for name, dtype in (known if known is not None else frame.dtypes).items():
         out[name] = _polars_dtype(frame, name, dtype)
     return out
 
