@@ -74,7 +74,10 @@ def _read_schema(data: Any, dataset: Dataset) -> None:
     and remembered with it (:func:`dpframe.engine._schema.remember_schema`), so the first
     release on the frame plans without converting it again. Derived frames are left to their
     first release: a derivation that is only derived from again would pay for a schema no
-    release reads (a native LazyFrame derivation is verified anew on every query). Best
+    release reads (a native LazyFrame derivation is verified anew on every query). The one
+    exception is a histogram's binned frame, whose schema is its parent's remembered one plus
+    the bin column, stored without a read where it is built (``dpframe.frames.derivations``,
+    ``remember_schema(parent=..., added=...)``). Best
     effort: a schema that cannot be read here is read again by the release that needs it,
     which raises what it raised before."""
     if type(data) is object:  # (the registry's placeholder of a frame that is its own data)
