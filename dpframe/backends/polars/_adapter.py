@@ -22,7 +22,7 @@ from dpframe.backends._text import valid_arrow
 from dpframe.backends.polars import _rowwise as polars_rowwise
 from dpframe.backends.polars._batch_route import bare_file_scan, batch_sums
 from dpframe.backends.polars._file_input import read_file
-from dpframe.backends.polars._kernel_route import bare_scan, kernel_sums
+from dpframe.backends.polars._kernel_route import bare_scan, in_memory_scan, kernel_sums
 from dpframe.backends.polars._memory import own_polars, polars_plan_ranges, polars_ranges
 from dpframe.engine import Bounding, bound_polars
 from dpframe.errors import UnsupportedInputError
@@ -199,7 +199,9 @@ class PolarsLazyBackend(_Polars):
         batch Polars' streaming engine reads (:mod:`._batch_route`); any other, the Polars
         expressions."""
         eager = registered(PolarsBackend.name)
-        if bare_file_scan(frame):
+        # (the copy's route first: known at snapshot, one lookup; a file scan's plan is read
+        # once and remembered by both tests)
+        if not in_memory_scan(frame) and bare_file_scan(frame):
             return batch_sums(frame, aggs, columns, missing, group_by, keys, eager)
         return kernel_sums(frame, aggs, columns, missing, group_by, keys, eager)
 

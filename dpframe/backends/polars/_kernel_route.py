@@ -34,7 +34,7 @@ from dpframe.backends._private import private
 from dpframe.errors import DPFrameError
 from dpframe.query import Agg
 
-__all__ = ["bare_scan", "kernel_sums"]
+__all__ = ["bare_scan", "in_memory_scan", "kernel_sums"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,12 @@ def bare_scan(frame: Any) -> Any:
     lazy = frame.lazy()
     _ROUTES.set(lazy, _Route(int(frame.height), private(frame)))
     return lazy
+
+
+def in_memory_scan(lazy: Any) -> bool:
+    """Whether ``lazy``'s plan is one bare scan of an in-memory frame (the kernel's route;
+    remembered per plan, so a snapshot made by :func:`bare_scan` answers at once)."""
+    return _route(lazy) is not None
 
 
 def _route(lazy: Any) -> _Route | None:
