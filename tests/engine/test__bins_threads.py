@@ -40,9 +40,10 @@ def _column(n: int = 5_000, seed: int = 34) -> np.ndarray:
 
 @pytest.fixture
 def threads(monkeypatch):
-    """``split(True)``: 512-row blocks, 1,024 rows per thread, three cores (so a 5,000-row
-    column runs on three threads); ``split(False)``: one pass. Counts the thread launches."""
-    monkeypatch.setattr(_bins, "_BIN_BLOCK", 512)
+    """``split(True)``: 256-row blocks (1,024 when split), 1,024 rows per thread, three cores
+    (so a 5,000-row column runs on three threads of one or two blocks each);
+    ``split(False)``: one pass. Counts the thread launches."""
+    monkeypatch.setattr(_bins, "_BIN_BLOCK", 256)
     monkeypatch.setattr(_bins, "TWO_PASS_MIN_ROWS", 0)
     monkeypatch.setattr(_kernel, "_cores", lambda: 3)
     launched: list[int] = []
