@@ -34,7 +34,9 @@ _FINE = CumulativeCounts.BLOCK
 #: Blocks of :data:`_BIN_BLOCK` rows per block of a count split between threads (256 K
 #: rows: 2 MB of doubles, within a core's 2 MB L2 share): fewer blocks, fewer hand-overs of
 #: the GIL. Measured on the 10 M-row median (2 cores): 62 ms on one thread; split, 62 ms
-#: with 64 K-row blocks, 53 ms with 128 K, 47-50 ms with 256 K, 51-57 ms with 512 K.
+#: with 64 K-row blocks, 53 ms with 128 K, 47-50 ms with 256 K, 51-57 ms with 512 K. With
+#: one core kept busy by another process the split is slower than one thread (73-82 against
+#: 68-75 ms), as the mean's kernel is (20-22 against 15 ms): its parts are fixed in advance.
 _THREAD_BLOCKS = 4
 
 
