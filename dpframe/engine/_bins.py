@@ -36,7 +36,9 @@ _FINE = CumulativeCounts.BLOCK
 #: the GIL. Measured on the 10 M-row median (2 cores): 62 ms on one thread; split, 62 ms
 #: with 64 K-row blocks, 53 ms with 128 K, 47-50 ms with 256 K, 51-57 ms with 512 K. With
 #: one core kept busy by another process the split is slower than one thread (73-82 against
-#: 68-75 ms), as the mean's kernel is (20-22 against 15 ms): its parts are fixed in advance.
+#: 68-75 ms), as the mean's kernel is (20-22 against 15 ms): a thread sharing its core waits
+#: for the GIL held by one the OS has set aside (handing out blocks as the threads ask for
+#: them instead of fixed parts was measured no better: 74-82 ms).
 _THREAD_BLOCKS = 4
 
 
