@@ -653,8 +653,10 @@ def test_spark_worker_killed_mid_release(spark_cluster, tmp_path):
         group = next((os.getpgid(p) for p in chain if os.getpgid(p) in worker_groups), None)
         assert group is not None, "the task ran outside the workers' process trees"
         SPARK_PYTHON_PIDS.update(chain[:2])
+        daemon_group = os.getpgid(pid)  # (read first: the Python worker exits with the JVMs)
         os.killpg(group, signal.SIGKILL)
-        os.killpg(os.getpgid(pid), signal.SIGKILL)  # the daemon and its Python workers
+        with contextlib.suppress(ProcessLookupError):  # (already gone with its JVMs)
+            os.killpg(daemon_group, signal.SIGKILL)  # the daemon and its Python workers
 
     got, victim = kill_mid_release(folder, before=2 * counted, kill=kill,
                                    release=lambda: pf.dp.mean("x", epsilon=1.0, random_state=3))
@@ -693,8 +695,10 @@ def test_spark_release_that_loses_every_worker_times_out_and_charges_once(spark_
 
     def kill_all(pid: int) -> None:
         SPARK_PYTHON_PIDS.update(ancestors(pid)[:2])
+        daemon_group = os.getpgid(pid)  # (read first: the Python worker exits with the JVMs)
         os.killpg(left[0], signal.SIGKILL)
-        os.killpg(os.getpgid(pid), signal.SIGKILL)  # the daemon and its Python workers
+        with contextlib.suppress(ProcessLookupError):  # (already gone with its JVMs)
+            os.killpg(daemon_group, signal.SIGKILL)  # the daemon and its Python workers
         killed["at"] = time.monotonic()
 
     monkeypatch.setenv("DPFRAME_ENGINE_TIMEOUT", str(timeout))
