@@ -107,7 +107,7 @@ class RandomSource:
         bit-identical). Secure: ``n`` bits of one :func:`os.urandom` read of ``⌈n/8⌉``
         bytes, each bit used once: the OS bits are independent and uniform, so the coins
         have the same joint law as the seeded form's, at an eighth of a byte each instead of
-        eight bytes (``tests/mechanisms/test_random_coins.py``)."""
+        eight bytes (``tests/mechanisms/test_quantile_sampler_reference.py``)."""
         if self._rng is not None:
             return (self.words(n) & np.uint64(1)).astype(bool)
         packed = np.frombuffer(os.urandom(-(-n // 8)), dtype=np.uint8)

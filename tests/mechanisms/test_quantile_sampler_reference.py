@@ -297,4 +297,5 @@ def test_secure_coins_are_fair_and_independent() -> None:
     usable = coins[: coins.size // 4 * 4].reshape(-1, 4).astype(int)
     patterns = usable @ np.array([8, 4, 2, 1])
     observed = np.bincount(patterns, minlength=16)
-    assert stats.chisquare(observed).pvalue > 1e-4
+    # (OS randomness: a fair source fails this 1 run in 10^7)
+    assert stats.chisquare(observed).pvalue > 1e-7
