@@ -388,18 +388,14 @@ def _window_units(counts: np.ndarray, ranks: Ranks, first: int, last: int,
             np.concatenate([lo, rank]), np.concatenate([hi, rank]))
 
 
-def _target(n: int, q: float, offset: Fraction, pad: int) -> Fraction:
-    """The target rank ``t = q·(n + 2R) + offset``, exactly."""
-    return Fraction(q) * (n + 2 * pad) + offset
-
-
 def _split_target(n: int, q: float, offset: Fraction, pad: int
                   ) -> tuple[int, float, float, bool]:
-    """``(⌊t⌋, t − ⌊t⌋, t, t > ⌊t⌋)`` for :func:`_target`'s ``t``, the two floats rounded
-    once to nearest: the values ``math.floor(t)``, ``float(t − ⌊t⌋)``, ``float(t)`` give,
-    from integers instead of :class:`~fractions.Fraction` arithmetic (``t = a/d`` with
-    ``q = q₁/q₂`` exactly, ``a = q₁(n + 2R)o₂ + o₁q₂``, ``d = q₂o₂ > 0``; Python's ``int / int``
-    is correctly rounded whatever the fraction's reduction, as ``float(Fraction)`` is)."""
+    """``(⌊t⌋, t − ⌊t⌋, t, t > ⌊t⌋)`` for the target rank ``t = q·(n + 2R) + offset``
+    (exact), the two floats rounded once to nearest: the values ``math.floor(t)``,
+    ``float(t − ⌊t⌋)``, ``float(t)`` give, from integers instead of
+    :class:`~fractions.Fraction` arithmetic (``t = a/d`` with ``q = q₁/q₂`` exactly,
+    ``a = q₁(n + 2R)o₂ + o₁q₂``, ``d = q₂o₂ > 0``; Python's ``int / int`` is correctly
+    rounded whatever the fraction's reduction, as ``float(Fraction)`` is)."""
     qn, qd = Fraction(q).as_integer_ratio() if not isinstance(q, float) \
         else q.as_integer_ratio()
     on, od = offset.numerator, offset.denominator
