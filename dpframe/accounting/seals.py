@@ -449,28 +449,14 @@ def attach_release_log_of_blocks(table: Any, document: dict[str, Any],
                                  blocks: list[tuple[Any, Any]], index: Any, columns: Any, *,
                                  release_id: int | list[int] | None = None) -> None:
     """:func:`attach_release_log` (unsigned) of a pandas table just made from ``blocks``
-    (``(values, positions)`` as ``create_dataframe_from_blocks`` takes them) and the label
-    objects ``index`` and ``columns``, which it holds unchanged: its snapshot is made from
-    them (:class:`_PandasParts`: a copy of each block's values, the labels as released), the
-    parts :meth:`_PandasParts.of` would read back from the table. Over
-    :data:`PARTS_MAX_CELLS` cells, another kind of block, or pandas 2: as
-    :func:`attach_release_log`."""
-    import numpy as np
-
-    kept: list[tuple[Any, Any]] = []
-    cells = 0
-    for values, places in blocks:
-        cells += values.size
-        if not (type(values) is np.ndarray and values.ndim == 2
-                and values.dtype.kind in "iufb") or cells > PARTS_MAX_CELLS:
-            kept = []
-            break
-        kept.append((values.copy(), places))
-    if not kept or _from_blocks() is None or not _pandas_3():
+    (``(values, positions)``) and the labels ``index`` and ``columns``, which it holds
+    unchanged: its snapshot is :meth:`_PandasParts.of_blocks` of them, the parts
+    :meth:`_PandasParts.of` would read back. Otherwise (or pandas 2) as that function."""
+    parts = _PandasParts.of_blocks(blocks, index, columns) if _pandas_3() else None
+    if parts is None:
         attach_release_log(table, document, release_id=release_id)
         return
     doc, ids = _unsealed(document, release_id)
-    parts = _PandasParts(kept, _labels_as_released(index), _labels_as_released(columns))
     log = _LazySealedLog(_PendingSeal(doc, ids, parts, None))
     attrs = table.attrs  # (a new table's own empty dict: filled in place, as the setter would)
     if attrs:
@@ -590,24 +576,38 @@ class _PandasParts:
 
     @classmethod
     def of(cls, table: Any) -> _PandasParts | None:
-        """The parts of ``table``, or None when it is not a small table of numpy numbers (or
-        pandas has no public way to rebuild a frame from blocks: before pandas 3)."""
+        """The parts of ``table`` (its blocks read back, :meth:`of_blocks`), or None when it
+        is not a small table of numpy numbers or pandas cannot rebuild it from blocks."""
+        blocks = getattr(getattr(table, "_mgr", None), "blocks", None)
+        if blocks is None or len(table.index) * len(table.columns) > PARTS_MAX_CELLS:
+            return None
+        return cls.of_blocks([(getattr(block, "values", None),
+                               getattr(getattr(block, "mgr_locs", None), "as_array", None))
+                              for block in blocks], table.index, table.columns)
+
+    @classmethod
+    def of_blocks(cls, blocks: list[tuple[Any, Any]], index: Any, columns: Any
+                  ) -> _PandasParts | None:
+        """The parts of a table of ``blocks`` (``(values, positions)``) and the labels
+        ``index`` and ``columns``: a copy of each block's values, the labels as released.
+        None when a block is not a two-dimensional numpy array of numbers with numpy
+        positions (also a pandas whose blocks read otherwise: a frame snapshot), the blocks
+        hold more than :data:`PARTS_MAX_CELLS` cells, or pandas cannot rebuild a frame
+        from blocks."""
         import numpy as np
 
-        blocks = getattr(getattr(table, "_mgr", None), "blocks", None)
-        if (_from_blocks() is None or blocks is None
-                or len(table.index) * len(table.columns) > PARTS_MAX_CELLS):
+        if _from_blocks() is None:
             return None
-        kept = []
-        for block in blocks:
-            values = getattr(block, "values", None)
-            places = getattr(getattr(block, "mgr_locs", None), "as_array", None)
-            if not (isinstance(values, np.ndarray) and values.ndim == 2
+        kept, cells = [], 0
+        for values, places in blocks:
+            if not (type(values) is np.ndarray and values.ndim == 2
                     and values.dtype.kind in "iufb" and isinstance(places, np.ndarray)):
-                return None  # (also a pandas whose blocks read otherwise: a frame snapshot)
+                return None
+            cells += values.size
+            if cells > PARTS_MAX_CELLS:
+                return None
             kept.append((values.copy(), places))  # (positions: immutable)
-        return cls(kept, _labels_as_released(table.index),
-                   _labels_as_released(table.columns))
+        return cls(kept, _labels_as_released(index), _labels_as_released(columns))
 
     def frame(self) -> Any:
         """The table as released, rebuilt from its parts (for its digest only)."""
